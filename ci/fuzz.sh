@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang-14 and runs each for a bounded time (QGPU_FUZZ_SECONDS,
+# default 60). A crash, a leak or a sanitizer report fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${QGPU_FUZZ_SECONDS:-60}"
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DQGPU_FUZZ=ON -DQGPU_WITH_TORCH=OFF -DQGPU_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target qgpu_fuzzers
+for target in build-fuzz/fuzz/fuzz_*; do
+  [ -x "$target" ] || continue
+  name=$(basename "$target")
+  corpus="fuzz/corpus/${name#fuzz_}"
+  mkdir -p "build-fuzz/corpus-$name"
+  echo "fuzzing $name for ${seconds}s"
+  "$target" -max_total_time="$seconds" -max_len=4096 -timeout=10 "build-fuzz/corpus-$name" \
+    $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -n 3
+done

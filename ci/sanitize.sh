@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# ASan+UBSan build of the CPU tests (no LibTorch, no benchmarks), then runs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQGPU_SANITIZE=ON \
+  -DQGPU_WITH_TORCH=OFF -DQGPU_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$(nproc)"
+(cd build-asan && ctest --output-on-failure -j 2 -L cpu)

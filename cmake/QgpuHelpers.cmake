@@ -1,0 +1,38 @@
+# Shared build settings for qgpu targets.
+
+# Warnings as errors for every target of ours.
+function(qgpu_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-missing-field-initializers)
+  if(QGPU_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# qgpu_library(NAME SOURCES ... DEPS ...): one library per folder, includes from the repo root.
+function(qgpu_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  target_compile_definitions(${name} PUBLIC QGPU_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  qgpu_warnings(${name})
+endfunction()
+
+# qgpu_test(NAME LABELS cpu|torch|gpu|tools SOURCES ... DEPS ...): a GoogleTest binary registered
+# with CTest. Labels say what the test needs: `cpu` (nothing), `tools` (clang-14/nvcc/ptxas),
+# `torch` (LibTorch), `gpu` (an NVIDIA GPU; skips with a reason when none).
+function(qgpu_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  qgpu_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                                          SKIP_RETURN_CODE 77
+                                          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()

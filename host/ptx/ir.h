@@ -1,0 +1,131 @@
+// qgpu/host/ptx/ir.h — the PTX module as parsed: the contract between the PTX parser and lowering.
+//
+// The parser (host/ptx/parser.h) produces a `Module`; `verify(const Module&)` checks it; lowering
+// (host/lower/) consumes it. Registers are resolved to numeric ids at parse time, with nested
+// `{ }` scopes giving shadowing declarations their own ids, so lowering never looks at names.
+// Every Instruction carries the source location of its first token.
+// Plain C++: no CUDA, no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/diag.h"
+
+namespace qgpu::ptx {
+
+// ---- The opcodes the front end accepts: one table, host/ptx/ops.def ----
+enum class Opcode : uint8_t {
+#define QGPU_PTX_OP(name, spelling) name,
+#include "host/ptx/ops.def"
+#undef QGPU_PTX_OP
+};
+const char* spelling(Opcode op);
+
+// Scalar types (from `.s32`, `.u64`, `.b16`, `.pred`, ...). None where an instruction has no type.
+enum class Type : uint8_t { None, Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64 };
+int bits(Type t);          // 1 for Pred, 0 for None
+bool isSigned(Type t);
+const char* typeName(Type t);  // "s32", ...
+
+enum class StateSpace : uint8_t { None, Global, Shared, Param, Generic, Local, Const };
+
+enum class CmpOp : uint8_t { None, Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs };  // setp comparisons
+
+// Per-opcode modifiers, already decoded. Only the fields meaningful for the opcode are set; the
+// parser refuses modifiers it does not know with PtxUnsupported, naming the modifier.
+struct Modifiers {
+  CmpOp cmp = CmpOp::None;       // setp.<cmp>
+  StateSpace space = StateSpace::None;  // ld/st/atom/cvta (.global .shared .param; None = generic)
+  bool toSpace = false;          // cvta.to.<space>
+  bool nc = false;               // ld.global.nc
+  bool uni = false;              // bra.uni, call.uni
+  bool lo = false, hi = false, wide = false;  // mul / mad
+  bool sync = false;             // shfl.sync, vote.sync, barrier.sync
+  bool aligned = false;          // bar(rier).sync.aligned
+  bool wrap = false, clamp = false;  // shf
+  bool left = false, right = false;  // shf.l / shf.r
+  bool shiftamt = false;         // bfind.shiftamt
+  std::string sub;               // the operation selector: atom add/min/..., shfl up/down/bfly/idx,
+                                 // vote ballot/any/all/uni, bar.red popc/and/or, bar "warp"
+};
+
+enum class OperandKind : uint8_t {
+  Reg,      // a virtual register, `reg` = id into Function::regs
+  Imm,      // an integer immediate, `imm` (decimal or hex in the source)
+  Special,  // a special register: `name` is e.g. "%tid.x"
+  Symbol,   // a name: label, parameter, shared variable, function; `name`
+  Address,  // `[base + offset]`: base is a register (`reg`) or a symbol (`name`); `imm` = offset
+  List,     // a parenthesised list (call arguments): `items`
+};
+
+struct Operand {
+  OperandKind kind = OperandKind::Imm;
+  uint32_t reg = 0;
+  bool addrIsReg = false;  // Address: base is `reg` (true) or symbol `name` (false)
+  int64_t imm = 0;
+  std::string name;
+  std::vector<Operand> items;
+  SourceLoc loc;
+};
+
+struct Instruction {
+  Opcode op;
+  Modifiers mods;
+  std::vector<Type> types;   // type suffixes in order (cvt.u64.u32 -> {U64, U32}; add.s32 -> {S32})
+  bool guarded = false;      // @%p or @!%p
+  bool guardNegated = false;
+  uint32_t guardReg = 0;
+  std::vector<Operand> dsts; // destinations (two for `shfl ... d|p`; setp p|q)
+  std::vector<Operand> srcs; // sources in source order (for `st`: address, value)
+  SourceLoc loc;
+  std::string text;          // the statement as written, for messages
+};
+
+struct RegInfo {
+  std::string name;  // as written: "%r12", "%p1", "temp_param_reg"
+  Type type;
+  uint32_t scopeDepth = 0;  // 0 = function body, > 0 = nested `{ }` scope
+};
+
+struct Variable {    // a `.param` or `.shared` declaration
+  std::string name;
+  Type type = Type::None;
+  uint32_t align = 0;
+  uint32_t bytes = 0;   // size in bytes (arrays: element size * count)
+  SourceLoc loc;
+};
+
+struct Function {
+  std::string name;
+  bool isEntry = false;            // .entry (kernel) or .func
+  bool visible = false;
+  std::vector<Variable> params;    // entry/func parameters in order
+  std::vector<Variable> returns;   // .func return parameters
+  std::vector<Variable> shared;    // .shared declarations in the body
+  std::vector<Variable> callParams;  // `.param` declared inside call-sequence scopes
+  std::vector<RegInfo> regs;       // every register, id = index
+  std::vector<Instruction> body;   // instructions in order
+  std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
+  SourceLoc loc;
+};
+
+struct Module {
+  std::string version;   // "6.4", "9.0"
+  std::string target;    // "sm_75"
+  int addressSize = 64;
+  std::vector<Function> functions;
+  std::string file;      // for messages
+};
+
+// Semantic checks of a parsed module: every register used is declared with a type compatible
+// with its use, every label and callee exists, operand counts match the opcode. Names the
+// instruction and its location.
+Status verify(const Module& module);
+
+// Prints the module back as PTX (canonical spacing): parse(print(m)) == m.
+std::string print(const Module& module);
+
+}  // namespace qgpu::ptx
