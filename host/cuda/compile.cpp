@@ -1,0 +1,338 @@
+// qgpu/host/cuda/compile.cpp — runs clang-14 / nvcc / ptxas as subprocesses (see compile.h).
+#include "host/cuda/compile.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace qgpu::host {
+namespace {
+
+namespace fs = std::filesystem;
+
+#ifndef QGPU_SOURCE_DIR
+#define QGPU_SOURCE_DIR "."
+#endif
+
+bool isExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::optional<std::string> findOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return std::nullopt;
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/" + name;
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+// Resolves a tool: the environment override wins outright (set but wrong means missing, so tests
+// can simulate an absent tool); otherwise the listed candidates, absolute paths or PATH names.
+Expected<std::string> resolveTool(const char* toolName, const char* envVar,
+                                  const std::vector<std::string>& candidates) {
+  if (const char* override = std::getenv(envVar); override != nullptr && *override != '\0') {
+    if (isExecutableFile(override)) return std::string(override);
+    return makeDiag(ErrorKind::ToolMissing, std::string(toolName) + " not found: $" + envVar +
+                                                " = '" + override + "' is not an executable file");
+  }
+  std::string searched;
+  for (const std::string& candidate : candidates) {
+    if (candidate.find('/') != std::string::npos) {
+      if (isExecutableFile(candidate)) return candidate;
+    } else if (auto found = findOnPath(candidate)) {
+      return *found;
+    }
+    searched += (searched.empty() ? "" : ", ") + candidate;
+  }
+  return makeDiag(ErrorKind::ToolMissing, std::string(toolName) + " not found (searched " +
+                                              searched + " and PATH; set $" + envVar + ")");
+}
+
+// A private temporary directory, removed with everything in it when this goes out of scope.
+class TempDir {
+ public:
+  static Expected<TempDir> create() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
+                          "/qgpu-cuda-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (::mkdtemp(buffer.data()) == nullptr) {
+      return makeDiag(ErrorKind::Io, "mkdtemp(" + pattern + ") failed: " + std::strerror(errno));
+    }
+    return TempDir(std::string(buffer.data()));
+  }
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  TempDir(const TempDir&) = delete;
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+Status writeFile(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) return makeDiag(ErrorKind::Io, "cannot write " + path);
+  return Ok{};
+}
+
+std::optional<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct RunResult {
+  bool timedOut = false;
+  int exitCode = -1;   // valid when the tool exited normally
+  int signal = 0;      // nonzero when it was killed by a signal
+  std::string output;  // stdout and stderr, interleaved as written
+};
+
+// Runs argv[0] with stdout+stderr going to a log file in `dir` and TMPDIR=dir (nvcc writes its
+// intermediates there). The child leads its own process group so that a timeout kills nvcc's
+// children (cicc, ptxas) too.
+Expected<RunResult> runTool(const std::vector<std::string>& argv, const std::string& dir,
+                            int timeoutSeconds) {
+  const std::string logPath = dir + "/tool.log";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> envStrings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) envStrings.emplace_back(*e);
+  }
+  envStrings.push_back("TMPDIR=" + dir);
+  std::vector<char*> env;
+  for (std::string& e : envStrings) env.push_back(e.data());
+  env.push_back(nullptr);
+
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return makeDiag(ErrorKind::ToolMissing,
+                    "cannot run " + argv[0] + ": " + std::strerror(rc));
+  }
+
+  RunResult result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  auto pause = std::chrono::milliseconds(1);
+  int status = 0;
+  for (;;) {
+    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      return makeDiag(ErrorKind::Internal, std::string("waitpid failed: ") + std::strerror(errno));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      result.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+  if (!result.timedOut) {
+    if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  }
+  result.output = readFile(logPath).value_or("");
+  return result;
+}
+
+void replaceAll(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// Finds the first error line of a compiler's output and its location. Formats:
+//   clang   FILE:LINE:COL: error: MESSAGE        (also "fatal error:")
+//   nvcc    FILE(LINE): error: MESSAGE           (also "catastrophic error:")
+//   ptxas   ptxas FILE, line LINE; error|fatal   : MESSAGE   /   ptxas fatal   : MESSAGE
+// The Diag's first message line is "<tool>: error: MESSAGE"; the full output follows.
+Diag compileError(const std::string& tool, const std::string& output, const RunResult& run,
+                  const std::string& fileName) {
+  static const std::regex clangError(R"(^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$)");
+  static const std::regex nvccError(R"(^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$)");
+  static const std::regex ptxasError(R"(^ptxas (.*?), line (\d+); (?:error|fatal)\s*: (.*)$)");
+  static const std::regex ptxasFatal(R"(^ptxas fatal\s*: (.*)$)");
+  std::stringstream lines(output);
+  std::string line;
+  std::smatch m;
+  while (std::getline(lines, line)) {
+    SourceLoc loc;
+    std::string message;
+    if (std::regex_match(line, m, clangError)) {
+      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])),
+             static_cast<uint32_t>(std::stoul(m[3]))};
+      message = m[4];
+    } else if (std::regex_match(line, m, nvccError)) {
+      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])), 0};
+      message = m[3];
+    } else if (std::regex_match(line, m, ptxasError)) {
+      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])), 0};
+      message = m[3];
+    } else if (std::regex_match(line, m, ptxasFatal)) {
+      loc = {fileName, 0, 0};
+      message = m[1];
+    } else {
+      continue;
+    }
+    return makeDiag(ErrorKind::CompileFailed, tool + ": error: " + message + "\n" + output, loc);
+  }
+  std::string how = run.signal != 0 ? "was killed by signal " + std::to_string(run.signal)
+                                    : "exited with status " + std::to_string(run.exitCode);
+  return makeDiag(ErrorKind::CompileFailed, tool + " " + how + "\n" + output, {fileName});
+}
+
+// The name the source gets inside the temp directory: the caller's base name when it is a plain
+// .cu name (so tool messages mention it), else kernel.cu.
+std::string tempSourceName(const std::string& fileName) {
+  std::string base = fs::path(fileName).filename().string();
+  bool plain = base.size() > 3 && base.size() < 100 && base.ends_with(".cu") &&
+               base.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789._-") == std::string::npos &&
+               base[0] != '-' && base != "out.cu";
+  return plain ? base : "kernel.cu";
+}
+
+std::string dialectHeaderPath(const CompileOptions& options) {
+  if (!options.dialectHeader.empty()) return options.dialectHeader;
+  if (const char* env = std::getenv("QGPU_CUDA_HEADER"); env != nullptr && *env != '\0') return env;
+  return std::string(QGPU_SOURCE_DIR) + "/kernels/qgpu_cuda.h";
+}
+
+}  // namespace
+
+const char* compilerName(Compiler compiler) {
+  switch (compiler) {
+    case Compiler::Clang: return "clang";
+    case Compiler::Nvcc: return "nvcc";
+  }
+  return "unknown";
+}
+
+Expected<std::string> toolPath(Compiler compiler) {
+  switch (compiler) {
+    case Compiler::Clang:
+      return resolveTool("clang-14", "QGPU_CLANG", {"clang-14", "/usr/lib/llvm-14/bin/clang"});
+    case Compiler::Nvcc:
+      return resolveTool("nvcc", "QGPU_NVCC", {"/usr/local/cuda/bin/nvcc", "nvcc"});
+  }
+  return makeDiag(ErrorKind::Usage, "unknown compiler");
+}
+
+Expected<std::string> ptxasPath() {
+  return resolveTool("ptxas", "QGPU_PTXAS", {"/usr/local/cuda/bin/ptxas", "ptxas"});
+}
+
+bool toolAvailable(Compiler compiler) { return toolPath(compiler).ok(); }
+bool ptxasAvailable() { return ptxasPath().ok(); }
+
+Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compiler,
+                                   const CompileOptions& options) {
+  QGPU_TRY(tool, toolPath(compiler));
+  QGPU_TRY(dir, TempDir::create());
+  const std::string source = dir.path() + "/" + tempSourceName(options.fileName);
+  const std::string ptx = dir.path() + "/out.ptx";
+  QGPU_CHECK(writeFile(source, cudaSource));
+
+  std::vector<std::string> argv;
+  if (compiler == Compiler::Clang) {
+    std::string header = dialectHeaderPath(options);
+    if (!fs::exists(header)) {
+      return makeDiag(ErrorKind::Io, "qgpu CUDA dialect header not found: " + header +
+                                         " (set $QGPU_CUDA_HEADER)");
+    }
+    argv = {tool, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=" + options.arch,
+            "-Xclang", "-target-feature", "-Xclang", "+ptx64", "-nocudainc", "-nocudalib",
+            "-Wno-unknown-cuda-version", options.optLevel, "-S", "-include", header, "-o", ptx,
+            source};
+  } else {
+    argv = {tool, "-ptx", "-arch=" + options.arch, "-O3", source, "-o", ptx};
+  }
+  QGPU_TRY(run, runTool(argv, dir.path(), options.timeoutSeconds));
+  std::string output = run.output;
+  replaceAll(output, source, options.fileName);
+  if (run.timedOut) {
+    return makeDiag(ErrorKind::CompileFailed,
+                    std::string(compilerName(compiler)) + " timed out after " +
+                        std::to_string(options.timeoutSeconds) + " s\n" + output,
+                    {options.fileName});
+  }
+  if (run.exitCode != 0) return compileError(compilerName(compiler), output, run, options.fileName);
+  auto text = readFile(ptx);
+  if (!text || text->empty()) {
+    return makeDiag(ErrorKind::CompileFailed,
+                    std::string(compilerName(compiler)) + " succeeded but wrote no PTX\n" + output,
+                    {options.fileName});
+  }
+  return std::move(*text);
+}
+
+Status ptxasCheck(std::string_view ptx, const std::string& arch) {
+  QGPU_TRY(tool, ptxasPath());
+  QGPU_TRY(dir, TempDir::create());
+  const std::string input = dir.path() + "/input.ptx";
+  QGPU_CHECK(writeFile(input, ptx));
+  std::vector<std::string> argv = {tool, "-arch=" + arch, input, "-o", dir.path() + "/out.cubin"};
+  QGPU_TRY(run, runTool(argv, dir.path(), 60));
+  std::string output = run.output;
+  replaceAll(output, input, "<ptx>");
+  if (run.timedOut) return makeDiag(ErrorKind::CompileFailed, "ptxas timed out\n" + output);
+  if (run.exitCode != 0) return compileError("ptxas", output, run, "<ptx>");
+  return Ok{};
+}
+
+}  // namespace qgpu::host
