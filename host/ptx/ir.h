@@ -44,7 +44,7 @@ struct Modifiers {
   bool uni = false;              // bra.uni, call.uni
   bool lo = false, hi = false, wide = false;  // mul / mad
   bool sync = false;             // shfl.sync, vote.sync, barrier.sync
-  bool aligned = false;          // bar(rier).sync.aligned
+  bool aligned = false;          // `.aligned` as written on barrier (bar.* is aligned by PTX)
   bool wrap = false, clamp = false;  // shf
   bool left = false, right = false;  // shf.l / shf.r
   bool shiftamt = false;         // bfind.shiftamt
@@ -80,6 +80,8 @@ struct Instruction {
   uint32_t guardReg = 0;
   std::vector<Operand> dsts; // destinations (two for `shfl ... d|p`; setp p|q)
   std::vector<Operand> srcs; // sources in source order (for `st`: address, value)
+                             // call: dsts = {List of return params} if any, srcs = {Symbol
+                             // callee, List of arguments (possibly empty)}; bra: srcs = {Symbol}
   SourceLoc loc;
   std::string text;          // the statement as written, for messages
 };
@@ -88,6 +90,17 @@ struct RegInfo {
   std::string name;  // as written: "%r12", "%p1", "temp_param_reg"
   Type type;
   uint32_t scopeDepth = 0;  // 0 = function body, > 0 = nested `{ }` scope
+  uint32_t scope = 0;       // index into Function::scopes of the declaring scope (0 = body)
+};
+
+// A `{ }` block of a function body. Scope 0 is the body itself. The parser requires a scope's
+// `.reg` declarations to precede its instructions, labels and nested scopes, so a scope is fully
+// described by its place in the tree, its instruction range and the variables that name it.
+struct Scope {
+  uint32_t parent = 0;  // enclosing scope (scope 0 is its own parent)
+  uint32_t depth = 0;   // 0 for the body; equals RegInfo::scopeDepth of registers declared here
+  uint32_t begin = 0;   // body[begin, end) are the instructions inside it (nested ones included)
+  uint32_t end = 0;
 };
 
 struct Variable {    // a `.param` or `.shared` declaration
@@ -95,6 +108,7 @@ struct Variable {    // a `.param` or `.shared` declaration
   Type type = Type::None;
   uint32_t align = 0;
   uint32_t bytes = 0;   // size in bytes (arrays: element size * count)
+  uint32_t scope = 0;   // declaring scope (Function::scopes); 0 for params, returns, body-level
   SourceLoc loc;
 };
 
@@ -109,6 +123,7 @@ struct Function {
   std::vector<RegInfo> regs;       // every register, id = index
   std::vector<Instruction> body;   // instructions in order
   std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
+  std::vector<Scope> scopes;       // scopes[0] = the body; children follow in source order
   SourceLoc loc;
 };
 
