@@ -50,6 +50,13 @@ inline constexpr int kNumOps = 0
 #undef QGPU_OP
     ;
 
+// Operand shape of an operation, derived from the table (machine.cpp); verify() and the prompt
+// encoding use these, so an op's shape is defined once.
+int numGeneralSources(Op op);  // src[] slots in use (PConst: 1, its immediate value)
+int numPredSources(Op op);     // psrc[] slots in use (Sel, Pred, votes)
+bool writesReg(Op op);         // the op writes `dst` (r0 discards)
+bool writesPred(Op op);        // the op writes `dstPred`
+
 // Special registers readable as operands.
 enum class Special : uint8_t {
   TidX,     // thread index in the CTA (0 .. ntid-1)
@@ -59,6 +66,8 @@ enum class Special : uint8_t {
   LaneId,   // tid % 4
   WarpId,   // tid / 4
 };
+inline constexpr int kNumSpecials = 6;
+const char* specialName(Special sp);  // "%tid.x", "%ntid.x", ... (the PTX names)
 
 enum class OperandKind : uint8_t {
   None,     // slot unused

@@ -1,0 +1,47 @@
+// qgpu/oracle/interpreter.h — the reference interpreter: the executable definition of the machine.
+//
+// docs/machine.md is its prose twin; where they disagree, that is a bug in one of them. The
+// interpreter knows nothing of the other legs (GPU runner, circuit, model): it runs a verified
+// Program under a Launch and returns the final global memory and the run part of the token trace
+// (oracle/trace.h). It has no shortcuts: every memory access is bounds-checked, every scheduling
+// decision is the documented one, and the same inputs always give the same trace.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "common/diag.h"
+#include "oracle/machine.h"
+#include "oracle/trace.h"
+
+namespace qgpu::oracle {
+
+struct RunOptions {
+  uint64_t maxSteps = 1'000'000;  // block executions (EXEC events) before StepLimit
+  bool recordTrace = true;        // false: no tokens are written (statistics and memory only)
+};
+
+enum class RunStatus : uint8_t {
+  Finished,   // every thread of every CTA exited
+  Fault,      // the machine trapped (RunResult::fault says where)
+  StepLimit,  // maxSteps block executions without finishing
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::Finished;
+  // Set when status != Finished: kind MachineFault or StepLimit; the message names CTA, warp,
+  // lane, block, op and address.
+  Diag fault;
+  std::array<uint32_t, machine::kGlobalWords> global{};  // final global memory
+  std::vector<trace::Token> trace;  // the run part of the token trace (after RUN)
+  uint64_t blockExecs = 0;          // EXEC events (steps)
+  uint64_t laneInstrs = 0;          // ops executed x active lanes (guarded-off lanes included)
+};
+
+// Runs `program` under `launch`. Returns a Diag only if verify(program, launch) fails; faults and
+// the step limit are results (RunStatus), not errors.
+Expected<RunResult> run(const machine::Program& program, const machine::Launch& launch,
+                        const RunOptions& options = {});
+
+}  // namespace qgpu::oracle

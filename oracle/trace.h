@@ -1,0 +1,163 @@
+// qgpu/oracle/trace.h — the token trace: the contract between the reference interpreter and the
+// circuit inside the model (docs/trace.md is the prose version of this header).
+//
+// A full trace is a prompt (the program, the launch and the initial global memory, written by the
+// host) followed by the run (written by the interpreter, or token by token by the model). The
+// whole format lives in this header and trace.cpp so that a revision is one change: the
+// vocabulary is one X-macro table of token families, ids are family base + index, and every
+// encoder has its decoder next to it.
+//
+// Contract:
+//   - Token ids are local ids 0..kVocabSize-1; the model places them at kQwenFirstId + id.
+//   - Values are self-delimiting 5-bit chunks (two's complement, most significant first, fewest
+//     chunks that sign-extend back to the 32-bit value): C(d)* T(d), 1..7 tokens.
+//   - decodePrompt / decodeRun accept any token sequence and never crash: malformed input gives
+//     ErrorKind::TraceInvalid naming the token index.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/diag.h"
+#include "oracle/machine.h"
+
+namespace qgpu::trace {
+
+using Token = uint16_t;
+
+// The vocabulary: QGPU_TOKEN_FAMILY(Name, "NAME", count). Ids are assigned in this order.
+#define QGPU_TOKEN_FAMILIES(X)                                                           \
+  X(Prog, "PROG", 1)     /* prompt: start of the program */                              \
+  X(Blk, "BLK", 1)       /* prompt: start of a block */                                  \
+  X(Opw, "OPW", 1)       /* prompt: start of one op's fields */                          \
+  X(Term, "TERM", 1)     /* prompt: the block's terminator fields follow */              \
+  X(LaunchTok, "LAUNCH", 1) /* prompt: gridX, blockX follow */                           \
+  X(Gmem, "GMEM", 1)     /* prompt: runs of nonzero initial global words follow */       \
+  X(Run, "RUN", 1)       /* end of the prompt, start of the run */                       \
+  X(Ex, "EX", 32)        /* run: EX(b) executes block b */                               \
+  X(Wm, "WM", 60)        /* run: WM(w,m) warp w (0..3), active lane mask m (1..15) */   \
+  X(Wr, "WR", 15)        /* run: WR(r) register r1..r15 written back, one value/lane */ \
+  X(Wu, "WU", 15)        /* run: WU(r) uniform write-back, one value */                  \
+  X(Stg, "STG", 4)       /* run: STG(n) n consecutive global words changed */            \
+  X(Sts, "STS", 4)       /* run: STS(n) n consecutive shared words changed */            \
+  X(Cta, "CTA", 1)       /* run: the next CTA starts */                                  \
+  X(End, "END", 1)       /* run: finished */                                             \
+  X(FaultTok, "FAULT", 1) /* run: the machine trapped */                                 \
+  X(Limit, "LIMIT", 1)   /* run: the step limit was reached */                           \
+  X(C, "C", 32)          /* value: a continuation chunk */                               \
+  X(T, "T", 32)          /* value: the terminal chunk */
+
+enum class Family : uint8_t {
+#define QGPU_FAMILY_ENUM(name, text, count) name,
+  QGPU_TOKEN_FAMILIES(QGPU_FAMILY_ENUM)
+#undef QGPU_FAMILY_ENUM
+};
+
+struct FamilyInfo {
+  const char* name;
+  uint16_t count;
+  uint16_t base;  // id of index 0
+};
+
+inline constexpr FamilyInfo kFamilies[] = {
+#define QGPU_FAMILY_INFO(name, text, count) {text, count, 0},
+    QGPU_TOKEN_FAMILIES(QGPU_FAMILY_INFO)
+#undef QGPU_FAMILY_INFO
+};
+inline constexpr int kNumFamilies = sizeof(kFamilies) / sizeof(kFamilies[0]);
+
+constexpr uint16_t familyBase(Family f) {
+  uint16_t base = 0;
+  for (int i = 0; i < static_cast<int>(f); ++i) base = static_cast<uint16_t>(base + kFamilies[i].count);
+  return base;
+}
+inline constexpr uint16_t kVocabSize =
+    familyBase(static_cast<Family>(kNumFamilies - 1)) + kFamilies[kNumFamilies - 1].count;
+// The 243 unused rows of Qwen3.5's embedding (248077..248319) hold the vocabulary.
+inline constexpr uint32_t kQwenFirstId = 248077;
+inline constexpr uint32_t kQwenRows = 243;
+static_assert(kVocabSize <= kQwenRows, "the vocabulary must fit Qwen3.5's unused embedding rows");
+
+constexpr Token tok(Family f, int index) { return static_cast<Token>(familyBase(f) + index); }
+Family familyOf(Token t);  // t < kVocabSize
+int indexOf(Token t);      // index within its family
+
+// Constructors for the run tokens.
+constexpr Token ex(int block) { return tok(Family::Ex, block); }
+constexpr Token wm(int warp, int mask) { return tok(Family::Wm, warp * 15 + mask - 1); }
+constexpr Token wr(int reg) { return tok(Family::Wr, reg - 1); }
+constexpr Token wu(int reg) { return tok(Family::Wu, reg - 1); }
+constexpr Token stg(int n) { return tok(Family::Stg, n - 1); }
+constexpr Token sts(int n) { return tok(Family::Sts, n - 1); }
+constexpr Token single(Family f) { return tok(f, 0); }
+
+// Values.
+int valueLength(uint32_t value);  // 1..7 tokens
+void appendValue(std::vector<Token>& out, uint32_t value);
+std::vector<Token> encodeValue(uint32_t value);
+
+// "EX(3)", "WM(w0,0111)" (mask as a binary number, lane 3 first), "WR(r5)", "T(-3)", "C(7)".
+std::string tokenName(Token t);
+
+// ---- Prompt ----
+struct Prompt {
+  machine::Program program;  // name is not encoded: it comes back empty
+  machine::Launch launch;
+};
+std::vector<Token> encodePrompt(const machine::Program& program, const machine::Launch& launch);
+// Decodes a prompt that ends with RUN. With `consumed`, tokens may continue after RUN and the
+// prompt's length is stored there; without it the sequence must end at RUN. The decoded program
+// and launch must pass machine::verify().
+Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed = nullptr);
+
+// ---- Run ----
+struct Exec {
+  uint8_t block = 0;
+  uint8_t warp = 0;
+  uint8_t mask = 0;  // bit l = lane l active
+  bool operator==(const Exec&) const = default;
+};
+struct RegWrite {
+  uint8_t reg = 0;
+  bool uniform = false;
+  std::vector<uint32_t> values;  // one per active lane in lane order (uniform: one)
+  bool operator==(const RegWrite&) const = default;
+};
+struct MemWrite {
+  machine::Space space = machine::Space::Global;
+  uint8_t addr = 0;              // word index of values[0]
+  std::vector<uint32_t> values;  // 1..4 consecutive words
+  bool operator==(const MemWrite&) const = default;
+};
+struct CtaStart {
+  bool operator==(const CtaStart&) const = default;
+};
+struct Finished {
+  bool operator==(const Finished&) const = default;
+};
+struct Faulted {
+  bool operator==(const Faulted&) const = default;
+};
+struct LimitReached {
+  bool operator==(const LimitReached&) const = default;
+};
+using TraceEvent = std::variant<Exec, RegWrite, MemWrite, CtaStart, Finished, Faulted, LimitReached>;
+
+// Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md, including the
+// orders the interpreter writes (registers increasing, global before shared, addresses
+// increasing, exactly one final END/FAULT/LIMIT).
+Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens);
+
+// One line per event with its decoded meaning. Accepts a run, or a full trace starting with PROG
+// (then the program listing comes first). Malformed input is printed up to the error, then the
+// error.
+std::string pretty(std::span<const Token> tokens);
+std::string describe(const TraceEvent& event);
+
+// 64-bit FNV-1a over the token ids, each as two little-endian bytes.
+uint64_t digest(std::span<const Token> tokens);
+
+}  // namespace qgpu::trace
