@@ -1,0 +1,262 @@
+// qgpu/gpu/inputs.cpp — the exported GPU inputs format (see inputs.h).
+#include "gpu/inputs.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gpu/recording.h"
+
+namespace qgpu::gpu {
+
+namespace {
+
+bool isName(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string words(const std::vector<uint32_t>& ws) {
+  std::string out;
+  char buf[16];
+  for (uint32_t w : ws) {
+    std::snprintf(buf, sizeof buf, " %08x", w);
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string tok;
+  while (in >> tok) out.push_back(tok);
+  return out;
+}
+
+// An out-parameter rather than std::optional: GCC 12 misreports optional<uint32_t> as
+// maybe-uninitialized here under -O2 -Werror.
+bool parseU32(const std::string& s, int base, uint32_t& out) {
+  if (s.empty() || s.size() > (base == 16 ? 8u : 10u)) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return false;
+    v = v * base + d;
+  }
+  if (v > 0xFFFFFFFFull) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+Expected<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeDiag(ErrorKind::Io, "cannot open", SourceLoc{path, 0, 0});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string writeManifest(const Inputs& inputs) {
+  std::string o;
+  o += "# qgpu GPU inputs, written by `qgpu gpu export`; run by ci/gpu-record.sh (docs/gpu.md).\n";
+  o += std::string(kInputsMagic) + " " + std::to_string(kInputsVersion) + "\n";
+  o += "commit " + inputs.commit + "\n";
+  for (const GpuCase& c : inputs.cases) {
+    o += "\ncase " + c.kernel + " " + c.compiler + "\n";
+    o += "entry " + c.launch.entry + "\n";
+    o += "ptx " + c.ptxFile + "\n";
+    o += "digest " + c.digest + "\n";
+    o += "launch " + std::to_string(c.launch.gridX) + " " + std::to_string(c.launch.blockX) + "\n";
+    o += "params";
+    for (size_t i = 0; i < c.launch.params.size(); ++i) {
+      o += (c.launch.paramIsPointer[i] ? " p:" : " s:") + std::to_string(c.launch.params[i]);
+    }
+    o += "\nglobal" + words(c.launch.global) + "\n";
+    if (c.expected) {
+      o += "expect" + words(*c.expected) + "\n";
+    } else {
+      std::string msg = c.expectedError;
+      for (char& ch : msg) {
+        if (ch == '\n' || ch == '\r') ch = ' ';
+      }
+      o += "expect-error " + msg + "\n";
+    }
+    o += "end\n";
+  }
+  return o;
+}
+
+Status writeInputs(const Inputs& inputs, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return makeDiag(ErrorKind::Io, "cannot create folder: " + ec.message(), SourceLoc{dir});
+  for (const GpuCase& c : inputs.cases) {
+    if (!isName(c.kernel) || !isName(c.compiler) || !isName(c.ptxFile) || !isName(c.launch.entry)) {
+      return makeDiag(ErrorKind::Usage, "case names must match [A-Za-z0-9_.-]+: kernel '" +
+                                            c.kernel + "' compiler '" + c.compiler + "'");
+    }
+    std::string path = dir + "/" + c.ptxFile;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << c.launch.ptx;
+    out.close();
+    if (!out) return makeDiag(ErrorKind::Io, "cannot write", SourceLoc{path});
+  }
+  std::string path = dir + "/manifest.txt";
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << writeManifest(inputs);
+  out.close();
+  if (!out) return makeDiag(ErrorKind::Io, "cannot write", SourceLoc{path});
+  return Ok{};
+}
+
+Expected<Inputs> parseManifest(const std::string& text, const std::string& manifestPath,
+                               const std::string& dir) {
+  Inputs inputs;
+  std::istringstream in(text);
+  std::string line;
+  uint32_t lineNo = 0;
+  bool sawMagic = false;
+  std::optional<GpuCase> cur;
+  // Which keys the current case has seen, in manifest order.
+  std::vector<std::string> seen;
+  auto err = [&](const std::string& what) {
+    return makeDiag(ErrorKind::Io, "invalid GPU inputs manifest: " + what,
+                    SourceLoc{manifestPath, lineNo, 0});
+  };
+  auto parseWords = [&](const std::vector<std::string>& tok,
+                        std::vector<uint32_t>& out) -> Status {
+    for (size_t k = 1; k < tok.size(); ++k) {
+      uint32_t w = 0;
+      if (!parseU32(tok[k], 16, w)) return err("'" + tok[k] + "' is not a hex word");
+      out.push_back(w);
+    }
+    return Ok{};
+  };
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> tok = split(line);
+    if (tok.empty()) continue;
+    const std::string& key = tok[0];
+    if (!sawMagic) {
+      if (tok.size() != 2 || key != kInputsMagic) {
+        return err(std::string("first line must be '") + kInputsMagic + " " +
+                   std::to_string(kInputsVersion) + "'");
+      }
+      if (tok[1] != std::to_string(kInputsVersion)) {
+        return err("version " + tok[1] + " is not " + std::to_string(kInputsVersion));
+      }
+      sawMagic = true;
+      continue;
+    }
+    if (!cur) {
+      if (key == "commit" && tok.size() == 2) {
+        inputs.commit = tok[1];
+      } else if (key == "case") {
+        if (tok.size() != 3 || !isName(tok[1]) || !isName(tok[2])) {
+          return err("expected 'case <kernel> <compiler>'");
+        }
+        cur.emplace();
+        cur->kernel = tok[1];
+        cur->compiler = tok[2];
+        seen.clear();
+      } else {
+        return err("unexpected '" + key + "' outside a case");
+      }
+      continue;
+    }
+    if (key == "end") {
+      for (const char* need : {"entry", "ptx", "digest", "launch", "params", "global"}) {
+        bool has = false;
+        for (const auto& s : seen) has = has || s == need;
+        if (!has) return err(std::string("case ") + cur->kernel + "/" + cur->compiler + " has no '" + need + "' line");
+      }
+      if (!cur->expected && cur->expectedError.empty()) {
+        return err("case " + cur->kernel + "/" + cur->compiler + " has no 'expect' line");
+      }
+      if (cur->expected && cur->expected->size() != cur->launch.global.size()) {
+        return err("case " + cur->kernel + "/" + cur->compiler + ": 'expect' has " +
+                   std::to_string(cur->expected->size()) + " words, 'global' " +
+                   std::to_string(cur->launch.global.size()));
+      }
+      auto ptx = readFile(dir + "/" + cur->ptxFile);
+      if (!ptx.ok()) return ptx.error();
+      cur->launch.ptx = std::move(*ptx);
+      std::string actual = ptxDigest(cur->launch.ptx);
+      if (actual != cur->digest) {
+        return err("PTX file " + cur->ptxFile + " has digest " + actual + ", manifest says " +
+                   cur->digest + " (edited after export? re-run `qgpu gpu export`)");
+      }
+      inputs.cases.push_back(std::move(*cur));
+      cur.reset();
+      continue;
+    }
+    for (const auto& s : seen) {
+      if (s == key) return err("second '" + key + "' line in one case");
+    }
+    seen.push_back(key);
+    if (key == "entry" && tok.size() == 2 && isName(tok[1])) {
+      cur->launch.entry = tok[1];
+    } else if (key == "ptx" && tok.size() == 2 && isName(tok[1])) {
+      cur->ptxFile = tok[1];
+    } else if (key == "digest" && tok.size() == 2) {
+      if (!isPtxDigest(tok[1])) return err("'" + tok[1] + "' is not fnv1a64:<16 hex digits>");
+      cur->digest = tok[1];
+    } else if (key == "launch" && tok.size() == 3) {
+      uint32_t g = 0, b = 0;
+      if (!parseU32(tok[1], 10, g) || !parseU32(tok[2], 10, b) || g == 0 || b == 0) {
+        return err("expected 'launch <grid> <block>', both >= 1");
+      }
+      cur->launch.gridX = g;
+      cur->launch.blockX = b;
+    } else if (key == "params") {
+      for (size_t k = 1; k < tok.size(); ++k) {
+        const std::string& t = tok[k];
+        uint32_t v = 0;
+        bool prefix = t.size() > 2 && (t.compare(0, 2, "p:") == 0 || t.compare(0, 2, "s:") == 0);
+        if (!prefix || !parseU32(t.substr(2), 10, v)) {
+          return err("parameter '" + t + "' is not p:<byte offset> or s:<value>");
+        }
+        cur->launch.params.push_back(v);
+        cur->launch.paramIsPointer.push_back(t[0] == 'p');
+      }
+    } else if (key == "global") {
+      QGPU_CHECK(parseWords(tok, cur->launch.global));
+      if (cur->launch.global.empty()) return err("empty global image");
+    } else if (key == "expect") {
+      std::vector<uint32_t> ws;
+      QGPU_CHECK(parseWords(tok, ws));
+      cur->expected = std::move(ws);
+    } else if (key == "expect-error") {
+      std::string msg = line.substr(line.find("expect-error") + 12);
+      size_t start = msg.find_first_not_of(' ');
+      cur->expectedError = start == std::string::npos ? "" : msg.substr(start);
+      if (cur->expectedError.empty()) return err("'expect-error' needs a message");
+    } else {
+      return err("malformed or unknown line '" + key + "'");
+    }
+  }
+  if (!sawMagic) return err("empty manifest");
+  if (cur) return err("case " + cur->kernel + "/" + cur->compiler + " has no 'end' line");
+  return inputs;
+}
+
+Expected<Inputs> readInputs(const std::string& dir) {
+  std::string path = dir + "/manifest.txt";
+  QGPU_TRY(text, readFile(path));
+  return parseManifest(text, path, dir);
+}
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,48 @@
+// qgpu/gpu/record.h — turning GPU runs into a recording and a verdict table; shared by
+// `qgpu gpu record` (harness/cli/cmd_gpu.cpp) and the standalone `qgpu-gpu-record` tool.
+//
+// Contract: `recordCase` never fails: a driver error or a finding becomes the case's status and
+// detail (recording.h), so one bad kernel cannot hide the others. NoDevice is the caller's
+// business: it happens at Runner::open(), before any case runs. `Tally` counts the four verdicts
+// and maps them onto the CLI exit codes of harness/cli/command.h (duplicated here as numbers
+// because the standalone tool cannot include CLI11).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/recording.h"
+#include "gpu/runner.h"
+
+namespace qgpu::gpu {
+
+// Runs one kernel (twice, with guards: Runner::run) and records the outcome.
+RecordedCase recordCase(Runner& runner, const std::string& kernel, const std::string& compiler,
+                        const GpuLaunch& launch);
+
+// GPU, driver and build facts for the recording header; `commit` is the exporting tree's commit.
+Provenance collectProvenance(const DeviceInfo& device, const std::string& commit,
+                             const std::string& tool);
+
+// The current UTC time as ISO-8601 ("2026-11-30T01:02:03Z").
+std::string utcNow();
+
+struct Tally {
+  int match = 0;
+  int mismatch = 0;
+  int stale = 0;
+  int inconclusive = 0;
+
+  void add(Verdict v);
+  int total() const { return match + mismatch + stale + inconclusive; }
+  // 1 if anything mismatched; else 4 if anything was stale or inconclusive, or nothing was
+  // compared; else 0 (command.h's kExitMismatch / kExitInconclusive / kExitOk).
+  int exitCode() const;
+  std::string summary() const;  // "12 match, 0 mismatch, 1 stale, 0 inconclusive (of 13)"
+};
+
+// One table row: "match        dot/clang" or "mismatch     dot/nvcc: word 5 ...".
+std::string verdictLine(const std::string& kernel, const std::string& compiler,
+                        const CaseComparison& c);
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,313 @@
+// qgpu/gpu/recording.cpp — recording writer, validating reader, comparison (see recording.h).
+#include "gpu/recording.h"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpu/json.h"
+
+namespace qgpu::gpu {
+
+namespace {
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+// Field-by-field validation with messages that name the path ("cases[2].grid").
+class Checker {
+ public:
+  explicit Checker(std::string file) : file_(std::move(file)) {}
+
+  Diag error(const std::string& path, const std::string& what) const {
+    return makeDiag(ErrorKind::Io, "invalid GPU recording: " + path + ": " + what,
+                    SourceLoc{file_, 0, 0});
+  }
+
+  Expected<const json::Value*> field(const json::Value& obj, const std::string& path,
+                                     const std::string& key, json::Value::Kind kind) const {
+    const json::Value* v = obj.get(key);
+    std::string where = path.empty() ? key : path + "." + key;
+    if (v == nullptr) return error(where, "missing");
+    if (v->kind != kind) {
+      return error(where, std::string("expected ") + json::kindName(kind) + ", found " +
+                              json::kindName(v->kind));
+    }
+    return v;
+  }
+
+  Expected<std::string> string(const json::Value& obj, const std::string& path,
+                               const std::string& key) const {
+    QGPU_TRY(v, field(obj, path, key, json::Value::Kind::String));
+    return v->text;
+  }
+
+  Expected<uint32_t> u32(const json::Value& obj, const std::string& path, const std::string& key,
+                         uint32_t min, uint32_t max) const {
+    QGPU_TRY(v, field(obj, path, key, json::Value::Kind::Number));
+    auto n = v->asU32();
+    std::string where = path.empty() ? key : path + "." + key;
+    if (!n) return error(where, "expected a non-negative 32-bit integer, found " + v->text);
+    if (*n < min || *n > max) {
+      return error(where, std::to_string(*n) + " is outside " + std::to_string(min) + ".." +
+                              std::to_string(max));
+    }
+    return *n;
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+std::string ptxDigest(const std::string& ptx) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+  for (unsigned char c : ptx) {
+    h ^= c;
+    h *= 0x100000001b3ull;  // FNV-1a 64 prime
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+bool isPtxDigest(const std::string& s) {
+  if (s.size() != 8 + 16 || s.compare(0, 8, "fnv1a64:") != 0) return false;
+  for (size_t k = 8; k < s.size(); ++k) {
+    char c = s[k];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+const char* statusName(CaseStatus status) {
+  switch (status) {
+    case CaseStatus::Ok: return "ok";
+    case CaseStatus::GuardViolation: return "guard-violation";
+    case CaseStatus::Nondeterministic: return "nondeterministic";
+    case CaseStatus::DeviceError: return "device-error";
+  }
+  return "unknown";
+}
+
+std::optional<CaseStatus> parseStatus(const std::string& name) {
+  for (CaseStatus s : {CaseStatus::Ok, CaseStatus::GuardViolation, CaseStatus::Nondeterministic,
+                       CaseStatus::DeviceError}) {
+    if (name == statusName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::string writeRecordingJson(const Recording& rec) {
+  using json::quote;
+  std::ostringstream o;
+  const Provenance& p = rec.provenance;
+  o << "{\n";
+  o << "  \"magic\": " << quote(kRecordingMagic) << ",\n";
+  o << "  \"version\": " << kRecordingVersion << ",\n";
+  o << "  \"provenance\": {\n";
+  o << "    \"gpu\": " << quote(p.gpu) << ",\n";
+  o << "    \"computeCapability\": " << quote(p.computeCapability) << ",\n";
+  o << "    \"driverVersion\": " << quote(p.driverVersion) << ",\n";
+  o << "    \"cudaDriverApiVersion\": " << quote(p.cudaDriverApiVersion) << ",\n";
+  o << "    \"cudaToolkitVersion\": " << quote(p.cudaToolkitVersion) << ",\n";
+  o << "    \"date\": " << quote(p.date) << ",\n";
+  o << "    \"commit\": " << quote(p.commit) << ",\n";
+  o << "    \"host\": " << quote(p.host) << ",\n";
+  o << "    \"tool\": " << quote(p.tool) << "\n";
+  o << "  },\n";
+  o << "  \"cases\": [";
+  for (size_t c = 0; c < rec.cases.size(); ++c) {
+    const RecordedCase& k = rec.cases[c];
+    o << (c == 0 ? "\n" : ",\n");
+    o << "    {\n";
+    o << "      \"kernel\": " << quote(k.kernel) << ",\n";
+    o << "      \"compiler\": " << quote(k.compiler) << ",\n";
+    o << "      \"entry\": " << quote(k.entry) << ",\n";
+    o << "      \"ptxDigest\": " << quote(k.ptxDigest) << ",\n";
+    o << "      \"grid\": " << k.grid << ",\n";
+    o << "      \"block\": " << k.block << ",\n";
+    o << "      \"status\": " << quote(statusName(k.status)) << ",\n";
+    o << "      \"detail\": " << quote(k.detail) << ",\n";
+    o << "      \"global\": [";
+    for (size_t w = 0; w < k.global.size(); ++w) {
+      if (w > 0) o << ",";
+      o << (w % 8 == 0 ? "\n        " : " ") << k.global[w];
+    }
+    o << (k.global.empty() ? "]\n" : "\n      ]\n");
+    o << "    }";
+  }
+  o << (rec.cases.empty() ? "]\n" : "\n  ]\n");
+  o << "}\n";
+  return o.str();
+}
+
+Expected<Recording> parseRecordingJson(const std::string& text, const std::string& file) {
+  QGPU_TRY(doc, json::parseJson(text, file));
+  Checker ck(file);
+  if (doc.kind != json::Value::Kind::Object) {
+    return ck.error("(top level)", std::string("expected object, found ") + json::kindName(doc.kind));
+  }
+  QGPU_TRY(magic, ck.string(doc, "", "magic"));
+  if (magic != kRecordingMagic) {
+    return ck.error("magic", "\"" + magic + "\" is not \"" + kRecordingMagic + "\"");
+  }
+  QGPU_TRY(version, ck.u32(doc, "", "version", 0, 0xFFFFFFFFu));
+  if (version != static_cast<uint32_t>(kRecordingVersion)) {
+    return ck.error("version", "this qgpu reads version " + std::to_string(kRecordingVersion) +
+                                   ", the file has version " + std::to_string(version));
+  }
+  Recording rec;
+  QGPU_TRY(prov, ck.field(doc, "", "provenance", json::Value::Kind::Object));
+  struct {
+    const char* key;
+    std::string* out;
+  } strings[] = {{"gpu", &rec.provenance.gpu},
+                 {"computeCapability", &rec.provenance.computeCapability},
+                 {"driverVersion", &rec.provenance.driverVersion},
+                 {"cudaDriverApiVersion", &rec.provenance.cudaDriverApiVersion},
+                 {"cudaToolkitVersion", &rec.provenance.cudaToolkitVersion},
+                 {"date", &rec.provenance.date},
+                 {"commit", &rec.provenance.commit},
+                 {"host", &rec.provenance.host},
+                 {"tool", &rec.provenance.tool}};
+  for (auto& s : strings) {
+    QGPU_TRY(v, ck.string(*prov, "provenance", s.key));
+    *s.out = v;
+  }
+  if (rec.provenance.gpu.empty()) return ck.error("provenance.gpu", "empty");
+  if (rec.provenance.date.empty()) return ck.error("provenance.date", "empty");
+
+  QGPU_TRY(cases, ck.field(doc, "", "cases", json::Value::Kind::Array));
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t c = 0; c < cases->items.size(); ++c) {
+    const json::Value& item = cases->items[c];
+    std::string path = "cases[" + std::to_string(c) + "]";
+    if (item.kind != json::Value::Kind::Object) {
+      return ck.error(path, std::string("expected object, found ") + json::kindName(item.kind));
+    }
+    RecordedCase k;
+    QGPU_TRY(kernel, ck.string(item, path, "kernel"));
+    QGPU_TRY(compiler, ck.string(item, path, "compiler"));
+    QGPU_TRY(entry, ck.string(item, path, "entry"));
+    QGPU_TRY(digest, ck.string(item, path, "ptxDigest"));
+    QGPU_TRY(grid, ck.u32(item, path, "grid", 1, 0xFFFFFFFFu));
+    QGPU_TRY(block, ck.u32(item, path, "block", 1, 1024));
+    QGPU_TRY(status, ck.string(item, path, "status"));
+    QGPU_TRY(detail, ck.string(item, path, "detail"));
+    QGPU_TRY(global, ck.field(item, path, "global", json::Value::Kind::Array));
+    if (kernel.empty()) return ck.error(path + ".kernel", "empty");
+    if (compiler.empty()) return ck.error(path + ".compiler", "empty");
+    if (!isPtxDigest(digest)) {
+      return ck.error(path + ".ptxDigest", "\"" + digest + "\" is not fnv1a64:<16 hex digits>");
+    }
+    auto st = parseStatus(status);
+    if (!st) return ck.error(path + ".status", "unknown status \"" + status + "\"");
+    k.kernel = kernel;
+    k.compiler = compiler;
+    k.entry = entry;
+    k.ptxDigest = digest;
+    k.grid = grid;
+    k.block = block;
+    k.status = *st;
+    k.detail = detail;
+    bool hasImage = *st == CaseStatus::Ok || *st == CaseStatus::GuardViolation;
+    if (hasImage && global->items.empty()) {
+      return ck.error(path + ".global", std::string("status ") + status + " needs the final image");
+    }
+    if (!hasImage && !global->items.empty()) {
+      return ck.error(path + ".global", std::string("status ") + status + " must have no image");
+    }
+    for (size_t w = 0; w < global->items.size(); ++w) {
+      auto n = global->items[w].asU32();
+      if (!n) {
+        return ck.error(path + ".global[" + std::to_string(w) + "]",
+                        "expected a 32-bit unsigned integer");
+      }
+      k.global.push_back(*n);
+    }
+    if (!seen.emplace(kernel, compiler).second) {
+      return ck.error(path, "second case for kernel \"" + kernel + "\" compiler \"" + compiler + "\"");
+    }
+    rec.cases.push_back(std::move(k));
+  }
+  return rec;
+}
+
+Expected<Recording> readRecording(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeDiag(ErrorKind::Io, "cannot open GPU recording", SourceLoc{path, 0, 0});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseRecordingJson(ss.str(), path);
+}
+
+Status writeRecording(const Recording& recording, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return makeDiag(ErrorKind::Io, "cannot write GPU recording", SourceLoc{path, 0, 0});
+  out << writeRecordingJson(recording);
+  out.close();
+  if (!out) return makeDiag(ErrorKind::Io, "error writing GPU recording", SourceLoc{path, 0, 0});
+  return Ok{};
+}
+
+const char* verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Match: return "match";
+    case Verdict::Mismatch: return "mismatch";
+    case Verdict::Stale: return "stale";
+    case Verdict::Inconclusive: return "inconclusive";
+  }
+  return "unknown";
+}
+
+std::optional<size_t> firstDifference(const std::vector<uint32_t>& a,
+                                      const std::vector<uint32_t>& b) {
+  size_t n = std::min(a.size(), b.size());
+  for (size_t k = 0; k < n; ++k) {
+    if (a[k] != b[k]) return k;
+  }
+  if (a.size() != b.size()) return n;
+  return std::nullopt;
+}
+
+CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDigest,
+                           const Expected<std::vector<uint32_t>>& interp) {
+  if (rec.ptxDigest != currentDigest) {
+    return {Verdict::Stale, "recorded PTX " + rec.ptxDigest + ", host now produces " + currentDigest};
+  }
+  switch (rec.status) {
+    case CaseStatus::DeviceError:
+      return {Verdict::Inconclusive, "GPU run failed: " + rec.detail};
+    case CaseStatus::Nondeterministic:
+      return {Verdict::Mismatch, "GPU result nondeterministic: " + rec.detail};
+    case CaseStatus::GuardViolation:
+      return {Verdict::Mismatch, "GPU wrote outside global memory: " + rec.detail};
+    case CaseStatus::Ok:
+      break;
+  }
+  if (!interp.ok()) {
+    return {Verdict::Mismatch, "GPU ran, interpreter failed: " + interp.error().str()};
+  }
+  const std::vector<uint32_t>& mine = *interp;
+  auto diff = firstDifference(rec.global, mine);
+  if (!diff) return {Verdict::Match, ""};
+  size_t k = *diff;
+  if (k >= rec.global.size() || k >= mine.size()) {
+    return {Verdict::Mismatch, "image sizes differ: gpu " + std::to_string(rec.global.size()) +
+                                   " words vs interpreter " + std::to_string(mine.size())};
+  }
+  size_t count = 0;
+  for (size_t w = 0; w < std::min(rec.global.size(), mine.size()); ++w) count += rec.global[w] != mine[w];
+  return {Verdict::Mismatch, "word " + std::to_string(k) + " (byte " + std::to_string(4 * k) +
+                                 "): gpu " + hex32(rec.global[k]) + " vs interpreter " +
+                                 hex32(mine[k]) + " (" + std::to_string(count) +
+                                 " words differ)"};
+}
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,193 @@
+// qgpu/gpu/tests/recording_test.cpp — the recording format: writer, validating reader (every
+// corruption has a test), digest, comparison verdicts and the tally's exit codes.
+#include "gpu/recording.h"
+
+#include <gtest/gtest.h>
+
+#include "gpu/record.h"
+
+namespace qgpu::gpu {
+namespace {
+
+Recording sample() {
+  Recording r;
+  r.provenance = {"NVIDIA H200", "9.0", "550.54.15", "12.4", "13.0", "2026-11-30T01:02:03Z",
+                  "abc123", "gpu-host", "qgpu-gpu-record"};
+  RecordedCase ok;
+  ok.kernel = "dot";
+  ok.compiler = "clang";
+  ok.entry = "_Z3dotPiS_S_";
+  ok.ptxDigest = ptxDigest("ptx of dot");
+  ok.grid = 1;
+  ok.block = 4;
+  for (uint32_t i = 0; i < 126; ++i) ok.global.push_back(i * 0x01010101u);
+  r.cases.push_back(ok);
+  RecordedCase err = ok;
+  err.compiler = "nvcc";
+  err.status = CaseStatus::DeviceError;
+  err.detail = "Device: cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX\nJIT error log:\n\"x\"";
+  err.global.clear();
+  r.cases.push_back(err);
+  return r;
+}
+
+// Replaces the first occurrence of `from` in the sample's JSON.
+std::string corrupt(const std::string& from, const std::string& to) {
+  std::string text = writeRecordingJson(sample());
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+std::string errorOf(const std::string& text) {
+  auto r = parseRecordingJson(text, "rec.json");
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return "";
+  EXPECT_EQ(r.error().kind, ErrorKind::Io);
+  EXPECT_EQ(r.error().loc.file, "rec.json");
+  return r.error().message;
+}
+
+TEST(GpuRecording, DigestIsFnv1a64OfTheExactText) {
+  // Published FNV-1a 64 test vectors.
+  EXPECT_EQ(ptxDigest(""), "fnv1a64:cbf29ce484222325");
+  EXPECT_EQ(ptxDigest("a"), "fnv1a64:af63dc4c8601ec8c");
+  EXPECT_EQ(ptxDigest("foobar"), "fnv1a64:85944171f73967e8");
+  EXPECT_NE(ptxDigest("ret;\n"), ptxDigest("ret; \n"));
+}
+
+TEST(GpuRecording, RoundTripsThroughJson) {
+  Recording r = sample();
+  auto back = parseRecordingJson(writeRecordingJson(r), "rec.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->provenance.gpu, "NVIDIA H200");
+  EXPECT_EQ(back->provenance.date, "2026-11-30T01:02:03Z");
+  ASSERT_EQ(back->cases.size(), 2u);
+  EXPECT_EQ(back->cases[0].global, r.cases[0].global);
+  EXPECT_EQ(back->cases[0].entry, "_Z3dotPiS_S_");
+  EXPECT_EQ(back->cases[0].block, 4u);
+  EXPECT_EQ(back->cases[1].status, CaseStatus::DeviceError);
+  EXPECT_EQ(back->cases[1].detail, r.cases[1].detail);
+  EXPECT_EQ(writeRecordingJson(*back), writeRecordingJson(r));
+}
+
+TEST(GpuRecording, WritesEightWordsPerLine) {
+  std::string text = writeRecordingJson(sample());
+  EXPECT_NE(text.find("\n        0, 16843009, 33686018, 50529027, 67372036, 84215045, 101058054, "
+                      "117901063,\n"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, RejectsTruncatedJson) {
+  std::string text = writeRecordingJson(sample());
+  EXPECT_NE(errorOf(text.substr(0, text.size() / 2)).find("invalid JSON"), std::string::npos);
+}
+
+TEST(GpuRecording, RejectsWrongMagic) {
+  EXPECT_NE(errorOf(corrupt("qgpu-gpu-recording", "qgpu-trace")).find("magic"), std::string::npos);
+}
+
+TEST(GpuRecording, RejectsWrongVersion) {
+  EXPECT_NE(errorOf(corrupt("\"version\": 1", "\"version\": 2")).find("file has version 2"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, RejectsMissingField) {
+  EXPECT_NE(errorOf(corrupt("\"gpu\": \"NVIDIA H200\",", "")).find("provenance.gpu: missing"),
+            std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\"grid\": 1,", "")).find("cases[0].grid: missing"), std::string::npos);
+}
+
+TEST(GpuRecording, RejectsWrongType) {
+  EXPECT_NE(errorOf(corrupt("\"grid\": 1", "\"grid\": \"1\"")).find("expected number, found string"),
+            std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\"provenance\": {", "\"provenance\": [], \"x\": {")).find("provenance"),
+            std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\n        0,", "\n        -1,")).find("cases[0].global[0]"),
+            std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\"block\": 4", "\"block\": 4.5")).find("cases[0].block"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, RejectsMalformedDigestAndStatus) {
+  std::string d = ptxDigest("ptx of dot");
+  EXPECT_NE(errorOf(corrupt(d, "sha1:1234")).find("ptxDigest"), std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\"status\": \"ok\"", "\"status\": \"fine\"")).find("unknown status"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, RejectsAnImageThatContradictsTheStatus) {
+  EXPECT_NE(errorOf(corrupt("\"status\": \"ok\"", "\"status\": \"device-error\"")).find("must have no image"),
+            std::string::npos);
+  EXPECT_NE(errorOf(corrupt("\"status\": \"device-error\"", "\"status\": \"ok\"")).find("needs the final image"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, RejectsTwoCasesForOneKernelAndCompiler) {
+  EXPECT_NE(errorOf(corrupt("\"compiler\": \"nvcc\"", "\"compiler\": \"clang\"")).find("second case"),
+            std::string::npos);
+}
+
+TEST(GpuRecording, ReadReportsAMissingFile) {
+  auto r = readRecording("/nonexistent/recording.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Io);
+}
+
+std::vector<uint32_t> image(uint32_t fill) { return std::vector<uint32_t>(126, fill); }
+
+TEST(GpuCompare, MatchesEqualImages) {
+  RecordedCase rc = sample().cases[0];
+  CaseComparison c = compareCase(rc, rc.ptxDigest, rc.global);
+  EXPECT_EQ(c.verdict, Verdict::Match);
+}
+
+TEST(GpuCompare, NamesTheFirstDifferingWord) {
+  RecordedCase rc = sample().cases[0];
+  std::vector<uint32_t> mine = rc.global;
+  mine[5] += 1;
+  mine[9] += 1;
+  CaseComparison c = compareCase(rc, rc.ptxDigest, mine);
+  EXPECT_EQ(c.verdict, Verdict::Mismatch);
+  EXPECT_EQ(c.detail, "word 5 (byte 20): gpu 0x05050505 vs interpreter 0x05050506 (2 words differ)");
+}
+
+TEST(GpuCompare, ReportsAStaleRecordingWithoutComparing) {
+  RecordedCase rc = sample().cases[0];
+  CaseComparison c = compareCase(rc, ptxDigest("new ptx"), image(0));
+  EXPECT_EQ(c.verdict, Verdict::Stale);
+  EXPECT_NE(c.detail.find(rc.ptxDigest), std::string::npos);
+}
+
+TEST(GpuCompare, CountsGpuFindingsAsMismatchesAndDriverErrorsAsInconclusive) {
+  RecordedCase rc = sample().cases[0];
+  rc.status = CaseStatus::GuardViolation;
+  EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
+  rc.status = CaseStatus::Nondeterministic;
+  EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
+  RecordedCase err = sample().cases[1];
+  EXPECT_EQ(compareCase(err, err.ptxDigest, image(0)).verdict, Verdict::Inconclusive);
+}
+
+TEST(GpuCompare, CountsAnInterpreterFailureAsMismatch) {
+  RecordedCase rc = sample().cases[0];
+  Expected<std::vector<uint32_t>> failed = makeDiag(ErrorKind::MachineFault, "out of bounds");
+  CaseComparison c = compareCase(rc, rc.ptxDigest, failed);
+  EXPECT_EQ(c.verdict, Verdict::Mismatch);
+  EXPECT_NE(c.detail.find("out of bounds"), std::string::npos);
+}
+
+TEST(GpuTally, MapsVerdictsToExitCodes) {
+  Tally t;
+  EXPECT_EQ(t.exitCode(), 4);  // nothing compared is not a pass
+  t.add(Verdict::Match);
+  EXPECT_EQ(t.exitCode(), 0);
+  t.add(Verdict::Stale);
+  EXPECT_EQ(t.exitCode(), 4);
+  t.add(Verdict::Mismatch);
+  EXPECT_EQ(t.exitCode(), 1);
+  EXPECT_EQ(t.summary(), "1 match, 1 mismatch, 1 stale, 0 inconclusive (of 3)");
+}
+
+}  // namespace
+}  // namespace qgpu::gpu
