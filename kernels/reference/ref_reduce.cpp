@@ -1,0 +1,67 @@
+// qgpu/kernels/reference/ref_reduce.cpp — references: dot products, scans, histograms, min/max.
+#include "kernels/reference/tables.h"
+
+namespace qgpu::kernels::ref {
+namespace {
+
+int32_t dotOf(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int n) {
+  int32_t sum = 0;
+  for (int i = 0; i < n; ++i) sum = wrapAdd(sum, wrapMul(a[i], b[i]));
+  return sum;
+}
+
+// out[0] += u.v over n elements (the kernels accumulate into out with atomicAdd).
+void dot(RefArgs& r) {
+  auto& out = r.a("out");
+  out[0] = wrapAdd(out[0], dotOf(r.a("u"), r.a("v"), r.s("n")));
+}
+
+void sqlen(RefArgs& r) {
+  auto& out = r.a("out");
+  out[0] = wrapAdd(out[0], dotOf(r.a("v"), r.a("v"), r.s("n")));
+}
+
+void dotAtomic(RefArgs& r) {
+  auto& out = r.a("out");
+  int n = std::min<int>(r.s("n"), static_cast<int>(r.blockX));
+  out[0] = wrapAdd(out[0], dotOf(r.a("a"), r.a("b"), n));
+}
+
+// Whole-array dot product written to (or added to) out[0].
+void dotWhole(RefArgs& r) {
+  auto &a = r.a("a"), &out = r.a("out");
+  out[0] = wrapAdd(out[0], dotOf(a, r.a("b"), static_cast<int>(a.size())));
+}
+
+void scanInclusive(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  int32_t sum = 0;
+  for (size_t i = 0; i < in.size(); ++i) out[i] = sum = wrapAdd(sum, in[i]);
+}
+
+void histogram(RefArgs& r) {
+  auto &data = r.a("data"), &bins = r.a("bins");
+  for (uint32_t t = 0; t < r.blockX; ++t) bins[data[t]] += 1;
+}
+
+void compaction(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out"), &count = r.a("count");
+  for (uint32_t i = 0; i < r.threads(); ++i) {
+    if (in[i] > r.s("threshold")) out[count[0]++] = in[i];
+  }
+}
+
+}  // namespace
+
+void addReductionKernels(Table& t) {
+  t["dot"] = dot;
+  t["sqlen"] = sqlen;
+  t["dot_atomic"] = dotAtomic;
+  t["dot_shared_tree"] = dotWhole;
+  t["dot_shfl"] = dotWhole;
+  t["scan_hillis_steele"] = scanInclusive;
+  t["histogram"] = histogram;
+  t["compaction"] = compaction;
+}
+
+}  // namespace qgpu::kernels::ref

@@ -1,0 +1,68 @@
+// qgpu/kernels/reference/ref_vector.cpp — references: element-wise, normal mode, matrices.
+#include "kernels/reference/tables.h"
+
+namespace qgpu::kernels::ref {
+namespace {
+
+void vadd(RefArgs& r) {
+  auto &u = r.a("u"), &v = r.a("v"), &out = r.a("out");
+  for (int i = 0; i < r.s("n"); ++i) out[i] = wrapAdd(u[i], v[i]);
+}
+
+void vsub(RefArgs& r) {
+  auto &u = r.a("u"), &v = r.a("v"), &out = r.a("out");
+  for (int i = 0; i < r.s("n"); ++i) out[i] = wrapSub(u[i], v[i]);
+}
+
+void vscale(RefArgs& r) {
+  auto &v = r.a("v"), &out = r.a("out");
+  for (int i = 0; i < r.s("n"); ++i) out[i] = wrapMul(r.s("k"), v[i]);
+}
+
+void matmul(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &c = r.a("c");
+  const int n = r.s("n");
+  for (int row = 0; row < n; ++row) {
+    for (int col = 0; col < n; ++col) {
+      int32_t sum = 0;
+      for (int k = 0; k < n; ++k) sum = wrapAdd(sum, wrapMul(a[row * n + k], b[k * n + col]));
+      c[row * n + col] = sum;
+    }
+  }
+}
+
+void matvec(RefArgs& r) {
+  auto &a = r.a("a"), &x = r.a("x"), &y = r.a("y");
+  const int m = r.s("m"), n = r.s("n");
+  for (int row = 0; row < m; ++row) {
+    int32_t sum = 0;
+    for (int k = 0; k < n; ++k) sum = wrapAdd(sum, wrapMul(a[row * n + k], x[k]));
+    y[row] = sum;
+  }
+}
+
+// Square matrix product of a fixed size (matmul2x2 / 3x3 / 4x4).
+template <int N>
+void matmulFixed(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &c = r.a("c");
+  for (int row = 0; row < N; ++row) {
+    for (int col = 0; col < N; ++col) {
+      int32_t sum = 0;
+      for (int k = 0; k < N; ++k) sum = wrapAdd(sum, wrapMul(a[row * N + k], b[k * N + col]));
+      c[row * N + col] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+void addVectorKernels(Table& t) {
+  t["vadd"] = vadd;
+  t["vsub"] = vsub;
+  t["vscale"] = vscale;
+  t["matmul"] = matmul;
+  t["matvec"] = matvec;
+  t["matmul2x2"] = matmulFixed<2>;
+}
+
+}  // namespace qgpu::kernels::ref

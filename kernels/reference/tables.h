@@ -1,0 +1,17 @@
+// qgpu/kernels/reference/tables.h — private: each ref_*.cpp adds its kernels' references.
+// Explicit registration calls (not static initialisers) so that nothing is dropped by the linker.
+#pragma once
+
+#include "kernels/reference/reference.h"
+
+namespace qgpu::kernels::ref {
+
+using Table = std::map<std::string, ReferenceFn, std::less<>>;
+
+void addVectorKernels(Table& table);     // ref_vector.cpp: element-wise, normal mode, matrices
+void addReductionKernels(Table& table);  // ref_reduce.cpp: dot, scans, histograms, min/max
+void addBitKernels(Table& table);        // ref_bits.cpp: bit intrinsics, division, select
+void addControlKernels(Table& table);    // ref_control.cpp: branches, loops, calls, sorting
+void addSyncKernels(Table& table);       // ref_sync.cpp: atomics, warp votes and shuffles
+
+}  // namespace qgpu::kernels::ref
