@@ -85,9 +85,10 @@ class Reader {
   size_t pos() const { return pos_; }
   Token peek() const { return tokens_[pos_]; }
 
-  Diag error(const std::string& what) const {
-    std::string at = "token " + std::to_string(pos_);
-    if (pos_ < tokens_.size()) at += " (" + tokenName(tokens_[pos_]) + ")";
+  Diag error(const std::string& what) const { return errorAt(pos_, what); }
+  Diag errorAt(size_t pos, const std::string& what) const {
+    std::string at = "token " + std::to_string(pos);
+    if (pos < tokens_.size()) at += " (" + tokenName(tokens_[pos]) + ")";
     else at += " (end of input)";
     return makeDiag(ErrorKind::TraceInvalid, at + ": " + what);
   }
@@ -111,7 +112,8 @@ class Reader {
     for (int k = 0; k < 7; ++k) {
       if (atEnd() || peek() >= kVocabSize ||
           (familyOf(peek()) != Family::C && familyOf(peek()) != Family::T)) {
-        return error(std::string("expected a value (") + what + ")");
+        if (k == 0) return error(std::string("expected a value (") + what + ")");
+        return errorAt(start, std::string("value (") + what + ") is unterminated");
       }
       const bool terminal = familyOf(peek()) == Family::T;
       const int chunk = indexOf(tokens_[pos_++]);
@@ -129,7 +131,7 @@ class Reader {
         return v;
       }
     }
-    return error(std::string("value (") + what + ") has more than 7 chunks");
+    return errorAt(start, std::string("value (") + what + ") has more than 7 chunks");
   }
 
   // A value that must lie in [lo, hi] (as a signed number).
@@ -359,6 +361,7 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
       }
       case Family::Wr:
       case Family::Wu: {
+        const size_t at = in.pos();
         if (phase != Phase::Regs) return in.error("a register write-back outside a step or after memory writes");
         const int reg = indexOf(t) + 1;
         if (reg <= lastReg) return in.error("registers must come in increasing order");
@@ -372,9 +375,9 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
         if (f == Family::Wr && n > 1) {
           bool allSame = true;
           for (uint32_t x : w.values) allSame &= x == w.values[0];
-          if (allSame) return in.error("WR with equal values must be written as WU");
+          if (allSame) return in.errorAt(at, "WR with equal values must be written as WU");
         }
-        if (f == Family::Wr && n == 1) return in.error("a one-lane write-back must be written as WU");
+        if (f == Family::Wr && n == 1) return in.errorAt(at, "a one-lane write-back must be written as WU");
         lastReg = reg;
         events.push_back(std::move(w));
         break;
