@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Records Hugging Face transformers' Qwen3_5ForCausalLM outputs on tiny random checkpoints.
+
+The C++ test model/tests/hf_crosscheck_test.cpp regenerates the same checkpoints (model/tiny.h,
+seeded) and compares its logits and greedy tokens against the fixtures this script writes:
+
+    model/tests/data/hf_<case>.safetensors
+        tensors  prompt [L] I64, prefill_logits [L, V] F32, greedy [N+1] I64, decode_logits [N, V] F32
+        metadata qgpu_fixture=hf-logits, version=1, case, seed, storage, compute, config (JSON),
+                 weights_fnv1a64 (of model.safetensors), transformers, torch, python
+
+prefill_logits: one forward over the whole prompt (HF's chunked delta rule, chunk 64, prompts are
+longer than one chunk). Then greedy decoding with the cache, one token per forward (the recurrent
+path): greedy[0] = argmax(prefill_logits[-1]), decode_logits[i] = logits after feeding greedy[i],
+greedy[i+1] = argmax(decode_logits[i]).
+
+Usage (where PyPI is reachable; see ci/requirements-hf.txt):
+    python3 -m venv ci/.venv && ci/.venv/bin/pip install -r ci/requirements-hf.txt
+    cmake --build build --target qgpu_make_tiny
+    ci/.venv/bin/python ci/hf_reference.py --make-tiny build/model/qgpu_make_tiny
+Review the diff of model/tests/data before committing regenerated fixtures.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import transformers
+from safetensors.numpy import save_file
+from transformers import Qwen3_5ForCausalLM
+
+
+def text_config(hidden, layer_types, vocab, heads, kv_heads, head_dim, lin_k_heads, lin_v_heads,
+                lin_k_dim, lin_v_dim, tie, inter=None):
+    return {
+        "architectures": ["Qwen3_5ForCausalLM"],
+        "model_type": "qwen3_5_text",
+        "vocab_size": vocab,
+        "hidden_size": hidden,
+        "intermediate_size": inter or (2 * hidden + hidden // 2),
+        "num_hidden_layers": len(layer_types),
+        "layer_types": layer_types,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "linear_num_key_heads": lin_k_heads,
+        "linear_num_value_heads": lin_v_heads,
+        "linear_key_head_dim": lin_k_dim,
+        "linear_value_head_dim": lin_v_dim,
+        "linear_conv_kernel_dim": 4,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0,
+                            "partial_rotary_factor": 0.25, "mrope_section": [11, 11, 10],
+                            "mrope_interleaved": True},
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": tie,
+        "dtype": "float32",
+    }
+
+
+L, F = "linear_attention", "full_attention"
+# Shapes: both layer types in several orders, GQA in both layer kinds, tied and untied heads,
+# prompts longer than HF's 64-token chunk (two or three chunks).
+CASES = [
+    dict(name="mixed4", seed=11, storage="f32", compute="f32", prompt=80, decode=12,
+         config=text_config(64, [L, L, L, F], 128, 4, 2, 32, 2, 4, 16, 16, True)),
+    dict(name="fullfirst_untied", seed=12, storage="f32", compute="f32", prompt=70, decode=12,
+         config=text_config(48, [F, L, F], 112, 2, 2, 32, 2, 2, 16, 24, False)),
+    dict(name="deep_gqa", seed=13, storage="f32", compute="f32", prompt=130, decode=10,
+         config=text_config(32, [L, F, L, L, F, L], 96, 4, 1, 16, 1, 2, 16, 16, True)),
+    dict(name="bf16", seed=14, storage="bf16", compute="bf16", prompt=72, decode=8,
+         config=text_config(64, [L, L, L, F], 128, 4, 2, 32, 2, 4, 16, 16, True)),
+]
+
+
+def fnv1a64(data: bytes) -> int:
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def load(ckpt, dtype, name):
+    model, info = Qwen3_5ForCausalLM.from_pretrained(
+        ckpt, dtype=dtype, attn_implementation="eager", output_loading_info=True)
+    # Every weight must come from the checkpoint: a freshly initialised one would make the
+    # comparison meaningless.
+    bad = {k: v for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+    if bad:
+        raise SystemExit(f"{name}: checkpoint and transformers disagree: {bad}")
+    return model.eval()
+
+
+def run_greedy(model, prompt, steps, forced=None):
+    """Prefill, then `steps` cached single-token forwards of the greedy (or `forced`) tokens."""
+    with torch.no_grad():
+        out = model(input_ids=torch.from_numpy(prompt)[None], use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        prefill = out.logits[0].float().numpy()
+        greedy = [int(prefill[-1].argmax())]
+        decode = []
+        for i in range(steps):
+            token = forced[i] if forced else greedy[-1]
+            out = model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
+            cache = getattr(out, "cache", None) or out.past_key_values
+            row = out.logits[0, -1].float().numpy()
+            decode.append(row)
+            greedy.append(int(row.argmax()))
+    f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)
+    return f32(prefill), greedy, f32(np.stack(decode))
+
+
+def run_case(case, make_tiny, out_dir):
+    with tempfile.TemporaryDirectory() as work:
+        cfg_path = os.path.join(work, "input_config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(case["config"], f)
+        ckpt = os.path.join(work, "ckpt")
+        subprocess.run([make_tiny, cfg_path, ckpt, str(case["seed"]), case["storage"]], check=True)
+        with open(os.path.join(ckpt, "model.safetensors"), "rb") as f:
+            digest = fnv1a64(f.read())
+        dtype = torch.bfloat16 if case["compute"] == "bf16" else torch.float32
+        model = load(ckpt, dtype, case["name"])
+        vocab = case["config"]["vocab_size"]
+        rng = np.random.default_rng(case["seed"])
+        prompt = rng.integers(0, vocab, size=case["prompt"], dtype=np.int64)
+        prefill, greedy, decode = run_greedy(model, prompt, case["decode"])
+        extra = {}
+        if case["compute"] == "bf16":
+            # bf16 noise floor: HF in fp32 on the same weights, teacher-forced with the bf16 greedy
+            # tokens, so the C++ test can require its bf16 error to be no worse than HF's own.
+            ref = load(ckpt, torch.float32, case["name"])
+            pre32, _, dec32 = run_greedy(ref, prompt, case["decode"], forced=greedy)
+            extra = {"prefill_logits_f32ref": pre32, "decode_logits_f32ref": dec32}
+    meta = {
+        "qgpu_fixture": "hf-logits",
+        "version": "1",
+        "case": case["name"],
+        "seed": str(case["seed"]),
+        "storage": case["storage"],
+        "compute": case["compute"],
+        "config": json.dumps(case["config"]),
+        "weights_fnv1a64": f"{digest:016x}",
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "attn_implementation": "eager",
+    }
+    tensors = {
+        "prompt": prompt,
+        "prefill_logits": prefill,
+        "greedy": np.array(greedy, dtype=np.int64),
+        "decode_logits": decode,
+        **extra,
+    }
+    path = os.path.join(out_dir, f"hf_{case['name']}.safetensors")
+    save_file(tensors, path, metadata=meta)
+    print(f"{path}: prompt {len(prompt)}, greedy {greedy}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--make-tiny", default="build/model/qgpu_make_tiny")
+    ap.add_argument("--out", default="model/tests/data")
+    ap.add_argument("--case", action="append", help="only these cases (default: all)")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    for case in CASES:
+        if args.case and case["name"] not in args.case:
+            continue
+        run_case(case, args.make_tiny, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,440 @@
+// qgpu/model/decoder.cpp — see decoder.h. The only LibTorch translation unit of the decoder.
+//
+// Every function mirrors the op order of transformers' modeling_qwen3_5.py (the eager, pure-PyTorch
+// fallbacks) so that fp32 results agree with HF to rounding; comments name the HF function.
+#include "model/decoder.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "model/safetensors.h"
+
+namespace qgpu::model {
+namespace {
+
+using torch::Tensor;
+namespace F = torch::nn::functional;
+using torch::indexing::Slice;
+using torch::indexing::None;
+
+Diag fail(const std::string& file, const std::string& message) {
+  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
+}
+
+torch::ScalarType scalarType(ComputeDtype d) {
+  return d == ComputeDtype::BF16 ? torch::kBFloat16 : torch::kFloat32;
+}
+
+// Qwen3_5RMSNorm: x * rsqrt(mean(x^2) + eps) in fp32, times (1 + w) in fp32, cast back.
+Tensor rmsNorm(const Tensor& x, const Tensor& onePlusW, double eps) {
+  Tensor xf = x.to(torch::kFloat32);
+  Tensor y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (y * onePlusW).to(x.scalar_type());
+}
+
+// Qwen3_5RMSNormGated: norm in fp32, cast, times w, times silu(fp32 gate), cast.
+Tensor gatedRmsNorm(const Tensor& x, const Tensor& gate, const Tensor& w, double eps) {
+  auto inType = x.scalar_type();
+  Tensor xf = x.to(torch::kFloat32);
+  Tensor h = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps);
+  h = w * h.to(inType);
+  h = h * F::silu(gate.to(torch::kFloat32));
+  return h.to(inType);
+}
+
+Tensor l2norm(const Tensor& x) { return x * torch::rsqrt((x * x).sum(-1, true) + 1e-6); }
+
+Tensor rotateHalf(const Tensor& x) {
+  int64_t h = x.size(-1) / 2;
+  return torch::cat({-x.index({"...", Slice(h, None)}), x.index({"...", Slice(None, h)})}, -1);
+}
+
+struct LinearLayer {
+  Tensor inProjQkv, inProjZ, inProjB, inProjA, conv1d /*[C, K]*/, dtBias, aLog, normW, outProj;
+};
+
+struct FullLayer {
+  Tensor qProj, kProj, vProj, oProj, qNorm1p, kNorm1p;  // norms stored as (1 + w) in fp32
+};
+
+struct Layer {
+  LayerType type = LayerType::Linear;
+  LinearLayer lin;
+  FullLayer full;
+  Tensor inNorm1p, postNorm1p;
+  Tensor gate, up, down;
+};
+
+struct LayerState {
+  std::optional<Tensor> conv;       // [1, C, K] pre-conv qkv window (model dtype)
+  std::optional<Tensor> recurrent;  // [1, Hv, dk, dv] fp32
+  std::optional<Tensor> k, v;       // [1, Hkv, T, Dh]
+};
+
+}  // namespace
+
+const char* computeDtypeName(ComputeDtype dtype) {
+  return dtype == ComputeDtype::BF16 ? "bf16" : "f32";
+}
+
+int64_t Logits::argmax(int64_t r) const {
+  auto rowSpan = row(r);
+  return std::max_element(rowSpan.begin(), rowSpan.end()) - rowSpan.begin();
+}
+
+struct Decoder::Impl {
+  Qwen35Config config;
+  DecoderOptions options;
+  std::optional<Checkpoint> checkpoint;  // keeps memory-mapped weights alive
+  torch::Device device{torch::kCPU};
+  torch::ScalarType dtype = torch::kFloat32;
+  Tensor embed, lmHead, finalNorm1p, invFreq;
+  std::vector<Layer> layers;
+  std::vector<LayerState> state;
+  int64_t position = 0;
+  uint64_t weightBytes = 0;
+
+  Tensor toCompute(const Tensor& t) {
+    Tensor out = t.to(device, dtype);
+    return out;
+  }
+
+  Tensor onePlus(const Tensor& w) { return (1.0 + w.to(torch::kFloat32)).to(device); }
+
+  // Gated DeltaNet (Qwen3_5GatedDeltaNet.forward) on h [1, S, D].
+  Tensor linearAttention(const LinearLayer& L, LayerState& st, const Tensor& h) {
+    const auto& c = config;
+    const int64_t S = h.size(1), K = c.linearConvKernelDim;
+    Tensor mixed = F::linear(h, L.inProjQkv).transpose(1, 2);  // [1, C, S]
+    Tensor z = F::linear(h, L.inProjZ).reshape({1, S, -1, c.linearValueHeadDim});
+    Tensor b = F::linear(h, L.inProjB);
+    Tensor a = F::linear(h, L.inProjA);
+    const int64_t C = mixed.size(1);
+    Tensor w = L.conv1d.unsqueeze(1);  // [C, 1, K]
+    if (st.conv && S == 1) {
+      // causal_conv1d_update: window = last K inputs, valid conv, keep the last output.
+      Tensor full = torch::cat({*st.conv, mixed}, -1);
+      st.conv = full.index({"...", Slice(-K, None)}).clone();
+      mixed = F::silu(F::conv1d(full, w, F::Conv1dFuncOptions().groups(C)).index({"...", Slice(-S, None)}));
+    } else {
+      // Cache update_conv_state + causal_conv1d_fn: prepend the window, pad to K, conv, keep last S.
+      Tensor full = st.conv ? torch::cat({*st.conv, mixed}, -1) : mixed;
+      if (!st.conv && full.size(-1) < K) full = F::pad(full, F::PadFuncOptions({K - full.size(-1), 0}));
+      st.conv = full.index({"...", Slice(-K, None)}).clone();
+      Tensor out = F::conv1d(full, w, F::Conv1dFuncOptions().padding(K - 1).groups(C));
+      out = F::silu(out.index({"...", Slice(None, full.size(-1))}));
+      mixed = out.index({"...", Slice(-S, None)});
+    }
+    mixed = mixed.transpose(1, 2);  // [1, S, C]
+    auto parts = torch::split_with_sizes(mixed, {c.linearKeyDim(), c.linearKeyDim(), c.linearValueDim()}, -1);
+    Tensor q = parts[0].reshape({1, S, -1, c.linearKeyHeadDim});
+    Tensor k = parts[1].reshape({1, S, -1, c.linearKeyHeadDim});
+    Tensor v = parts[2].reshape({1, S, -1, c.linearValueHeadDim});
+    Tensor beta = b.sigmoid();
+    Tensor g = -L.aLog.to(torch::kFloat32).exp() * F::softplus(a.to(torch::kFloat32) + L.dtBias);
+
+    Tensor core;
+    if (st.recurrent && S == 1) core = recurrentRule(q, k, v, g, beta, st);
+    else core = chunkRule(q, k, v, g, beta, st);
+
+    core = core.reshape({-1, c.linearValueHeadDim});
+    Tensor zz = z.reshape({-1, c.linearValueHeadDim});
+    core = gatedRmsNorm(core, zz, L.normW, c.rmsNormEps).reshape({1, S, -1});
+    return F::linear(core, L.outProj);
+  }
+
+  // Common preprocessing of both delta-rule paths: GQA repeat, [B, H, S, d] fp32, l2norm.
+  void prepare(Tensor& q, Tensor& k, Tensor& v, Tensor& beta, Tensor& g) {
+    const int64_t hk = q.size(2), hv = v.size(2);
+    if (hk != hv) {
+      q = q.repeat_interleave(hv / hk, 2);
+      k = k.repeat_interleave(hv / hk, 2);
+    }
+    auto fix = [](const Tensor& x) { return x.transpose(1, 2).to(torch::kFloat32).contiguous(); };
+    q = fix(q), k = fix(k), v = fix(v), beta = fix(beta), g = fix(g);
+    q = l2norm(q);
+    k = l2norm(k);
+  }
+
+  // torch_recurrent_gated_delta_rule for one token with an existing state.
+  Tensor recurrentRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, LayerState& st) {
+    auto inType = q.scalar_type();
+    prepare(q, k, v, beta, g);
+    q = q / std::sqrt(static_cast<double>(q.size(-1)));
+    Tensor s = *st.recurrent;
+    Tensor qt = q.select(2, 0), kt = k.select(2, 0), vt = v.select(2, 0);
+    s = s * g.select(2, 0).exp().unsqueeze(-1).unsqueeze(-1);
+    Tensor bt = beta.select(2, 0).unsqueeze(-1);
+    Tensor mem = (s * kt.unsqueeze(-1)).sum(-2);
+    Tensor delta = (vt - mem) * bt;
+    s = s + kt.unsqueeze(-1) * delta.unsqueeze(-2);
+    Tensor out = (s * qt.unsqueeze(-1)).sum(-2);  // [1, H, dv]
+    st.recurrent = s;
+    return out.unsqueeze(2).transpose(1, 2).contiguous().to(inType);  // [1, 1, H, dv]
+  }
+
+  // torch_chunk_gated_delta_rule (chunk 64), continuing from the cached state when there is one.
+  Tensor chunkRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, LayerState& st) {
+    constexpr int64_t C = 64;
+    auto inType = q.scalar_type();
+    prepare(q, k, v, beta, g);
+    const int64_t B = q.size(0), H = q.size(1), S = q.size(2), dk = q.size(3), dv = v.size(3);
+    q = q * std::pow(static_cast<double>(dk), -0.5);
+    const int64_t pad = (C - S % C) % C;
+    q = F::pad(q, F::PadFuncOptions({0, 0, 0, pad}));
+    k = F::pad(k, F::PadFuncOptions({0, 0, 0, pad}));
+    v = F::pad(v, F::PadFuncOptions({0, 0, 0, pad}));
+    beta = F::pad(beta, F::PadFuncOptions({0, pad}));
+    g = F::pad(g, F::PadFuncOptions({0, pad}));
+    const int64_t n = (S + pad) / C;
+    Tensor vBeta = v * beta.unsqueeze(-1);
+    Tensor kBeta = k * beta.unsqueeze(-1);
+    q = q.reshape({B, H, n, C, dk});
+    k = k.reshape({B, H, n, C, dk});
+    kBeta = kBeta.reshape({B, H, n, C, dk});
+    vBeta = vBeta.reshape({B, H, n, C, dv});
+    g = g.reshape({B, H, n, C});
+    Tensor upper = torch::ones({C, C}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+    Tensor cum = g.cumsum(3);
+    Tensor pair = (cum.unsqueeze(4) - cum.unsqueeze(3)).masked_fill(upper, -INFINITY).exp();
+    Tensor ut = torch::matmul(kBeta, k.transpose(-1, -2)) * pair;
+    Tensor intra = torch::matmul(q, k.transpose(-1, -2)) * pair;
+    Tensor decayedKBeta = kBeta * cum.exp().unsqueeze(-1);
+    Tensor newValues = torch::linalg_solve_triangular(ut, vBeta, /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
+    Tensor kCumDecay = torch::linalg_solve_triangular(ut, decayedKBeta, false, true, true);
+    Tensor s = st.recurrent ? st.recurrent->to(newValues.scalar_type())
+                            : torch::zeros({B, H, dk, dv}, newValues.options());
+    Tensor out = torch::zeros_like(newValues);
+    q = q * cum.exp().unsqueeze(-1);
+    k = k * (cum.index({"...", Slice(-1, None)}) - cum).exp().unsqueeze(-1);
+    Tensor chunkDecay = cum.index({"...", -1}).exp().unsqueeze(-1).unsqueeze(-1);
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor vNew = newValues.select(2, i) - torch::matmul(kCumDecay.select(2, i), s);
+      Tensor inter = torch::matmul(q.select(2, i), s);
+      out.select(2, i).copy_(inter + torch::matmul(intra.select(2, i), vNew));
+      s = s * chunkDecay.select(2, i) + torch::matmul(k.select(2, i).transpose(-1, -2), vNew);
+    }
+    st.recurrent = s;
+    out = out.reshape({B, H, -1, dv}).index({Slice(), Slice(), Slice(None, S)});
+    return out.transpose(1, 2).contiguous().to(inType);
+  }
+
+  // Qwen3_5Attention.forward (eager attention) on h [1, S, D].
+  Tensor fullAttention(const FullLayer& L, LayerState& st, const Tensor& h, const Tensor& cos,
+                       const Tensor& sin) {
+    const auto& c = config;
+    const int64_t S = h.size(1), Dh = c.headDim, R = c.rotaryDim();
+    auto qg = torch::chunk(F::linear(h, L.qProj).view({1, S, -1, Dh * 2}), 2, -1);
+    Tensor gate = qg[1].reshape({1, S, -1});
+    Tensor q = rmsNorm(qg[0], L.qNorm1p, c.rmsNormEps).transpose(1, 2);
+    Tensor k = rmsNorm(F::linear(h, L.kProj).view({1, S, -1, Dh}), L.kNorm1p, c.rmsNormEps).transpose(1, 2);
+    Tensor v = F::linear(h, L.vProj).view({1, S, -1, Dh}).transpose(1, 2);
+    Tensor cs = cos.unsqueeze(1), sn = sin.unsqueeze(1);
+    auto rope = [&](const Tensor& x) {
+      Tensor rot = x.index({"...", Slice(None, R)});
+      Tensor pass = x.index({"...", Slice(R, None)});
+      return torch::cat({rot * cs + rotateHalf(rot) * sn, pass}, -1);
+    };
+    q = rope(q);
+    k = rope(k);
+    if (st.k) {
+      k = torch::cat({*st.k, k}, 2);
+      v = torch::cat({*st.v, v}, 2);
+    }
+    st.k = k;
+    st.v = v;
+    const int64_t rep = c.numAttentionHeads / c.numKeyValueHeads, T = k.size(2);
+    auto repeatKv = [&](const Tensor& x) {
+      if (rep == 1) return x;
+      return x.unsqueeze(2).expand({1, c.numKeyValueHeads, rep, T, Dh}).reshape({1, c.numKeyValueHeads * rep, T, Dh});
+    };
+    Tensor scores = torch::matmul(q, repeatKv(k).transpose(2, 3)) * std::pow(static_cast<double>(Dh), -0.5);
+    if (S > 1) {
+      // Query i (absolute position T - S + i) sees keys 0..T - S + i; HF adds finfo.min elsewhere.
+      auto opts = torch::TensorOptions().dtype(torch::kLong).device(scores.device());
+      Tensor qi = torch::arange(T - S, T, opts).unsqueeze(1);
+      Tensor kj = torch::arange(0, T, opts).unsqueeze(0);
+      const double minValue = scores.scalar_type() == torch::kBFloat16 ? -3.3895313892515355e38
+                                                                       : std::numeric_limits<float>::lowest();
+      scores = scores + torch::zeros({S, T}, scores.options()).masked_fill(kj > qi, minValue);
+    }
+    Tensor probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+    Tensor attn = torch::matmul(probs, repeatKv(v)).transpose(1, 2).contiguous();
+    attn = attn.reshape({1, S, -1}).contiguous();
+    attn = attn * torch::sigmoid(gate);
+    return F::linear(attn, L.oProj);
+  }
+
+  Tensor forwardHidden(const Tensor& ids) {
+    const int64_t S = ids.size(0);
+    Tensor x = embed.index_select(0, ids).unsqueeze(0);  // [1, S, D]
+    // Qwen3_5TextRotaryEmbedding: fp32 angles, cos/sin cast to the model dtype.
+    Tensor pos = torch::arange(position, position + S, torch::TensorOptions().dtype(torch::kLong).device(device));
+    Tensor freqs = pos.unsqueeze(-1).to(torch::kFloat32) * invFreq;
+    Tensor cos = torch::cat({freqs.cos(), freqs.cos()}, -1).to(dtype).unsqueeze(0);
+    Tensor sin = torch::cat({freqs.sin(), freqs.sin()}, -1).to(dtype).unsqueeze(0);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Layer& L = layers[i];
+      Tensor y = rmsNorm(x, L.inNorm1p, config.rmsNormEps);
+      y = L.type == LayerType::Linear ? linearAttention(L.lin, state[i], y)
+                                      : fullAttention(L.full, state[i], y, cos, sin);
+      x = x + y;
+      y = rmsNorm(x, L.postNorm1p, config.rmsNormEps);
+      y = F::linear(F::silu(F::linear(y, L.gate)) * F::linear(y, L.up), L.down);
+      x = x + y;
+    }
+    return rmsNorm(x, finalNorm1p, config.rmsNormEps);
+  }
+};
+
+Decoder::Decoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Decoder::~Decoder() = default;
+
+const Qwen35Config& Decoder::config() const { return impl_->config; }
+const DecoderOptions& Decoder::options() const { return impl_->options; }
+uint64_t Decoder::weightBytes() const { return impl_->weightBytes; }
+int64_t Decoder::position() const { return impl_->position; }
+
+void Decoder::reset() {
+  impl_->state.assign(impl_->layers.size(), LayerState{});
+  impl_->position = 0;
+}
+
+Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const DecoderOptions& options) {
+  QGPU_TRY(config, readConfig(dir));
+  QGPU_TRY(ckpt, Checkpoint::open(dir));
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->options = options;
+  impl->dtype = scalarType(options.dtype);
+  try {
+    impl->device = torch::Device(options.device);
+  } catch (const std::exception&) {
+    return makeDiag(ErrorKind::Usage, "bad device '" + options.device + "'", SourceLoc{});
+  }
+  if (impl->device.is_cuda() && !torch::cuda::is_available())
+    return makeDiag(ErrorKind::NoDevice, "LibTorch has no CUDA device", SourceLoc{});
+
+  // Every tensor the config implies must be present with the right shape and a float dtype.
+  std::map<std::string, Tensor> weights;
+  const std::vector<TensorSpec> specs = languageTensors(config);
+  for (const TensorSpec& spec : specs) {
+    QGPU_TRY(t, ckpt.get(spec.name));
+    const std::string& file = t.file->path();
+    if (t.info->shape != spec.shape) {
+      std::string got, want;
+      for (auto d : t.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      for (auto d : spec.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      return fail(file, "tensor '" + spec.name + "' has shape [" + got + "], config implies [" + want + "]");
+    }
+    torch::ScalarType st;
+    if (t.info->dtype == StDtype::F32) st = torch::kFloat32;
+    else if (t.info->dtype == StDtype::BF16) st = torch::kBFloat16;
+    else return fail(file, "tensor '" + spec.name + "' has dtype " + stDtypeName(t.info->dtype) + ", expected F32 or BF16");
+    auto bytes = t.bytes();
+    void* ptr = const_cast<uint8_t*>(bytes.data());
+    Tensor view = torch::from_blob(ptr, spec.shape, torch::TensorOptions().dtype(st));
+    const bool aligned = reinterpret_cast<uintptr_t>(ptr) % stDtypeSize(t.info->dtype) == 0;
+    Tensor w;
+    if (st == impl->dtype && impl->device.is_cpu() && aligned) w = view;  // stays memory-mapped
+    else if (aligned) w = view.to(impl->device, impl->dtype, false, /*copy=*/true);
+    else w = view.clone().to(impl->device, impl->dtype);
+    impl->weightBytes += static_cast<uint64_t>(w.numel()) * w.element_size();
+    weights[spec.name] = w;
+  }
+  // Anything else under the decoder's prefix means the config and the checkpoint disagree.
+  const std::string P = config.prefix();
+  for (const std::string& name : ckpt.names()) {
+    bool known = std::any_of(specs.begin(), specs.end(), [&](const TensorSpec& s) { return s.name == name; });
+    if (known || name.rfind("mtp.", 0) == 0 || name.rfind("model.visual.", 0) == 0) continue;
+    if (name == "lm_head.weight" && config.tieWordEmbeddings) continue;
+    return fail(dir, "unexpected tensor '" + name + "' (not implied by config.json)");
+  }
+
+  Impl& m = *impl;
+  m.embed = weights[P + "embed_tokens.weight"];
+  m.lmHead = config.tieWordEmbeddings ? m.embed : weights["lm_head.weight"];
+  m.finalNorm1p = m.onePlus(weights[P + "norm.weight"]);
+  for (int64_t i = 0; i < config.numLayers(); ++i) {
+    const std::string L = P + "layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.type = config.layerTypes[static_cast<size_t>(i)];
+    layer.inNorm1p = m.onePlus(weights[L + "input_layernorm.weight"]);
+    layer.postNorm1p = m.onePlus(weights[L + "post_attention_layernorm.weight"]);
+    layer.gate = weights[L + "mlp.gate_proj.weight"];
+    layer.up = weights[L + "mlp.up_proj.weight"];
+    layer.down = weights[L + "mlp.down_proj.weight"];
+    if (layer.type == LayerType::Linear) {
+      const std::string A = L + "linear_attn.";
+      auto& l = layer.lin;
+      l.inProjQkv = weights[A + "in_proj_qkv.weight"];
+      l.inProjZ = weights[A + "in_proj_z.weight"];
+      l.inProjB = weights[A + "in_proj_b.weight"];
+      l.inProjA = weights[A + "in_proj_a.weight"];
+      l.conv1d = weights[A + "conv1d.weight"].squeeze(1);
+      l.dtBias = weights[A + "dt_bias"];
+      l.aLog = weights[A + "A_log"];
+      l.normW = weights[A + "norm.weight"];
+      l.outProj = weights[A + "out_proj.weight"];
+    } else {
+      const std::string A = L + "self_attn.";
+      auto& f = layer.full;
+      f.qProj = weights[A + "q_proj.weight"];
+      f.kProj = weights[A + "k_proj.weight"];
+      f.vProj = weights[A + "v_proj.weight"];
+      f.oProj = weights[A + "o_proj.weight"];
+      f.qNorm1p = m.onePlus(weights[A + "q_norm.weight"]);
+      f.kNorm1p = m.onePlus(weights[A + "k_norm.weight"]);
+    }
+    m.layers.push_back(std::move(layer));
+  }
+  const int64_t R = config.rotaryDim();
+  Tensor exponent = torch::arange(0, R, 2, torch::TensorOptions().dtype(torch::kFloat32)) / static_cast<double>(R);
+  m.invFreq = (1.0 / torch::pow(config.ropeTheta, exponent)).to(m.device);
+  m.checkpoint = std::move(ckpt);
+  std::unique_ptr<Decoder> decoder(new Decoder(std::move(impl)));
+  decoder->reset();
+  return decoder;
+}
+
+Expected<Logits> Decoder::forward(std::span<const int64_t> tokens, bool allLogits) {
+  if (tokens.empty()) return makeDiag(ErrorKind::Usage, "forward() needs at least one token");
+  for (int64_t t : tokens)
+    if (t < 0 || t >= impl_->config.vocabSize)
+      return makeDiag(ErrorKind::Usage, "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                            std::to_string(impl_->config.vocabSize) + ")");
+  torch::NoGradGuard noGrad;
+  Impl& m = *impl_;
+  Tensor ids = torch::from_blob(const_cast<int64_t*>(tokens.data()), {static_cast<int64_t>(tokens.size())},
+                                torch::kLong).to(m.device);
+  Tensor hidden = m.forwardHidden(ids);  // [1, S, D]
+  m.position += static_cast<int64_t>(tokens.size());
+  if (!allLogits) hidden = hidden.index({Slice(), Slice(-1, None)});
+  Tensor logits = F::linear(hidden, m.lmHead).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
+  Logits out;
+  out.rows = logits.size(0);
+  out.vocab = logits.size(1);
+  out.data.assign(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+  return out;
+}
+
+Expected<std::vector<int64_t>> Decoder::generateGreedy(std::span<const int64_t> prompt, int64_t maxNewTokens,
+                                                       std::span<const int64_t> stopTokens) {
+  std::vector<int64_t> out;
+  QGPU_TRY(logits, forward(prompt, false));
+  int64_t next = logits.argmax(0);
+  while (static_cast<int64_t>(out.size()) < maxNewTokens) {
+    out.push_back(next);
+    if (std::find(stopTokens.begin(), stopTokens.end(), next) != stopTokens.end()) break;
+    if (static_cast<int64_t>(out.size()) == maxNewTokens) break;
+    int64_t tok = next;
+    QGPU_TRY(step, forward(std::span<const int64_t>(&tok, 1), false));
+    next = step.argmax(0);
+  }
+  return out;
+}
+
+}  // namespace qgpu::model

@@ -1,0 +1,84 @@
+// qgpu/model/decoder.h — the Qwen3.5 text decoder in LibTorch, run token by token.
+//
+// Contract: `Decoder::load(dir)` reads config.json and the safetensors of a Hugging Face Qwen3.5
+// checkpoint (text-only `qwen3_5_text` or the official multimodal `qwen3_5`, whose vision and MTP
+// tensors are skipped), checks every tensor's presence, shape and dtype against the config, and
+// converts weights to the compute dtype (F32 weights stay memory-mapped when the compute dtype is
+// F32 on the CPU; BF16 ones are upcast). The math is transformers' `Qwen3_5ForCausalLM`
+// (see /work/shared/reference/qwen35-spec.md), including its path choice: a forward over several
+// tokens, or the first forward of a sequence, runs the chunked delta rule (chunk 64) and the
+// padded conv; a single token with existing state runs the token recurrence and the conv window.
+//
+// This header includes no LibTorch header, so plain C++ code (the harness) may hold a Decoder.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/diag.h"
+#include "model/config.h"
+
+namespace qgpu::model {
+
+enum class ComputeDtype : uint8_t {
+  F32,   // float32 weights, activations and caches
+  BF16,  // bfloat16 weights and activations; recurrent state and softmax in float32, as HF
+};
+
+const char* computeDtypeName(ComputeDtype dtype);
+
+struct DecoderOptions {
+  ComputeDtype dtype = ComputeDtype::F32;
+  std::string device = "cpu";  // a LibTorch device string: "cpu", "cuda", "cuda:1"
+};
+
+// Logits of some positions, row-major [rows, vocab], always float32.
+struct Logits {
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  std::vector<float> data;
+  std::span<const float> row(int64_t r) const {
+    return {data.data() + r * vocab, static_cast<size_t>(vocab)};
+  }
+  int64_t argmax(int64_t r) const;
+};
+
+class Decoder {
+ public:
+  static Expected<std::unique_ptr<Decoder>> load(const std::string& dir,
+                                                 const DecoderOptions& options = {});
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  const Qwen35Config& config() const;
+  const DecoderOptions& options() const;
+  // Bytes of weights held by the decoder (after conversion to the compute dtype).
+  uint64_t weightBytes() const;
+
+  // Forgets the sequence: caches emptied, position 0.
+  void reset();
+  // Number of tokens consumed since the last reset.
+  int64_t position() const;
+
+  // Appends `tokens` to the sequence. Returns the logits of every new position when `allLogits`,
+  // else of the last one only. Token ids outside [0, vocab) are a Usage error.
+  Expected<Logits> forward(std::span<const int64_t> tokens, bool allLogits = false);
+
+  // Greedy decoding: consumes `prompt` (prefill), then appends `maxNewTokens` argmax tokens, one
+  // forward per token, stopping early after any token in `stopTokens`. Returns the new tokens.
+  Expected<std::vector<int64_t>> generateGreedy(std::span<const int64_t> prompt,
+                                                int64_t maxNewTokens,
+                                                std::span<const int64_t> stopTokens = {});
+
+  struct Impl;
+
+ private:
+  explicit Decoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qgpu::model
