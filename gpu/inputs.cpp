@@ -82,6 +82,10 @@ std::string writeManifest(const Inputs& inputs) {
     for (size_t i = 0; i < c.launch.params.size(); ++i) {
       o += (c.launch.paramIsPointer[i] ? " p:" : " s:") + std::to_string(c.launch.params[i]);
     }
+    o += "\nunordered";
+    for (const WordRange& r : c.launch.unordered) {
+      o += " " + std::to_string(r.first) + ":" + std::to_string(r.count);
+    }
     o += "\nglobal" + words(c.launch.global) + "\n";
     if (c.expected) {
       o += "expect" + words(*c.expected) + "\n";
@@ -178,7 +182,7 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
       continue;
     }
     if (key == "end") {
-      for (const char* need : {"entry", "ptx", "digest", "launch", "params", "global"}) {
+      for (const char* need : {"entry", "ptx", "digest", "launch", "params", "unordered", "global"}) {
         bool has = false;
         for (const auto& s : seen) has = has || s == need;
         if (!has) return err(std::string("case ") + cur->kernel + "/" + cur->compiler + " has no '" + need + "' line");
@@ -190,6 +194,13 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
         return err("case " + cur->kernel + "/" + cur->compiler + ": 'expect' has " +
                    std::to_string(cur->expected->size()) + " words, 'global' " +
                    std::to_string(cur->launch.global.size()));
+      }
+      for (const WordRange& r : cur->launch.unordered) {
+        if (uint64_t{r.first} + r.count > cur->launch.global.size()) {
+          return err("case " + cur->kernel + "/" + cur->compiler + ": unordered range " +
+                     std::to_string(r.first) + ":" + std::to_string(r.count) +
+                     " lies outside the image");
+        }
       }
       auto ptx = readFile(dir + "/" + cur->ptxFile);
       if (!ptx.ok()) return ptx.error();
@@ -231,6 +242,16 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
         }
         cur->launch.params.push_back(v);
         cur->launch.paramIsPointer.push_back(t[0] == 'p');
+      }
+    } else if (key == "unordered") {
+      for (size_t k = 1; k < tok.size(); ++k) {
+        size_t colon = tok[k].find(':');
+        WordRange r;
+        if (colon == std::string::npos || !parseU32(tok[k].substr(0, colon), 10, r.first) ||
+            !parseU32(tok[k].substr(colon + 1), 10, r.count) || r.count == 0) {
+          return err("range '" + tok[k] + "' is not <first word>:<count>");
+        }
+        cur->launch.unordered.push_back(r);
       }
     } else if (key == "global") {
       QGPU_CHECK(parseWords(tok, cur->launch.global));

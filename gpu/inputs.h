@@ -13,6 +13,7 @@
 //   digest fnv1a64:<16 hex>              of the PTX file's exact bytes
 //   launch <grid> <block>
 //   params [p:<byte offset> | s:<value>]...   pointer / 32-bit scalar, in parameter order
+//   unordered [<first word>:<count>]...  output ranges compared as multisets (may be empty)
 //   global <w0> ... <wN-1>               initial image, hex words
 //   expect <w0> ... <wN-1>               the interpreter's final image at export time, or
 //   expect-error <message>               the interpreter's error at export time

@@ -266,18 +266,9 @@ const char* verdictName(Verdict v) {
   return "unknown";
 }
 
-std::optional<size_t> firstDifference(const std::vector<uint32_t>& a,
-                                      const std::vector<uint32_t>& b) {
-  size_t n = std::min(a.size(), b.size());
-  for (size_t k = 0; k < n; ++k) {
-    if (a[k] != b[k]) return k;
-  }
-  if (a.size() != b.size()) return n;
-  return std::nullopt;
-}
-
 CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDigest,
-                           const Expected<std::vector<uint32_t>>& interp) {
+                           const Expected<std::vector<uint32_t>>& interp,
+                           const std::vector<WordRange>& unordered) {
   if (rec.ptxDigest != currentDigest) {
     return {Verdict::Stale, "recorded PTX " + rec.ptxDigest + ", host now produces " + currentDigest};
   }
@@ -295,12 +286,21 @@ CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDi
     return {Verdict::Mismatch, "GPU ran, interpreter failed: " + interp.error().str()};
   }
   const std::vector<uint32_t>& mine = *interp;
-  auto diff = firstDifference(rec.global, mine);
+  auto diff = firstDifference(rec.global, mine, unordered);
   if (!diff) return {Verdict::Match, ""};
   size_t k = *diff;
   if (k >= rec.global.size() || k >= mine.size()) {
     return {Verdict::Mismatch, "image sizes differ: gpu " + std::to_string(rec.global.size()) +
                                    " words vs interpreter " + std::to_string(mine.size())};
+  }
+  for (const WordRange& r : unordered) {
+    if (k == r.first) {
+      return {Verdict::Mismatch, "words " + std::to_string(r.first) + ".." +
+                                     std::to_string(r.first + r.count - 1) +
+                                     " (compared as a multiset) differ: gpu has " +
+                                     hex32(rec.global[k]) + "... interpreter " + hex32(mine[k]) +
+                                     "..."};
+    }
   }
   size_t count = 0;
   for (size_t w = 0; w < std::min(rec.global.size(), mine.size()); ++w) count += rec.global[w] != mine[w];

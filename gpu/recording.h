@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "gpu/runner.h"
 
 namespace qgpu::gpu {
 
@@ -97,13 +98,11 @@ struct CaseComparison {
   std::string detail;  // "word 5 (byte 20): gpu 0x00000020 vs interpreter 0x0000001f", ...
 };
 
-// The index of the first differing word, or nullopt when equal (a size difference counts as a
-// difference at the shorter length).
-std::optional<size_t> firstDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
-
 // Compares one recorded case with what the host produces now: the digest of the current PTX and
-// the interpreter's final image (or its error message when it failed).
+// the interpreter's final image (or its error message when it failed). `unordered` ranges (the
+// catalog's `compare: multiset` outputs) are compared as multisets.
 CaseComparison compareCase(const RecordedCase& recorded, const std::string& currentDigest,
-                           const Expected<std::vector<uint32_t>>& interpreterGlobal);
+                           const Expected<std::vector<uint32_t>>& interpreterGlobal,
+                           const std::vector<WordRange>& unordered = {});
 
 }  // namespace qgpu::gpu

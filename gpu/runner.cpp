@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,32 @@ bool isIdentChar(char c) {
 }
 
 }  // namespace
+
+std::optional<size_t> firstDifference(const std::vector<uint32_t>& a,
+                                      const std::vector<uint32_t>& b,
+                                      const std::vector<WordRange>& unordered) {
+  const size_t n = std::min(a.size(), b.size());
+  std::vector<bool> inRange(n, false);
+  std::optional<size_t> first;
+  for (const WordRange& r : unordered) {
+    size_t end = std::min<size_t>(n, size_t{r.first} + r.count);
+    if (r.first >= end) continue;
+    std::vector<uint32_t> x(a.begin() + r.first, a.begin() + end);
+    std::vector<uint32_t> y(b.begin() + r.first, b.begin() + end);
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    for (size_t k = r.first; k < end; ++k) inRange[k] = true;
+    if (x != y && (!first || r.first < *first)) first = r.first;
+  }
+  for (size_t k = 0; k < n && (!first || k < *first); ++k) {
+    if (!inRange[k] && a[k] != b[k]) {
+      first = k;
+      break;
+    }
+  }
+  if (!first && a.size() != b.size()) first = n;
+  return first;
+}
 
 Expected<std::vector<uint32_t>> entryParamSizes(const std::string& ptx, const std::string& entry) {
   // Find ".entry <entry>" followed by optional whitespace and "(": a whole-word match, so that
@@ -325,6 +352,14 @@ Expected<GpuResult> Runner::run(const GpuLaunch& launch) {
     }
   }
 
+  for (const WordRange& w : launch.unordered) {
+    if (w.count == 0 || uint64_t{w.first} + w.count > launch.global.size()) {
+      return makeDiag(ErrorKind::Usage, "unordered range " + std::to_string(w.first) + "+" +
+                                            std::to_string(w.count) + " lies outside the " +
+                                            std::to_string(launch.global.size()) + "-word image");
+    }
+  }
+
   // The JIT writes its diagnostics into these buffers; they are reported with a failed load.
   char errorLog[8192] = {};
   char infoLog[8192] = {};
@@ -372,13 +407,14 @@ Expected<GpuResult> Runner::run(const GpuLaunch& launch) {
 
   const std::vector<uint32_t>& a = *first;
   const std::vector<uint32_t>& b = *second;
-  for (size_t k = 0; k < totalWords; ++k) {
-    if (a[k] != b[k]) {
-      long offset = static_cast<long>(k) - static_cast<long>(kGuardWords);
-      return makeDiag(ErrorKind::Device, "nondeterministic result: word " + std::to_string(offset) +
-                                             " differs (" + hex32(a[k]) + " vs " + hex32(b[k]) +
-                                             ") between two runs of '" + launch.entry + "'");
-    }
+  // The buffer starts with the guard words, so the unordered ranges shift by kGuardWords.
+  std::vector<WordRange> shifted = launch.unordered;
+  for (WordRange& w : shifted) w.first += kGuardWords;
+  if (auto k = firstDifference(a, b, shifted)) {
+    long offset = static_cast<long>(*k) - static_cast<long>(kGuardWords);
+    return makeDiag(ErrorKind::Device, "nondeterministic result: word " + std::to_string(offset) +
+                                           " differs (" + hex32(a[*k]) + " vs " + hex32(b[*k]) +
+                                           ") between two runs of '" + launch.entry + "'");
   }
 
   GpuResult result;

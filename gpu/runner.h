@@ -17,6 +17,8 @@
 // - `run()` runs the kernel twice from the same initial memory and compares the two final buffers
 //   (guards included). Different results are ErrorKind::Device
 //   "nondeterministic result: word K differs (x vs y)": a finding that never counts as a pass.
+// - Words inside `GpuLaunch::unordered` ranges are compared as multisets between the two runs: a
+//   kernel that appends with atomics (compaction) may legitimately order them differently.
 // - Parameter sizes come from the PTX text itself: the `.entry` declaration's `.param .u64/.b64/
 //   .s64` (8 bytes) and `.u32/.b32/.s32` (4 bytes). A launch whose parameters disagree with the
 //   entry (count, or a pointer parameter that is not 64-bit) is ErrorKind::Usage.
@@ -24,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,12 @@ struct DeviceInfo {
   std::string libraryPath;  // the libcuda that was loaded
 };
 
+// Words [first, first + count) of the image.
+struct WordRange {
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
+
 struct GpuLaunch {
   std::string ptx;                   // the exact PTX text (NUL-free)
   std::string entry;                 // the .entry name
@@ -51,6 +60,7 @@ struct GpuLaunch {
   std::vector<uint32_t> params;      // one per kernel parameter, in order; pointer parameters are
                                      // BYTE offsets into `global`
   std::vector<bool> paramIsPointer;  // which parameters are pointers (same length as params)
+  std::vector<WordRange> unordered;  // output arrays whose order is not defined (multisets)
 };
 
 struct GpuResult {
@@ -58,6 +68,12 @@ struct GpuResult {
   bool guardsIntact = true;      // false: the kernel wrote outside the image
   std::string guardReport;       // "guard word at image offset -1 (byte -4) changed: 0xc0def00d -> 0x7"
 };
+
+// The first word where `a` and `b` differ, or nullopt when they are equal. Each `unordered` range
+// is compared as a multiset and, when its multisets differ, reported as its first word; a size
+// difference counts as a difference at the shorter length.
+std::optional<size_t> firstDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                                      const std::vector<WordRange>& unordered = {});
 
 // One entry parameter's size in bytes as declared in the PTX, in order. Usage when the entry is not
 // found or a parameter has a type other than the 32/64-bit integer types the catalog uses.

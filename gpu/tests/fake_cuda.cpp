@@ -14,6 +14,7 @@
 //   write_before  p[-1] = 7            (an out-of-bounds write just before the pointer)
 //   write_at      p[scalar] = 9        (scalar is a word index; past the image hits the guard)
 //   nondet        p[0] = launch count  (differs between the runner's two runs)
+//   swap          p[0], p[1] = 1, 2 on odd launches and 2, 1 on even ones (same multiset)
 //   launch_fails  cuLaunchKernel returns CUDA_ERROR_LAUNCH_FAILED
 //   sync_fails    cuCtxSynchronize then returns CUDA_ERROR_ILLEGAL_ADDRESS
 // `fake_cuda_stats` lets a test check that every allocation and module was released.
@@ -49,7 +50,7 @@ Stats g_stats;
 std::string g_mode;
 bool g_syncFails = false;
 FakeFunction g_functions[] = {{"store_scalar"}, {"write_before"}, {"write_at"},
-                              {"nondet"},       {"launch_fails"}, {"sync_fails"}};
+                              {"nondet"},       {"launch_fails"}, {"sync_fails"}, {"swap"}};
 int g_contextToken = 0;
 
 uint32_t* ptrParam(void** params, int i) {
@@ -222,6 +223,10 @@ int cuLaunchKernel(void* fn, unsigned int gx, unsigned int, unsigned int, unsign
     p[u32Param(params, 1)] = 9;
   } else if (name == "nondet") {
     p[0] = static_cast<uint32_t>(g_stats.launches);
+  } else if (name == "swap") {
+    bool odd = g_stats.launches % 2 == 1;
+    p[0] = odd ? 1 : 2;
+    p[1] = odd ? 2 : 1;
   }
   return kSuccess;
 }

@@ -28,6 +28,7 @@ Inputs sample() {
   c.launch.global = {1, 2, 0xffffffffu, 4};
   c.launch.params = {8, 3};
   c.launch.paramIsPointer = {true, false};
+  c.launch.unordered = {{2, 2}};
   c.expected = std::vector<uint32_t>{1, 2, 7, 4};
   in.cases.push_back(c);
   GpuCase d = c;
@@ -83,6 +84,9 @@ TEST_F(GpuInputs, RoundTripsThroughFiles) {
   EXPECT_EQ(c.launch.global, (std::vector<uint32_t>{1, 2, 0xffffffffu, 4}));
   EXPECT_EQ(c.launch.params, (std::vector<uint32_t>{8, 3}));
   EXPECT_EQ(c.launch.paramIsPointer, (std::vector<bool>{true, false}));
+  ASSERT_EQ(c.launch.unordered.size(), 1u);
+  EXPECT_EQ(c.launch.unordered[0].first, 2u);
+  EXPECT_EQ(c.launch.unordered[0].count, 2u);
   ASSERT_TRUE(c.expected.has_value());
   EXPECT_EQ(*c.expected, (std::vector<uint32_t>{1, 2, 7, 4}));
   EXPECT_FALSE(r->cases[1].expected.has_value());
@@ -102,6 +106,9 @@ TEST_F(GpuInputs, RejectsMalformedManifests) {
   EXPECT_NE(errorAfter("params p:8 s:3", "params q:8 s:3").find("'q:8'"), std::string::npos);
   EXPECT_NE(errorAfter("params p:8 s:3", "params p:8 s:4294967296").find("s:4294967296"),
             std::string::npos);
+  EXPECT_NE(errorAfter("unordered 2:2", "unordered 2:3").find("outside the image"),
+            std::string::npos);
+  EXPECT_NE(errorAfter("unordered 2:2", "unordered 2").find("'2'"), std::string::npos);
   EXPECT_NE(errorAfter("launch 2 4", "launch 0 4").find("launch"), std::string::npos);
   EXPECT_NE(errorAfter("global 00000001", "global 0000000g").find("hex word"), std::string::npos);
   EXPECT_NE(errorAfter("entry vec_add\n", "").find("no 'entry' line"), std::string::npos);

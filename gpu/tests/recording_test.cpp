@@ -152,6 +152,19 @@ TEST(GpuCompare, NamesTheFirstDifferingWord) {
   EXPECT_EQ(c.detail, "word 5 (byte 20): gpu 0x05050505 vs interpreter 0x05050506 (2 words differ)");
 }
 
+TEST(GpuCompare, ComparesMultisetOutputsWithoutOrder) {
+  RecordedCase rc = sample().cases[0];
+  std::vector<uint32_t> mine = rc.global;
+  std::swap(mine[3], mine[4]);
+  EXPECT_EQ(compareCase(rc, rc.ptxDigest, mine).verdict, Verdict::Mismatch);
+  EXPECT_EQ(compareCase(rc, rc.ptxDigest, mine, {{3, 2}}).verdict, Verdict::Match);
+  mine[4] = 77;
+  CaseComparison c = compareCase(rc, rc.ptxDigest, mine, {{3, 2}});
+  EXPECT_EQ(c.verdict, Verdict::Mismatch);
+  EXPECT_NE(c.detail.find("words 3..4 (compared as a multiset) differ"), std::string::npos)
+      << c.detail;
+}
+
 TEST(GpuCompare, ReportsAStaleRecordingWithoutComparing) {
   RecordedCase rc = sample().cases[0];
   CaseComparison c = compareCase(rc, ptxDigest("new ptx"), image(0));

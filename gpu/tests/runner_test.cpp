@@ -50,6 +50,7 @@ constexpr const char* kPtx = R"(
 .visible .entry nondet(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry launch_fails(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry sync_fails(.param .u64 a, .param .u32 b) { ret; }
+.visible .entry swap(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry not_in_driver(.param .u64 a, .param .u32 b) { ret; }
 )";
 
@@ -163,6 +164,39 @@ TEST(GpuRunner, ReportsANondeterministicResult) {
   EXPECT_EQ(r.error().kind, ErrorKind::Device);
   EXPECT_EQ(r.error().message.rfind("nondeterministic result: word 1 differs (0x", 0), 0u)
       << r.error().message;
+}
+
+TEST(GpuRunner, ComparesUnorderedRangesAsMultisetsBetweenRuns) {
+  Runner runner = openFake();
+  GpuLaunch l = launch("swap", 40, 0);  // words 10 and 11
+  auto strict = runner.run(l);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.error().message.find("nondeterministic result: word 10 differs"),
+            std::string::npos)
+      << strict.error().message;
+  l.unordered = {{10, 2}};
+  auto r = runner.run(l);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->global[10] + r->global[11], 3u);
+  l.unordered = {{10, 1}};  // one word of the two is not enough
+  EXPECT_FALSE(runner.run(l).ok());
+  l.unordered = {{125, 2}};
+  auto outside = runner.run(l);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.error().kind, ErrorKind::Usage);
+}
+
+TEST(FirstDifference, FindsTheFirstDifferingWord) {
+  EXPECT_FALSE(firstDifference({1, 2, 3}, {1, 2, 3}).has_value());
+  EXPECT_EQ(firstDifference({1, 2, 3}, {1, 5, 6}), 1u);
+  EXPECT_EQ(firstDifference({1, 2}, {1, 2, 3}), 2u);
+}
+
+TEST(FirstDifference, ComparesUnorderedRangesAsMultisets) {
+  EXPECT_FALSE(firstDifference({9, 1, 2, 3}, {9, 3, 1, 2}, {{1, 3}}).has_value());
+  EXPECT_EQ(firstDifference({9, 1, 2, 3}, {9, 3, 1, 1}, {{1, 3}}), 1u);
+  EXPECT_EQ(firstDifference({9, 1, 2, 3}, {8, 3, 1, 1}, {{1, 3}}), 0u);  // earlier plain word
+  EXPECT_EQ(firstDifference({9, 1, 2, 3}, {9, 2, 1, 4}, {{1, 2}}), 3u);  // after the range
 }
 
 TEST(GpuRunner, CatchesAWriteJustBeforeTheImage) {
