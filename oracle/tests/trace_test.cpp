@@ -160,6 +160,24 @@ TEST(TraceRun, NonUniformWritesUseWrAndMemoryRunsSplitAtFourAndAtGaps) {
   EXPECT_TRUE(decodeRun(r->trace).ok());
 }
 
+TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
+  // docs/trace.md: [1,2,3] . [4,5,6] with three threads and atom.add into word 6.
+  Program p{"dot",
+            {block({alu(Op::Shl, 1, Tid(), I(2)), ld(Space::Global, 2, R(1)),
+                    ld(Space::Global, 3, R(1), 12), alu(Op::Mul, 2, R(2), R(3)),
+                    atom(Op::AtomAdd, Space::Global, 0, I(24), R(2))},
+                   exitTerm())},
+            0, 0};
+  Launch l = launch(1, 3);
+  for (uint32_t i = 0; i < 6; ++i) l.global[i] = i + 1;
+  auto r = oracle::run(p, l);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->global[6], 32u);
+  // EX(0) WM(w0,0111) STG(1) T(6) C(1) T(0) END; 32 = 00001 00000.
+  EXPECT_EQ(r->trace, (std::vector<Token>{7, 45, 129, 179, 142, 173, 138}));
+  EXPECT_EQ(encodePrompt(p, l).size(), 111u);
+}
+
 TEST(TraceRun, DecodeRunGivesTypedEvents) {
   const std::vector<Token> run = {ex(2), wm(1, 5), wr(3), T(1), T(-2), wu(4), T(7),
                                   stg(1), T(9), C(0), T(16), sts(2), T(0), T(1), T(2),
