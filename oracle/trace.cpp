@@ -5,6 +5,7 @@
 // token index.
 #include "oracle/trace.h"
 
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,24 +25,22 @@ int indexOf(Token t) { return t - familyBase(familyOf(t)); }
 // ---- Values ----
 
 int valueLength(uint32_t value) {
-  const int32_t v = static_cast<int32_t>(value);
-  for (int k = 1; k < 7; ++k) {
-    const int bits = 5 * k;
-    const int32_t lo = -(int32_t{1} << (bits - 1));
-    const int32_t hi = (int32_t{1} << (bits - 1)) - 1;
-    if (v >= lo && v <= hi) return k;
-  }
-  return 7;
+  // Signed width: flip the sign copies to zeros, count the remaining bits plus one sign bit.
+  const uint32_t x = value ^ static_cast<uint32_t>(static_cast<int32_t>(value) >> 31);
+  const int bits = 33 - std::countl_zero(x);
+  return (bits + 4) / 5;
 }
 
 void appendValue(std::vector<Token>& out, uint32_t value) {
   const int k = valueLength(value);
   // 7 chunks cover 35 bits: sign-extend to 64 bits so the top chunk carries the sign.
   const uint64_t wide = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(value)));
-  for (int i = k - 1; i >= 0; --i) {
-    const int chunk = static_cast<int>((wide >> (5 * i)) & 31u);
-    out.push_back(tok(i == 0 ? Family::T : Family::C, chunk));
-  }
+  const size_t at = out.size();
+  out.resize(at + static_cast<size_t>(k));
+  Token* dst = out.data() + at;
+  constexpr Token kC = familyBase(Family::C), kT = familyBase(Family::T);
+  for (int i = k - 1; i > 0; --i) *dst++ = static_cast<Token>(kC + ((wide >> (5 * i)) & 31u));
+  *dst = static_cast<Token>(kT + (wide & 31u));
 }
 
 std::vector<Token> encodeValue(uint32_t value) {
