@@ -16,13 +16,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 std::vector<std::string> splitWords(std::string_view text) {
   std::vector<std::string> words;
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    while (i < text.size() && isBlank(text[i])) ++i;
     size_t start = i;
-    while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
+    while (i < text.size() && !isBlank(text[i])) ++i;
     if (i > start) words.emplace_back(text.substr(start, i - start));
   }
   return words;

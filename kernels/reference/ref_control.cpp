@@ -1,4 +1,6 @@
 // qgpu/kernels/reference/ref_control.cpp — references: branches, loops, calls, sorting.
+#include <algorithm>
+
 #include "kernels/reference/tables.h"
 
 namespace qgpu::kernels::ref {
@@ -17,10 +19,88 @@ void gcd(RefArgs& r) {
   }
 }
 
+
+void divergentBranch(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int32_t v = in[t];
+    v = (v % 2 != 0) ? v * 3 + 1 : v / 2;  // v & 1 == odd, also for negatives
+    out[t] = v + 1;
+  }
+}
+
+void nestedDivergence(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int32_t v = in[t];
+    if (t < 4) {
+      out[t] = v > 0 ? v + 100 : -v;
+    } else if (v % 3 == 0) {
+      out[t] = v > 10 ? 1 : 2;
+    } else {
+      out[t] = v * v;
+    }
+  }
+}
+
+void collatz(RefArgs& r) {
+  auto &in = r.a("in"), &steps = r.a("steps");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int64_t v = in[t];
+    int n = 0;
+    for (; v != 1; ++n) v = (v % 2 != 0) ? 3 * v + 1 : v / 2;
+    steps[t] = n;
+  }
+}
+
+// floor(sqrt(v)) by exact integer search (independent of the kernel's bisection).
+void isqrt(RefArgs& r) {
+  auto &x = r.a("x"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    uint64_t v = static_cast<uint32_t>(x[t]);
+    uint64_t root = 0;
+    while ((root + 1) * (root + 1) <= v) ++root;
+    out[t] = static_cast<int32_t>(root);
+  }
+}
+
+void binarySearch(RefArgs& r) {
+  auto &sorted = r.a("sorted"), &keys = r.a("keys"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    auto it = std::find(sorted.begin(), sorted.end(), keys[t]);
+    out[t] = it == sorted.end() ? -1 : static_cast<int32_t>(it - sorted.begin());
+  }
+}
+
+void modpow(RefArgs& r) {
+  auto &base = r.a("base"), &exp = r.a("exp"), &mod = r.a("mod"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    uint64_t m = static_cast<uint32_t>(mod[t]);
+    uint64_t result = 1 % m;
+    for (uint32_t e = 0; e < static_cast<uint32_t>(exp[t]); ++e) {
+      result = result * (static_cast<uint32_t>(base[t]) % m) % m;
+    }
+    out[t] = static_cast<int32_t>(result);
+  }
+}
+
+void earlyReturn(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (int t = 0; t < r.s("n") && t < static_cast<int>(r.blockX); ++t) {
+    out[t] = in[t] < 0 ? -1 : in[t] * 2 + 1;
+  }
+}
 }  // namespace
 
 void addControlKernels(Table& t) {
   t["gcd"] = gcd;
+  t["divergent_branch"] = divergentBranch;
+  t["nested_divergence"] = nestedDivergence;
+  t["collatz"] = collatz;
+  t["isqrt"] = isqrt;
+  t["binary_search"] = binarySearch;
+  t["modpow"] = modpow;
+  t["early_return"] = earlyReturn;
 }
 
 }  // namespace qgpu::kernels::ref

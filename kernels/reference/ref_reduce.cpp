@@ -1,4 +1,6 @@
 // qgpu/kernels/reference/ref_reduce.cpp — references: dot products, scans, histograms, min/max.
+#include <algorithm>
+
 #include "kernels/reference/tables.h"
 
 namespace qgpu::kernels::ref {
@@ -51,6 +53,51 @@ void compaction(RefArgs& r) {
   }
 }
 
+
+// Inclusive scan restarted at every 4-element segment (one warp per segment).
+void scanPerWarp(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  int32_t sum = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (i % 4 == 0) sum = 0;
+    out[i] = sum = wrapAdd(sum, in[i]);
+  }
+}
+
+void histogramShared(RefArgs& r) {
+  auto &data = r.a("data"), &bins = r.a("bins");
+  std::vector<int32_t> local(4, 0);
+  for (uint32_t t = 0; t < r.blockX; ++t) local[data[t] & 3] += 1;
+  for (int b = 0; b < 4; ++b) bins[b] = local[b];
+}
+
+void reduceMin(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.threads(); ++t) out[0] = std::min(out[0], in[t]);
+}
+
+void reduceMax(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.threads(); ++t) out[0] = std::max(out[0], in[t]);
+}
+
+// Maximum and the lowest index holding it.
+void argmax(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  int best = 0;
+  for (uint32_t t = 1; t < r.blockX; ++t) {
+    if (in[t] > in[best]) best = static_cast<int>(t);
+  }
+  out[0] = in[best];
+  out[1] = best;
+}
+
+void countIf(RefArgs& r) {
+  auto &in = r.a("in"), &count = r.a("count");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    if (in[t] >= r.s("lo") && in[t] < r.s("hi")) count[0] += 1;
+  }
+}
 }  // namespace
 
 void addReductionKernels(Table& t) {
@@ -62,6 +109,12 @@ void addReductionKernels(Table& t) {
   t["scan_hillis_steele"] = scanInclusive;
   t["histogram"] = histogram;
   t["compaction"] = compaction;
+  t["scan_shfl"] = scanPerWarp;
+  t["histogram_shared"] = histogramShared;
+  t["reduce_min_atomic"] = reduceMin;
+  t["reduce_max_atomic"] = reduceMax;
+  t["argmax"] = argmax;
+  t["count_if"] = countIf;
 }
 
 }  // namespace qgpu::kernels::ref

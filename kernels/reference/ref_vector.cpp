@@ -54,6 +54,25 @@ void matmulFixed(RefArgs& r) {
   }
 }
 
+
+void vaddBlocks(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &out = r.a("out");
+  for (int i = 0; i < r.s("n") && i < static_cast<int>(r.threads()); ++i) out[i] = wrapAdd(a[i], b[i]);
+}
+
+void saxpy(RefArgs& r) {
+  auto &x = r.a("x"), &y = r.a("y");
+  for (uint32_t i = 0; i < r.threads(); ++i) y[i] = wrapAdd(wrapMul(r.s("a"), x[i]), y[i]);
+}
+
+// out (cols x rows) = transpose of in (rows x cols).
+template <int Rows, int Cols>
+void transposeFixed(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (int row = 0; row < Rows; ++row) {
+    for (int col = 0; col < Cols; ++col) out[col * Rows + row] = in[row * Cols + col];
+  }
+}
 }  // namespace
 
 void addVectorKernels(Table& t) {
@@ -63,6 +82,12 @@ void addVectorKernels(Table& t) {
   t["matmul"] = matmul;
   t["matvec"] = matvec;
   t["matmul2x2"] = matmulFixed<2>;
+  t["matmul3x3"] = matmulFixed<3>;
+  t["matmul4x4"] = matmulFixed<4>;
+  t["vadd_blocks"] = vaddBlocks;
+  t["saxpy"] = saxpy;
+  t["transpose"] = transposeFixed<3, 5>;
+  t["transpose_shared"] = transposeFixed<4, 4>;
 }
 
 }  // namespace qgpu::kernels::ref
