@@ -1,0 +1,30 @@
+// qgpu/common/digest.h — the one content digest qgpu uses: 64-bit FNV-1a, written
+// "fnv1a64:<16 lower-case hex digits>". It detects changed content (a stale recording, a changed
+// trace); it is not a cryptographic hash.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace qgpu {
+
+inline constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+inline constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+inline uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnvOffset) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+inline std::string digestString(uint64_t hash) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+}  // namespace qgpu
