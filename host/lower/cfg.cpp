@@ -1,0 +1,486 @@
+// qgpu/host/lower/cfg.cpp — passes 3-5: cleanup, CFG simplification and block layout.
+//
+// cleanup:  propagates vregs defined once by `mov v, imm|special` into their uses (immediates and
+//           special registers are the same value wherever they are read), folds constant ALU
+//           ops, folds `v = x + imm` into the offset of a memory access in the same block, and
+//           removes side-effect-free ops whose results are never read.
+// simplify: removes unreachable blocks, turns jumps to empty Exit blocks into Exit, threads
+//           jumps through empty blocks, turns branches with equal targets into jumps, and merges
+//           a block into its single predecessor when that predecessor jumps to it (never across a
+//           Barrier: a Barrier terminator is not a jump).
+// layout:   orders blocks so that min-PC scheduling reconverges (docs/lowering.md §5): a reverse
+//           post-order of the acyclic graph in which every loop is one node, recursively, with
+//           each loop's body contiguous and its header first. Every divergent region then comes
+//           before its immediate post-dominator and every loop before its exits, so lanes that
+//           finish early wait (at a higher block index) for the others. Irreducible control flow
+//           (a retreating edge whose target does not dominate its source) is refused.
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "host/lower/vir.h"
+
+namespace qgpu::lower {
+
+using machine::Op;
+using machine::OpClass;
+using machine::TermKind;
+
+int numSrc(Op op) {
+  const auto& info = machine::opInfo(op);
+  switch (info.cls) {
+    case OpClass::Pred: return op == Op::PConst ? 1 : 0;
+    case OpClass::Sel: return 2;
+    default: return info.numSources;
+  }
+}
+int numPsrc(Op op) {
+  const auto& info = machine::opInfo(op);
+  switch (info.cls) {
+    case OpClass::Pred: return info.numSources;
+    case OpClass::Sel: return 1;
+    case OpClass::Warp: return (op == Op::Ballot || op == Op::VoteAny || op == Op::VoteAll) ? 1 : 0;
+    default: return 0;
+  }
+}
+bool hasSideEffects(Op op) {
+  const auto cls = machine::opInfo(op).cls;
+  // Loads are kept: a load out of bounds is a machine fault, which removing it would hide.
+  return cls == OpClass::Mem || cls == OpClass::Local;
+}
+
+std::vector<std::vector<int>> successors(const VFunc& f) {
+  std::vector<std::vector<int>> succ(f.blocks.size());
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    const auto& t = f.blocks[b].term;
+    switch (t.kind) {
+      case TermKind::Jump: case TermKind::Barrier: succ[b] = {t.next}; break;
+      case TermKind::Branch:
+        succ[b] = {t.taken};
+        if (t.next != t.taken) succ[b].push_back(t.next);
+        break;
+      case TermKind::Exit: break;
+    }
+  }
+  return succ;
+}
+
+std::string describe(const VFunc& f) {
+  std::ostringstream os;
+  auto opnd = [&](const VOperand& o) {
+    switch (o.kind) {
+      case VKind::Reg: os << " v" << o.reg; break;
+      case VKind::Imm: os << " " << o.imm; break;
+      case VKind::Special: os << " " << machine::specialName(o.special); break;
+      case VKind::None: break;
+    }
+  };
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    os << "B" << b << ":\n";
+    for (const auto& i : f.blocks[b].ops) {
+      os << "  ";
+      if (i.guard != kNone) os << "@" << (i.guardNeg ? "!" : "") << "q" << i.guard << " ";
+      os << machine::opInfo(i.op).mnemonic;
+      if (i.dst != kNone) os << " v" << i.dst;
+      if (i.dstPred != kNone) os << " q" << i.dstPred;
+      for (int k = 0; k < numSrc(i.op); ++k) opnd(i.src[k]);
+      for (int k = 0; k < numPsrc(i.op); ++k) os << " q" << i.psrc[k];
+      if (machine::opInfo(i.op).cls == OpClass::Mem || machine::opInfo(i.op).cls == OpClass::Local)
+        os << " +" << i.offset;
+      os << "\n";
+    }
+    const auto& t = f.blocks[b].term;
+    switch (t.kind) {
+      case TermKind::Jump: os << "  jump B" << t.next << "\n"; break;
+      case TermKind::Barrier: os << "  barrier B" << t.next << "\n"; break;
+      case TermKind::Exit: os << "  exit\n"; break;
+      case TermKind::Branch:
+        os << "  branch " << (t.negate ? "!" : "") << "q" << t.pred << " B" << t.taken << " else B" << t.next << "\n";
+        break;
+    }
+  }
+  return os.str();
+}
+
+// ---- cleanup ----
+namespace {
+
+bool foldConstant(Op op, const std::array<VOperand, 3>& s, uint32_t& out) {
+  auto a = s[0].imm, b = s[1].imm;
+  switch (op) {
+    case Op::Add: out = a + b; return true;
+    case Op::Sub: out = a - b; return true;
+    case Op::Mul: out = a * b; return true;
+    case Op::Mad: out = a * b + s[2].imm; return true;
+    case Op::And: out = a & b; return true;
+    case Op::Or: out = a | b; return true;
+    case Op::Xor: out = a ^ b; return true;
+    case Op::Not: out = ~a; return true;
+    case Op::Neg: out = 0u - a; return true;
+    case Op::Shl: out = b >= 32 ? 0 : a << b; return true;
+    case Op::ShrU: out = b >= 32 ? 0 : a >> b; return true;
+    case Op::MulHiU: out = static_cast<uint32_t>((uint64_t{a} * b) >> 32); return true;
+    default: return false;
+  }
+}
+
+void forEachSrcReg(VInstr& i, const std::function<void(VOperand&)>& fn) {
+  for (int k = 0; k < numSrc(i.op); ++k)
+    if (i.src[k].isReg()) fn(i.src[k]);
+}
+
+}  // namespace
+
+void cleanup(VFunc& f) {
+  for (int round = 0; round < 8; ++round) {
+    bool changed = false;
+    // Definitions per vreg.
+    std::vector<int> defs(f.numRegs, 0);
+    std::vector<VInstr*> def(f.numRegs, nullptr);
+    for (auto& b : f.blocks)
+      for (auto& i : b.ops)
+        if (i.dst != kNone) {
+          ++defs[i.dst];
+          def[i.dst] = &i;
+        }
+    // Constant / special propagation of single-definition unguarded movs.
+    std::vector<VOperand> constant(f.numRegs);
+    for (int v = 0; v < f.numRegs; ++v) {
+      const VInstr* d = def[v];
+      if (defs[v] == 1 && d->op == Op::Mov && d->guard == kNone && (d->src[0].isImm() || d->src[0].kind == VKind::Special))
+        constant[v] = d->src[0];
+    }
+    for (auto& b : f.blocks)
+      for (auto& i : b.ops) {
+        forEachSrcReg(i, [&](VOperand& o) {
+          if (constant[o.reg].kind != VKind::None) {
+            o = constant[o.reg];
+            changed = true;
+          }
+        });
+        bool allImm = numSrc(i.op) > 0 && machine::opInfo(i.op).cls == OpClass::Alu && i.op != Op::Mov;
+        for (int k = 0; k < numSrc(i.op); ++k) allImm = allImm && i.src[k].isImm();
+        uint32_t value = 0;
+        if (allImm && foldConstant(i.op, i.src, value)) {
+          i.op = Op::Mov;
+          i.src = {VOperand::i(value), {}, {}};
+          changed = true;
+        }
+      }
+    // Address folding inside a block: v = x + k (x an immediate, a special or a vreg not redefined
+    // in between) turns `[v + off]` into `[x + off + k]`.
+    for (auto& b : f.blocks) {
+      std::map<int, std::pair<VOperand, uint32_t>> sum;  // v -> (x, k)
+      for (auto& i : b.ops) {
+        auto cls = machine::opInfo(i.op).cls;
+        if (cls == OpClass::Mem && i.src[0].isReg()) {
+          auto it = sum.find(i.src[0].reg);
+          if (it != sum.end()) {
+            i.src[0] = it->second.first;
+            i.offset = static_cast<int32_t>(static_cast<uint32_t>(i.offset) + it->second.second);
+            changed = true;
+          }
+        }
+        if (i.dst != kNone) {
+          // Forget facts about or through the redefined vreg.
+          for (auto it = sum.begin(); it != sum.end();) {
+            if (it->first == i.dst || (it->second.first.isReg() && it->second.first.reg == i.dst)) it = sum.erase(it);
+            else ++it;
+          }
+          if (i.op == Op::Add && i.guard == kNone) {
+            const auto& a = i.src[0];
+            const auto& c = i.src[1];
+            if (c.isImm() && !(a.isReg() && a.reg == i.dst)) sum[i.dst] = {a, c.imm};
+            else if (a.isImm() && !(c.isReg() && c.reg == i.dst)) sum[i.dst] = {c, a.imm};
+          }
+        }
+      }
+    }
+    // Dead code: pure ops whose results nobody reads.
+    std::vector<int> uses(f.numRegs, 0);
+    std::vector<int> puses(f.numPreds, 0);
+    for (auto& b : f.blocks) {
+      for (auto& i : b.ops) {
+        forEachSrcReg(i, [&](VOperand& o) { ++uses[o.reg]; });
+        for (int k = 0; k < numPsrc(i.op); ++k) ++puses[i.psrc[k]];
+        if (i.guard != kNone) {
+          ++puses[i.guard];
+          if (i.dst != kNone) ++uses[i.dst];  // a guarded write keeps the old value elsewhere
+          if (i.dstPred != kNone) ++puses[i.dstPred];
+        }
+      }
+      if (b.term.kind == TermKind::Branch) ++puses[b.term.pred];
+    }
+    for (auto& b : f.blocks) {
+      auto dead = [&](const VInstr& i) {
+        if (hasSideEffects(i.op)) return false;
+        bool anyLive = (i.dst != kNone && uses[i.dst] > 0) || (i.dstPred != kNone && puses[i.dstPred] > 0);
+        return !anyLive;
+      };
+      size_t before = b.ops.size();
+      b.ops.erase(std::remove_if(b.ops.begin(), b.ops.end(), dead), b.ops.end());
+      changed = changed || b.ops.size() != before;
+    }
+    if (!changed) break;
+  }
+}
+
+// ---- simplify ----
+namespace {
+
+void removeUnreachable(VFunc& f) {
+  auto succ = successors(f);
+  std::vector<int> order;
+  std::vector<bool> seen(f.blocks.size(), false);
+  std::vector<int> stack{0};
+  seen[0] = true;
+  while (!stack.empty()) {
+    int b = stack.back();
+    stack.pop_back();
+    order.push_back(b);
+    for (int s : succ[b])
+      if (!seen[s]) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+  }
+  std::sort(order.begin(), order.end());  // keep the entry first and the source order otherwise
+  std::vector<int> remap(f.blocks.size(), kNone);
+  std::vector<VBlock> blocks;
+  for (int b : order) {
+    remap[b] = static_cast<int>(blocks.size());
+    blocks.push_back(std::move(f.blocks[b]));
+  }
+  for (auto& b : blocks) {
+    if (b.term.taken != kNone) b.term.taken = remap[b.term.taken];
+    if (b.term.next != kNone) b.term.next = remap[b.term.next];
+  }
+  f.blocks = std::move(blocks);
+}
+
+std::vector<int> predCounts(const VFunc& f) {
+  std::vector<int> n(f.blocks.size(), 0);
+  for (const auto& s : successors(f))
+    for (int t : s) ++n[t];
+  return n;
+}
+
+}  // namespace
+
+void simplifyCfg(VFunc& f) {
+  for (int round = 0; round < 64; ++round) {
+    bool changed = false;
+    removeUnreachable(f);
+    const int n = static_cast<int>(f.blocks.size());
+    // Where an empty block leads (jump threading), following chains, stopping at cycles.
+    auto forward = [&](int b) {
+      std::set<int> seen;
+      while (f.blocks[b].ops.empty() && f.blocks[b].term.kind == TermKind::Jump && !seen.count(b)) {
+        seen.insert(b);
+        b = f.blocks[b].term.next;
+      }
+      return b;
+    };
+    for (int b = 0; b < n; ++b) {
+      auto& t = f.blocks[b].term;
+      if (t.kind == TermKind::Jump || t.kind == TermKind::Barrier || t.kind == TermKind::Branch) {
+        int nx = forward(t.next);
+        if (nx != t.next) { t.next = nx; changed = true; }
+      }
+      if (t.kind == TermKind::Branch) {
+        int tk = forward(t.taken);
+        if (tk != t.taken) { t.taken = tk; changed = true; }
+        if (t.taken == t.next) { t = VTerm{TermKind::Jump, kNone, false, kNone, t.next}; changed = true; }
+      }
+      // A jump to an empty Exit block is an Exit.
+      if (t.kind == TermKind::Jump && f.blocks[t.next].ops.empty() && f.blocks[t.next].term.kind == TermKind::Exit) {
+        t = VTerm{TermKind::Exit};
+        changed = true;
+      }
+    }
+    // The entry itself may be an empty jump.
+    if (f.blocks[0].ops.empty() && f.blocks[0].term.kind == TermKind::Jump && f.blocks[0].term.next != 0) {
+      int target = forward(0);
+      if (target != 0) {
+        std::swap(f.blocks[0], f.blocks[target]);
+        for (auto& b : f.blocks) {
+          for (int* x : {&b.term.taken, &b.term.next}) {
+            if (*x == 0) *x = target;
+            else if (*x == target) *x = 0;
+          }
+        }
+        changed = true;
+        continue;
+      }
+    }
+    removeUnreachable(f);
+    // Merging.
+    auto preds = predCounts(f);
+    for (int b = 0; b < static_cast<int>(f.blocks.size()); ++b) {
+      auto& t = f.blocks[b].term;
+      if (t.kind != TermKind::Jump) continue;
+      int s = t.next;
+      if (s == b || s == 0 || preds[s] != 1) continue;
+      auto& sb = f.blocks[s];
+      f.blocks[b].ops.insert(f.blocks[b].ops.end(), sb.ops.begin(), sb.ops.end());
+      t = sb.term;
+      sb.ops.clear();
+      sb.term = VTerm{TermKind::Exit};  // now unreachable
+      changed = true;
+      preds = predCounts(f);
+    }
+    if (!changed) break;
+  }
+  removeUnreachable(f);
+}
+
+// ---- layout ----
+Status layout(VFunc& f) {
+  const int n = static_cast<int>(f.blocks.size());
+  auto succ = successors(f);
+  std::vector<std::vector<int>> pred(n);
+  for (int b = 0; b < n; ++b)
+    for (int s : succ[b]) pred[s].push_back(b);
+
+  // Dominators (iterative, on a DFS reverse post-order).
+  std::vector<int> rpo;
+  {
+    std::vector<int> state(n, 0);
+    std::vector<std::pair<int, size_t>> st{{0, 0}};
+    state[0] = 1;
+    std::vector<int> post;
+    while (!st.empty()) {
+      auto& [b, k] = st.back();
+      if (k < succ[b].size()) {
+        int s = succ[b][k++];
+        if (!state[s]) {
+          state[s] = 1;
+          st.push_back({s, 0});
+        }
+      } else {
+        post.push_back(b);
+        st.pop_back();
+      }
+    }
+    rpo.assign(post.rbegin(), post.rend());
+  }
+  std::vector<int> rpoIndex(n, -1);
+  for (size_t k = 0; k < rpo.size(); ++k) rpoIndex[rpo[k]] = static_cast<int>(k);
+  std::vector<int> idom(n, -1);
+  idom[0] = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int b : rpo) {
+      if (b == 0) continue;
+      int nd = -1;
+      for (int p : pred[b]) {
+        if (idom[p] < 0) continue;
+        if (nd < 0) { nd = p; continue; }
+        int x = p, y = nd;
+        while (x != y) {
+          while (rpoIndex[x] > rpoIndex[y]) x = idom[x];
+          while (rpoIndex[y] > rpoIndex[x]) y = idom[y];
+        }
+        nd = x;
+      }
+      if (nd != idom[b]) { idom[b] = nd; changed = true; }
+    }
+  }
+  auto dominates = [&](int a, int b) {
+    while (true) {
+      if (a == b) return true;
+      if (b == 0) return false;
+      b = idom[b];
+    }
+  };
+  // Back edges: u -> h with h dominating u. Any other edge to a block not later in the RPO
+  // (a retreating edge) makes the CFG irreducible.
+  std::map<int, std::set<int>> loops;  // header -> body
+  for (int u = 0; u < n; ++u) {
+    for (int h : succ[u]) {
+      if (rpoIndex[h] > rpoIndex[u]) continue;
+      if (!dominates(h, u)) {
+        const auto& ops = f.blocks[h].ops;
+        SourceLoc loc = ops.empty() ? SourceLoc{} : ops.front().loc;
+        return makeDiag(ErrorKind::PtxUnsupported,
+                        "unsupported PTX: irreducible control flow (a loop entered other than through its header)", loc);
+      }
+      auto& body = loops[h];
+      body.insert(h);
+      std::vector<int> work{u};
+      while (!work.empty()) {
+        int x = work.back();
+        work.pop_back();
+        if (body.insert(x).second)
+          for (int p : pred[x]) work.push_back(p);
+      }
+    }
+  }
+  // Recursive ordering. A unit of `body` is a block, or the outermost loop strictly inside
+  // `body` that contains it (named by its header); loops are nested or disjoint (reducible).
+  std::function<std::vector<int>(const std::set<int>&, int)> order = [&](const std::set<int>& body, int head) {
+    auto isSubLoop = [&](int h) { return loops.count(h) && loops[h].size() < body.size(); };
+    std::map<int, int> unit;
+    for (int b : body) {
+      int best = b;
+      size_t bestSize = 0;
+      for (auto& [h, lb] : loops)
+        if (lb.size() < body.size() && lb.size() > bestSize && lb.count(b)) {
+          best = h;
+          bestSize = lb.size();
+        }
+      unit[b] = best;
+    }
+    std::map<int, std::vector<int>> usucc;
+    for (int b : body)
+      for (int s : succ[b]) {
+        if (!body.count(s) || s == head) continue;  // exits and back edges
+        if (unit[b] != unit[s]) usucc[unit[b]].push_back(unit[s]);
+      }
+    std::vector<int> post;
+    std::set<int> seen{unit[head]};
+    std::vector<std::pair<int, size_t>> st{{unit[head], 0}};
+    while (!st.empty()) {
+      auto& [u, k] = st.back();
+      auto& ss = usucc[u];
+      if (k < ss.size()) {
+        int s = ss[k++];
+        if (seen.insert(s).second) st.push_back({s, 0});
+      } else {
+        post.push_back(u);
+        st.pop_back();
+      }
+    }
+    std::vector<int> result;
+    for (auto it = post.rbegin(); it != post.rend(); ++it) {
+      if (isSubLoop(*it)) {
+        auto sub = order(loops[*it], *it);
+        result.insert(result.end(), sub.begin(), sub.end());
+      } else {
+        result.push_back(*it);
+      }
+    }
+    return result;
+  };
+  std::set<int> all;
+  for (int b : rpo) all.insert(b);
+  std::vector<int> ord = order(all, 0);
+  if (static_cast<int>(ord.size()) != static_cast<int>(rpo.size()))
+    return makeDiag(ErrorKind::Internal, "lowering: layout lost blocks (" + std::to_string(ord.size()) + " of " +
+                                             std::to_string(rpo.size()) + ")");
+  std::vector<int> remap(n, kNone);
+  std::vector<VBlock> blocks;
+  for (int b : ord) {
+    remap[b] = static_cast<int>(blocks.size());
+    blocks.push_back(std::move(f.blocks[b]));
+  }
+  for (auto& b : blocks) {
+    if (b.term.taken != kNone) b.term.taken = remap[b.term.taken];
+    if (b.term.next != kNone) b.term.next = remap[b.term.next];
+  }
+  f.blocks = std::move(blocks);
+  return Ok{};
+}
+
+}  // namespace qgpu::lower

@@ -1,0 +1,43 @@
+// qgpu/host/lower/lower.h — lowering a parsed PTX module to a machine program.
+//
+// Contract: `lower` takes a Module that passed ptx::verify() and the launch-independent inputs of
+// one kernel (entry name and parameter values) and returns a machine::Program that passed
+// machine::verify(), or a Diag:
+//   PtxUnsupported — a construct outside the supported subset (names it and its source line);
+//   OverLimit      — the program does not fit the machine (names the limit and by how much);
+//   PtxInvalid     — inconsistent input (no such entry, wrong number of parameters, ...);
+//   Internal       — a lowering bug caught by machine::verify() on the result.
+// The passes, their contracts and what is refused are described in docs/lowering.md.
+// Plain C++: no CUDA, no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/diag.h"
+#include "host/ptx/ir.h"
+#include "oracle/machine.h"
+
+namespace qgpu::lower {
+
+struct LowerOptions {
+  std::string entry;             // kernel name; empty = the module's only .entry
+  std::vector<uint32_t> params;  // one value per entry .param, in order: a pointer is the BYTE
+                                 // address of its array in machine global memory; a scalar is
+                                 // its value
+};
+
+struct LowerStats {
+  int ptxInstructions = 0;  // instructions of the entry after inlining (labels excluded)
+  int basicBlocks = 0;      // PTX basic blocks after inlining
+  int machineBlocks = 0;    // blocks of the final program
+  int machineOps = 0;       // operations of the final program (terminators excluded)
+  int maxLive = 0;          // most general virtual registers live at one point (before spilling)
+  int spillSlots = 0;       // per-thread spill slots used
+};
+
+Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& options,
+                                 LowerStats* stats = nullptr);
+
+}  // namespace qgpu::lower
