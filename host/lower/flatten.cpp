@@ -103,12 +103,14 @@ struct Flattener {
       std::string sym = paramSymbol(in.srcs.at(0));
       if (sym.empty() || in.srcs.at(0).imm != 0)
         return unsupported(in, "st.param to anything but [symbol+0]");
-      if (in.srcs.size() < 2 || in.srcs[1].kind != ptx::OperandKind::Reg)
-        return unsupported(in, "st.param of a non-register value");
+      if (in.srcs.size() < 2 || (in.srcs[1].kind != ptx::OperandKind::Reg && in.srcs[1].kind != ptx::OperandKind::Imm))
+        return unsupported(in, "st.param of a value that is neither a register nor an immediate");
       auto it = fr.symbolRegs.find(sym);
       if (it == fr.symbolRegs.end())
         it = fr.symbolRegs.emplace(sym, freshReg(in.types.at(0), sym)).first;
-      out.body.push_back(makeMov(in.types.at(0), it->second, in.srcs[1].reg, in));
+      ptx::Instruction mov = makeMov(in.types.at(0), it->second, 0, in);
+      mov.srcs[0] = in.srcs[1];
+      out.body.push_back(mov);
       return Ok{};
     }
     if (in.op == Opcode::Ld && paramSpace) {

@@ -367,10 +367,43 @@ Status Translator::memory() {
   }
   if (in->op == Opcode::Ld) {
     if (m.space == ptx::StateSpace::Param) return unsupported("ld.param");
-    if (typeBits(t) != 32) return unsupported(std::string("ld of type .") + ptx::typeName(t) + " (only 32-bit words)");
     if (in->dsts.size() != 1 || in->srcs.size() != 1) return invalid("ld needs one destination and one address");
     QGPU_TRY(a, address(in->srcs[0]));
     QGPU_TRY(d, dstLo(in->dsts[0]));
+    if (typeBits(t) == 8 || typeBits(t) == 16) {
+      // A sub-word load from word memory: load the aligned word and extract the field
+      // (little-endian: byte k of the word is bits 8k..8k+7; PTX requires natural alignment).
+      int addr = tmp(), aligned = tmp(), pos = tmp(), word = tmp();
+      alu(Op::Add, addr, a.first, VOperand::i(static_cast<uint32_t>(a.second)));
+      alu(Op::And, aligned, VOperand::r(addr), VOperand::i(~3u));
+      int low = tmp();
+      alu(Op::And, low, VOperand::r(addr), VOperand::i(3));
+      alu(Op::Shl, pos, VOperand::r(low), VOperand::i(3));
+      VInstr v;
+      v.op = Op::Ld;
+      v.space = space;
+      v.dst = word;
+      v.src = {VOperand::r(aligned), {}, {}};
+      emit(v);
+      auto len = VOperand::i(static_cast<uint32_t>(typeBits(t)));
+      if (typeSigned(t) && regBits(in->dsts[0]) == 16) {
+        int x = tmp();
+        alu(Op::BfeS, x, VOperand::r(word), VOperand::r(pos), len);
+        alu(Op::And, d, VOperand::r(x), VOperand::i(0xffff));
+      } else {
+        alu(typeSigned(t) ? Op::BfeS : Op::BfeU, d, VOperand::r(word), VOperand::r(pos), len);
+      }
+      if (dstHi(in->dsts[0]) != kNone) {
+        if (typeSigned(t)) {
+          alu(Op::ShrS, dstHi(in->dsts[0]), VOperand::r(d), VOperand::i(31));
+          hiWritten = true;
+        } else {
+          setHi(in->dsts[0], VOperand::i(0));
+        }
+      }
+      return Ok{};
+    }
+    if (typeBits(t) != 32) return unsupported(std::string("ld of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit loads)");
     if (regBits(in->dsts[0]) == 16) return unsupported("32-bit load into a 16-bit register");
     VInstr v;
     v.op = Op::Ld;
@@ -390,7 +423,10 @@ Status Translator::memory() {
     return Ok{};
   }
   if (in->op == Opcode::St) {
-    if (typeBits(t) != 32) return unsupported(std::string("st of type .") + ptx::typeName(t) + " (only 32-bit words)");
+    if (typeBits(t) != 32)
+      return unsupported(std::string("st of type .") + ptx::typeName(t) +
+                         " (only 32-bit stores: a sub-word store would be a read-modify-write that loses"
+                         " the writes of other lanes to the same word)");
     if (in->srcs.size() != 2) return invalid("st needs an address and a value");
     QGPU_TRY(a, address(in->srcs[0]));
     QGPU_TRY(value, val(in->srcs[1], 32));

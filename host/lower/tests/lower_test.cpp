@@ -179,15 +179,17 @@ TEST_P(LowerKernel, UnsignedDivisionByConstants) {
 }
 
 TEST_P(LowerKernel, SixteenBitChecksum) {
-  std::vector<int64_t> in = {0x41, 0x1ff, 0x7e, 0xff, 0x13, 0x80, 0xfe, 0x2a, 0x99, 0x01};
+  // Values above 16 bits check that only the low half is read (clang loads it with ld.u16).
+  std::vector<int64_t> in = {0x41, 0x1ffff, 0x7e7e, 0xffff, 0x12345, 0x80, 0xfffe, 254};
   Outcome o;
-  ASSERT_TRUE(lowerAndRun(ptx("checksum16"), {buf(in), zeros(1), scalar(10)}, 4, o));
-  uint32_t s1 = 0, s2 = 0;
+  ASSERT_TRUE(lowerAndRun(ptx("checksum16"), {buf(in), zeros(8)}, 8, o));
+  std::vector<uint32_t> want;
   for (auto x : in) {
-    s1 = (s1 + (static_cast<uint32_t>(x) & 0xff)) % 255;
-    s2 = (s2 + s1) % 255;
+    uint32_t v = static_cast<uint32_t>(x) & 0xffffu;
+    uint32_t s1 = v % 255u, s2 = (v / 3u + s1) % 255u;
+    want.push_back((s2 << 8) | s1);
   }
-  EXPECT_EQ(o.buffers[1], std::vector<uint32_t>({(s2 << 8) | s1}));
+  EXPECT_EQ(o.buffers[1], want);
 }
 
 TEST_P(LowerKernel, MatmulWithVariableSizeSpillsAndStaysExact) {
