@@ -67,6 +67,19 @@ Expected<std::string> readFile(const std::string& path) {
 
 }  // namespace
 
+std::optional<ErrorKind> parseKindName(const std::string& name) {
+  for (int k = 0; k <= static_cast<int>(ErrorKind::Internal); ++k) {
+    if (name == kindName(static_cast<ErrorKind>(k))) return static_cast<ErrorKind>(k);
+  }
+  return std::nullopt;
+}
+
+Expected<std::vector<uint32_t>> GpuCase::expectation() const {
+  if (expected) return *expected;
+  if (expectedError) return *expectedError;
+  return makeDiag(ErrorKind::Internal, "case has neither an expected image nor an error");
+}
+
 std::string writeManifest(const Inputs& inputs) {
   std::string o;
   o += "# qgpu GPU inputs, written by `qgpu gpu export`; run by ci/gpu-record.sh (docs/gpu.md).\n";
@@ -90,11 +103,12 @@ std::string writeManifest(const Inputs& inputs) {
     if (c.expected) {
       o += "expect" + words(*c.expected) + "\n";
     } else {
-      std::string msg = c.expectedError;
+      Diag d = c.expectedError.value_or(makeDiag(ErrorKind::Internal, "no expectation"));
+      std::string msg = d.loc.str().empty() ? d.message : d.loc.str() + ": " + d.message;
       for (char& ch : msg) {
         if (ch == '\n' || ch == '\r') ch = ' ';
       }
-      o += "expect-error " + msg + "\n";
+      o += std::string("expect-error ") + kindName(d.kind) + " " + msg + "\n";
     }
     o += "end\n";
   }
@@ -187,7 +201,7 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
         for (const auto& s : seen) has = has || s == need;
         if (!has) return err(std::string("case ") + cur->kernel + "/" + cur->compiler + " has no '" + need + "' line");
       }
-      if (!cur->expected && cur->expectedError.empty()) {
+      if (!cur->expected && !cur->expectedError) {
         return err("case " + cur->kernel + "/" + cur->compiler + " has no 'expect' line");
       }
       if (cur->expected && cur->expected->size() != cur->launch.global.size()) {
@@ -261,10 +275,11 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
       QGPU_CHECK(parseWords(tok, ws));
       cur->expected = std::move(ws);
     } else if (key == "expect-error") {
-      std::string msg = line.substr(line.find("expect-error") + 12);
-      size_t start = msg.find_first_not_of(' ');
-      cur->expectedError = start == std::string::npos ? "" : msg.substr(start);
-      if (cur->expectedError.empty()) return err("'expect-error' needs a message");
+      auto kind = tok.size() >= 3 ? parseKindName(tok[1]) : std::nullopt;
+      if (!kind) return err("expected 'expect-error <Kind> <message>'");
+      size_t at = line.find(tok[1], line.find("expect-error") + 12) + tok[1].size();
+      size_t start = line.find_first_not_of(' ', at);
+      cur->expectedError = makeDiag(*kind, line.substr(start));
     } else {
       return err("malformed or unknown line '" + key + "'");
     }

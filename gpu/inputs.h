@@ -16,7 +16,7 @@
 //   unordered [<first word>:<count>]...  output ranges compared as multisets (may be empty)
 //   global <w0> ... <wN-1>               initial image, hex words
 //   expect <w0> ... <wN-1>               the interpreter's final image at export time, or
-//   expect-error <message>               the interpreter's error at export time
+//   expect-error <Kind> <message>        the host's error at export time (Kind: diag.h's name)
 //   end
 // Lines starting with '#' and blank lines are ignored. The reader checks every line and that each
 // PTX file still has its digest (so a hand-edited PTX is caught); errors are ErrorKind::Io with
@@ -42,13 +42,18 @@ struct GpuCase {
   std::string digest;    // ptxDigest(launch.ptx)
   GpuLaunch launch;      // launch.ptx holds the PTX text
   std::optional<std::vector<uint32_t>> expected;  // interpreter final image at export time
-  std::string expectedError;                      // set when the interpreter failed instead
+
+  // `expected`, or `expectedError` as an error (the shape compareCase takes).
+  Expected<std::vector<uint32_t>> expectation() const;
+  std::optional<Diag> expectedError;              // set when the host failed instead
 };
 
 struct Inputs {
   std::string commit = "unknown";
   std::vector<GpuCase> cases;
 };
+
+std::optional<ErrorKind> parseKindName(const std::string& name);  // inverse of kindName()
 
 std::string writeManifest(const Inputs& inputs);
 // Writes the manifest and every case's PTX file into `dir` (created if missing).

@@ -124,4 +124,33 @@ std::string verdictLine(const std::string& kernel, const std::string& compiler,
   return line;
 }
 
+RecordingReport compareRecording(const Recording& recording, const Inputs& current,
+                                 const InterpretFn& interpret) {
+  RecordingReport report;
+  std::vector<bool> used(current.cases.size(), false);
+  for (const RecordedCase& rc : recording.cases) {
+    const GpuCase* now = nullptr;
+    for (size_t i = 0; i < current.cases.size(); ++i) {
+      if (current.cases[i].kernel == rc.kernel && current.cases[i].compiler == rc.compiler) {
+        now = &current.cases[i];
+        used[i] = true;
+      }
+    }
+    CaseComparison cmp;
+    if (now == nullptr) {
+      cmp = {Verdict::Stale, "the host no longer has this kernel/compiler"};
+    } else if (now->digest != rc.ptxDigest) {
+      cmp = compareCase(rc, now->digest, std::vector<uint32_t>{});  // Stale, names both digests
+    } else {
+      cmp = compareCase(rc, now->digest, interpret(*now), now->launch.unordered);
+    }
+    report.tally.add(cmp.verdict);
+    report.rows.push_back({rc.kernel, rc.compiler, std::move(cmp)});
+  }
+  for (size_t i = 0; i < current.cases.size(); ++i) {
+    if (!used[i]) report.notRecorded.push_back(current.cases[i].kernel + "/" + current.cases[i].compiler);
+  }
+  return report;
+}
+
 }  // namespace qgpu::gpu

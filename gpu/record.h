@@ -8,9 +8,11 @@
 // because the standalone tool cannot include CLI11).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "gpu/inputs.h"
 #include "gpu/recording.h"
 #include "gpu/runner.h"
 
@@ -44,5 +46,27 @@ struct Tally {
 // One table row: "match        dot/clang" or "mismatch     dot/nvcc: word 5 ...".
 std::string verdictLine(const std::string& kernel, const std::string& compiler,
                         const CaseComparison& c);
+
+// ---- A whole recording against what the host produces now ----
+struct RecordingRow {
+  std::string kernel;
+  std::string compiler;
+  CaseComparison comparison;
+};
+
+struct RecordingReport {
+  std::vector<RecordingRow> rows;       // one per recorded case, in recording order
+  Tally tally;
+  std::vector<std::string> notRecorded;  // "kernel/compiler" of current cases with no recording
+};
+
+// The interpreter leg for one case (pipeline.h: parse, lower, interpret the case's PTX).
+using InterpretFn = std::function<Expected<std::vector<uint32_t>>(const GpuCase&)>;
+
+// For each recorded case, `current` (the host's PTX and launch now: exported inputs or a fresh
+// compile) must hold the same (kernel, compiler). No such case, or a different PTX digest, is
+// Stale; otherwise the case's PTX is interpreted and compared with the recorded image.
+RecordingReport compareRecording(const Recording& recording, const Inputs& current,
+                                 const InterpretFn& interpret);
 
 }  // namespace qgpu::gpu

@@ -283,7 +283,14 @@ CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDi
       break;
   }
   if (!interp.ok()) {
-    return {Verdict::Mismatch, "GPU ran, interpreter failed: " + interp.error().str()};
+    // The host refusing a kernel (outside the subset, over the machine's limits, a tool missing)
+    // leaves nothing to compare; the interpreter failing on a kernel the GPU ran is a finding.
+    ErrorKind k = interp.error().kind;
+    bool refused = k == ErrorKind::PtxUnsupported || k == ErrorKind::OverLimit ||
+                   k == ErrorKind::ToolMissing;
+    return {refused ? Verdict::Inconclusive : Verdict::Mismatch,
+            std::string(refused ? "host cannot run it: " : "GPU ran, interpreter failed: ") +
+                interp.error().str()};
   }
   const std::vector<uint32_t>& mine = *interp;
   auto diff = firstDifference(rec.global, mine, unordered);

@@ -99,7 +99,8 @@ struct CaseComparison {
 };
 
 // Compares one recorded case with what the host produces now: the digest of the current PTX and
-// the interpreter's final image (or its error message when it failed). `unordered` ranges (the
+// the interpreter's final image (or its error when it failed: PtxUnsupported, OverLimit and
+// ToolMissing are inconclusive, any other error a mismatch). `unordered` ranges (the
 // catalog's `compare: multiset` outputs) are compared as multisets.
 CaseComparison compareCase(const RecordedCase& recorded, const std::string& currentDigest,
                            const Expected<std::vector<uint32_t>>& interpreterGlobal,

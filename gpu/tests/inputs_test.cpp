@@ -35,7 +35,7 @@ Inputs sample() {
   d.compiler = "nvcc";
   d.ptxFile = "vec_add.nvcc.ptx";
   d.expected.reset();
-  d.expectedError = "MachineFault: out of bounds\nsecond line";
+  d.expectedError = makeDiag(ErrorKind::MachineFault, "out of bounds\nsecond line");
   in.cases.push_back(d);
   return in;
 }
@@ -90,7 +90,9 @@ TEST_F(GpuInputs, RoundTripsThroughFiles) {
   ASSERT_TRUE(c.expected.has_value());
   EXPECT_EQ(*c.expected, (std::vector<uint32_t>{1, 2, 7, 4}));
   EXPECT_FALSE(r->cases[1].expected.has_value());
-  EXPECT_EQ(r->cases[1].expectedError, "MachineFault: out of bounds second line");
+  ASSERT_TRUE(r->cases[1].expectedError.has_value());
+  EXPECT_EQ(r->cases[1].expectedError->kind, ErrorKind::MachineFault);
+  EXPECT_EQ(r->cases[1].expectedError->message, "out of bounds second line");
 }
 
 TEST_F(GpuInputs, RejectsAPtxFileEditedAfterExport) {
@@ -116,6 +118,8 @@ TEST_F(GpuInputs, RejectsMalformedManifests) {
                        "expect 00000001 00000002 00000007").find("'expect' has 3 words"),
             std::string::npos);
   EXPECT_NE(errorAfter("launch 2 4\n", "launch 2 4\nlaunch 2 4\n").find("second 'launch'"),
+            std::string::npos);
+  EXPECT_NE(errorAfter("expect-error MachineFault", "expect-error Bogus").find("expect-error"),
             std::string::npos);
   EXPECT_NE(errorAfter("commit 0123abc", "bogus 0123abc").find("outside a case"), std::string::npos);
 }

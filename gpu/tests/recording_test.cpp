@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu/inputs.h"
 #include "gpu/record.h"
 
 namespace qgpu::gpu {
@@ -188,6 +189,62 @@ TEST(GpuCompare, CountsAnInterpreterFailureAsMismatch) {
   CaseComparison c = compareCase(rc, rc.ptxDigest, failed);
   EXPECT_EQ(c.verdict, Verdict::Mismatch);
   EXPECT_NE(c.detail.find("out of bounds"), std::string::npos);
+}
+
+TEST(GpuCompare, CountsAKernelTheHostRefusesAsInconclusive) {
+  RecordedCase rc = sample().cases[0];
+  Expected<std::vector<uint32_t>> refused = makeDiag(ErrorKind::PtxUnsupported, "vector operand");
+  EXPECT_EQ(compareCase(rc, rc.ptxDigest, refused).verdict, Verdict::Inconclusive);
+}
+
+TEST(GpuCompareRecording, SeparatesMatchesMismatchesStaleAndUnrecordedCases) {
+  Recording rec = sample();  // dot/clang ok, dot/nvcc device-error
+  RecordedCase gone = rec.cases[0];
+  gone.kernel = "removed";
+  rec.cases.push_back(gone);
+  RecordedCase changed = rec.cases[0];
+  changed.kernel = "changed";
+  rec.cases.push_back(changed);
+
+  Inputs now;
+  GpuCase dot;
+  dot.kernel = "dot";
+  dot.compiler = "clang";
+  dot.digest = rec.cases[0].ptxDigest;
+  now.cases.push_back(dot);
+  GpuCase nv = dot;
+  nv.compiler = "nvcc";
+  now.cases.push_back(nv);
+  GpuCase ch = dot;
+  ch.kernel = "changed";
+  ch.digest = ptxDigest("new PTX");
+  now.cases.push_back(ch);
+  GpuCase fresh = dot;
+  fresh.kernel = "fresh";
+  now.cases.push_back(fresh);
+
+  int calls = 0;
+  std::vector<uint32_t> recorded = rec.cases[0].global;
+  RecordingReport r = compareRecording(rec, now, [&](const GpuCase& c) {
+    ++calls;
+    EXPECT_EQ(c.kernel, "dot");
+    return Expected<std::vector<uint32_t>>(recorded);
+  });
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].comparison.verdict, Verdict::Match);
+  EXPECT_EQ(r.rows[1].comparison.verdict, Verdict::Inconclusive);
+  EXPECT_EQ(r.rows[2].comparison.verdict, Verdict::Stale);
+  EXPECT_EQ(r.rows[3].comparison.verdict, Verdict::Stale);
+  EXPECT_EQ(calls, 2);  // stale cases are not interpreted
+  EXPECT_EQ(r.notRecorded, std::vector<std::string>{"fresh/clang"});
+  EXPECT_EQ(r.tally.summary(), "1 match, 0 mismatch, 2 stale, 1 inconclusive (of 4)");
+
+  recorded[7] ^= 1;  // the failing twin: a different interpreter result is a mismatch
+  RecordingReport bad = compareRecording(rec, now, [&](const GpuCase&) {
+    return Expected<std::vector<uint32_t>>(recorded);
+  });
+  EXPECT_EQ(bad.rows[0].comparison.verdict, Verdict::Mismatch);
+  EXPECT_NE(bad.rows[0].comparison.detail.find("word 7 (byte 28)"), std::string::npos);
 }
 
 TEST(GpuTally, MapsVerdictsToExitCodes) {
