@@ -1,4 +1,5 @@
 // qgpu/kernels/reference/ref_bits.cpp — references: bit intrinsics, division, select and clamp.
+#include <algorithm>
 #include <bit>
 
 #include "kernels/reference/tables.h"
@@ -69,6 +70,53 @@ void bitfield(RefArgs& r) {
     ins[t] = static_cast<int32_t>((v & ~0xf00u) | ((t & 0xfu) << 8));
   }
 }
+
+void divmodSigned(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &q = r.a("q"), &rem = r.a("r");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    q[t] = a[t] / b[t];  // C++ also truncates toward zero
+    rem[t] = a[t] % b[t];
+  }
+}
+
+void divmodUnsigned(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &q = r.a("q"), &rem = r.a("r");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    uint32_t x = static_cast<uint32_t>(a[t]), y = static_cast<uint32_t>(b[t]);
+    q[t] = static_cast<int32_t>(x / y);
+    rem[t] = static_cast<int32_t>(x % y);
+  }
+}
+
+void divConst(RefArgs& r) {
+  auto &in = r.a("in"), &q3 = r.a("q3"), &r7 = r.a("r7"), &u10 = r.a("u10"), &d4 = r.a("d4");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int32_t v = in[t];
+    q3[t] = v / 3;
+    r7[t] = v % 7;
+    u10[t] = static_cast<int32_t>(static_cast<uint32_t>(v) / 10u);
+    d4[t] = v / 4;
+  }
+}
+
+void clampSelect(RefArgs& r) {
+  auto &in = r.a("in"), &clamped = r.a("clamped"), &sel = r.a("sel");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int32_t v = in[t];
+    clamped[t] = v < r.s("lo") ? r.s("lo") : (v > r.s("hi") ? r.s("hi") : v);
+    sel[t] = (v % 2 != 0) ? v : wrapSub(0, v);
+  }
+}
+
+void absDiff(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &diff = r.a("diff"), &lo = r.a("lo"), &hi = r.a("hi");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int32_t d = wrapSub(a[t], b[t]);
+    diff[t] = d < 0 ? wrapSub(0, d) : d;
+    lo[t] = std::min(a[t], b[t]);
+    hi[t] = std::max(a[t], b[t]);
+  }
+}
 }  // namespace
 
 void addBitKernels(Table& t) {
@@ -78,6 +126,11 @@ void addBitKernels(Table& t) {
   t["byte_perm"] = bytePerm;
   t["rotate_bits"] = rotateBits;
   t["bitfield"] = bitfield;
+  t["divmod_signed"] = divmodSigned;
+  t["divmod_unsigned"] = divmodUnsigned;
+  t["div_const"] = divConst;
+  t["clamp_select"] = clampSelect;
+  t["abs_diff"] = absDiff;
 }
 
 }  // namespace qgpu::kernels::ref

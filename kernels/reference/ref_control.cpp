@@ -90,6 +90,62 @@ void earlyReturn(RefArgs& r) {
     out[t] = in[t] < 0 ? -1 : in[t] * 2 + 1;
   }
 }
+
+void oddevenSort(RefArgs& r) {
+  auto& data = r.a("data");
+  std::sort(data.begin(), data.end());
+}
+
+int32_t poly(int32_t x, int32_t y) { return wrapAdd(wrapSub(wrapMul(x, x), wrapMul(3, y)), 7); }
+
+void noinlineCall(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    out[t] = wrapAdd(poly(a[t], b[t]), wrapMul(2, poly(b[t], a[t])));
+  }
+}
+
+void fibonacci(RefArgs& r) {
+  auto &n = r.a("n"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    // F(k) by the closed recurrence over 64-bit values, independent of the kernel's loop shape.
+    std::vector<int64_t> fib = {0, 1};
+    while (static_cast<int>(fib.size()) <= n[t]) fib.push_back(fib[fib.size() - 1] + fib[fib.size() - 2]);
+    out[t] = static_cast<int32_t>(fib[n[t]]);
+  }
+}
+
+void factorial(RefArgs& r) {
+  auto &n = r.a("n"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int64_t f = 1;
+    for (int i = 2; i <= n[t]; ++i) f *= i;
+    out[t] = static_cast<int32_t>(f);
+  }
+}
+
+void horner(RefArgs& r) {
+  auto &coeffs = r.a("coeffs"), &x = r.a("x"), &out = r.a("out");
+  const int count = r.s("count");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    // Sum of c_k x^(count-1-k), computed by powers rather than by Horner's rule.
+    int64_t sum = 0;
+    for (int k = 0; k < count; ++k) {
+      int64_t power = 1;
+      for (int e = 0; e < count - 1 - k; ++e) power *= x[t];
+      sum += coeffs[k] * power;
+    }
+    out[t] = static_cast<int32_t>(sum);
+  }
+}
+
+void triSum(RefArgs& r) {
+  auto &n = r.a("n"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    int64_t k = n[t] > 0 ? n[t] : 0;
+    out[t] = static_cast<int32_t>(k * (k - 1) / 2);
+  }
+}
 }  // namespace
 
 void addControlKernels(Table& t) {
@@ -101,6 +157,12 @@ void addControlKernels(Table& t) {
   t["binary_search"] = binarySearch;
   t["modpow"] = modpow;
   t["early_return"] = earlyReturn;
+  t["oddeven_sort"] = oddevenSort;
+  t["noinline_call"] = noinlineCall;
+  t["fibonacci"] = fibonacci;
+  t["factorial"] = factorial;
+  t["horner"] = horner;
+  t["tri_sum"] = triSum;
 }
 
 }  // namespace qgpu::kernels::ref

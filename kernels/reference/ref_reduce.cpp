@@ -98,6 +98,44 @@ void countIf(RefArgs& r) {
     if (in[t] >= r.s("lo") && in[t] < r.s("hi")) count[0] += 1;
   }
 }
+
+void multiblockReduce(RefArgs& r) {
+  auto &in = r.a("in"), &partial = r.a("partial"), &total = r.a("total");
+  for (uint32_t b = 0; b < r.gridX; ++b) {
+    int32_t sum = 0;
+    for (uint32_t t = 0; t < r.blockX; ++t) sum = wrapAdd(sum, in[b * r.blockX + t]);
+    partial[b] = sum;
+    total[0] = wrapAdd(total[0], sum);
+  }
+}
+
+// Per 4-lane warp: every lane gets the warp's sum and maximum.
+void shflXorAllreduce(RefArgs& r) {
+  auto &in = r.a("in"), &sum = r.a("sum"), &mx = r.a("mx");
+  for (size_t w = 0; w < in.size(); w += 4) {
+    int32_t s = 0, m = in[w];
+    for (size_t k = w; k < w + 4; ++k) {
+      s = wrapAdd(s, in[k]);
+      m = std::max(m, in[k]);
+    }
+    for (size_t k = w; k < w + 4; ++k) {
+      sum[k] = s;
+      mx[k] = m;
+    }
+  }
+}
+
+void checksumMod255(RefArgs& r) {
+  auto &data = r.a("data"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    uint32_t sum1 = 0, sum2 = 0;
+    for (int k = 0; k < 8; ++k) {
+      sum1 = (sum1 + static_cast<uint32_t>(data[t * 8 + k])) % 255;
+      sum2 = (sum2 + sum1) % 255;
+    }
+    out[t] = static_cast<int32_t>((sum2 << 8) | sum1);
+  }
+}
 }  // namespace
 
 void addReductionKernels(Table& t) {
@@ -115,6 +153,9 @@ void addReductionKernels(Table& t) {
   t["reduce_max_atomic"] = reduceMax;
   t["argmax"] = argmax;
   t["count_if"] = countIf;
+  t["multiblock_reduce"] = multiblockReduce;
+  t["shfl_xor_allreduce"] = shflXorAllreduce;
+  t["checksum_mod255"] = checksumMod255;
 }
 
 }  // namespace qgpu::kernels::ref

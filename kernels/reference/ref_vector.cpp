@@ -1,4 +1,6 @@
 // qgpu/kernels/reference/ref_vector.cpp — references: element-wise, normal mode, matrices.
+#include <algorithm>
+
 #include "kernels/reference/tables.h"
 
 namespace qgpu::kernels::ref {
@@ -73,6 +75,25 @@ void transposeFixed(RefArgs& r) {
     for (int col = 0; col < Cols; ++col) out[col * Rows + row] = in[row * Cols + col];
   }
 }
+
+void stencil3(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  const int n = static_cast<int>(r.blockX);
+  auto at = [&](int i) { return in[std::clamp(i, 0, n - 1)]; };
+  for (int t = 0; t < n; ++t) out[t] = at(t - 1) + 2 * at(t) + at(t + 1);
+}
+
+void reverse(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  const int n = r.s("n");
+  for (int t = 0; t < n; ++t) out[n - 1 - t] = in[t];
+}
+
+void rotateArray(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  const int n = r.s("n"), k = r.s("k");
+  for (int t = 0; t < n; ++t) out[(t + k) % n] = in[t];
+}
 }  // namespace
 
 void addVectorKernels(Table& t) {
@@ -88,6 +109,9 @@ void addVectorKernels(Table& t) {
   t["saxpy"] = saxpy;
   t["transpose"] = transposeFixed<3, 5>;
   t["transpose_shared"] = transposeFixed<4, 4>;
+  t["stencil3"] = stencil3;
+  t["reverse"] = reverse;
+  t["rotate_array"] = rotateArray;
 }
 
 }  // namespace qgpu::kernels::ref
