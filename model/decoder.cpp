@@ -320,6 +320,7 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
 
   // Every tensor the config implies must be present with the right shape and a float dtype.
   std::map<std::string, Tensor> weights;
+  bool anyView = false;  // whether some weight still points into the mapping
   const std::vector<TensorSpec> specs = languageTensors(config);
   for (const TensorSpec& spec : specs) {
     QGPU_TRY(t, ckpt.get(spec.name));
@@ -339,7 +340,10 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
     Tensor view = torch::from_blob(ptr, spec.shape, torch::TensorOptions().dtype(st));
     const bool aligned = reinterpret_cast<uintptr_t>(ptr) % stDtypeSize(t.info->dtype) == 0;
     Tensor w;
-    if (st == impl->dtype && impl->device.is_cpu() && aligned) w = view;  // stays memory-mapped
+    if (st == impl->dtype && impl->device.is_cpu() && aligned) {
+      w = view;  // stays memory-mapped
+      anyView = true;
+    }
     else if (aligned) w = view.to(impl->device, impl->dtype, false, /*copy=*/true);
     else w = view.clone().to(impl->device, impl->dtype);
     impl->weightBytes += static_cast<uint64_t>(w.numel()) * w.element_size();
@@ -394,7 +398,9 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
   const int64_t R = config.rotaryDim();
   Tensor exponent = torch::arange(0, R, 2, torch::TensorOptions().dtype(torch::kFloat32)) / static_cast<double>(R);
   m.invFreq = (1.0 / torch::pow(config.ropeTheta, exponent)).to(m.device);
-  m.checkpoint = std::move(ckpt);
+  // Keep the mapping only while a weight points into it; otherwise unmap it now, so that an
+  // upcast model does not also hold the file's pages.
+  if (anyView) m.checkpoint = std::move(ckpt);
   std::unique_ptr<Decoder> decoder(new Decoder(std::move(impl)));
   decoder->reset();
   return decoder;
