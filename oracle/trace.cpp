@@ -309,15 +309,19 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
   prompt.launch.gridX = static_cast<uint32_t>(grid);
   prompt.launch.blockX = static_cast<uint32_t>(threads);
   QGPU_CHECK(in.expect(Family::Gmem));
-  int64_t nextFree = 0;  // runs must be increasing and not overlap
+  // Runs are maximal runs of nonzero words in increasing order, so each memory image has one
+  // encoding: a run holds no zero word and the next run starts after a gap.
+  int64_t nextFree = 0;
   while (!in.next(Family::Run)) {
     QGPU_TRY(addr, in.ranged("memory run address", nextFree, machine::kGlobalWords - 1));
     QGPU_TRY(n, in.ranged("memory run length", 1, machine::kGlobalWords - addr));
     for (int64_t i = 0; i < n; ++i) {
+      const size_t at = in.pos();
       QGPU_TRY(word, in.value("memory word"));
+      if (word == 0) return in.errorAt(at, "a zero word inside a run of nonzero words");
       prompt.launch.global[static_cast<size_t>(addr + i)] = word;
     }
-    nextFree = addr + n;
+    nextFree = addr + n + 1;
   }
   QGPU_CHECK(in.expect(Family::Run));
   if (consumed != nullptr) *consumed = in.pos();

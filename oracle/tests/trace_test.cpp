@@ -313,6 +313,30 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
   EXPECT_EQ(used, tokens.size() - 1);
 }
 
+TEST(TracePrompt, DecodeRejectsNonCanonicalMemoryRuns) {
+  // Base: word 3 = 100 as in SmallestPromptIsExact; the GMEM section is at tokens 17..20.
+  Program p{"", {block({}, exitTerm())}, 0, 0};
+  Launch l = launch(1, 1);
+  l.global[3] = 100;
+  const std::vector<Token> good = encodePrompt(p, l);
+  ASSERT_TRUE(decodePrompt(good).ok());
+  auto withGmem = [&](std::vector<Token> gmem) {
+    std::vector<Token> t(good.begin(), good.begin() + 17);
+    t.insert(t.end(), gmem.begin(), gmem.end());
+    t.push_back(single(Family::Run));
+    return decodePrompt(t);
+  };
+  auto zero = withGmem({T(3), T(2), C(3), T(4), T(0)});  // run of 2 whose second word is 0
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("zero word"), std::string::npos) << zero.error().message;
+  auto adjacent = withGmem({T(3), T(1), T(1), T(4), T(1), T(1)});  // runs 3..3 and 4..4: not maximal
+  ASSERT_FALSE(adjacent.ok());
+  EXPECT_NE(adjacent.error().message.find("memory run address"), std::string::npos);
+  auto backwards = withGmem({T(5), T(1), T(1), T(3), T(1), T(1)});
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_TRUE(withGmem({T(3), T(1), T(1), T(5), T(1), T(1)}).ok());  // a gap at word 4
+}
+
 TEST(TracePretty, FullTraceListsProgramThenRun) {
   auto r = oracle::run(diamond(), launch(1, 4));
   ASSERT_TRUE(r.ok());
