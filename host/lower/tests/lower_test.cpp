@@ -212,6 +212,28 @@ TEST_P(LowerKernel, MatmulWithVariableSizeSpillsAndStaysExact) {
   }
 }
 
+TEST_P(LowerKernel, MoreThanFifteenLiveValuesSpillExactly) {
+  std::vector<int64_t> in(20);
+  for (int k = 0; k < 20; ++k) in[k] = 1000 * k - 7777;
+  for (uint32_t n : {0u, 1u, 5u}) {
+    Outcome o;
+    ASSERT_TRUE(lowerAndRun(ptx("spill"), {buf(in), zeros(4), scalar(n)}, 4, o)) << "n=" << n;
+    EXPECT_GT(o.stats.maxLive, 15);
+    EXPECT_GT(o.stats.spillSlots, 0);
+    EXPECT_EQ(o.program.spillSlots, o.stats.spillSlots);
+    std::vector<uint32_t> want;
+    for (uint32_t t = 0; t < 4; ++t) {
+      uint32_t s = t;
+      for (uint32_t i = 0; i < n; ++i) {
+        for (uint32_t k = 0; k < 20; ++k) s = (s ^ (static_cast<uint32_t>(in[k]) + t)) * (2 * k + 3);
+        s += i;
+      }
+      want.push_back(s);
+    }
+    EXPECT_EQ(o.buffers[1], want) << "n=" << n;
+  }
+}
+
 TEST_P(LowerKernel, ClosedFormTriangularSumIsExact) {
   std::vector<int64_t> in = {0, 1, 5, 100, 70000, 100000, 65536, 3};
   Outcome o;
