@@ -166,6 +166,61 @@ def run_case(case, make_tiny, out_dir):
     print(f"{path}: prompt {len(prompt)}, greedy {greedy}")
 
 
+# Qwen3.5's pre-tokeniser regex (qwen35-spec.md §8).
+QWEN35_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+                r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+TOKENIZER_TRAIN = [
+    "The quick brown fox jumps over the lazy dog. It's 2026; we'll see what they've done!",
+    "Qwen3.5 runs on GPUs: 4 lanes per warp, 15 registers, 126 words of memory.\n\n  Indented\tline\r\n",
+    "Zażółć gęślą jaźń — съешь же ещё этих мягких французских булок. Ünïcödé çåfé naïve",
+    "def f(x):\n    return x * 2  # comment\n\n\nint main() { return 0; }",
+    "नमस्ते दुनिया, 日本語のテキスト, 한국어 텍스트, emoji 🙂🚀 and e\u0301 combining",
+]
+TOKENIZER_CASES = TOKENIZER_TRAIN + [
+    "I'M HERE, YOU'RE THERE, THEY'LL GO, 'S 'T 'D",
+    "numbers 1234567890 and 3.14159, x=-1e-9",
+    "trailing spaces   \n   \n\n leading   words  ",
+    "Cafe\u0301 vs Café (NFC), A\u030a vs Å",
+    "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n",
+    "unseen: ξένο κείμενο, עברית, العربية, ᚠᛇᚻ",
+    "",
+    " ",
+    "a\r\n\r\nb",
+]
+
+
+def make_tokenizer(out_dir):
+    """A small byte-level BPE with Qwen3.5's normaliser, pre-tokeniser and decoder, trained on a
+    few lines, plus the reference encodings of TOKENIZER_CASES by the `tokenizers` library."""
+    import tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN35_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, min_frequency=1, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    tok.train_from_iterator(TOKENIZER_TRAIN * 3, trainer)
+    tok.add_tokens([tokenizers.AddedToken("<think>", special=False, normalized=False)])
+    tdir = os.path.join(out_dir, "tokenizer_small")
+    os.makedirs(tdir, exist_ok=True)
+    tok.save(os.path.join(tdir, "tokenizer.json"))
+    # A config-only added token, as Qwen3.5's tokenizer_config.json has (qwen35-spec.md §8).
+    cfg = {"added_tokens_decoder": {str(tok.get_vocab_size()): {"content": "<tts_pad>", "special": True}}}
+    with open(os.path.join(tdir, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    cases = [{"text": t, "ids": tok.encode(t).ids} for t in TOKENIZER_CASES]
+    with open(os.path.join(tdir, "cases.json"), "w") as f:
+        json.dump({"qgpu_fixture": "hf-tokenizer", "version": 1, "tokenizers": tokenizers.__version__,
+                   "cases": cases}, f, indent=1, ensure_ascii=False)
+    print(f"{tdir}: vocab {tok.get_vocab_size()}, {len(cases)} cases")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--make-tiny", default="build/model/qgpu_make_tiny")
@@ -175,6 +230,7 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
+    make_tokenizer(args.out)
     for case in CASES:
         if args.case and case["name"] not in args.case:
             continue

@@ -11,5 +11,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build git python3 python3-pip \
   clang-14 llvm-14 libclang-rt-14-dev \
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev \
-  nlohmann-json3-dev libcli11-dev libfmt-dev \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libicu-dev \
   libtorch-dev >/dev/null

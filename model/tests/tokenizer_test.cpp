@@ -1,0 +1,75 @@
+// Tests of model/tokenizer.h against the reference `tokenizers` library: the small tokenizer and the
+// expected ids in tests/data/tokenizer_small were written by ci/hf_reference.py (make_tokenizer).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/safetensors.h"
+#include "model/tokenizer.h"
+
+namespace qgpu::model {
+namespace {
+
+const std::string kDir = std::string(QGPU_SOURCE_DIR) + "/model/tests/data/tokenizer_small";
+
+TEST(BpeTokenizer, EncodesLikeHuggingFaceTokenizers) {
+  auto tok = BpeTokenizer::load(kDir);
+  ASSERT_TRUE(tok.ok()) << tok.error().str();
+  auto text = readTextFile(kDir + "/cases.json");
+  ASSERT_TRUE(text.ok());
+  auto doc = nlohmann::json::parse(*text);
+  ASSERT_EQ(doc["qgpu_fixture"], "hf-tokenizer");
+  ASSERT_EQ(doc["version"], 1);
+  size_t n = 0;
+  for (const auto& c : doc["cases"]) {
+    const std::string s = c["text"].get<std::string>();
+    EXPECT_EQ(tok->encode(s), c["ids"].get<std::vector<int64_t>>()) << "text: " << s;
+    ++n;
+  }
+  EXPECT_GE(n, 10u);
+}
+
+TEST(BpeTokenizer, DecodeInvertsEncodeUpToNfc) {
+  auto tok = BpeTokenizer::load(kDir);
+  ASSERT_TRUE(tok.ok());
+  for (std::string s : {"It's 2026; we'll see.\n\n  x", "Zażółć gęślą jaźń 🙂", "<|im_start|>user\nhi<|im_end|>"})
+    EXPECT_EQ(tok->decode(tok->encode(s)), s);
+  // NFC: a decomposed é comes back composed.
+  EXPECT_EQ(tok->decode(tok->encode("Cafe\u0301")), "Caf\u00e9");
+}
+
+TEST(BpeTokenizer, ReadsConfigOnlyAddedTokens) {
+  auto tok = BpeTokenizer::load(kDir);
+  ASSERT_TRUE(tok.ok());
+  auto ids = tok->encode("a<tts_pad>b");
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1], 567);  // declared only in tokenizer_config.json's added_tokens_decoder
+  EXPECT_EQ(tok->decode({567}), "<tts_pad>");
+}
+
+TEST(BpeTokenizer, PreTokenizerSplitsLikeQwen35Regex) {
+  // Expected pieces worked out by hand from the regex (qwen35-spec.md §8).
+  using V = std::vector<std::string>;
+  EXPECT_EQ(BpeTokenizer::preTokenize("it's 123 ab"), (V{"it", "'s", " ", "1", "2", "3", " ab"}));
+  EXPECT_EQ(BpeTokenizer::preTokenize("a  b"), (V{"a", " ", " b"}));
+  EXPECT_EQ(BpeTokenizer::preTokenize("x \n\n y"), (V{"x", " \n\n", " y"}));
+  EXPECT_EQ(BpeTokenizer::preTokenize("e\u0301!?\n"), (V{"e\u0301", "!?\n"}));
+  EXPECT_EQ(BpeTokenizer::preTokenize("end  "), (V{"end", "  "}));
+}
+
+TEST(BpeTokenizer, RejectsNonBpeTokenizer) {
+  auto tok = BpeTokenizer::fromJson(R"({"model":{"type":"WordPiece","vocab":{}}})", "", "t.json");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.error().message.find("not BPE"), std::string::npos);
+}
+
+TEST(ByteTokenizer, RoundTripsBytes) {
+  std::string s = "h\xc3\xa9\n";
+  auto ids = ByteTokenizer::encode(s);
+  EXPECT_EQ(ids, (std::vector<int64_t>{'h', 0xc3, 0xa9, '\n'}));
+  EXPECT_EQ(ByteTokenizer::decode(ids), s);
+  EXPECT_EQ(ByteTokenizer::decode({300}), "<300>");
+}
+
+}  // namespace
+}  // namespace qgpu::model
