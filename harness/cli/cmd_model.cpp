@@ -7,12 +7,14 @@
 //   qgpu model tiny OUT [--hidden 64 --layers 4 --vocab 256 --seed 1 --bf16 --multimodal]
 //                                            writes a seeded random checkpoint (model/tiny.h)
 //
-// Text prompts use the byte-level tokenizer (one token per UTF-8 byte, ids 0..255); real
-// checkpoints' tokenizer.json BPE is not implemented yet, so for them pass --ids. Exit codes as in
+// Text prompts use DIR/tokenizer.json (Qwen3.5 byte-level BPE) when present, else the byte
+// tokenizer of the tiny models (one token per UTF-8 byte, ids 0..255). Exit codes as in
 // command.h: 0 ok, 2 bad input (message names it), 3 harness error.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "model/decoder.h"
 #include "model/safetensors.h"
 #include "model/tiny.h"
+#include "model/tokenizer.h"
 
 namespace qgpu::cli {
 namespace {
@@ -127,24 +130,25 @@ Expected<std::vector<int64_t>> parseIds(const std::string& text) {
   return out;
 }
 
-std::string byteDecode(const std::vector<int64_t>& ids) {
-  std::string s;
-  for (int64_t id : ids) s += id >= 0 && id < 256 ? std::string(1, static_cast<char>(id)) : "<" + std::to_string(id) + ">";
-  return s;
-}
-
 int runGenerate(const ModelGenerateOptions& o, const CommonOptions& common) {
   DecoderOptions options;
   if (o.dtype != "f32" && o.dtype != "bf16") return report(makeDiag(ErrorKind::Usage, "--dtype must be f32 or bf16"));
   options.dtype = o.dtype == "bf16" ? ComputeDtype::BF16 : ComputeDtype::F32;
   options.device = o.device;
+  std::optional<BpeTokenizer> bpe;
+  if (std::filesystem::exists(std::filesystem::path(o.dir) / "tokenizer.json")) {
+    auto tok = BpeTokenizer::load(o.dir);
+    if (!tok) return report(tok.error());
+    bpe = std::move(*tok);
+  }
+  auto detok = [&](const std::vector<int64_t>& ids) { return bpe ? bpe->decode(ids) : ByteTokenizer::decode(ids); };
   std::vector<int64_t> prompt;
   if (!o.ids.empty()) {
     auto ids = parseIds(o.ids);
     if (!ids) return report(ids.error());
     prompt = *ids;
   } else {
-    for (unsigned char ch : o.prompt) prompt.push_back(ch);
+    prompt = bpe ? bpe->encode(o.prompt) : ByteTokenizer::encode(o.prompt);
   }
   if (prompt.empty()) return report(makeDiag(ErrorKind::Usage, "give a non-empty --prompt or --ids"));
   using Clock = std::chrono::steady_clock;
@@ -169,7 +173,7 @@ int runGenerate(const ModelGenerateOptions& o, const CommonOptions& common) {
   const double decodeTps = out.size() > 1 ? static_cast<double>(out.size() - 1) / secs(t2, t3) : 0.0;
   const double prefillTps = static_cast<double>(prompt.size()) / secs(t1, t2);
   if (common.json) {
-    nlohmann::json j = {{"tokens", out}, {"text_bytes", byteDecode(out)}, {"load_s", secs(t0, t1)},
+    nlohmann::json j = {{"tokens", out}, {"text", detok(out)}, {"load_s", secs(t0, t1)},
                         {"prefill_tokens_per_s", prefillTps}, {"decode_tokens_per_s", decodeTps},
                         {"dtype", o.dtype}, {"device", o.device}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -178,7 +182,7 @@ int runGenerate(const ModelGenerateOptions& o, const CommonOptions& common) {
   std::string ids;
   for (int64_t t : out) ids += (ids.empty() ? "" : ",") + std::to_string(t);
   std::printf("tokens   %s\n", ids.c_str());
-  std::printf("bytes    %s\n", byteDecode(out).c_str());
+  std::printf("text     %s\n", detok(out).c_str());
   std::printf("speed    load %.2f s, prefill %zu tokens at %.1f tokens/s, decode %zu tokens at %.1f tokens/s (%s, %s)\n",
               secs(t0, t1), prompt.size(), prefillTps, out.size() - 1, decodeTps, o.dtype.c_str(), o.device.c_str());
   return kExitOk;
