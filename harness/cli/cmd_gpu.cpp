@@ -1,0 +1,209 @@
+// qgpu/harness/cli/cmd_gpu.cpp — `qgpu gpu ...`: the real-GPU leg (docs/gpu.md).
+//
+//   qgpu gpu info                      the GPU the driver sees (exit 4 when none)
+//   qgpu gpu export  [--out DIR]       catalog → reports/gpu/inputs/ (PTX, launch, interpreter
+//                                      result) for the dependency-free qgpu-gpu-record
+//   qgpu gpu record  [--out FILE]      catalog → GPU (both compilers) → reports/gpu/recording.json,
+//                                      each kernel compared with the interpreter
+//   qgpu gpu compare [--recording FILE] [--inputs DIR | --fresh]
+//                                      recorded GPU results vs today's interpreter; the host's PTX
+//                                      is the exported inputs' (no tools needed) or, with
+//                                      --fresh, compiled now
+// `--kernel NAME` (repeatable) limits export/record/compare --fresh to some catalog kernels.
+// Exit codes: command.h. NoDevice is 4 (inconclusive, printed as "skipped"), never 0.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu/inputs.h"
+#include "gpu/json.h"
+#include "gpu/pipeline.h"
+#include "gpu/record.h"
+#include "gpu/recording.h"
+#include "gpu/runner.h"
+#include "harness/cli/command.h"
+#include "kernels/catalog.h"
+
+namespace qgpu::cli {
+
+namespace {
+
+struct GpuOptions {
+  std::string out;                   // export: folder; record: file
+  std::string recording;             // compare: the recording to read
+  std::string inputs;                // compare: the exported inputs to take the host's PTX from
+  bool fresh = false;                // compare: compile the catalog now instead
+  std::vector<std::string> kernels;  // --kernel filters
+};
+
+int exitFor(const Diag& d) {
+  switch (d.kind) {
+    case ErrorKind::NoDevice: return kExitInconclusive;
+    case ErrorKind::Usage:
+    case ErrorKind::KernelFile:
+    case ErrorKind::PtxSyntax:
+    case ErrorKind::PtxUnsupported:
+    case ErrorKind::PtxInvalid:
+    case ErrorKind::OverLimit: return kExitUsage;
+    default: return kExitHarnessError;
+  }
+}
+
+int fail(const Diag& d) {
+  std::fprintf(stderr, "%s%s\n", d.kind == ErrorKind::NoDevice ? "skipped (inconclusive): " : "",
+               d.str().c_str());
+  return exitFor(d);
+}
+
+std::string root(const CommonOptions& common) {
+  return common.sourceDir.empty() ? std::string(QGPU_SOURCE_DIR) : common.sourceDir;
+}
+
+Expected<std::vector<kernels::KernelSpec>> selectedKernels(const CommonOptions& common,
+                                                           const GpuOptions& o) {
+  QGPU_TRY(all, kernels::loadCatalog(root(common) + "/kernels/catalog"));
+  if (o.kernels.empty()) return all;
+  std::vector<kernels::KernelSpec> picked;
+  for (const std::string& name : o.kernels) {
+    bool found = false;
+    for (const auto& s : all) {
+      if (s.name == name) {
+        picked.push_back(s);
+        found = true;
+      }
+    }
+    if (!found) return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + name + "'");
+  }
+  return picked;
+}
+
+Expected<gpu::Inputs> catalogInputs(const CommonOptions& common, const GpuOptions& o) {
+  QGPU_TRY(specs, selectedKernels(common, o));
+  return gpu::buildInputs(specs, {host::Compiler::Clang, host::Compiler::Nvcc},
+                          gpu::gitCommit(root(common)));
+}
+
+void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>& rows,
+               const gpu::Tally& tally, const std::vector<std::string>& notRecorded,
+               const std::string& gpuName) {
+  if (common.json) {
+    std::string o = "{\"gpu\": " + gpu::json::quote(gpuName) + ", \"cases\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      o += (i ? ", " : "") + std::string("{\"kernel\": ") + gpu::json::quote(r.kernel) +
+           ", \"compiler\": " + gpu::json::quote(r.compiler) + ", \"verdict\": " +
+           gpu::json::quote(gpu::verdictName(r.comparison.verdict)) +
+           ", \"detail\": " + gpu::json::quote(r.comparison.detail) + "}";
+    }
+    o += "], \"notRecorded\": [";
+    for (size_t i = 0; i < notRecorded.size(); ++i) {
+      o += (i ? ", " : "") + gpu::json::quote(notRecorded[i]);
+    }
+    o += "], \"match\": " + std::to_string(tally.match) +
+         ", \"mismatch\": " + std::to_string(tally.mismatch) +
+         ", \"stale\": " + std::to_string(tally.stale) +
+         ", \"inconclusive\": " + std::to_string(tally.inconclusive) + "}";
+    std::printf("%s\n", o.c_str());
+    return;
+  }
+  for (const auto& r : rows) {
+    std::printf("%s\n", gpu::verdictLine(r.kernel, r.compiler, r.comparison).c_str());
+  }
+  for (const auto& n : notRecorded) std::printf("not recorded %s\n", n.c_str());
+  std::printf("GPU (%s) vs interpreter: %s\n", gpuName.c_str(), tally.summary().c_str());
+}
+
+int runInfo() {
+  auto runner = gpu::Runner::open();
+  if (!runner.ok()) return fail(runner.error());
+  const gpu::DeviceInfo& d = runner->device();
+  std::printf("%s, compute capability %d.%d, CUDA driver API %d, driver library %s\n",
+              d.name.c_str(), d.ccMajor, d.ccMinor, d.driverVersion, d.libraryPath.c_str());
+  return kExitOk;
+}
+
+int runExport(const CommonOptions& common, const GpuOptions& o) {
+  auto inputs = catalogInputs(common, o);
+  if (!inputs.ok()) return fail(inputs.error());
+  std::string dir = o.out.empty() ? root(common) + "/reports/gpu/inputs" : o.out;
+  auto wrote = gpu::writeInputs(*inputs, dir);
+  if (!wrote.ok()) return fail(wrote.error());
+  int refused = 0;
+  for (const auto& c : inputs->cases) refused += c.expectedError.has_value();
+  std::printf("exported %zu cases (%d without an interpreter result) at commit %s to %s\n",
+              inputs->cases.size(), refused, inputs->commit.c_str(), dir.c_str());
+  return kExitOk;
+}
+
+int runRecord(const CommonOptions& common, const GpuOptions& o) {
+  auto runner = gpu::Runner::open();  // first: no device means nothing to compile for
+  if (!runner.ok()) return fail(runner.error());
+  auto inputs = catalogInputs(common, o);
+  if (!inputs.ok()) return fail(inputs.error());
+  gpu::Recording rec;
+  rec.provenance = gpu::collectProvenance(runner->device(), inputs->commit, "qgpu gpu record");
+  std::vector<gpu::RecordingRow> rows;
+  gpu::Tally tally;
+  for (const auto& c : inputs->cases) {
+    gpu::RecordedCase rc = gpu::recordCase(*runner, c.kernel, c.compiler, c.launch);
+    gpu::CaseComparison cmp = gpu::compareCase(rc, c.digest, c.expectation(), c.launch.unordered);
+    tally.add(cmp.verdict);
+    rows.push_back({c.kernel, c.compiler, cmp});
+    rec.cases.push_back(std::move(rc));
+  }
+  std::string path = o.out.empty() ? root(common) + "/reports/gpu/recording.json" : o.out;
+  auto wrote = gpu::writeRecording(rec, path);
+  if (!wrote.ok()) return fail(wrote.error());
+  printRows(common, rows, tally, {}, runner->device().name);
+  if (!common.json) std::printf("wrote %s\n", path.c_str());
+  return tally.exitCode();
+}
+
+int runCompare(const CommonOptions& common, const GpuOptions& o) {
+  std::string path = o.recording.empty() ? root(common) + "/reports/gpu/recording.json" : o.recording;
+  auto rec = gpu::readRecording(path);
+  if (!rec.ok()) return fail(rec.error());
+  Expected<gpu::Inputs> current = o.fresh ? catalogInputs(common, o)
+                                     : gpu::readInputs(o.inputs.empty()
+                                                           ? root(common) + "/reports/gpu/inputs"
+                                                           : o.inputs);
+  if (!current.ok()) return fail(current.error());
+  gpu::RecordingReport report = gpu::compareRecording(*rec, *current, gpu::interpretCase);
+  printRows(common, report.rows, report.tally, report.notRecorded, rec->provenance.gpu);
+  return report.tally.exitCode();
+}
+
+}  // namespace
+
+Command addGpuCommand(CLI::App& root, const CommonOptions& common) {
+  auto opts = std::make_shared<GpuOptions>();
+  CLI::App* app = root.add_subcommand("gpu", "The real-GPU leg: run, record and compare (docs/gpu.md)");
+  app->require_subcommand(1);
+  CLI::App* info = app->add_subcommand("info", "Show the GPU the CUDA driver sees");
+  CLI::App* exp = app->add_subcommand("export", "Write catalog PTX, launches and interpreter "
+                                                "results for qgpu-gpu-record");
+  exp->add_option("--out", opts->out, "Folder (default: reports/gpu/inputs)");
+  exp->add_option("--kernel", opts->kernels, "Only these catalog kernels");
+  CLI::App* rec = app->add_subcommand("record", "Run the catalog on the GPU and write the recording");
+  rec->add_option("--out", opts->out, "Recording file (default: reports/gpu/recording.json)");
+  rec->add_option("--kernel", opts->kernels, "Only these catalog kernels");
+  CLI::App* cmp = app->add_subcommand("compare", "Compare a GPU recording with the interpreter");
+  cmp->add_option("--recording", opts->recording, "Default: reports/gpu/recording.json");
+  auto* inputsOpt = cmp->add_option("--inputs", opts->inputs, "Default: reports/gpu/inputs");
+  cmp->add_flag("--fresh", opts->fresh, "Compile the catalog now instead of reading --inputs")
+      ->excludes(inputsOpt);
+  cmp->add_option("--kernel", opts->kernels, "With --fresh: only these catalog kernels");
+
+  Command command;
+  command.app = app;
+  command.run = [&common, opts, info, exp, rec, cmp]() -> int {
+    if (info->parsed()) return runInfo();
+    if (exp->parsed()) return runExport(common, *opts);
+    if (rec->parsed()) return runRecord(common, *opts);
+    if (cmp->parsed()) return runCompare(common, *opts);
+    return kExitUsage;
+  };
+  return command;
+}
+
+}  // namespace qgpu::cli
