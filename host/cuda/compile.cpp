@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -196,40 +195,94 @@ void replaceAll(std::string& text, const std::string& from, const std::string& t
   }
 }
 
+// Parses "123" at the start of `text`; advances past it. No std::regex: GCC 12 with ASan warns
+// inside <regex> (maybe-uninitialized), which -Werror turns into a build failure.
+std::optional<uint32_t> takeNumber(std::string_view& text) {
+  size_t digits = 0;
+  while (digits < text.size() && digits < 9 && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return std::nullopt;
+  uint32_t value = 0;
+  for (size_t i = 0; i < digits; ++i) value = value * 10 + static_cast<uint32_t>(text[i] - '0');
+  text.remove_prefix(digits);
+  return value;
+}
+
+// "FILE:LINE:COL" (clang) -> line, column.
+bool parseClangLocation(std::string_view where, uint32_t& line, uint32_t& column) {
+  size_t lastColon = where.rfind(':');
+  if (lastColon == std::string_view::npos || lastColon == 0) return false;
+  size_t prevColon = where.rfind(':', lastColon - 1);
+  if (prevColon == std::string_view::npos) return false;
+  std::string_view l = where.substr(prevColon + 1, lastColon - prevColon - 1);
+  std::string_view c = where.substr(lastColon + 1);
+  auto ln = takeNumber(l);
+  auto col = takeNumber(c);
+  if (!ln || !col || !l.empty() || !c.empty()) return false;
+  line = *ln;
+  column = *col;
+  return true;
+}
+
 // Finds the first error line of a compiler's output and its location. Formats:
 //   clang   FILE:LINE:COL: error: MESSAGE        (also "fatal error:")
 //   nvcc    FILE(LINE): error: MESSAGE           (also "catastrophic error:")
 //   ptxas   ptxas FILE, line LINE; error|fatal   : MESSAGE   /   ptxas fatal   : MESSAGE
 // The Diag's first message line is "<tool>: error: MESSAGE"; the full output follows.
+std::optional<std::pair<SourceLoc, std::string>> parseErrorLine(std::string_view line,
+                                                                const std::string& fileName) {
+  for (std::string_view marker : {std::string_view(": error: "), std::string_view(": fatal error: ")}) {
+    size_t at = line.find(marker);
+    if (at == std::string_view::npos) continue;
+    std::string_view where = line.substr(0, at);
+    std::string message(line.substr(at + marker.size()));
+    uint32_t ln = 0, col = 0;
+    if (parseClangLocation(where, ln, col)) return std::make_pair(SourceLoc{fileName, ln, col}, message);
+    // nvcc: FILE(LINE)
+    if (!where.empty() && where.back() == ')') {
+      size_t open = where.rfind('(');
+      if (open != std::string_view::npos) {
+        std::string_view digits = where.substr(open + 1, where.size() - open - 2);
+        auto n = takeNumber(digits);
+        if (n && digits.empty()) return std::make_pair(SourceLoc{fileName, *n, 0}, message);
+      }
+    }
+  }
+  if (size_t at = line.find("): catastrophic error: "); at != std::string_view::npos) {
+    size_t open = line.rfind('(', at);
+    std::string_view digits =
+        open == std::string_view::npos ? std::string_view() : line.substr(open + 1, at - open - 1);
+    auto n = takeNumber(digits);
+    std::string message(line.substr(at + 23));
+    return std::make_pair(SourceLoc{fileName, n && digits.empty() ? *n : 0, 0}, message);
+  }
+  if (line.rfind("ptxas ", 0) == 0) {
+    std::string_view rest = line.substr(6);
+    uint32_t ln = 0;
+    if (size_t at = rest.find(", line "); at != std::string_view::npos) {
+      std::string_view after = rest.substr(at + 7);
+      if (auto n = takeNumber(after); n && after.rfind("; ", 0) == 0) {
+        ln = *n;
+        rest = after.substr(2);
+      }
+    }
+    bool isError = rest.rfind("error", 0) == 0 || rest.rfind("fatal", 0) == 0;
+    size_t colon = rest.find(": ");
+    if (isError && colon != std::string_view::npos) {
+      return std::make_pair(SourceLoc{fileName, ln, 0}, std::string(rest.substr(colon + 2)));
+    }
+  }
+  return std::nullopt;
+}
+
 Diag compileError(const std::string& tool, const std::string& output, const RunResult& run,
                   const std::string& fileName) {
-  static const std::regex clangError(R"(^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$)");
-  static const std::regex nvccError(R"(^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$)");
-  static const std::regex ptxasError(R"(^ptxas (.*?), line (\d+); (?:error|fatal)\s*: (.*)$)");
-  static const std::regex ptxasFatal(R"(^ptxas fatal\s*: (.*)$)");
   std::stringstream lines(output);
   std::string line;
-  std::smatch m;
   while (std::getline(lines, line)) {
-    SourceLoc loc;
-    std::string message;
-    if (std::regex_match(line, m, clangError)) {
-      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])),
-             static_cast<uint32_t>(std::stoul(m[3]))};
-      message = m[4];
-    } else if (std::regex_match(line, m, nvccError)) {
-      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])), 0};
-      message = m[3];
-    } else if (std::regex_match(line, m, ptxasError)) {
-      loc = {fileName, static_cast<uint32_t>(std::stoul(m[2])), 0};
-      message = m[3];
-    } else if (std::regex_match(line, m, ptxasFatal)) {
-      loc = {fileName, 0, 0};
-      message = m[1];
-    } else {
-      continue;
+    if (auto parsed = parseErrorLine(line, fileName)) {
+      return makeDiag(ErrorKind::CompileFailed, tool + ": error: " + parsed->second + "\n" + output,
+                      parsed->first);
     }
-    return makeDiag(ErrorKind::CompileFailed, tool + ": error: " + message + "\n" + output, loc);
   }
   std::string how = run.signal != 0 ? "was killed by signal " + std::to_string(run.signal)
                                     : "exited with status " + std::to_string(run.exitCode);

@@ -91,6 +91,22 @@ TEST_P(CompileEach, SyntaxErrorOnLine3IsCompileFailedAtLine3) {
   EXPECT_EQ(ptx.error().message.find("qgpu-cuda-"), std::string::npos) << ptx.error().message;
 }
 
+// A fatal error (clang "fatal error:", nvcc "catastrophic error:") is located too.
+TEST_P(CompileEach, MissingIncludeOnLine2IsCompileFailedAtLine2) {
+  SKIP_WITHOUT(GetParam());
+  CompileOptions options;
+  options.fileName = "include.cu";
+  auto ptx = compileToPtx("// a kernel\n#include \"no_such_header.h\"\n__global__ void k() {}\n",
+                          GetParam(), options);
+  ASSERT_FALSE(ptx.ok());
+  EXPECT_EQ(ptx.error().kind, ErrorKind::CompileFailed);
+  EXPECT_EQ(ptx.error().loc.line, 2u) << ptx.error().str();
+  if (GetParam() == Compiler::Clang) {
+    EXPECT_GT(ptx.error().loc.column, 0u);
+  }
+  EXPECT_NE(ptx.error().message.find("no_such_header.h"), std::string::npos);
+}
+
 // The failing twin of the compile tests: a well-formed kernel is not reported as line 3.
 TEST_P(CompileEach, WellFormedKernelHasNoError) {
   SKIP_WITHOUT(GetParam());
