@@ -344,8 +344,10 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
       w = view;  // stays memory-mapped
       anyView = true;
     }
-    else if (aligned) w = view.to(impl->device, impl->dtype, false, /*copy=*/true);
-    else w = view.clone().to(impl->device, impl->dtype);
+    else {
+      w = aligned ? view.to(impl->device, impl->dtype, false, /*copy=*/true) : view.clone().to(impl->device, impl->dtype);
+      t.file->release(*t.info);
+    }
     impl->weightBytes += static_cast<uint64_t>(w.numel()) * w.element_size();
     weights[spec.name] = w;
   }

@@ -79,6 +79,15 @@ std::span<const uint8_t> SafetensorsFile::bytes(const StTensorInfo& info) const 
   return {base_ + header_.dataStart + info.begin, info.bytes()};
 }
 
+void SafetensorsFile::release(const StTensorInfo& info) const {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  uint64_t begin = header_.dataStart + info.begin, end = header_.dataStart + info.end;
+  begin = (begin + page - 1) / page * page;  // only whole pages inside the tensor
+  end = end / page * page;
+  if (base_ != nullptr && end > begin)
+    ::madvise(const_cast<uint8_t*>(base_) + begin, end - begin, MADV_DONTNEED);
+}
+
 Expected<Checkpoint> Checkpoint::open(const std::string& dir) {
   namespace fs = std::filesystem;
   Checkpoint ckpt;

@@ -34,6 +34,10 @@ class SafetensorsFile {
   const StHeader& header() const { return header_; }
   // The bytes of a tensor of this file's header (valid while the file object lives).
   std::span<const uint8_t> bytes(const StTensorInfo& info) const;
+  // Tells the kernel the tensor's pages are no longer needed (after copying them elsewhere), so a
+  // converting loader does not hold the file and the converted weights at once. The bytes stay
+  // readable (re-read from the file on access).
+  void release(const StTensorInfo& info) const;
 
  private:
   SafetensorsFile() = default;
