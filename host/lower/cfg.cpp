@@ -335,6 +335,129 @@ void simplifyCfg(VFunc& f) {
   removeUnreachable(f);
 }
 
+// ---- if-conversion ----
+namespace {
+
+bool isWarpOp(Op op) { return machine::opInfo(op).cls == OpClass::Warp; }
+
+// The one block holding every occurrence of each vreg (or -2 if several, -1 if none).
+void homes(const VFunc& f, std::vector<int>& reg, std::vector<int>& pred) {
+  reg.assign(f.numRegs, -1);
+  pred.assign(f.numPreds, -1);
+  auto note = [](std::vector<int>& h, int v, int b) { h[v] = (h[v] == -1 || h[v] == b) ? b : -2; };
+  for (int b = 0; b < static_cast<int>(f.blocks.size()); ++b) {
+    for (const auto& i : f.blocks[b].ops) {
+      if (i.dst != kNone) note(reg, i.dst, b);
+      if (i.dstPred != kNone) note(pred, i.dstPred, b);
+      for (int k = 0; k < numSrc(i.op); ++k)
+        if (i.src[k].isReg()) note(reg, i.src[k].reg, b);
+      for (int k = 0; k < numPsrc(i.op); ++k) note(pred, i.psrc[k], b);
+      if (i.guard != kNone) note(pred, i.guard, b);
+    }
+    if (f.blocks[b].term.kind == TermKind::Branch) note(pred, f.blocks[b].term.pred, b);
+  }
+}
+
+}  // namespace
+
+bool ifConvert(VFunc& f) {
+  constexpr size_t kMaxOps = machine::kMaxOpsPerBlock - 2;  // room for predicate reloads
+  std::vector<int> regHome, predHome;
+  homes(f, regHome, predHome);
+  auto preds = predCounts(f);
+  const int n = static_cast<int>(f.blocks.size());
+  for (int x = 0; x < n; ++x) {
+    const VTerm t = f.blocks[x].term;
+    if (t.kind != TermKind::Branch) continue;
+    // T can be folded into x: only x reaches it, it jumps on to `join`, no warp ops, and it
+    // does not overwrite the branch predicate its ops will be guarded by.
+    auto foldable = [&](int b, int join) {
+      if (b == x || b == 0 || preds[b] != 1) return false;
+      const auto& blk = f.blocks[b];
+      if (blk.term.kind != TermKind::Jump || blk.term.next != join) return false;
+      for (const auto& i : blk.ops)
+        if (isWarpOp(i.op) || i.dstPred == t.pred) return false;
+      return true;
+    };
+    auto cost = [&](int b) {
+      size_t c = f.blocks[b].ops.size();
+      for (const auto& i : f.blocks[b].ops) c += i.guard != kNone ? 1 : 0;
+      return c;
+    };
+    std::vector<std::pair<int, bool>> parts;  // (block, guard negated)
+    int join = kNone;
+    const VBlock& A = f.blocks[t.taken];
+    const VBlock& B = f.blocks[t.next];
+    if (foldable(t.taken, A.term.next) && foldable(t.next, A.term.next) && A.term.next != x) {
+      parts = {{t.taken, t.negate}, {t.next, !t.negate}};
+      join = A.term.next;
+    } else if (foldable(t.next, t.taken)) {
+      parts = {{t.next, !t.negate}};
+      join = t.taken;
+    } else if (foldable(t.taken, t.next)) {
+      parts = {{t.taken, t.negate}};
+      join = t.next;
+    } else {
+      continue;
+    }
+    (void)B;
+    size_t total = f.blocks[x].ops.size();
+    for (auto [b, neg] : parts) total += cost(b);
+    if (total > kMaxOps) continue;
+    std::vector<VInstr> ops = f.blocks[x].ops;
+    for (auto [b, neg] : parts) {
+      std::map<std::pair<int, bool>, std::pair<int, bool>> combined;  // own guard -> new guard
+      for (VInstr i : f.blocks[b].ops) {
+        bool local = (i.dst == kNone || regHome[i.dst] == b) && (i.dstPred == kNone || predHome[i.dstPred] == b);
+        if (local && !hasSideEffects(i.op)) {
+          ops.push_back(i);  // lanes outside the branch compute a value nobody reads
+          continue;
+        }
+        if (i.guard == kNone) {
+          i.guard = t.pred;
+          i.guardNeg = neg;
+        } else {
+          // Guard by (branch condition) and (own guard), computed once per distinct own guard:
+          // a & g = pand; !a & !g = !(a | g) = negated por; mixed signs need one pnot.
+          auto key = std::make_pair(i.guard, i.guardNeg);
+          auto it = combined.find(key);
+          if (it == combined.end()) {
+            int a = t.pred, g = i.guard;
+            bool an = neg, gn = i.guardNeg, resultNeg = false;
+            Op op = Op::PAnd;
+            if (an && gn) {
+              op = Op::POr;
+              resultNeg = true;
+            } else if (an || gn) {
+              VInstr v;
+              v.op = Op::PNot;
+              v.dstPred = f.newPred();
+              v.psrc = {an ? a : g, kNone};
+              v.loc = i.loc;
+              ops.push_back(v);
+              (an ? a : g) = v.dstPred;
+            }
+            VInstr both;
+            both.op = op;
+            both.dstPred = f.newPred();
+            both.psrc = {a, g};
+            both.loc = i.loc;
+            ops.push_back(both);
+            it = combined.emplace(key, std::make_pair(both.dstPred, resultNeg)).first;
+          }
+          i.guard = it->second.first;
+          i.guardNeg = it->second.second;
+        }
+        ops.push_back(i);
+      }
+    }
+    f.blocks[x].ops = std::move(ops);
+    f.blocks[x].term = VTerm{TermKind::Jump, kNone, false, kNone, join};
+    return true;
+  }
+  return false;
+}
+
 // ---- layout ----
 Status layout(VFunc& f) {
   const int n = static_cast<int>(f.blocks.size());

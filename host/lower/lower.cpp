@@ -12,9 +12,20 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
   QGPU_TRY(vf, translate(flat, &tinfo));
   cleanup(vf);
   simplifyCfg(vf);
+  VFunc beforeLayout = vf;
   QGPU_CHECK(layout(vf));
   FinalizeInfo finfo;
-  QGPU_TRY(program, finalize(vf, &finfo));
+  auto result = finalize(vf, &finfo);
+  if (!result.ok() && finfo.tooManyBlocks) {
+    // Too many blocks: fold small branch arms into guarded ops and try once more.
+    vf = std::move(beforeLayout);
+    for (int k = 0; k < 256 && ifConvert(vf); ++k) simplifyCfg(vf);
+    QGPU_CHECK(layout(vf));
+    finfo = FinalizeInfo{};
+    result = finalize(vf, &finfo);
+  }
+  if (!result.ok()) return result.error();
+  machine::Program program = std::move(result).value();
   auto status = machine::verify(program);
   if (!status.ok())
     return makeDiag(ErrorKind::Internal,

@@ -17,6 +17,7 @@
 //   6. if spill code pushed a block over 16 ops, that block's budget is lowered by the excess and
 //      the attempt restarts from step 1.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "host/lower/vir.h"
@@ -44,8 +45,9 @@ template <typename F>
 void forRegUses(const VInstr& i, F&& fn) {
   for (int k = 0; k < numSrc(i.op); ++k)
     if (i.src[k].isReg()) fn(i.src[k].reg);
-  if (i.guard != kNone && i.dst != kNone) fn(i.dst);
+  if (i.guard != kNone && i.dst != kNone && !i.freshDef) fn(i.dst);
 }
+bool kills(const VInstr& i) { return i.dst != kNone && (i.guard == kNone || i.freshDef); }
 
 struct Bits {  // a small dynamic bitset
   std::vector<uint64_t> w;
@@ -75,7 +77,10 @@ struct Bits {  // a small dynamic bitset
 };
 
 // ---- Step 1: predicates across blocks ----
-bool globalisePreds(VFunc& f) {
+// `held` maps each predicate already kept in a general vreg to that vreg; its definitions are
+// already followed by their `selp` (splitting never separates the two), so a later round only
+// adds reloads for blocks that the splitting created.
+bool globalisePreds(VFunc& f, std::map<int, int>& held) {
   const int n = static_cast<int>(f.blocks.size());
   auto succ = successors(f);
   std::vector<Bits> ue(n, Bits(f.numPreds)), kill(n, Bits(f.numPreds)), in(n, Bits(f.numPreds)), out(n, Bits(f.numPreds));
@@ -101,8 +106,14 @@ bool globalisePreds(VFunc& f) {
   Bits global(f.numPreds);
   for (int b = 0; b < n; ++b) global.orWith(in[b]);
   if (global.count() == 0) return false;
-  std::map<int, int> reg;
-  global.each([&](int p) { reg[p] = f.newReg(); });
+  std::map<int, int>& reg = held;
+  std::set<int> fresh;
+  global.each([&](int p) {
+    if (!reg.count(p)) {
+      reg[p] = f.newReg();
+      fresh.insert(p);
+    }
+  });
   for (int b = 0; b < n; ++b) {
     auto& ops = f.blocks[b].ops;
     std::vector<VInstr> res;
@@ -120,7 +131,8 @@ bool globalisePreds(VFunc& f) {
     for (const auto& i : ops) {
       forPredUses(i, [&](int p) { reload(p, i.loc); });
       res.push_back(i);
-      if (i.dstPred != kNone && global.get(i.dstPred)) {
+      if (i.dstPred != kNone && i.guard == kNone) defined.insert(i.dstPred);
+      if (i.dstPred != kNone && fresh.count(i.dstPred)) {
         VInstr s;
         s.op = Op::Selp;
         s.dst = reg[i.dstPred];
@@ -162,11 +174,18 @@ bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
       if (blk.term.kind == TermKind::Branch && defd.count(blk.term.pred)) live = true;
       predLive[k] = live;
     }
+    // Never split between a predicate definition and the `selp` that saves it (step 1).
+    auto savesPrevious = [&](int k) {
+      return k > 0 && k < n && ops[k].op == Op::Selp && ops[k - 1].dstPred != kNone &&
+             ops[k].psrc[0] == ops[k - 1].dstPred && ops[k].src[0] == VOperand::i(1) &&
+             ops[k].src[1] == VOperand::i(0);
+    };
     int start = 0;
     while (n - start > cap) {
       int end = start + cap;
+      while (end > start + 1 && savesPrevious(end)) --end;
       for (int e = start + cap; e > start + cap / 2; --e)
-        if (!predLive[e]) { end = e; break; }
+        if (!predLive[e] && !savesPrevious(e)) { end = e; break; }
       VBlock piece;
       piece.origin = blk.origin;
       piece.ops.assign(ops.begin() + start, ops.begin() + end);
@@ -222,7 +241,7 @@ Liveness liveness(const VFunc& f) {
   for (int b = 0; b < n; ++b)
     for (const auto& i : f.blocks[b].ops) {
       forRegUses(i, [&](int v) { if (!kill[b].get(v)) ue[b].set(v); });
-      if (i.dst != kNone && i.guard == kNone) kill[b].set(i.dst);
+      if (kills(i)) kill[b].set(i.dst);
     }
   Liveness l{std::vector<Bits>(n, Bits(f.numRegs)), std::vector<Bits>(n, Bits(f.numRegs))};
   for (bool changed = true; changed;) {
@@ -251,9 +270,39 @@ std::vector<int> loopDepth(const VFunc& f) {
   return depth;
 }
 
+// Marks guarded definitions that no other definition reaches (if-converted code): the value
+// they keep in guarded-off lanes is undefined, so for liveness they are plain definitions.
+void markFreshDefs(VFunc& f) {
+  const int n = static_cast<int>(f.blocks.size());
+  auto succ = successors(f);
+  std::vector<Bits> out(n, Bits(f.numRegs)), in(n, Bits(f.numRegs));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int b = 0; b < n; ++b) {
+      Bits x = in[b];
+      for (const auto& i : f.blocks[b].ops)
+        if (i.dst != kNone) x.set(i.dst);
+      if (x.w != out[b].w) {
+        out[b] = x;
+        changed = true;
+        for (int s : succ[b]) in[s].orWith(x);
+      }
+    }
+  }
+  for (int b = 0; b < n; ++b) {
+    Bits defined = in[b];
+    for (auto& i : f.blocks[b].ops) {
+      if (i.dst == kNone) continue;
+      i.freshDef = i.guard != kNone && !defined.get(i.dst);
+      defined.set(i.dst);
+    }
+  }
+}
+
 Expected<Allocation> allocate(VFunc& f) {
   Allocation a;
   for (int attempt = 0; attempt < 64; ++attempt) {
+    markFreshDefs(f);
     // Dead pure ops (a PTX register redefined before any read) go first.
     Liveness l = liveness(f);
     for (size_t b = 0; b < f.blocks.size(); ++b) {
@@ -262,11 +311,11 @@ Expected<Allocation> allocate(VFunc& f) {
       std::vector<bool> keep(ops.size(), true);
       for (int k = static_cast<int>(ops.size()) - 1; k >= 0; --k) {
         const auto& i = ops[k];
-        if (i.dst != kNone && !live.get(i.dst) && i.dstPred == kNone && !hasSideEffects(i.op) && i.guard == kNone) {
+        if (i.dst != kNone && !live.get(i.dst) && i.dstPred == kNone && !hasSideEffects(i.op) && kills(i)) {
           keep[k] = false;
           continue;
         }
-        if (i.dst != kNone && i.guard == kNone) live.reset(i.dst);
+        if (kills(i)) live.reset(i.dst);
         forRegUses(i, [&](int v) { live.set(v); });
       }
       std::vector<VInstr> kept;
@@ -302,7 +351,7 @@ Expected<Allocation> allocate(VFunc& f) {
         if (i.dst != kNone) {
           present[i.dst] = true;
           cost[i.dst] += w;
-          if (!live.get(i.dst) && i.guard == kNone) {
+          if (!live.get(i.dst) && kills(i)) {
             a.deadDef[b][k] = true;  // written to r0
           } else {
             int skip = (i.op == Op::Mov && i.src[0].isReg() && i.guard == kNone) ? i.src[0].reg : kNone;
@@ -311,7 +360,7 @@ Expected<Allocation> allocate(VFunc& f) {
               partners[i.dst].push_back(skip);
               partners[skip].push_back(i.dst);
             }
-            if (i.guard == kNone) live.reset(i.dst);
+            if (kills(i)) live.reset(i.dst);
           }
         }
         forRegUses(i, [&](int v) {
@@ -531,16 +580,19 @@ Expected<machine::Program> finalize(const VFunc& input, FinalizeInfo* info) {
   std::vector<int> budget(base.blocks.size(), kOpsPerBlock);
   for (int attempt = 0; attempt < 32; ++attempt) {
     VFunc g = base;
+    std::map<int, int> held;
     for (int round = 0;; ++round) {
-      globalisePreds(g);
+      globalisePreds(g, held);
       if (!splitBlocks(g, budget)) break;
       if (round > 32) return makeDiag(ErrorKind::Internal, "lowering: block splitting did not converge");
     }
-    if (static_cast<int>(g.blocks.size()) > machine::kMaxBlocks)
+    if (static_cast<int>(g.blocks.size()) > machine::kMaxBlocks) {
+      if (info) info->tooManyBlocks = true;
       return makeDiag(ErrorKind::OverLimit,
                       "kernel `" + g.name + "` needs " + std::to_string(g.blocks.size()) +
                           " program blocks; the machine has " + std::to_string(machine::kMaxBlocks) + " (" +
                           std::to_string(g.blocks.size() - machine::kMaxBlocks) + " too many)");
+    }
     QGPU_TRY(alloc, allocate(g));
     QGPU_TRY(blocks, emit(g, alloc));
     bool overflow = false;

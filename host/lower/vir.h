@@ -66,6 +66,8 @@ struct VInstr {
   int guard = kNone;                // predicate vreg guarding the op
   bool guardNeg = false;
   SourceLoc loc;                    // the PTX instruction it comes from
+  bool freshDef = false;            // finalize: guarded def of a vreg that no def reaches, so the
+                                    // kept old value is undefined and the def kills (liveness)
 };
 
 struct VTerm {
@@ -118,6 +120,10 @@ Expected<VFunc> translate(const FlatFunction& flat, TranslateInfo* info = nullpt
 // ---- Pass 3/4/5: cleanup, simplify, layout (cfg.cpp) ----
 void cleanup(VFunc& f);                 // constant propagation, address folding, DCE
 void simplifyCfg(VFunc& f);             // threading, ret -> Exit, merging, unreachable removal
+// Folds one small branch arm (a triangle or diamond of blocks reached only from the branch) into
+// the branching block as guarded ops; false if there is none. Used only when a program would
+// otherwise need more than 32 blocks (docs/lowering.md §6).
+bool ifConvert(VFunc& f);
 Status layout(VFunc& f);                // reorders blocks; PtxUnsupported if irreducible
 std::vector<std::vector<int>> successors(const VFunc& f);
 
@@ -125,6 +131,7 @@ std::vector<std::vector<int>> successors(const VFunc& f);
 struct FinalizeInfo {
   int maxLive = 0;
   int spillSlots = 0;
+  bool tooManyBlocks = false;  // set with the OverLimit error when blocks, not ops, overflowed
 };
 Expected<machine::Program> finalize(const VFunc& f, FinalizeInfo* info = nullptr);
 

@@ -243,8 +243,163 @@ TEST_P(LowerKernel, ClosedFormTriangularSumIsExact) {
   EXPECT_EQ(o.buffers[1], want);
 }
 
+TEST_P(LowerKernel, UnrolledSortFitsThroughIfConversion) {
+  Outcome o;
+  ASSERT_TRUE(lowerAndRun(ptx("oddeven"), {buf({5, -1, 9, 3, 3, 0, -7, 12})}, 4, o));
+  EXPECT_EQ(o.buffers[0], u32({-7, -1, 0, 3, 3, 5, 9, 12}));
+  EXPECT_LE(o.stats.machineBlocks, machine::kMaxBlocks);
+  EXPECT_GE(o.stats.basicBlocks, 25);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dialects, LowerKernel, testing::Values("clang", "nvcc"),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// ---- Errors: kind, construct and line ----
+
+// A minimal kernel around `body`; without `decls` the first body statement is on line 11.
+std::string kernel(const std::string& body, const std::string& decls = "") {
+  return ".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
+         ".reg .pred %p<4>;\n.reg .b32 %r<20>;\n.reg .b64 %rd<20>;\n" + decls + body + "\n}\n";
+}
+
+Diag lowerError(const std::string& text, std::vector<uint32_t> params = {0}) {
+  auto p = lowerText(text, params);
+  EXPECT_FALSE(p.ok()) << machine::print(*p);
+  return p.ok() ? Diag{} : p.error();
+}
+
+TEST(LowerErrors, RefusesFloatAddNamingItsLine) {
+  // The parser refuses float types itself; lowering never sees them.
+  auto d = lowerError(kernel("add.f32 %r1, %r2, %r3;\nret;"));
+  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(d.message.find("f32"), std::string::npos) << d.str();
+  EXPECT_EQ(d.loc.line, 11u) << d.str();
+}
+
+TEST(LowerErrors, RefusesUnsupportedOpcodeForms) {
+  auto d = lowerError(kernel("mov.u32 %r1, %tid.x;\nmul.hi.u64 %rd1, %rd2, %rd3;\nret;"));
+  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(d.message.find("mul.hi.u64"), std::string::npos) << d.str();
+  EXPECT_EQ(d.loc.line, 12u) << d.str();
+  auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\nst.global.u8 [%rd1], %r1;\nret;"));
+  EXPECT_EQ(st.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(st.message.find("st.global.u8"), std::string::npos) << st.str();
+}
+
+TEST(LowerErrors, RefusesUsedUpperHalfOfA64BitValue) {
+  // shl by a register amount is exact only in the low half; shr.u64 32 then reads the high half.
+  auto d = lowerError(kernel(
+      "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\ncvt.u64.u32 %rd2, %r1;\n"
+      "shl.b64 %rd3, %rd2, %r1;\nshr.u64 %rd4, %rd3, 32;\ncvt.u32.u64 %r2, %rd4;\n"
+      "st.global.u32 [%rd1], %r2;\nret;"));
+  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(d.message.find("64-bit value whose upper half is used"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("shl.b64"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("line 15"), std::string::npos) << d.str();  // the reader, shr.u64
+  EXPECT_EQ(d.loc.line, 14u) << d.str();
+}
+
+TEST(LowerErrors, AcceptsUpperHalfWhenComputable) {
+  // The failing twin of the test above: the same shape with a constant shift is exact.
+  auto p = lowerText(kernel(
+      "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\ncvt.u64.u32 %rd2, %r1;\n"
+      "shl.b64 %rd3, %rd2, 31;\nshr.u64 %rd4, %rd3, 32;\ncvt.u32.u64 %r2, %rd4;\n"
+      "st.global.u32 [%rd1], %r2;\nret;"), {0});
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  machine::Launch launch;
+  launch.blockX = 4;
+  auto run = oracle::run(*p, launch);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->global[0], 1u);  // the last lane stores (3 << 31) >> 32 = 1
+}
+
+TEST(LowerErrors, RefusesMoreThan32Blocks) {
+  // 40 labels, each heading a loop with a per-lane trip count: loops cannot be folded away.
+  std::string body = "mov.u32 %r1, %tid.x;\nld.param.u64 %rd1, [k_param_0];\n";
+  for (int k = 0; k < 40; ++k) {
+    body += "mov.u32 %r2, %r1;\nL" + std::to_string(k) + ":\nadd.s32 %r2, %r2, -1;\n";
+    body += "setp.gt.s32 %p1, %r2, 0;\n@%p1 bra L" + std::to_string(k) + ";\n";
+    body += "st.global.u32 [%rd1], %r2;\n";
+  }
+  auto d = lowerError(kernel(body + "ret;"));
+  EXPECT_EQ(d.kind, ErrorKind::OverLimit);
+  EXPECT_NE(d.message.find("program blocks"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("too many"), std::string::npos) << d.str();
+}
+
+TEST(LowerErrors, RefusesTooMuchSharedMemory) {
+  auto d = lowerError(kernel("ret;", ".shared .align 4 .b8 big[600];\n"));
+  EXPECT_EQ(d.kind, ErrorKind::OverLimit);
+  EXPECT_NE(d.message.find("150 words of shared memory"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("24 over"), std::string::npos) << d.str();
+  // The twin: 126 words fit.
+  EXPECT_TRUE(lowerText(kernel("ret;", ".shared .align 4 .b8 big[504];\n"), {0}).ok());
+}
+
+TEST(LowerErrors, RefusesWrongParameterCount) {
+  auto d = lowerError(kernel("ret;"), {});
+  EXPECT_EQ(d.kind, ErrorKind::PtxInvalid);
+  EXPECT_NE(d.message.find("1 parameters but 0 values"), std::string::npos) << d.str();
+  EXPECT_TRUE(lowerText(kernel("ret;"), {0}).ok());
+}
+
+TEST(LowerErrors, RefusesUsedShflPredicate) {
+  auto d = lowerError(kernel(
+      "mov.u32 %r1, %tid.x;\nshfl.sync.down.b32 %r2|%p1, %r1, 1, 31, -1;\n@%p1 bra L;\nL:\nret;"));
+  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(d.message.find("shfl"), std::string::npos) << d.str();
+  EXPECT_EQ(d.loc.line, 12u) << d.str();
+}
+
+TEST(LowerErrors, RefusesRecursion) {
+  std::string text =
+      ".version 6.4\n.target sm_75\n.address_size 64\n"
+      ".func (.param .b32 r) f(.param .b32 a)\n{\n.reg .b32 %r<3>;\nld.param.u32 %r1, [a];\n"
+      "{\n.param .b32 p0;\nst.param.b32 [p0+0], %r1;\n.param .b32 q0;\ncall.uni (q0), f, (p0);\n"
+      "ld.param.b32 %r2, [q0+0];\n}\nst.param.b32 [r+0], %r2;\nret;\n}\n"
+      ".visible .entry k()\n{\n.reg .b32 %r<3>;\n{\n.param .b32 p0;\nst.param.b32 [p0+0], %r1;\n"
+      ".param .b32 q0;\ncall.uni (q0), f, (p0);\nld.param.b32 %r2, [q0+0];\n}\nret;\n}\n";
+  auto d = lowerError(text, {});
+  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(d.message.find("recursive"), std::string::npos) << d.str();
+}
+
+// ---- Golden listing ----
+TEST(LowerGolden, PrintOfASmallKernelIsStable) {
+  // out[t] = t < n ? in[t] * 3 : -1, with in at byte 0, out at byte 64, n = 3.
+  std::string text = kernel(
+      "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\nsetp.ge.u32 %p1, %r1, 3;\n"
+      "mov.u32 %r3, -1;\n@%p1 bra DONE;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+      "ld.global.u32 %r2, [%rd3];\nmul.lo.s32 %r3, %r2, 3;\nDONE:\nmul.wide.u32 %rd4, %r1, 4;\n"
+      "add.s64 %rd5, %rd1, %rd4;\nst.global.u32 [%rd5+64], %r3;\nret;");
+  LowerStats stats;
+  auto p = lowerText(text, {0}, &stats, "golden.ptx");
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  const std::string golden = R"(.kernel k shared 0 spill 0
+B0:
+  set.ge.u p0, %tid.x, 3
+  mov r2, -1
+  commit r2
+  br p0 ? B2 : B1
+B1:
+  mul r1, %tid.x, 4
+  ld.global r1, [r1]
+  mul r2, r1, 3
+  commit r2
+  jmp B2
+B2:
+  mul r1, %tid.x, 4
+  st.global [r1+64], r2
+  exit
+)";
+  EXPECT_EQ(machine::print(*p), golden);
+  machine::Launch launch;
+  launch.blockX = 4;
+  for (int i = 0; i < 4; ++i) launch.global[i] = 10 + i;
+  auto run = oracle::run(*p, launch);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(std::vector<uint32_t>(run->global.begin() + 16, run->global.begin() + 20), u32({30, 33, 36, -1}));
+}
 
 }  // namespace
 }  // namespace qgpu::lower
