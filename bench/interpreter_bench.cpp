@@ -13,8 +13,12 @@ namespace {
 
 using namespace qgpu::machine;
 
-Operand R(uint8_t r) { return Operand::r(r); }
-Operand I(uint32_t v) { return Operand::i(v); }
+Operand R(uint8_t r) {
+  return Operand::r(r);
+}
+Operand I(uint32_t v) {
+  return Operand::i(v);
+}
 
 Instr op(Op code, uint8_t dst, Operand a, Operand b = {}, Operand c = {}) {
   Instr in;
@@ -80,14 +84,22 @@ void runBench(benchmark::State& state, bool recordTrace) {
     steps += result->blockExecs;
     benchmark::DoNotOptimize(result->global.data());
   }
-  state.counters["lane_instrs"] = benchmark::Counter(static_cast<double>(laneInstrs), benchmark::Counter::kIsRate);
-  state.counters["tokens"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
-  state.counters["steps"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
-  state.counters["tokens_per_step"] = steps ? static_cast<double>(tokens) / static_cast<double>(steps) : 0;
+  state.counters["lane_instrs"] =
+      benchmark::Counter(static_cast<double>(laneInstrs), benchmark::Counter::kIsRate);
+  state.counters["tokens"] =
+      benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  state.counters["steps"] =
+      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
+  state.counters["tokens_per_step"] =
+      steps ? static_cast<double>(tokens) / static_cast<double>(steps) : 0;
 }
 
-void BM_InterpreterLoopWithTrace(benchmark::State& state) { runBench(state, true); }
-void BM_InterpreterLoopNoTrace(benchmark::State& state) { runBench(state, false); }
+void BM_InterpreterLoopWithTrace(benchmark::State& state) {
+  runBench(state, true);
+}
+void BM_InterpreterLoopNoTrace(benchmark::State& state) {
+  runBench(state, false);
+}
 
 BENCHMARK(BM_InterpreterLoopWithTrace)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_InterpreterLoopNoTrace)->Unit(benchmark::kMicrosecond);

@@ -49,47 +49,75 @@ uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
 uint32_t alu(Op op, uint32_t a, uint32_t b, uint32_t c) {
   const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
   switch (op) {
-    case Op::Mov: return a;
-    case Op::Add: return a + b;
-    case Op::Sub: return a - b;
-    case Op::Mul: return a * b;
-    case Op::MulHiU: return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
-    case Op::MulHiS: return static_cast<uint32_t>(static_cast<uint64_t>(static_cast<int64_t>(sa) * sb) >> 32);
-    case Op::Mad: return a * b + c;
-    case Op::DivU: return b == 0 ? 0xffffffffu : a / b;
+    case Op::Mov:
+      return a;
+    case Op::Add:
+      return a + b;
+    case Op::Sub:
+      return a - b;
+    case Op::Mul:
+      return a * b;
+    case Op::MulHiU:
+      return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+    case Op::MulHiS:
+      return static_cast<uint32_t>(static_cast<uint64_t>(static_cast<int64_t>(sa) * sb) >> 32);
+    case Op::Mad:
+      return a * b + c;
+    case Op::DivU:
+      return b == 0 ? 0xffffffffu : a / b;
     case Op::DivS:
       if (b == 0) return sa < 0 ? 1u : 0xffffffffu;
       if (sa == INT32_MIN && sb == -1) return a;
       return static_cast<uint32_t>(sa / sb);
-    case Op::RemU: return b == 0 ? a : a % b;
+    case Op::RemU:
+      return b == 0 ? a : a % b;
     case Op::RemS:
       if (b == 0) return a;
       if (sa == INT32_MIN && sb == -1) return 0;
       return static_cast<uint32_t>(sa % sb);
-    case Op::Neg: return 0u - a;
-    case Op::Abs: return sa < 0 ? 0u - a : a;
-    case Op::MinS: return sa < sb ? a : b;
-    case Op::MinU: return a < b ? a : b;
-    case Op::MaxS: return sa > sb ? a : b;
-    case Op::MaxU: return a > b ? a : b;
-    case Op::And: return a & b;
-    case Op::Or: return a | b;
-    case Op::Xor: return a ^ b;
-    case Op::Not: return ~a;
-    case Op::Shl: return b >= 32 ? 0 : a << b;
-    case Op::ShrU: return b >= 32 ? 0 : a >> b;
-    case Op::ShrS: return static_cast<uint32_t>(sa >> (b >= 32 ? 31 : b));
-    case Op::Popc: return static_cast<uint32_t>(std::popcount(a));
-    case Op::Clz: return static_cast<uint32_t>(std::countl_zero(a));
+    case Op::Neg:
+      return 0u - a;
+    case Op::Abs:
+      return sa < 0 ? 0u - a : a;
+    case Op::MinS:
+      return sa < sb ? a : b;
+    case Op::MinU:
+      return a < b ? a : b;
+    case Op::MaxS:
+      return sa > sb ? a : b;
+    case Op::MaxU:
+      return a > b ? a : b;
+    case Op::And:
+      return a & b;
+    case Op::Or:
+      return a | b;
+    case Op::Xor:
+      return a ^ b;
+    case Op::Not:
+      return ~a;
+    case Op::Shl:
+      return b >= 32 ? 0 : a << b;
+    case Op::ShrU:
+      return b >= 32 ? 0 : a >> b;
+    case Op::ShrS:
+      return static_cast<uint32_t>(sa >> (b >= 32 ? 31 : b));
+    case Op::Popc:
+      return static_cast<uint32_t>(std::popcount(a));
+    case Op::Clz:
+      return static_cast<uint32_t>(std::countl_zero(a));
     case Op::Brev: {
       uint32_t r = 0;
       for (int i = 0; i < 32; ++i) r |= ((a >> i) & 1u) << (31 - i);
       return r;
     }
-    case Op::Bfind: return a == 0 ? 0xffffffffu : 31u - static_cast<uint32_t>(std::countl_zero(a));
-    case Op::BfeU: return bfe(a, b, c, false);
-    case Op::BfeS: return bfe(a, b, c, true);
-    case Op::Prmt: return prmt(a, b, c);
+    case Op::Bfind:
+      return a == 0 ? 0xffffffffu : 31u - static_cast<uint32_t>(std::countl_zero(a));
+    case Op::BfeU:
+      return bfe(a, b, c, false);
+    case Op::BfeS:
+      return bfe(a, b, c, true);
+    case Op::Prmt:
+      return prmt(a, b, c);
     case Op::ShfLW: {
       const uint32_t n = c & 31;
       return n == 0 ? b : (b << n) | (a >> (32 - n));
@@ -98,43 +126,68 @@ uint32_t alu(Op op, uint32_t a, uint32_t b, uint32_t c) {
       const uint32_t n = c & 31;
       return n == 0 ? a : (a >> n) | (b << (32 - n));
     }
-    default: return 0;  // not an ALU op: unreachable for verified programs
+    default:
+      return 0;  // not an ALU op: unreachable for verified programs
   }
 }
 
 bool compare(Op op, uint32_t a, uint32_t b) {
   const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
   switch (op) {
-    case Op::SetEq: return a == b;
-    case Op::SetNe: return a != b;
-    case Op::SetLtS: return sa < sb;
-    case Op::SetLeS: return sa <= sb;
-    case Op::SetGtS: return sa > sb;
-    case Op::SetGeS: return sa >= sb;
-    case Op::SetLtU: return a < b;
-    case Op::SetLeU: return a <= b;
-    case Op::SetGtU: return a > b;
-    case Op::SetGeU: return a >= b;
-    default: return false;
+    case Op::SetEq:
+      return a == b;
+    case Op::SetNe:
+      return a != b;
+    case Op::SetLtS:
+      return sa < sb;
+    case Op::SetLeS:
+      return sa <= sb;
+    case Op::SetGtS:
+      return sa > sb;
+    case Op::SetGeS:
+      return sa >= sb;
+    case Op::SetLtU:
+      return a < b;
+    case Op::SetLeU:
+      return a <= b;
+    case Op::SetGtU:
+      return a > b;
+    case Op::SetGeU:
+      return a >= b;
+    default:
+      return false;
   }
 }
 
 // The new memory word of an atomic (the op returns the old one).
 uint32_t atomic(Op op, uint32_t old, uint32_t b, uint32_t c) {
   switch (op) {
-    case Op::AtomAdd: return old + b;
-    case Op::AtomMinS: return static_cast<int32_t>(old) < static_cast<int32_t>(b) ? old : b;
-    case Op::AtomMaxS: return static_cast<int32_t>(old) > static_cast<int32_t>(b) ? old : b;
-    case Op::AtomMinU: return old < b ? old : b;
-    case Op::AtomMaxU: return old > b ? old : b;
-    case Op::AtomAnd: return old & b;
-    case Op::AtomOr: return old | b;
-    case Op::AtomXor: return old ^ b;
-    case Op::AtomExch: return b;
-    case Op::AtomInc: return old >= b ? 0 : old + 1;
-    case Op::AtomDec: return (old == 0 || old > b) ? b : old - 1;
-    case Op::AtomCas: return old == b ? c : old;
-    default: return old;
+    case Op::AtomAdd:
+      return old + b;
+    case Op::AtomMinS:
+      return static_cast<int32_t>(old) < static_cast<int32_t>(b) ? old : b;
+    case Op::AtomMaxS:
+      return static_cast<int32_t>(old) > static_cast<int32_t>(b) ? old : b;
+    case Op::AtomMinU:
+      return old < b ? old : b;
+    case Op::AtomMaxU:
+      return old > b ? old : b;
+    case Op::AtomAnd:
+      return old & b;
+    case Op::AtomOr:
+      return old | b;
+    case Op::AtomXor:
+      return old ^ b;
+    case Op::AtomExch:
+      return b;
+    case Op::AtomInc:
+      return old >= b ? 0 : old + 1;
+    case Op::AtomDec:
+      return (old == 0 || old > b) ? b : old - 1;
+    case Op::AtomCas:
+      return old == b ? c : old;
+    default:
+      return old;
   }
 }
 
@@ -164,13 +217,16 @@ int shuffleSource(Op op, int lane, uint32_t b, uint32_t c) {
       j = minLane | static_cast<int64_t>(b & ~static_cast<uint32_t>(segmask));
       valid = j <= maxLane;
       break;
-    default: break;
+    default:
+      break;
   }
   if (!valid || j < 0 || j >= kLanes) return -1;
   return static_cast<int>(j);
 }
 
-const char* spaceName(Space s) { return s == Space::Global ? "global" : "shared"; }
+const char* spaceName(Space s) {
+  return s == Space::Global ? "global" : "shared";
+}
 
 std::string laneMask(uint32_t m) {
   std::string bits;
@@ -209,7 +265,8 @@ class Machine {
     for (int w = 0; w < kMaxWarps; ++w) {
       const int first = w * kLanes;
       const int n = std::clamp(nthreads_ - first, 0, kLanes);
-      live_[w] = static_cast<uint8_t>((1u << n) - 1u);  // lanes not exited (missing lanes never live)
+      live_[w] =
+          static_cast<uint8_t>((1u << n) - 1u);  // lanes not exited (missing lanes never live)
       waiting_[w] = false;
     }
     int cur = 0;
@@ -239,11 +296,11 @@ class Machine {
       if (res_.blockExecs >= opt_.maxSteps) {
         emit(tk::single(tk::Family::Limit));
         res_.status = RunStatus::StepLimit;
-        res_.fault = makeDiag(ErrorKind::StepLimit,
-                              "program '" + p_.name + "' did not finish in " +
-                                  std::to_string(opt_.maxSteps) + " steps (CTA " +
-                                  std::to_string(cta_) + ", next: warp " + std::to_string(cur) +
-                                  " block " + std::to_string(block) + ")");
+        res_.fault = makeDiag(ErrorKind::StepLimit, "program '" + p_.name + "' did not finish in " +
+                                                        std::to_string(opt_.maxSteps) +
+                                                        " steps (CTA " + std::to_string(cta_) +
+                                                        ", next: warp " + std::to_string(cur) +
+                                                        " block " + std::to_string(block) + ")");
         return false;
       }
       if (!step(cur, block, mask)) return false;
@@ -268,8 +325,7 @@ class Machine {
     if (blk.term.kind == TermKind::Barrier && m != live_[w]) {
       return fault(makeDiag(ErrorKind::MachineFault,
                             where(w, -1, b, -1) + ": divergent barrier: lanes " + laneMask(m) +
-                                " reached the barrier while live lanes " +
-                                laneMask(live_[w] & ~m) +
+                                " reached the barrier while live lanes " + laneMask(live_[w] & ~m) +
                                 " are at other blocks (undefined behaviour in CUDA)"));
     }
     // Block-local registers and specials for each lane.
@@ -318,13 +374,17 @@ class Machine {
       uint8_t& pc = pc_[w * kLanes + l];
       switch (term.kind) {
         case TermKind::Jump:
-        case TermKind::Barrier: pc = term.next; break;
+        case TermKind::Barrier:
+          pc = term.next;
+          break;
         case TermKind::Branch: {
           const bool p = ((preds[term.pred] >> l) & 1) != (term.negate ? 1 : 0);
           pc = p ? term.taken : term.next;
           break;
         }
-        case TermKind::Exit: live_[w] = static_cast<uint8_t>(live_[w] & ~(1u << l)); break;
+        case TermKind::Exit:
+          live_[w] = static_cast<uint8_t>(live_[w] & ~(1u << l));
+          break;
       }
     }
     if (term.kind == TermKind::Barrier) waiting_[w] = true;
@@ -333,10 +393,14 @@ class Machine {
 
   uint32_t src(const Operand& o, int l) const {
     switch (o.kind) {
-      case OperandKind::Imm: return o.imm;
-      case OperandKind::Reg: return lane_[l][o.reg];
-      case OperandKind::Special: return lane_[l][kSpecialBase + static_cast<int>(o.special)];
-      case OperandKind::None: break;
+      case OperandKind::Imm:
+        return o.imm;
+      case OperandKind::Reg:
+        return lane_[l][o.reg];
+      case OperandKind::Special:
+        return lane_[l][kSpecialBase + static_cast<int>(o.special)];
+      case OperandKind::None:
+        break;
     }
     return 0;
   }
@@ -353,13 +417,15 @@ class Machine {
     switch (cls) {
       case OpClass::Alu:
         for (int l = 0; l < kLanes; ++l) {
-          if (om >> l & 1) setReg(l, in.dst, alu(in.op, src(in.src[0], l), src(in.src[1], l), src(in.src[2], l)));
+          if (om >> l & 1)
+            setReg(l, in.dst, alu(in.op, src(in.src[0], l), src(in.src[1], l), src(in.src[2], l)));
         }
         return true;
       case OpClass::Cmp: {
         uint32_t bits = 0;
         for (int l = 0; l < kLanes; ++l) {
-          if ((om >> l & 1) && compare(in.op, src(in.src[0], l), src(in.src[1], l))) bits |= 1u << l;
+          if ((om >> l & 1) && compare(in.op, src(in.src[0], l), src(in.src[1], l)))
+            bits |= 1u << l;
         }
         setPred(preds, in.dstPred, om, bits);
         return true;
@@ -376,24 +442,40 @@ class Machine {
         const uint32_t c = in.psrc[1] != kNoPred ? preds[in.psrc[1]] : 0;
         uint32_t bits = 0;
         switch (in.op) {
-          case Op::PAnd: bits = a & c; break;
-          case Op::POr: bits = a | c; break;
-          case Op::PXor: bits = a ^ c; break;
-          case Op::PNot: bits = ~a; break;
-          case Op::PMov: bits = a; break;
-          case Op::PConst: bits = in.src[0].imm ? 0xfu : 0u; break;
-          default: break;
+          case Op::PAnd:
+            bits = a & c;
+            break;
+          case Op::POr:
+            bits = a | c;
+            break;
+          case Op::PXor:
+            bits = a ^ c;
+            break;
+          case Op::PNot:
+            bits = ~a;
+            break;
+          case Op::PMov:
+            bits = a;
+            break;
+          case Op::PConst:
+            bits = in.src[0].imm ? 0xfu : 0u;
+            break;
+          default:
+            break;
         }
         setPred(preds, in.dstPred, om, bits);
         return true;
       }
-      case OpClass::Mem: return execMem(in, om, w, b, i);
+      case OpClass::Mem:
+        return execMem(in, om, w, b, i);
       case OpClass::Local:
         for (int l = 0; l < kLanes; ++l) {
           if (!(om >> l & 1)) continue;
           const int word = p_.sharedWords + in.offset * nthreads_ + w * kLanes + l;
-          if (in.op == Op::LdLocal) setReg(l, in.dst, shared_[word]);
-          else store(Space::Shared, word, src(in.src[0], l));
+          if (in.op == Op::LdLocal)
+            setReg(l, in.dst, shared_[word]);
+          else
+            store(Space::Shared, word, src(in.src[0], l));
         }
         return true;
       case OpClass::Warp: {
@@ -525,7 +607,8 @@ class Machine {
 
   std::string where(int w, int l, int b, int i) const {
     std::string out = "CTA " + std::to_string(cta_) + " warp " + std::to_string(w);
-    if (l >= 0) out += " lane " + std::to_string(l) + " (thread " + std::to_string(w * kLanes + l) + ")";
+    if (l >= 0)
+      out += " lane " + std::to_string(l) + " (thread " + std::to_string(w * kLanes + l) + ")";
     out += ", block " + std::to_string(b);
     if (i >= 0) {
       out += " op " + std::to_string(i) + " (" +

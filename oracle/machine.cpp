@@ -33,22 +33,31 @@ int numGeneralSources(Op op) {
 int numPredSources(Op op) {
   const OpInfo& info = opInfo(op);
   switch (info.cls) {
-    case OpClass::Sel: return 1;
-    case OpClass::Pred: return info.numSources;
-    case OpClass::Warp: return (op == Op::Ballot || op == Op::VoteAny || op == Op::VoteAll) ? 1 : 0;
-    default: return 0;
+    case OpClass::Sel:
+      return 1;
+    case OpClass::Pred:
+      return info.numSources;
+    case OpClass::Warp:
+      return (op == Op::Ballot || op == Op::VoteAny || op == Op::VoteAll) ? 1 : 0;
+    default:
+      return 0;
   }
 }
 
 bool writesReg(Op op) {
   switch (opInfo(op).cls) {
     case OpClass::Alu:
-    case OpClass::Sel: return true;
-    case OpClass::Mem: return op != Op::St;
-    case OpClass::Local: return op == Op::LdLocal;
-    case OpClass::Warp: return op != Op::VoteAny && op != Op::VoteAll;
+    case OpClass::Sel:
+      return true;
+    case OpClass::Mem:
+      return op != Op::St;
+    case OpClass::Local:
+      return op == Op::LdLocal;
+    case OpClass::Warp:
+      return op != Op::VoteAny && op != Op::VoteAll;
     case OpClass::Cmp:
-    case OpClass::Pred: return false;
+    case OpClass::Pred:
+      return false;
   }
   return false;
 }
@@ -60,12 +69,18 @@ bool writesPred(Op op) {
 
 const char* specialName(Special sp) {
   switch (sp) {
-    case Special::TidX: return "%tid.x";
-    case Special::NtidX: return "%ntid.x";
-    case Special::CtaidX: return "%ctaid.x";
-    case Special::NctaidX: return "%nctaid.x";
-    case Special::LaneId: return "%laneid";
-    case Special::WarpId: return "%warpid";
+    case Special::TidX:
+      return "%tid.x";
+    case Special::NtidX:
+      return "%ntid.x";
+    case Special::CtaidX:
+      return "%ctaid.x";
+    case Special::NctaidX:
+      return "%nctaid.x";
+    case Special::LaneId:
+      return "%laneid";
+    case Special::WarpId:
+      return "%warpid";
   }
   return "%?";
 }
@@ -74,15 +89,21 @@ namespace {
 
 const char* termName(TermKind kind) {
   switch (kind) {
-    case TermKind::Jump: return "jmp";
-    case TermKind::Branch: return "br";
-    case TermKind::Barrier: return "bar";
-    case TermKind::Exit: return "exit";
+    case TermKind::Jump:
+      return "jmp";
+    case TermKind::Branch:
+      return "br";
+    case TermKind::Barrier:
+      return "bar";
+    case TermKind::Exit:
+      return "exit";
   }
   return "?";
 }
 
-Diag invalid(std::string message) { return makeDiag(ErrorKind::ProgramInvalid, std::move(message)); }
+Diag invalid(std::string message) {
+  return makeDiag(ErrorKind::ProgramInvalid, std::move(message));
+}
 
 // Checks one block; `where` prefixes messages with "block B".
 Status verifyBlock(const Program& program, size_t b) {
@@ -117,8 +138,10 @@ Status verifyBlock(const Program& program, size_t b) {
     const OpInfo& info = opInfo(in.op);
     const std::string where = blockWhere + " op " + std::to_string(i) + " (" + info.mnemonic + ")";
 
-    if (in.guard.pred != kNoPred) QGPU_CHECK(checkPredRead(where, "guard", in.guard.pred));
-    else if (in.guard.negate) return invalid(where + ": unguarded op has guard.negate set");
+    if (in.guard.pred != kNoPred)
+      QGPU_CHECK(checkPredRead(where, "guard", in.guard.pred));
+    else if (in.guard.negate)
+      return invalid(where + ": unguarded op has guard.negate set");
 
     // General sources.
     const int nsrc = numGeneralSources(in.op);
@@ -139,8 +162,8 @@ Status verifyBlock(const Program& program, size_t b) {
       }
       switch (o.kind) {
         case OperandKind::None:
-          return invalid(where + ": " + slot + " is missing (the op takes " +
-                         std::to_string(nsrc) + " sources)");
+          return invalid(where + ": " + slot + " is missing (the op takes " + std::to_string(nsrc) +
+                         " sources)");
         case OperandKind::Reg:
           if (o.reg >= kRegs) {
             return invalid(where + ": " + slot + " reads r" + std::to_string(o.reg) +
@@ -175,7 +198,8 @@ Status verifyBlock(const Program& program, size_t b) {
     for (int s = 0; s < 2; ++s) {
       const std::string slot = "psrc" + std::to_string(s);
       if (s >= npsrc) {
-        if (in.psrc[s] != kNoPred) return invalid(where + ": " + slot + " is unused and must be kNoPred");
+        if (in.psrc[s] != kNoPred)
+          return invalid(where + ": " + slot + " is unused and must be kNoPred");
         continue;
       }
       if (in.psrc[s] == kNoPred) return invalid(where + ": " + slot + " is missing");
@@ -273,11 +297,11 @@ Status verify(const Program& program) {
                                               std::to_string(kMaxBlocks));
   }
   if (program.sharedWords + program.spillSlots > kSharedWords) {
-    return makeDiag(ErrorKind::OverLimit,
-                    kernel + " needs " + std::to_string(program.sharedWords) +
-                        " words of shared memory plus " + std::to_string(program.spillSlots) +
-                        " spill slots per thread; shared memory has " +
-                        std::to_string(kSharedWords) + " words");
+    return makeDiag(ErrorKind::OverLimit, kernel + " needs " + std::to_string(program.sharedWords) +
+                                              " words of shared memory plus " +
+                                              std::to_string(program.spillSlots) +
+                                              " spill slots per thread; shared memory has " +
+                                              std::to_string(kSharedWords) + " words");
   }
   for (size_t b = 0; b < program.blocks.size(); ++b) QGPU_CHECK(verifyBlock(program, b));
   return Ok{};
@@ -298,8 +322,9 @@ Status verify(const Program& program, const Launch& launch) {
   const uint32_t need = program.sharedWords + program.spillSlots * launch.blockX;
   if (need > static_cast<uint32_t>(kSharedWords)) {
     return makeDiag(ErrorKind::OverLimit,
-                    "program '" + program.name + "' with blockX = " + std::to_string(launch.blockX) +
-                        " needs " + std::to_string(program.sharedWords) + " shared words + " +
+                    "program '" + program.name +
+                        "' with blockX = " + std::to_string(launch.blockX) + " needs " +
+                        std::to_string(program.sharedWords) + " shared words + " +
                         std::to_string(program.spillSlots) + " spill slots x " +
                         std::to_string(launch.blockX) + " threads = " + std::to_string(need) +
                         " words; shared memory has " + std::to_string(kSharedWords));
@@ -311,22 +336,30 @@ Status verify(const Program& program, const Launch& launch) {
 
 namespace {
 
-std::string reg(uint8_t r) { return "r" + std::to_string(r); }
-std::string pred(uint8_t p) { return p == kNoPred ? std::string("p?") : "p" + std::to_string(p); }
+std::string reg(uint8_t r) {
+  return "r" + std::to_string(r);
+}
+std::string pred(uint8_t p) {
+  return p == kNoPred ? std::string("p?") : "p" + std::to_string(p);
+}
 
 std::string operand(const Operand& o) {
   switch (o.kind) {
-    case OperandKind::None: return "_";
-    case OperandKind::Reg: return reg(o.reg);
+    case OperandKind::None:
+      return "_";
+    case OperandKind::Reg:
+      return reg(o.reg);
     case OperandKind::Imm: {
-      // Signed decimal reads best for offsets and small constants; masks and large constants in hex.
+      // Signed decimal reads best for offsets and small constants; masks and large constants in
+      // hex.
       const int32_t v = static_cast<int32_t>(o.imm);
       if (v >= -4096 && v <= 4096) return std::to_string(v);
       char buf[16];
       snprintf(buf, sizeof buf, "0x%x", o.imm);
       return buf;
     }
-    case OperandKind::Special: return specialName(o.special);
+    case OperandKind::Special:
+      return specialName(o.special);
   }
   return "?";
 }
@@ -342,7 +375,8 @@ std::string address(const Instr& in) {
 
 std::string print(const Instr& in) {
   std::string out;
-  if (in.guard.pred != kNoPred) out += std::string("@") + (in.guard.negate ? "!" : "") + pred(in.guard.pred) + " ";
+  if (in.guard.pred != kNoPred)
+    out += std::string("@") + (in.guard.negate ? "!" : "") + pred(in.guard.pred) + " ";
   const OpInfo& info = opInfo(in.op);
   out += info.mnemonic;
   std::vector<std::string> args;
@@ -369,8 +403,10 @@ std::string print(const Instr& in) {
       for (int s = 1; s < info.numSources; ++s) args.push_back(operand(in.src[s]));
       break;
     case OpClass::Local:
-      if (in.op == Op::LdLocal) args = {reg(in.dst), "slot" + std::to_string(in.offset)};
-      else args = {"slot" + std::to_string(in.offset), operand(in.src[0])};
+      if (in.op == Op::LdLocal)
+        args = {reg(in.dst), "slot" + std::to_string(in.offset)};
+      else
+        args = {"slot" + std::to_string(in.offset), operand(in.src[0])};
       break;
     case OpClass::Warp:
       if (in.op == Op::Ballot) {
@@ -403,13 +439,19 @@ std::string print(const Program& program) {
     }
     const Terminator& t = block.term;
     switch (t.kind) {
-      case TermKind::Jump: out += "  jmp B" + std::to_string(t.next) + "\n"; break;
+      case TermKind::Jump:
+        out += "  jmp B" + std::to_string(t.next) + "\n";
+        break;
       case TermKind::Branch:
         out += std::string("  br ") + (t.negate ? "!" : "") + pred(t.pred) + " ? B" +
                std::to_string(t.taken) + " : B" + std::to_string(t.next) + "\n";
         break;
-      case TermKind::Barrier: out += "  bar -> B" + std::to_string(t.next) + "\n"; break;
-      case TermKind::Exit: out += "  exit\n"; break;
+      case TermKind::Barrier:
+        out += "  bar -> B" + std::to_string(t.next) + "\n";
+        break;
+      case TermKind::Exit:
+        out += "  exit\n";
+        break;
     }
   }
   return out;

@@ -20,7 +20,9 @@ Family familyOf(Token t) {
   return Family::Prog;
 }
 
-int indexOf(Token t) { return t - familyBase(familyOf(t)); }
+int indexOf(Token t) {
+  return t - familyBase(familyOf(t));
+}
 
 // ---- Values ----
 
@@ -55,7 +57,8 @@ std::string tokenName(Token t) {
   const int i = indexOf(t);
   const std::string name = kFamilies[static_cast<int>(f)].name;
   switch (f) {
-    case Family::Ex: return name + "(" + std::to_string(i) + ")";
+    case Family::Ex:
+      return name + "(" + std::to_string(i) + ")";
     case Family::Wm: {
       const int mask = i % 15 + 1;
       std::string bits;
@@ -63,12 +66,16 @@ std::string tokenName(Token t) {
       return name + "(w" + std::to_string(i / 15) + "," + bits + ")";
     }
     case Family::Wr:
-    case Family::Wu: return name + "(r" + std::to_string(i + 1) + ")";
+    case Family::Wu:
+      return name + "(r" + std::to_string(i + 1) + ")";
     case Family::Stg:
-    case Family::Sts: return name + "(" + std::to_string(i + 1) + ")";
+    case Family::Sts:
+      return name + "(" + std::to_string(i + 1) + ")";
     case Family::C:
-    case Family::T: return name + "(" + std::to_string(i >= 16 ? i - 32 : i) + ")";
-    default: return name;
+    case Family::T:
+      return name + "(" + std::to_string(i >= 16 ? i - 32 : i) + ")";
+    default:
+      return name;
   }
 }
 
@@ -87,15 +94,15 @@ class Reader {
   Diag error(const std::string& what) const { return errorAt(pos_, what); }
   Diag errorAt(size_t pos, const std::string& what) const {
     std::string at = "token " + std::to_string(pos);
-    if (pos < tokens_.size()) at += " (" + tokenName(tokens_[pos]) + ")";
-    else at += " (end of input)";
+    if (pos < tokens_.size())
+      at += " (" + tokenName(tokens_[pos]) + ")";
+    else
+      at += " (end of input)";
     return makeDiag(ErrorKind::TraceInvalid, at + ": " + what);
   }
 
   // Is the next token of family f? Also rejects ids outside the vocabulary.
-  bool next(Family f) const {
-    return !atEnd() && peek() < kVocabSize && familyOf(peek()) == f;
-  }
+  bool next(Family f) const { return !atEnd() && peek() < kVocabSize && familyOf(peek()) == f; }
 
   void skip() { ++pos_; }
 
@@ -157,7 +164,9 @@ class Reader {
   size_t pos_ = 0;
 };
 
-int32_t predValue(uint8_t p) { return p == machine::kNoPred ? -1 : p; }
+int32_t predValue(uint8_t p) {
+  return p == machine::kNoPred ? -1 : p;
+}
 
 }  // namespace
 
@@ -191,10 +200,18 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
       for (const machine::Operand& o : in.src) {
         v(static_cast<int>(o.kind));
         switch (o.kind) {
-          case machine::OperandKind::None: v(0); break;
-          case machine::OperandKind::Reg: v(o.reg); break;
-          case machine::OperandKind::Imm: v(o.imm); break;
-          case machine::OperandKind::Special: v(static_cast<int>(o.special)); break;
+          case machine::OperandKind::None:
+            v(0);
+            break;
+          case machine::OperandKind::Reg:
+            v(o.reg);
+            break;
+          case machine::OperandKind::Imm:
+            v(o.imm);
+            break;
+          case machine::OperandKind::Special:
+            v(static_cast<int>(o.special));
+            break;
         }
       }
       v(predValue(in.psrc[0]));
@@ -324,8 +341,10 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
     nextFree = addr + n + 1;
   }
   QGPU_CHECK(in.expect(Family::Run));
-  if (consumed != nullptr) *consumed = in.pos();
-  else if (!in.atEnd()) return in.error("tokens after RUN (decodePrompt takes the prompt alone)");
+  if (consumed != nullptr)
+    *consumed = in.pos();
+  else if (!in.atEnd())
+    return in.error("tokens after RUN (decodePrompt takes the prompt alone)");
   Status ok = machine::verify(program, prompt.launch);
   if (!ok) {
     return makeDiag(ErrorKind::TraceInvalid,
@@ -347,7 +366,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
   while (true) {
     if (in.atEnd()) return in.error("the run ends without END, FAULT or LIMIT");
     const Token t = in.peek();
-    if (t >= kVocabSize) return in.error("not a qgpu token (vocabulary has " + std::to_string(kVocabSize) + ")");
+    if (t >= kVocabSize)
+      return in.error("not a qgpu token (vocabulary has " + std::to_string(kVocabSize) + ")");
     const Family f = familyOf(t);
     switch (f) {
       case Family::Ex: {
@@ -365,7 +385,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
       case Family::Wr:
       case Family::Wu: {
         const size_t at = in.pos();
-        if (phase != Phase::Regs) return in.error("a register write-back outside a step or after memory writes");
+        if (phase != Phase::Regs)
+          return in.error("a register write-back outside a step or after memory writes");
         const int reg = indexOf(t) + 1;
         if (reg <= lastReg) return in.error("registers must come in increasing order");
         in.skip();
@@ -380,7 +401,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
           for (uint32_t x : w.values) allSame &= x == w.values[0];
           if (allSame) return in.errorAt(at, "WR with equal values must be written as WU");
         }
-        if (f == Family::Wr && n == 1) return in.errorAt(at, "a one-lane write-back must be written as WU");
+        if (f == Family::Wr && n == 1)
+          return in.errorAt(at, "a one-lane write-back must be written as WU");
         lastReg = reg;
         events.push_back(std::move(w));
         break;
@@ -396,7 +418,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
         in.skip();
         const int words = f == Family::Stg ? machine::kGlobalWords : machine::kSharedWords;
         QGPU_TRY(addr, in.ranged("word address", nextAddr, words - n));
-        MemWrite w{f == Family::Stg ? Space::Global : Space::Shared, static_cast<uint8_t>(addr), {}};
+        MemWrite w{
+            f == Family::Stg ? Space::Global : Space::Shared, static_cast<uint8_t>(addr), {}};
         for (int i = 0; i < n; ++i) {
           QGPU_TRY(v, in.value("memory word"));
           w.values.push_back(v);
@@ -421,7 +444,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
         if (!in.atEnd()) return in.error("tokens after the end of the run");
         return events;
       }
-      default: return in.error("not a run token here");
+      default:
+        return in.error("not a run token here");
     }
   }
 }
@@ -433,20 +457,23 @@ std::string describe(const TraceEvent& event) {
       for (int l = 0; l < machine::kLanes; ++l) {
         if (e.mask >> l & 1) lanes += (lanes.empty() ? "" : ",") + std::to_string(l);
       }
-      return "exec B" + std::to_string(e.block) + " warp " + std::to_string(e.warp) + " lanes " + lanes;
+      return "exec B" + std::to_string(e.block) + " warp " + std::to_string(e.warp) + " lanes " +
+             lanes;
     }
     std::string operator()(const RegWrite& w) const {
       std::string out = "  r" + std::to_string(w.reg) + " =";
-      if (w.uniform) out += " " + std::to_string(static_cast<int32_t>(w.values[0])) + " (all lanes)";
+      if (w.uniform)
+        out += " " + std::to_string(static_cast<int32_t>(w.values[0])) + " (all lanes)";
       else {
         for (uint32_t v : w.values) out += " " + std::to_string(static_cast<int32_t>(v));
       }
       return out;
     }
     std::string operator()(const MemWrite& w) const {
-      std::string out = std::string("  ") + (w.space == Space::Global ? "global" : "shared") + "[" +
-                        std::to_string(w.addr) + (w.values.size() > 1 ? ".." + std::to_string(w.addr + w.values.size() - 1) : "") +
-                        "] =";
+      std::string out =
+          std::string("  ") + (w.space == Space::Global ? "global" : "shared") + "[" +
+          std::to_string(w.addr) +
+          (w.values.size() > 1 ? ".." + std::to_string(w.addr + w.values.size() - 1) : "") + "] =";
       for (uint32_t v : w.values) out += " " + std::to_string(static_cast<int32_t>(v));
       return out;
     }

@@ -28,27 +28,28 @@ namespace qgpu::trace {
 
 using Token = uint16_t;
 
-// The vocabulary: QGPU_TOKEN_FAMILY(Name, "NAME", count). Ids are assigned in this order.
-#define QGPU_TOKEN_FAMILIES(X)                                                           \
-  X(Prog, "PROG", 1)     /* prompt: start of the program */                              \
-  X(Blk, "BLK", 1)       /* prompt: start of a block */                                  \
-  X(Opw, "OPW", 1)       /* prompt: start of one op's fields */                          \
-  X(Term, "TERM", 1)     /* prompt: the block's terminator fields follow */              \
-  X(LaunchTok, "LAUNCH", 1) /* prompt: gridX, blockX follow */                           \
-  X(Gmem, "GMEM", 1)     /* prompt: runs of nonzero initial global words follow */       \
-  X(Run, "RUN", 1)       /* end of the prompt, start of the run */                       \
-  X(Ex, "EX", 32)        /* run: EX(b) executes block b */                               \
-  X(Wm, "WM", 60)        /* run: WM(w,m) warp w (0..3), active lane mask m (1..15) */   \
-  X(Wr, "WR", 15)        /* run: WR(r) register r1..r15 written back, one value/lane */ \
-  X(Wu, "WU", 15)        /* run: WU(r) uniform write-back, one value */                  \
-  X(Stg, "STG", 4)       /* run: STG(n) n consecutive global words changed */            \
-  X(Sts, "STS", 4)       /* run: STS(n) n consecutive shared words changed */            \
-  X(Cta, "CTA", 1)       /* run: the next CTA starts */                                  \
-  X(End, "END", 1)       /* run: finished */                                             \
-  X(FaultTok, "FAULT", 1) /* run: the machine trapped */                                 \
-  X(Limit, "LIMIT", 1)   /* run: the step limit was reached */                           \
-  X(C, "C", 32)          /* value: a continuation chunk */                               \
-  X(T, "T", 32)          /* value: the terminal chunk */
+// The vocabulary: X(Family, "NAME", count), one row per token family. Ids are assigned in this
+// order: a family's base is the sum of the counts above it.
+#define QGPU_TOKEN_FAMILIES(X)                                                             \
+  X(Prog, "PROG", 1)        /* prompt: start of the program */                             \
+  X(Blk, "BLK", 1)          /* prompt: start of a block */                                 \
+  X(Opw, "OPW", 1)          /* prompt: start of one op's fields */                         \
+  X(Term, "TERM", 1)        /* prompt: the block's terminator fields follow */             \
+  X(LaunchTok, "LAUNCH", 1) /* prompt: gridX, blockX follow */                             \
+  X(Gmem, "GMEM", 1)        /* prompt: runs of nonzero initial global words follow */      \
+  X(Run, "RUN", 1)          /* end of the prompt, start of the run */                      \
+  X(Ex, "EX", 32)           /* run: EX(b) executes block b */                              \
+  X(Wm, "WM", 60)           /* run: WM(w,m) warp w (0..3), active lane mask m (1..15) */   \
+  X(Wr, "WR", 15)           /* run: WR(r) register r1..r15 written back, one value/lane */ \
+  X(Wu, "WU", 15)           /* run: WU(r) uniform write-back, one value */                 \
+  X(Stg, "STG", 4)          /* run: STG(n) n consecutive global words changed */           \
+  X(Sts, "STS", 4)          /* run: STS(n) n consecutive shared words changed */           \
+  X(Cta, "CTA", 1)          /* run: the next CTA starts */                                 \
+  X(End, "END", 1)          /* run: finished */                                            \
+  X(FaultTok, "FAULT", 1)   /* run: the machine trapped */                                 \
+  X(Limit, "LIMIT", 1)      /* run: the step limit was reached */                          \
+  X(C, "C", 32)             /* value: a continuation chunk */                              \
+  X(T, "T", 32)             /* value: the terminal chunk */
 
 enum class Family : uint8_t {
 #define QGPU_FAMILY_ENUM(name, text, count) name,
@@ -71,7 +72,8 @@ inline constexpr int kNumFamilies = sizeof(kFamilies) / sizeof(kFamilies[0]);
 
 constexpr uint16_t familyBase(Family f) {
   uint16_t base = 0;
-  for (int i = 0; i < static_cast<int>(f); ++i) base = static_cast<uint16_t>(base + kFamilies[i].count);
+  for (int i = 0; i < static_cast<int>(f); ++i)
+    base = static_cast<uint16_t>(base + kFamilies[i].count);
   return base;
 }
 inline constexpr uint16_t kVocabSize =
@@ -81,18 +83,34 @@ inline constexpr uint32_t kQwenFirstId = 248077;
 inline constexpr uint32_t kQwenRows = 243;
 static_assert(kVocabSize <= kQwenRows, "the vocabulary must fit Qwen3.5's unused embedding rows");
 
-constexpr Token tok(Family f, int index) { return static_cast<Token>(familyBase(f) + index); }
+constexpr Token tok(Family f, int index) {
+  return static_cast<Token>(familyBase(f) + index);
+}
 Family familyOf(Token t);  // t < kVocabSize
 int indexOf(Token t);      // index within its family
 
 // Constructors for the run tokens.
-constexpr Token ex(int block) { return tok(Family::Ex, block); }
-constexpr Token wm(int warp, int mask) { return tok(Family::Wm, warp * 15 + mask - 1); }
-constexpr Token wr(int reg) { return tok(Family::Wr, reg - 1); }
-constexpr Token wu(int reg) { return tok(Family::Wu, reg - 1); }
-constexpr Token stg(int n) { return tok(Family::Stg, n - 1); }
-constexpr Token sts(int n) { return tok(Family::Sts, n - 1); }
-constexpr Token single(Family f) { return tok(f, 0); }
+constexpr Token ex(int block) {
+  return tok(Family::Ex, block);
+}
+constexpr Token wm(int warp, int mask) {
+  return tok(Family::Wm, warp * 15 + mask - 1);
+}
+constexpr Token wr(int reg) {
+  return tok(Family::Wr, reg - 1);
+}
+constexpr Token wu(int reg) {
+  return tok(Family::Wu, reg - 1);
+}
+constexpr Token stg(int n) {
+  return tok(Family::Stg, n - 1);
+}
+constexpr Token sts(int n) {
+  return tok(Family::Sts, n - 1);
+}
+constexpr Token single(Family f) {
+  return tok(f, 0);
+}
 
 // Values.
 int valueLength(uint32_t value);  // 1..7 tokens
@@ -144,7 +162,8 @@ struct Faulted {
 struct LimitReached {
   bool operator==(const LimitReached&) const = default;
 };
-using TraceEvent = std::variant<Exec, RegWrite, MemWrite, CtaStart, Finished, Faulted, LimitReached>;
+using TraceEvent =
+    std::variant<Exec, RegWrite, MemWrite, CtaStart, Finished, Faulted, LimitReached>;
 
 // Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md, including the
 // orders the interpreter writes (registers increasing, global before shared, addresses

@@ -9,10 +9,18 @@
 
 namespace qgpu::machine::build {
 
-inline Operand R(uint8_t r) { return Operand::r(r); }
-inline Operand I(int64_t v) { return Operand::i(static_cast<uint32_t>(v)); }
-inline Operand S(Special s) { return Operand::s(s); }
-inline Operand Tid() { return Operand::s(Special::TidX); }
+inline Operand R(uint8_t r) {
+  return Operand::r(r);
+}
+inline Operand I(int64_t v) {
+  return Operand::i(static_cast<uint32_t>(v));
+}
+inline Operand S(Special s) {
+  return Operand::s(s);
+}
+inline Operand Tid() {
+  return Operand::s(Special::TidX);
+}
 
 inline Instr alu(Op op, uint8_t dst, Operand a, Operand b = {}, Operand c = {}) {
   Instr in;
@@ -89,7 +97,9 @@ inline Instr stl(int32_t slot, Operand value) {
   in.offset = slot;
   return in;
 }
-inline Instr shfl(Op op, uint8_t dst, Operand a, Operand b, Operand c) { return alu(op, dst, a, b, c); }
+inline Instr shfl(Op op, uint8_t dst, Operand a, Operand b, Operand c) {
+  return alu(op, dst, a, b, c);
+}
 inline Instr ballot(uint8_t dst, uint8_t p) {
   Instr in;
   in.op = Op::Ballot;
@@ -109,12 +119,18 @@ inline Instr guard(Instr in, uint8_t p, bool negate = false) {
   return in;
 }
 
-inline Terminator jmp(uint8_t next) { return {TermKind::Jump, kNoPred, false, 0, next}; }
+inline Terminator jmp(uint8_t next) {
+  return {TermKind::Jump, kNoPred, false, 0, next};
+}
 inline Terminator br(uint8_t p, uint8_t taken, uint8_t next, bool negate = false) {
   return {TermKind::Branch, p, negate, taken, next};
 }
-inline Terminator bar(uint8_t next) { return {TermKind::Barrier, kNoPred, false, 0, next}; }
-inline Terminator exitTerm() { return {}; }
+inline Terminator bar(uint8_t next) {
+  return {TermKind::Barrier, kNoPred, false, 0, next};
+}
+inline Terminator exitTerm() {
+  return {};
+}
 
 inline uint16_t commit(std::initializer_list<int> regs) {
   uint16_t m = 0;

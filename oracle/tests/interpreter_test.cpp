@@ -47,7 +47,7 @@ TEST(Interpreter, AluOpsMatchHandWorkedValues) {
       {Op::Mul, 0x10000, 0x10000, 0, 0},
       {Op::Mul, 7, static_cast<uint32_t>(-3), 0, static_cast<uint32_t>(-21)},
       {Op::MulHiU, 0xffffffffu, 0xffffffffu, 0, 0xfffffffeu},  // (2^32-1)^2 = 2^64 - 2^33 + 1
-      {Op::MulHiS, 0xffffffffu, 0xffffffffu, 0, 0},           // -1 * -1 = 1
+      {Op::MulHiS, 0xffffffffu, 0xffffffffu, 0, 0},            // -1 * -1 = 1
       {Op::MulHiS, kMin, 2, 0, 0xffffffffu},                   // -2^32: high word -1
       {Op::Mad, 3, 4, 5, 17},
       {Op::DivU, 7, 2, 0, 3},
@@ -94,16 +94,16 @@ TEST(Interpreter, AluOpsMatchHandWorkedValues) {
       {Op::Bfind, 1, 0, 0, 0},
       {Op::Bfind, kMin, 0, 0, 31},
       {Op::Bfind, 0x10000, 0, 0, 16},
-      {Op::BfeU, 0xabcd1234u, 4, 8, 0x23},       // 0x0abcd123 & 0xff
-      {Op::BfeU, 0xabcd1234u, 28, 8, 0xa},       // only bits 28..31 exist
-      {Op::BfeU, 0xabcd1234u, 32, 8, 0},         // pos beyond the word
-      {Op::BfeU, 0xabcd1234u, 4, 0, 0},          // len 0
-      {Op::BfeU, 0xff, 0x100, 0x104, 0xf},       // pos = b & 0xff = 0, len = c & 0xff = 4
-      {Op::BfeS, 0xabcd1234u, 4, 8, 0x23},       // field 0010_0011: top bit 0
-      {Op::BfeS, 0xf0, 4, 4, 0xffffffffu},       // field 1111: sign-filled
-      {Op::BfeS, kMin, 28, 8, 0xfffffff8u},      // field 1000, sign a[31]
-      {Op::BfeS, kMin, 4, 0, 0},                 // len 0 gives 0
-      {Op::BfeS, kMin, 40, 4, 0xffffffffu},      // pos >= 32: every bit is a[31]
+      {Op::BfeU, 0xabcd1234u, 4, 8, 0x23},   // 0x0abcd123 & 0xff
+      {Op::BfeU, 0xabcd1234u, 28, 8, 0xa},   // only bits 28..31 exist
+      {Op::BfeU, 0xabcd1234u, 32, 8, 0},     // pos beyond the word
+      {Op::BfeU, 0xabcd1234u, 4, 0, 0},      // len 0
+      {Op::BfeU, 0xff, 0x100, 0x104, 0xf},   // pos = b & 0xff = 0, len = c & 0xff = 4
+      {Op::BfeS, 0xabcd1234u, 4, 8, 0x23},   // field 0010_0011: top bit 0
+      {Op::BfeS, 0xf0, 4, 4, 0xffffffffu},   // field 1111: sign-filled
+      {Op::BfeS, kMin, 28, 8, 0xfffffff8u},  // field 1000, sign a[31]
+      {Op::BfeS, kMin, 4, 0, 0},             // len 0 gives 0
+      {Op::BfeS, kMin, 40, 4, 0xffffffffu},  // pos >= 32: every bit is a[31]
       {Op::Prmt, 0x33221100, 0x77665544, 0x3210, 0x33221100},
       {Op::Prmt, 0x33221100, 0x77665544, 0x7654, 0x77665544},
       {Op::Prmt, 0x33221100, 0x77665544, 0x0123, 0x00112233},
@@ -125,7 +125,8 @@ uint32_t evalCmp(Op op, uint32_t a, uint32_t b) {
   Program p{"cmp",
             {block({cmp(op, 0, I(a), I(b)), selp(1, I(1), I(0), 0), st(Space::Global, I(0), R(1))},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   return runOk(p, launch(1, 1)).global[0];
 }
 
@@ -144,15 +145,15 @@ TEST(Interpreter, ComparesAreSignedOrUnsignedAsNamed) {
 
 TEST(Interpreter, PredicateLogic) {
   // p0 = 1, p1 = 0; B0 turns each result into r1..r5, B1 stores them to words 0..4.
-  Block b0 = block({pconst(0, true), pconst(1, false), pop(Op::PAnd, 2, 0, 1), pop(Op::POr, 3, 0, 1),
-                    pop(Op::PXor, 4, 0, 1), pop(Op::PNot, 5, 0), pop(Op::PMov, 6, 1),
-                    selp(1, I(1), I(0), 2), selp(2, I(1), I(0), 3), selp(3, I(1), I(0), 4),
-                    selp(4, I(1), I(0), 5), selp(5, I(1), I(0), 6)},
+  Block b0 = block({pconst(0, true), pconst(1, false), pop(Op::PAnd, 2, 0, 1),
+                    pop(Op::POr, 3, 0, 1), pop(Op::PXor, 4, 0, 1), pop(Op::PNot, 5, 0),
+                    pop(Op::PMov, 6, 1), selp(1, I(1), I(0), 2), selp(2, I(1), I(0), 3),
+                    selp(3, I(1), I(0), 4), selp(4, I(1), I(0), 5), selp(5, I(1), I(0), 6)},
                    jmp(1), commit({1, 2, 3, 4, 5}));
-  Block b1 = block({st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2)),
-                    st(Space::Global, I(8), R(3)), st(Space::Global, I(12), R(4)),
-                    st(Space::Global, I(16), R(5))},
-                   exitTerm());
+  Block b1 = block(
+      {st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2)), st(Space::Global, I(8), R(3)),
+       st(Space::Global, I(12), R(4)), st(Space::Global, I(16), R(5))},
+      exitTerm());
   RunResult r = runOk(Program{"pred", {b0, b1}, 0, 0}, launch(1, 1));
   EXPECT_EQ(r.global[0], 0u);  // and
   EXPECT_EQ(r.global[1], 1u);  // or
@@ -168,7 +169,8 @@ Program diamond() {
                   block({alu(Op::Mov, 1, I(10))}, jmp(3), commit({1})),
                   block({alu(Op::Mov, 1, I(20))}, jmp(3), commit({1})),
                   block({alu(Op::Shl, 2, Tid(), I(2)), st(Space::Global, R(2), R(1))}, exitTerm())},
-                 0, 0};
+                 0,
+                 0};
 }
 
 TEST(Interpreter, IfElseDiamondReconvergesUnderMinPc) {
@@ -193,7 +195,8 @@ TEST(Interpreter, LoopWithPerLaneTripCounts) {
                     cmp(Op::SetNe, 0, R(2), I(0))},
                    br(0, 1, 2), commit({1, 2})),
              block({alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(1))}, exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, 4));
   EXPECT_EQ(r.global[0], 1u);
   EXPECT_EQ(r.global[1], 3u);
@@ -215,14 +218,16 @@ TEST(Interpreter, UncommittedWritesRevertAtBlockEnd) {
   Program p{"commit",
             {block({alu(Op::Mov, 2, I(7)), alu(Op::Add, 1, R(2), I(1))}, jmp(1), commit({1})),
              block({st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2))}, exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, 1));
   EXPECT_EQ(r.global[0], 8u);  // 7 + 1, read within the block
   EXPECT_EQ(r.global[1], 0u);  // r2 reverted to its initial 0
 }
 
 TEST(Interpreter, RegisterZeroDiscardsWrites) {
-  Program p{"r0", {block({alu(Op::Mov, 0, I(5)), st(Space::Global, I(0), R(0))}, exitTerm())}, 0, 0};
+  Program p{
+      "r0", {block({alu(Op::Mov, 0, I(5)), st(Space::Global, I(0), R(0))}, exitTerm())}, 0, 0};
   EXPECT_EQ(runOk(p, launch(1, 1)).global[0], 0u);
 }
 
@@ -233,7 +238,8 @@ TEST(Interpreter, GuardedOpsActOnlyWhereThePredicateHolds) {
                     guard(alu(Op::Mov, 1, I(2)), 0, true), alu(Op::Shl, 3, Tid(), I(2)),
                     st(Space::Global, R(3), R(1))},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, 4));
   EXPECT_EQ((std::array<uint32_t, 4>{r.global[0], r.global[1], r.global[2], r.global[3]}),
             (std::array<uint32_t, 4>{1, 1, 2, 2}));
@@ -246,7 +252,8 @@ std::array<uint32_t, 5> atomics(Op op, Operand b, Operand c = {}, uint32_t initi
                     atom(op, Space::Global, 1, I(0), b, c), alu(Op::Shl, 3, Tid(), I(2)),
                     st(Space::Global, R(3), R(1), 4)},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   Launch l = launch(1, 4);
   l.global[0] = initial;
   RunResult r = runOk(p, l);
@@ -290,7 +297,8 @@ std::array<uint32_t, 4> shuffle(Op op, uint32_t b, uint32_t c, bool onlyFirstThr
             {block({alu(Op::Mul, 1, Tid(), I(10)), cmp(Op::SetLtU, 0, Tid(), I(3)), sh,
                     alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(2))},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, threads));
   return {r.global[0], r.global[1], r.global[2], r.global[3]};
 }
@@ -317,14 +325,16 @@ TEST(Interpreter, ShufflesFollowThePtxFormulaOnFourLanes) {
 
 TEST(Interpreter, VotesCoverTheOpsLanes) {
   // p0 = tid < 3 over 4 lanes: ballot 0b0111, any true, all false; under guard p0: all true.
-  Program p{"vote",
-            {block({cmp(Op::SetLtU, 0, Tid(), I(3)), ballot(1, 0), vote(Op::VoteAny, 1, 0),
-                    vote(Op::VoteAll, 2, 0), guard(vote(Op::VoteAll, 3, 0), 0),
-                    selp(2, I(1), I(0), 1), selp(3, I(1), I(0), 2), guard(selp(4, I(1), I(0), 3), 0),
-                    st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2)),
-                    st(Space::Global, I(8), R(3)), guard(st(Space::Global, I(12), R(4)), 0)},
-                   exitTerm())},
-            0, 0};
+  Program p{
+      "vote",
+      {block({cmp(Op::SetLtU, 0, Tid(), I(3)), ballot(1, 0), vote(Op::VoteAny, 1, 0),
+              vote(Op::VoteAll, 2, 0), guard(vote(Op::VoteAll, 3, 0), 0), selp(2, I(1), I(0), 1),
+              selp(3, I(1), I(0), 2), guard(selp(4, I(1), I(0), 3), 0),
+              st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2)),
+              st(Space::Global, I(8), R(3)), guard(st(Space::Global, I(12), R(4)), 0)},
+             exitTerm())},
+      0,
+      0};
   RunResult r = runOk(p, launch(1, 4));
   EXPECT_EQ(r.global[0], 7u);
   EXPECT_EQ(r.global[1], 1u);
@@ -343,7 +353,8 @@ TEST(Interpreter, BarrierOrdersSharedMemoryAcrossFourWarpsWithPartialLastWarp) {
                     alu(Op::Shl, 1, R(1), I(2)), ld(Space::Shared, 2, R(1)),
                     alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(2))},
                    exitTerm())},
-            14, 0};
+            14,
+            0};
   RunResult r = runOk(p, launch(1, 14));
   ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
   for (uint32_t t = 0; t < 13; ++t) EXPECT_EQ(r.global[t], t + 2) << t;
@@ -359,8 +370,8 @@ TEST(Interpreter, BarrierOrdersSharedMemoryAcrossFourWarpsWithPartialLastWarp) {
       masks.push_back(x->mask);
     }
   }
-  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {0, 2}, {0, 3},
-                                                     {1, 0}, {1, 1}, {1, 2}, {1, 3}}));
+  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{
+                       {0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 3}}));
   EXPECT_EQ(masks[3], 0x3);  // the partial warp
 }
 
@@ -381,7 +392,8 @@ TEST(Interpreter, DivergentBarrierFaults) {
   Program p{"divbar",
             {block({cmp(Op::SetLtU, 0, Tid(), I(2))}, br(0, 1, 2)), block({}, bar(2)),
              block({}, exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, 4));
   EXPECT_EQ(r.status, RunStatus::Fault);
   EXPECT_EQ(r.fault.kind, ErrorKind::MachineFault);
@@ -397,7 +409,8 @@ TEST(Interpreter, MultiCtaRunsInOrderWithCtaid) {
                     alu(Op::Shl, 2, R(1), I(2)), alu(Op::Mad, 3, S(Special::CtaidX), I(100), Tid()),
                     st(Space::Global, R(2), R(3))},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(3, 2));
   EXPECT_EQ((std::array<uint32_t, 7>{r.global[0], r.global[1], r.global[2], r.global[3],
                                      r.global[4], r.global[5], r.global[6]}),
@@ -414,7 +427,8 @@ TEST(Interpreter, SharedMemoryIsZeroedForEachCta) {
                     st(Space::Shared, I(0), R(1)), alu(Op::Shl, 2, S(Special::CtaidX), I(2)),
                     st(Space::Global, R(2), R(1))},
                    exitTerm())},
-            1, 0};
+            1,
+            0};
   RunResult r = runOk(p, launch(2, 1));
   EXPECT_EQ(r.global[0], 5u);
   EXPECT_EQ(r.global[1], 5u);
@@ -422,18 +436,19 @@ TEST(Interpreter, SharedMemoryIsZeroedForEachCta) {
 
 TEST(Interpreter, SpillSlotsLiveAfterUserSharedMemory) {
   // sharedWords 1, 1 slot, 2 threads: slot 0 of thread t is shared word 1 + t.
-  Program p{"spill",
-            {block({alu(Op::Add, 1, Tid(), I(7)), stl(0, R(1))}, jmp(1)),
-             block({ldl(2, 0), alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(2))},
-                   exitTerm())},
-            1, 1};
+  Program p{
+      "spill",
+      {block({alu(Op::Add, 1, Tid(), I(7)), stl(0, R(1))}, jmp(1)),
+       block({ldl(2, 0), alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(2))}, exitTerm())},
+      1,
+      1};
   RunResult r = runOk(p, launch(1, 2));
   EXPECT_EQ(r.global[0], 7u);
   EXPECT_EQ(r.global[1], 8u);
   // The spill store shows as STS(2) at shared words 1, 2 with 7, 8.
   using namespace trace;
-  const std::vector<Token> want = {ex(0), wm(0, 3), sts(2), tok(Family::T, 1), tok(Family::T, 7),
-                                   tok(Family::T, 8)};
+  const std::vector<Token> want = {
+      ex(0), wm(0, 3), sts(2), tok(Family::T, 1), tok(Family::T, 7), tok(Family::T, 8)};
   ASSERT_GE(r.trace.size(), want.size());
   EXPECT_EQ(std::vector<Token>(r.trace.begin(), r.trace.begin() + 6), want);
 }
@@ -456,7 +471,8 @@ TEST(Interpreter, FaultNamesTheFaultingLaneAndKeepsEarlierLanesStores) {
   // Address tid * 200: lanes 0..2 are in range (word 100 at most), lane 3 (byte 600) is not.
   Program p{"lane",
             {block({alu(Op::Mul, 1, Tid(), I(200)), st(Space::Global, R(1), I(9))}, exitTerm())},
-            0, 0};
+            0,
+            0};
   RunResult r = runOk(p, launch(1, 4));
   ASSERT_EQ(r.status, RunStatus::Fault);
   EXPECT_NE(r.fault.message.find("lane 3"), std::string::npos) << r.fault.message;

@@ -14,8 +14,8 @@ using namespace build;
 // A valid base program; each test breaks one rule of it.
 Program base() {
   return Program{"k",
-                 {block({cmp(Op::SetLtU, 0, Tid(), I(2)), alu(Op::Add, 1, Tid(), I(4))}, br(0, 1, 1),
-                        commit({1})),
+                 {block({cmp(Op::SetLtU, 0, Tid(), I(2)), alu(Op::Add, 1, Tid(), I(4))},
+                        br(0, 1, 1), commit({1})),
                   block({st(Space::Global, I(0), R(1))}, exitTerm())},
                  0,
                  0};
@@ -179,10 +179,12 @@ TEST(MachineVerify, RejectsSpillSlotOutOfRange) {
 TEST(MachineVerify, RejectsBranchTargetOutOfRange) {
   Program p = base();
   p.blocks[0].term.taken = 2;
-  expectInvalid(p, ErrorKind::ProgramInvalid, "block 0 terminator (br): taken target B2 does not exist");
+  expectInvalid(p, ErrorKind::ProgramInvalid,
+                "block 0 terminator (br): taken target B2 does not exist");
   p = base();
   p.blocks[1].term = jmp(7);
-  expectInvalid(p, ErrorKind::ProgramInvalid, "block 1 terminator (jmp): next target B7 does not exist");
+  expectInvalid(p, ErrorKind::ProgramInvalid,
+                "block 1 terminator (jmp): next target B7 does not exist");
 }
 
 TEST(MachineVerify, RejectsBranchWithoutPredicate) {

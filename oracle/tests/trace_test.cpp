@@ -20,8 +20,12 @@ namespace {
 using namespace machine;
 using namespace machine::build;
 
-Token T(int d) { return tok(Family::T, d & 31); }
-Token C(int d) { return tok(Family::C, d & 31); }
+Token T(int d) {
+  return tok(Family::T, d & 31);
+}
+Token C(int d) {
+  return tok(Family::C, d & 31);
+}
 const Token kEnd = single(Family::End);
 
 TEST(TraceVocabulary, FamilyBasesAndSize) {
@@ -62,9 +66,9 @@ TEST(TraceValues, BoundariesUseTheFewestChunks) {
   EXPECT_EQ(encodeValue(0), (V{T(0)}));
   EXPECT_EQ(encodeValue(15), (V{T(15)}));
   EXPECT_EQ(encodeValue(static_cast<uint32_t>(-16)), (V{T(-16)}));
-  EXPECT_EQ(encodeValue(16), (V{C(0), T(16)}));                           // 00000 10000
-  EXPECT_EQ(encodeValue(static_cast<uint32_t>(-17)), (V{C(-1), T(15)}));  // 11111 01111
-  EXPECT_EQ(encodeValue(511), (V{C(15), T(31)}));                         // 01111 11111
+  EXPECT_EQ(encodeValue(16), (V{C(0), T(16)}));                            // 00000 10000
+  EXPECT_EQ(encodeValue(static_cast<uint32_t>(-17)), (V{C(-1), T(15)}));   // 11111 01111
+  EXPECT_EQ(encodeValue(511), (V{C(15), T(31)}));                          // 01111 11111
   EXPECT_EQ(encodeValue(static_cast<uint32_t>(-512)), (V{C(-16), T(0)}));  // 10000 00000
   EXPECT_EQ(encodeValue(512), (V{C(0), C(16), T(0)}));
   EXPECT_EQ(encodeValue(UINT32_MAX), (V{T(-1)}));  // -1
@@ -104,11 +108,11 @@ TEST(TraceValues, DecodeRejectsMalformedValues) {
     EXPECT_NE(got.error().message.find(part), std::string::npos) << got.error().message;
     EXPECT_EQ(got.error().message.rfind("token 3", 0), 0u) << got.error().message;
   };
-  expectBad({C(0), T(5)}, "shortest form");            // 5 fits one chunk
-  expectBad({C(-1), T(-1)}, "shortest form");          // -1 fits one chunk
+  expectBad({C(0), T(5)}, "shortest form");    // 5 fits one chunk
+  expectBad({C(-1), T(-1)}, "shortest form");  // -1 fits one chunk
   expectBad({C(0), C(0), C(0), C(0), C(0), C(0), C(0), T(1)}, "more than 7 chunks");
   expectBad({C(4), C(0), C(0), C(0), C(0), C(0), T(0)}, "does not fit in 32 bits");  // 2^32
-  expectBad({C(3)}, "unterminated");                    // truncated: END is not a chunk
+  expectBad({C(3)}, "unterminated");  // truncated: END is not a chunk
 }
 
 // if (tid < 2) r1 = 10; else r1 = 20; global[tid] = r1.
@@ -118,7 +122,8 @@ Program diamond() {
                   block({alu(Op::Mov, 1, I(10))}, jmp(3), commit({1})),
                   block({alu(Op::Mov, 1, I(20))}, jmp(3), commit({1})),
                   block({alu(Op::Shl, 2, Tid(), I(2)), st(Space::Global, R(2), R(1))}, exitTerm())},
-                 0, 0};
+                 0,
+                 0};
 }
 
 TEST(TraceRun, DiamondTraceIsExact) {
@@ -126,10 +131,11 @@ TEST(TraceRun, DiamondTraceIsExact) {
   ASSERT_TRUE(r.ok());
   // Hand-computed ids: EX(b) = 7 + b, WM(w0,m) = 39 + m - 1, WU(r1) = 114, STG(4) = 132,
   // T(d) = 173 + d, C(0) = 141, END = 138. 20 = 00000 10100 -> C(0) T(20).
-  const std::vector<Token> want = {7,   53,                           // EX(0) WM(w0,1111)
-                                   8,   41,  114, 183,                // EX(1) WM(w0,0011) WU(r1) 10
-                                   9,   50,  114, 141, 193,           // EX(2) WM(w0,1100) WU(r1) 20
-                                   10,  53,  132, 173, 183, 183, 141, 193, 141, 193,  // STG(4) 0: 10 10 20 20
+  const std::vector<Token> want = {7,   53,                  // EX(0) WM(w0,1111)
+                                   8,   41,  114, 183,       // EX(1) WM(w0,0011) WU(r1) 10
+                                   9,   50,  114, 141, 193,  // EX(2) WM(w0,1100) WU(r1) 20
+                                   10,  53,  132, 173, 183,
+                                   183, 141, 193, 141, 193,  // STG(4) 0: 10 10 20 20
                                    138};
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
 }
@@ -143,18 +149,19 @@ TEST(TraceRun, NonUniformWritesUseWrAndMemoryRunsSplitAtFourAndAtGaps) {
                     st(Space::Global, R(2), R(1)), st(Space::Global, R(2), R(1), 16),
                     st(Space::Global, R(2), R(1), 48), st(Space::Global, I(80), I(0))},
                    exitTerm(), commit({1}))},
-            0, 0};
+            0,
+            0};
   auto r = oracle::run(p, launch(1, 6));
   ASSERT_TRUE(r.ok());
   const std::vector<Token> want = {
-      ex(0), wm(0, 15), wr(1), T(1), T(2), T(3), T(4),  // warp 0
-      stg(4), T(0), T(1), T(2), T(3), T(4),             // words 0..3
-      stg(4), T(4), T(1), T(2), T(3), T(4),             // words 4..7: a run holds at most 4
-      stg(4), T(12), T(1), T(2), T(3), T(4),            // words 12..15
-      ex(0), wm(1, 3), wr(1), T(5), T(6),               // warp 1, lanes 0,1
-      stg(2), T(4), T(5), T(6),                         // words 4..5
-      stg(2), T(8), T(5), T(6),                         // words 8..9
-      stg(2), C(0), T(16), T(5), T(6),                  // words 16..17 (16 = 00000 10000)
+      ex(0),  wm(0, 15), wr(1), T(1), T(2), T(3), T(4),  // warp 0
+      stg(4), T(0),      T(1),  T(2), T(3), T(4),        // words 0..3
+      stg(4), T(4),      T(1),  T(2), T(3), T(4),        // words 4..7: a run holds at most 4
+      stg(4), T(12),     T(1),  T(2), T(3), T(4),        // words 12..15
+      ex(0),  wm(1, 3),  wr(1), T(5), T(6),              // warp 1, lanes 0,1
+      stg(2), T(4),      T(5),  T(6),                    // words 4..5
+      stg(2), T(8),      T(5),  T(6),                    // words 8..9
+      stg(2), C(0),      T(16), T(5), T(6),              // words 16..17 (16 = 00000 10000)
       kEnd};
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
   EXPECT_TRUE(decodeRun(r->trace).ok());
@@ -167,7 +174,8 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
                     ld(Space::Global, 3, R(1), 12), alu(Op::Mul, 2, R(2), R(3)),
                     atom(Op::AtomAdd, Space::Global, 0, I(24), R(2))},
                    exitTerm())},
-            0, 0};
+            0,
+            0};
   Launch l = launch(1, 3);
   for (uint32_t i = 0; i < 6; ++i) l.global[i] = i + 1;
   auto r = oracle::run(p, l);
@@ -179,19 +187,19 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
 }
 
 TEST(TraceRun, DecodeRunGivesTypedEvents) {
-  const std::vector<Token> run = {ex(2), wm(1, 5), wr(3), T(1), T(-2), wu(4), T(7),
-                                  stg(1), T(9), C(0), T(16), sts(2), T(0), T(1), T(2),
-                                  single(Family::Cta), kEnd};
+  const std::vector<Token> run = {
+      ex(2), wm(1, 5), wr(3), T(1),   T(-2), wu(4), T(7), stg(1),
+      T(9),  C(0),     T(16), sts(2), T(0),  T(1),  T(2), single(Family::Cta),
+      kEnd};
   auto events = decodeRun(run);
   ASSERT_TRUE(events.ok()) << events.error().message;
-  const std::vector<TraceEvent> want = {
-      Exec{2, 1, 5},
-      RegWrite{3, false, {1, static_cast<uint32_t>(-2)}},
-      RegWrite{4, true, {7}},
-      MemWrite{Space::Global, 9, {16}},
-      MemWrite{Space::Shared, 0, {1, 2}},
-      CtaStart{},
-      Finished{}};
+  const std::vector<TraceEvent> want = {Exec{2, 1, 5},
+                                        RegWrite{3, false, {1, static_cast<uint32_t>(-2)}},
+                                        RegWrite{4, true, {7}},
+                                        MemWrite{Space::Global, 9, {16}},
+                                        MemWrite{Space::Shared, 0, {1, 2}},
+                                        CtaStart{},
+                                        Finished{}};
   EXPECT_EQ(*events, want);
   EXPECT_EQ(pretty(run),
             "exec B2 warp 1 lanes 0,2\n"
@@ -224,7 +232,8 @@ TEST(TraceRun, DecodeRejectsMalformedRuns) {
   expectRunRejected({ex(0), wm(0, 1), wu(2), T(0), wu(1), T(0), kEnd}, 4, "increasing order");
   expectRunRejected({ex(0), wm(0, 1), sts(1), T(0), T(0), stg(1), T(0), T(0), kEnd}, 5,
                     "global writes must come before shared");
-  expectRunRejected({ex(0), wm(0, 1), stg(1), T(0), T(0), wu(1), T(0), kEnd}, 5, "after memory writes");
+  expectRunRejected({ex(0), wm(0, 1), stg(1), T(0), T(0), wu(1), T(0), kEnd}, 5,
+                    "after memory writes");
   expectRunRejected({ex(0), wm(0, 1), stg(2), T(5), T(0), T(0), stg(1), T(7), T(0), kEnd}, 7,
                     "word address");  // word 7 is adjacent to run 5..6: must have been merged
   expectRunRejected({ex(0), wm(0, 1), stg(4), C(3), T(-2), T(0), T(0), T(0), T(0), kEnd}, 3,
@@ -279,13 +288,13 @@ TEST(TracePrompt, RoundTripsEveryField) {
 TEST(TracePrompt, SmallestPromptIsExact) {
   Program p{"", {block({}, exitTerm())}, 0, 0};
   Launch l = launch(1, 1);
-  l.global[3] = 100;  // 00011 00100
-  const std::vector<Token> want = {0,   T(1), T(0), T(0),              // PROG 1 block, 0 shared, 0 spill
-                                   1,   T(0), T(0),                    // BLK 0 ops, commit 0
-                                   3,   T(3), T(-1), T(0), T(0), T(0),  // TERM exit, no pred
-                                   4,   T(1), T(1),                    // LAUNCH 1 x 1
-                                   5,   T(3), T(1), C(3), T(4),        // GMEM word 3: 1 word, 100
-                                   6};                                 // RUN
+  l.global[3] = 100;                                      // 00011 00100
+  const std::vector<Token> want = {0, T(1), T(0),  T(0),  // PROG 1 block, 0 shared, 0 spill
+                                   1, T(0), T(0),         // BLK 0 ops, commit 0
+                                   3, T(3), T(-1), T(0), T(0), T(0),  // TERM exit, no pred
+                                   4, T(1), T(1),                     // LAUNCH 1 x 1
+                                   5, T(3), T(1),  C(3), T(4),        // GMEM word 3: 1 word, 100
+                                   6};                                // RUN
   EXPECT_EQ(encodePrompt(p, l), want);
 }
 
@@ -303,7 +312,8 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
   auto got = decodePrompt(tokens);
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.error().message.find("invalid program"), std::string::npos) << got.error().message;
-  EXPECT_NE(got.error().message.find("B1 does not exist"), std::string::npos) << got.error().message;
+  EXPECT_NE(got.error().message.find("B1 does not exist"), std::string::npos)
+      << got.error().message;
   // Tokens after RUN.
   tokens = encodePrompt(everything(), memoryLaunch());
   tokens.push_back(kEnd);
@@ -329,7 +339,8 @@ TEST(TracePrompt, DecodeRejectsNonCanonicalMemoryRuns) {
   auto zero = withGmem({T(3), T(2), C(3), T(4), T(0)});  // run of 2 whose second word is 0
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.error().message.find("zero word"), std::string::npos) << zero.error().message;
-  auto adjacent = withGmem({T(3), T(1), T(1), T(4), T(1), T(1)});  // runs 3..3 and 4..4: not maximal
+  auto adjacent =
+      withGmem({T(3), T(1), T(1), T(4), T(1), T(1)});  // runs 3..3 and 4..4: not maximal
   ASSERT_FALSE(adjacent.ok());
   EXPECT_NE(adjacent.error().message.find("memory run address"), std::string::npos);
   auto backwards = withGmem({T(5), T(1), T(1), T(3), T(1), T(1)});
@@ -345,7 +356,8 @@ TEST(TracePretty, FullTraceListsProgramThenRun) {
   const std::string text = pretty(full);
   EXPECT_NE(text.find("B3:\n  shl r2, %tid.x, 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("launch grid 1 block 4\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("exec B2 warp 0 lanes 2,3\n  r1 = 20 (all lanes)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("exec B2 warp 0 lanes 2,3\n  r1 = 20 (all lanes)\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("global[0..3] = 10 10 20 20\nend\n"), std::string::npos) << text;
 }
 
@@ -386,9 +398,12 @@ Program randomProgram() {
   const int nblocks = *rc::gen::inRange(1, kMaxBlocks + 1);
   auto operand = [] {
     switch (*rc::gen::inRange(0, 3)) {
-      case 0: return Operand::r(*rc::gen::inRange<uint8_t>(0, kRegs));
-      case 1: return Operand::i(*rc::gen::arbitrary<uint32_t>());
-      default: return Operand::s(static_cast<Special>(*rc::gen::inRange(0, kNumSpecials)));
+      case 0:
+        return Operand::r(*rc::gen::inRange<uint8_t>(0, kRegs));
+      case 1:
+        return Operand::i(*rc::gen::arbitrary<uint32_t>());
+      default:
+        return Operand::s(static_cast<Special>(*rc::gen::inRange(0, kNumSpecials)));
     }
   };
   for (int b = 0; b < nblocks; ++b) {
@@ -406,38 +421,51 @@ Program randomProgram() {
       Instr in;
       in.op = static_cast<Op>(*rc::gen::inRange(0, kNumOps));
       const bool needsPred = numPredSources(in.op) > 0;
-      if ((needsPred && written == 0) || (opInfo(in.op).cls == OpClass::Local && p.spillSlots == 0)) {
+      if ((needsPred && written == 0) ||
+          (opInfo(in.op).cls == OpClass::Local && p.spillSlots == 0)) {
         in.op = Op::PConst;
       }
       if (in.op == Op::PConst) {
         in.src[0] = Operand::i(*rc::gen::inRange<uint32_t>(0, 2));
       } else {
-        for (int s = 0; s < numGeneralSources(in.op); ++s) in.src[static_cast<size_t>(s)] = operand();
+        for (int s = 0; s < numGeneralSources(in.op); ++s)
+          in.src[static_cast<size_t>(s)] = operand();
       }
-      for (int s = 0; s < numPredSources(in.op); ++s) in.psrc[static_cast<size_t>(s)] = writtenPred();
+      for (int s = 0; s < numPredSources(in.op); ++s)
+        in.psrc[static_cast<size_t>(s)] = writtenPred();
       if (writesReg(in.op)) in.dst = *rc::gen::inRange<uint8_t>(0, kRegs);
       if (writesPred(in.op)) in.dstPred = *rc::gen::inRange<uint8_t>(0, kPreds);
       if (opInfo(in.op).cls == OpClass::Mem) {
         in.space = *rc::gen::arbitrary<bool>() ? Space::Shared : Space::Global;
         in.offset = *rc::gen::arbitrary<int32_t>();
       }
-      if (opInfo(in.op).cls == OpClass::Local) in.offset = *rc::gen::inRange<int32_t>(0, p.spillSlots);
-      if (written != 0 && *rc::gen::arbitrary<bool>()) in.guard = Guard{writtenPred(), *rc::gen::arbitrary<bool>()};
+      if (opInfo(in.op).cls == OpClass::Local)
+        in.offset = *rc::gen::inRange<int32_t>(0, p.spillSlots);
+      if (written != 0 && *rc::gen::arbitrary<bool>())
+        in.guard = Guard{writtenPred(), *rc::gen::arbitrary<bool>()};
       if (writesPred(in.op)) written = static_cast<uint8_t>(written | (1u << in.dstPred));
       block.ops.push_back(in);
     }
     block.commit = static_cast<uint16_t>(*rc::gen::arbitrary<uint16_t>() & 0xfffe);
-    const auto target = [&] { return *rc::gen::inRange<uint8_t>(0, static_cast<uint8_t>(nblocks)); };
+    const auto target = [&] {
+      return *rc::gen::inRange<uint8_t>(0, static_cast<uint8_t>(nblocks));
+    };
     switch (*rc::gen::inRange(0, 4)) {
-      case 0: block.term = jmp(target()); break;
-      case 1: block.term = bar(target()); break;
+      case 0:
+        block.term = jmp(target());
+        break;
+      case 1:
+        block.term = bar(target());
+        break;
       case 2:
         if (written != 0) {
           block.term = br(writtenPred(), target(), target(), *rc::gen::arbitrary<bool>());
           break;
         }
         [[fallthrough]];
-      default: block.term = exitTerm(); break;
+      default:
+        block.term = exitTerm();
+        break;
     }
     p.blocks.push_back(std::move(block));
   }
@@ -447,7 +475,9 @@ Program randomProgram() {
 RC_GTEST_PROP(TracePromptProperty, RandomValidProgramsRoundTrip, ()) {
   const Program p = randomProgram();
   Launch l = launch(*rc::gen::inRange<uint32_t>(1, 17), *rc::gen::inRange<uint32_t>(1, 14));
-  for (auto& w : l.global) w = *rc::gen::weightedOneOf<uint32_t>({{3, rc::gen::just(0u)}, {1, rc::gen::arbitrary<uint32_t>()}});
+  for (auto& w : l.global)
+    w = *rc::gen::weightedOneOf<uint32_t>(
+        {{3, rc::gen::just(0u)}, {1, rc::gen::arbitrary<uint32_t>()}});
   const Status ok = verify(p, l);
   RC_ASSERT(ok.ok());
   auto back = decodePrompt(encodePrompt(p, l));
