@@ -70,9 +70,7 @@ class Parser {
     QGPU_CHECK(header());
     while (peek().kind != Tok::End) QGPU_CHECK(topLevel());
     for (const auto& [name, line] : prototypes_) {
-      bool defined = false;
-      for (const Function& f : module_.functions) defined = defined || f.name == name;
-      if (!defined)
+      if (!defined_.count(name))
         return makeDiag(ErrorKind::PtxUnsupported,
                         "function '" + name + "' is declared but not defined (external functions "
                         "are not supported)",
@@ -87,6 +85,7 @@ class Parser {
   std::string file_;
   Module module_;
   std::map<std::string, uint32_t> prototypes_;  // declared-only functions -> line
+  std::set<std::string> defined_;                // functions with a body
   uint32_t moduleRegisters_ = 0;
 
   // Per-function state.
@@ -414,9 +413,8 @@ class Parser {
       return Ok{};
     }
     if (!peek().is('{')) return syntax(peek(), "'{' to open the body of '" + f.name + "'");
-    for (const Function& g : module_.functions)
-      if (g.name == f.name)
-        return err(ErrorKind::PtxInvalid, name, "function '" + f.name + "' is defined twice");
+    if (!defined_.insert(f.name).second)
+      return err(ErrorKind::PtxInvalid, name, "function '" + f.name + "' is defined twice");
     module_.functions.push_back(std::move(f));
     fn_ = &module_.functions.back();
     Status s = body();

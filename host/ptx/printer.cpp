@@ -79,6 +79,7 @@ class Printer {
       params(f.params, true);
     }
     out_ += ")\n";
+    index(f);
     if (f.scopes.empty()) {
       out_ += "{\n}\n";
       return;
@@ -88,34 +89,49 @@ class Printer {
     out_ += "}\n";
   }
 
+  // Per scope: its child scopes, registers, shared and call variables, each in order.
+  struct ScopeItems {
+    std::vector<uint32_t> children, regs;
+    std::vector<const Variable*> shared, params;
+  };
+  std::vector<ScopeItems> items_;
+
+  void index(const Function& f) {
+    items_.assign(f.scopes.size(), {});
+    auto valid = [&](uint32_t s) { return s < items_.size(); };
+    for (uint32_t c = 1; c < f.scopes.size(); ++c)
+      if (f.scopes[c].parent < c) items_[f.scopes[c].parent].children.push_back(c);
+    for (uint32_t i = 0; i < f.regs.size(); ++i)
+      if (valid(f.regs[i].scope)) items_[f.regs[i].scope].regs.push_back(i);
+    for (const Variable& v : f.shared)
+      if (valid(v.scope)) items_[v.scope].shared.push_back(&v);
+    for (const Variable& v : f.callParams)
+      if (valid(v.scope)) items_[v.scope].params.push_back(&v);
+  }
+
   void declarations(uint32_t id, const std::string& indent) {
     const Function& f = *f_;
-    for (size_t i = 0; i < f.regs.size();) {
-      const RegInfo& r = f.regs[i];
-      if (r.scope != id) {
-        ++i;
-        continue;
-      }
+    const std::vector<uint32_t>& ids = items_[id].regs;
+    for (size_t k = 0; k < ids.size();) {
+      const RegInfo& r = f.regs[ids[k]];
       // Fold %x0, %x1, ... %x(N-1) of one type and scope into `%x<N>`.
       std::string base;
       uint64_t n = 0;
       size_t run = 1;
       if (splitNumbered(r.name, base, n) && n == 0) {
-        while (i + run < f.regs.size()) {
-          const RegInfo& s = f.regs[i + run];
-          if (s.scope != id || s.type != r.type || s.name != base + std::to_string(run)) break;
+        while (k + run < ids.size() && ids[k + run] == ids[k] + run) {
+          const RegInfo& s = f.regs[ids[k + run]];
+          if (s.type != r.type || s.name != base + std::to_string(run)) break;
           ++run;
         }
       }
       out_ += indent + ".reg ." + typeName(r.type) + " ";
       out_ += run > 1 ? base + "<" + std::to_string(run) + ">" : r.name;
       out_ += ";\n";
-      i += run;
+      k += run;
     }
-    for (const Variable& v : f.shared)
-      if (v.scope == id) out_ += indent + variable(".shared", v) + ";\n";
-    for (const Variable& v : f.callParams)
-      if (v.scope == id) out_ += indent + variable(".param", v) + ";\n";
+    for (const Variable* v : items_[id].shared) out_ += indent + variable(".shared", *v) + ";\n";
+    for (const Variable* v : items_[id].params) out_ += indent + variable(".param", *v) + ";\n";
   }
 
   void labelsAt(uint32_t index) {
@@ -130,8 +146,7 @@ class Printer {
     out_ += std::string(s.depth, '\t') + "{\n";
     declarations(id, indent);
     uint32_t pos = s.begin;
-    for (uint32_t c = id + 1; c < f.scopes.size(); ++c) {
-      if (f.scopes[c].parent != id) continue;
+    for (uint32_t c : items_[id].children) {
       instructions(pos, f.scopes[c].begin, indent);
       scope(c);
       pos = f.scopes[c].end;

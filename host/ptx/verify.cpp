@@ -8,6 +8,7 @@
 // right number of arguments and results, address symbols that are declared variables. parse()
 // runs this before returning, so these are also the PtxInvalid cases of the parser. Register
 // width against instruction type is not checked: nvcc writes `ld.global.u32 %rd7, [..]`.
+#include <map>
 #include <set>
 #include <string>
 
@@ -73,10 +74,13 @@ class Verifier {
   Verifier(const Module& m) : m_(m) {}
 
   Status run() {
-    std::set<std::string> names;
-    for (const Function& f : m_.functions) {
-      if (!names.insert(f.name).second)
+    for (const Function& f : m_.functions)
+      if (!functions_.emplace(f.name, &f).second)
         return makeDiag(ErrorKind::PtxInvalid, "function '" + f.name + "' is defined twice", f.loc);
+    for (const Function& f : m_.functions) {
+      variables_.clear();
+      for (const auto* list : {&f.params, &f.returns, &f.shared, &f.callParams})
+        for (const Variable& v : *list) variables_.insert(v.name);
       QGPU_CHECK(function(f));
     }
     return Ok{};
@@ -85,18 +89,15 @@ class Verifier {
  private:
   const Module& m_;
 
+  std::map<std::string, const Function*> functions_;
+  std::set<std::string> variables_;  // of the function being checked
+
   const Function* findFunction(const std::string& name) const {
-    for (const Function& f : m_.functions)
-      if (f.name == name) return &f;
-    return nullptr;
+    auto it = functions_.find(name);
+    return it == functions_.end() ? nullptr : it->second;
   }
 
-  static bool hasVariable(const Function& f, const std::string& name) {
-    for (const auto* list : {&f.params, &f.returns, &f.shared, &f.callParams})
-      for (const Variable& v : *list)
-        if (v.name == name) return true;
-    return false;
-  }
+  bool hasVariable(const Function&, const std::string& name) const { return variables_.count(name) != 0; }
 
   static Diag bad(const Instruction& in, const SourceLoc& at, const std::string& what) {
     return makeDiag(ErrorKind::PtxInvalid,
