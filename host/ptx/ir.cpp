@@ -122,4 +122,21 @@ std::optional<StateSpace> spaceFromName(std::string_view name) {
   return std::nullopt;
 }
 
+Expected<const Function*> findEntry(const Module& module, const std::string& name) {
+  std::vector<const Function*> entries;
+  for (const Function& f : module.functions)
+    if (f.isEntry) entries.push_back(&f);
+  if (entries.size() == 1) return entries[0];
+  std::string mangled = "_Z" + std::to_string(name.size()) + name;
+  for (const Function* f : entries)
+    if (f->name == name) return f;
+  for (const Function* f : entries)
+    if (f->name.rfind(mangled, 0) == 0) return f;
+  std::string found;
+  for (const Function* f : entries) found += (found.empty() ? "" : ", ") + f->name;
+  return makeDiag(ErrorKind::PtxInvalid, "no kernel entry for '" + name + "' among " +
+                                             std::to_string(entries.size()) + " entries (" +
+                                             found + ")");
+}
+
 }  // namespace qgpu::ptx

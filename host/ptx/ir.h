@@ -135,6 +135,11 @@ struct Module {
   std::string file;      // for messages
 };
 
+// The kernel `name` as compiled: the module's only .entry, else the entry named exactly `name`,
+// else the one whose C++ mangled name is `_Z<len>name...` (a __global__ without extern "C").
+// PtxInvalid naming the entries found when none fits.
+Expected<const Function*> findEntry(const Module& module, const std::string& name);
+
 // Semantic checks of a parsed module: every register used is declared with a type compatible
 // with its use, every label and callee exists, operand counts match the opcode. Names the
 // instruction and its location.

@@ -1,0 +1,198 @@
+// qgpu/harness/check.cpp — catalog conformance runs.
+#include "harness/check.h"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "gpu/runner.h"
+#include "harness/cli/command.h"
+
+namespace qgpu::harness {
+
+namespace {
+
+gpu::GpuLaunch toGpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& built) {
+  gpu::GpuLaunch launch;
+  launch.ptx = built.ptx;
+  launch.entry = spec.name;
+  launch.gridX = built.image.gridX;
+  launch.blockX = built.image.blockX;
+  launch.global.assign(built.image.global.begin(), built.image.global.end());
+  launch.params = built.image.params;
+  for (const kernels::ParamSpec& p : spec.params) launch.paramIsPointer.push_back(p.isArray());
+  for (const kernels::ArrayRange& range : built.image.arrays)
+    if (spec.isMultiset(spec.params[range.param].name))
+      launch.unordered.push_back({range.firstWord, range.words});
+  return launch;
+}
+
+}  // namespace
+
+struct GpuSession::Impl {
+  std::optional<gpu::Runner> runner;
+};
+
+GpuSession::GpuSession() : impl_(std::make_unique<Impl>()) {
+  auto opened = gpu::Runner::open();
+  if (!opened.ok()) {
+    description_ = "no device: " + opened.error().message;
+    return;
+  }
+  impl_->runner.emplace(std::move(opened).value());
+  const gpu::DeviceInfo& d = impl_->runner->device();
+  description_ = d.name + " (sm_" + std::to_string(d.ccMajor) + std::to_string(d.ccMinor) +
+                 ", driver " + std::to_string(d.driverVersion) + ")";
+}
+
+GpuSession::~GpuSession() = default;
+
+bool GpuSession::available() const { return impl_->runner.has_value(); }
+
+CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase& interp) {
+  gpu::Runner* runner = impl_->runner ? &*impl_->runner : nullptr;
+  CaseResult r;
+  r.kernel = spec.name;
+  r.compiler = interp.result.compiler;
+  r.backend = Backend::Gpu;
+  r.ptxDigest = interp.result.ptxDigest;
+  if (!runner) {
+    r.verdict = Verdict::Inconclusive;
+    r.detail = description_;
+    return r;
+  }
+  if (!interp.built || interp.run.status != oracle::RunStatus::Finished) {
+    r.verdict = Verdict::Inconclusive;
+    r.detail = "no interpreter result to compare with";
+    return r;
+  }
+  gpu::GpuLaunch launch = toGpuLaunch(spec, interp.kernel);
+  auto result = runner->run(launch);
+  if (!result.ok()) {
+    r.verdict = result.error().kind == ErrorKind::NoDevice ? Verdict::Inconclusive
+                                                           : Verdict::Mismatch;
+    r.detail = result.error().str();
+    return r;
+  }
+  if (!result->guardsIntact) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = "out-of-bounds write on the GPU: " + result->guardReport;
+    return r;
+  }
+  std::vector<uint32_t> expected(interp.run.global.begin(), interp.run.global.end());
+  auto diff = gpu::firstDifference(result->global, expected, launch.unordered);
+  if (!diff) {
+    r.verdict = Verdict::Match;
+  } else {
+    r.verdict = Verdict::Mismatch;
+    size_t w = *diff;
+    r.detail = "word " + std::to_string(w) + ": gpu " +
+               (w < result->global.size() ? std::to_string(result->global[w]) : "-") +
+               ", interpreter " + (w < expected.size() ? std::to_string(expected[w]) : "-");
+  }
+  return r;
+}
+
+Tally CheckReport::total() const {
+  Tally t;
+  for (const CaseResult& c : cases) t.add(c.verdict);
+  return t;
+}
+
+CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const CheckOptions& options) {
+  // Phase 1: build and interpret every (kernel, compiler) in parallel; compiling dominates.
+  struct Job {
+    size_t kernel;
+    host::Compiler compiler;
+  };
+  std::vector<Job> jobs;
+  for (size_t k = 0; k < catalog.size(); ++k)
+    for (host::Compiler c : options.compilers) jobs.push_back({k, c});
+  std::vector<InterpCase> interp(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();)
+      interp[i] = runInterpCase(catalog[jobs[i].kernel], jobs[i].compiler, options.run);
+  };
+  int workers = std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < workers; ++t) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+
+  // Phase 2: the GPU, one case at a time on one runner.
+  CheckReport report;
+  std::unique_ptr<GpuSession> gpu;
+  if (options.gpu) {
+    gpu = std::make_unique<GpuSession>();
+    report.gpuDevice = gpu->description();
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    report.cases.push_back(interp[i].result);
+    if (gpu) report.cases.push_back(gpu->compare(catalog[jobs[i].kernel], interp[i]));
+  }
+  for (const CaseResult& c : report.cases) report.tallies[{c.backend, c.compiler}].add(c.verdict);
+  return report;
+}
+
+std::string formatReport(const CheckReport& report, bool verbose) {
+  std::ostringstream out;
+  for (const CaseResult& c : report.cases) {
+    bool noDeviceSkip = c.backend == Backend::Gpu && c.verdict == Verdict::Inconclusive &&
+                        c.detail.rfind("no device", 0) == 0;
+    if (c.verdict == Verdict::Match && !verbose) continue;
+    if (noDeviceSkip && !verbose) continue;
+    out << verdictName(c.verdict) << "  " << c.kernel << " [" << c.compiler << ", "
+        << backendName(c.backend) << "]";
+    if (c.verdict == Verdict::Match)
+      out << "  " << c.traceTokens << " tokens, " << c.steps << " steps, " << c.machineBlocks
+          << " blocks";
+    if (!c.detail.empty()) out << ": " << c.detail;
+    out << "\n";
+  }
+  out << "\n" << "backend  compiler  match  mismatch  inconclusive  harness-error\n";
+  for (const auto& [key, t] : report.tallies) {
+    char line[128];
+    std::snprintf(line, sizeof line, "%-8s %-9s %5d %9d %13d %14d\n", backendName(key.first),
+                  key.second.c_str(), t[Verdict::Match], t[Verdict::Mismatch],
+                  t[Verdict::Inconclusive], t[Verdict::HarnessError]);
+    out << line;
+  }
+  if (!report.gpuDevice.empty()) out << "gpu: " << report.gpuDevice << "\n";
+  return out.str();
+}
+
+nlohmann::json toJson(const CaseResult& c) {
+  return {{"kernel", c.kernel},           {"compiler", c.compiler},
+          {"backend", backendName(c.backend)}, {"verdict", verdictName(c.verdict)},
+          {"detail", c.detail},           {"ptxDigest", c.ptxDigest},
+          {"traceDigest", c.traceDigest}, {"traceTokens", c.traceTokens},
+          {"steps", c.steps},             {"laneInstrs", c.laneInstrs},
+          {"machineBlocks", c.machineBlocks}, {"spillSlots", c.spillSlots}};
+}
+
+nlohmann::json toJson(const CheckReport& report) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const CaseResult& c : report.cases) cases.push_back(toJson(c));
+  nlohmann::json tallies = nlohmann::json::array();
+  for (const auto& [key, t] : report.tallies)
+    tallies.push_back({{"backend", backendName(key.first)},
+                       {"compiler", key.second},
+                       {"match", t[Verdict::Match]},
+                       {"mismatch", t[Verdict::Mismatch]},
+                       {"inconclusive", t[Verdict::Inconclusive]},
+                       {"harnessError", t[Verdict::HarnessError]}});
+  return {{"magic", "qgpu-check-report"}, {"version", 1}, {"gpu", report.gpuDevice},
+          {"tallies", tallies}, {"cases", cases}};
+}
+
+int exitCodeFor(const CheckReport& report) {
+  Tally t = report.total();
+  if (t[Verdict::Mismatch] > 0) return cli::kExitMismatch;
+  if (t[Verdict::HarnessError] > 0) return cli::kExitHarnessError;
+  if (t[Verdict::Match] == 0) return cli::kExitInconclusive;
+  return cli::kExitOk;
+}
+
+}  // namespace qgpu::harness

@@ -1,0 +1,65 @@
+// qgpu/harness/check.h — the conformance run over the kernel catalog: every kernel, through every
+// compiler, on every backend available here, with one verdict per case and counts per verdict.
+//
+// Interp cases compare the interpreter's final memory with the kernel file's expected outputs.
+// GPU cases compare the GPU's final memory (all 126 words, multiset for unordered outputs) with
+// the interpreter's; with no GPU they are inconclusive ("no device"), never passed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/pipeline.h"
+#include "harness/verdict.h"
+
+namespace qgpu::harness {
+
+struct CheckOptions {
+  std::vector<host::Compiler> compilers{host::Compiler::Clang, host::Compiler::Nvcc};
+  bool gpu = true;       // try the GPU backend (inconclusive when there is none)
+  int jobs = 2;          // kernels built and interpreted in parallel
+  oracle::RunOptions run;
+};
+
+struct CheckReport {
+  std::vector<CaseResult> cases;  // kernel order, then compiler, then backend
+  std::map<std::pair<Backend, std::string>, Tally> tallies;  // (backend, compiler) -> counts
+  std::string gpuDevice;          // the GPU used, or why none was ("no device: ...")
+  Tally total() const;
+};
+
+// The GPU backend for a run: opened once, then one case at a time. With no device every case is
+// inconclusive with the reason.
+class GpuSession {
+ public:
+  GpuSession();                       // tries to open the GPU
+  ~GpuSession();
+  bool available() const;
+  const std::string& description() const { return description_; }  // device, or why none
+  // Runs the kernel the interpreter case built and compares the whole memory with the
+  // interpreter's final memory (multiset for unordered outputs).
+  CaseResult compare(const kernels::KernelSpec& spec, const InterpCase& interp);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string description_;
+};
+
+CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const CheckOptions& options);
+
+// Human-readable: one line per case that is not a match, then the counts per backend/compiler.
+std::string formatReport(const CheckReport& report, bool verbose);
+nlohmann::json toJson(const CheckReport& report);
+nlohmann::json toJson(const CaseResult& result);
+
+// The CLI exit code for a report (harness/cli/command.h): mismatch 1, harness error 3,
+// only inconclusive 4 when nothing matched, else 0.
+int exitCodeFor(const CheckReport& report);
+
+}  // namespace qgpu::harness

@@ -1,0 +1,92 @@
+// qgpu/harness/cli/cmd_compile.cpp — `qgpu compile`: shows the PTX a compiler makes of a kernel and
+// the machine program lowering makes of that PTX. Also takes a .ptx file directly (then the
+// parameter values come from --param).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "harness/cli/command.h"
+#include "harness/cli/util.h"
+#include "harness/pipeline.h"
+#include "host/ptx/parser.h"
+
+namespace qgpu::cli {
+
+namespace {
+
+struct CompileCmdOptions {
+  std::string kernel;                 // catalog name, .cu file or .ptx file
+  std::string compiler = "clang";
+  bool ptxOnly = false;
+  bool programOnly = false;
+  std::string entry;                  // .ptx input: the kernel (default: the only one)
+  std::vector<int64_t> params;        // .ptx input: parameter values
+};
+
+void printStats(const lower::LowerStats& s) {
+  std::cout << "// " << s.ptxInstructions << " PTX instructions in " << s.basicBlocks
+            << " basic blocks -> " << s.machineOps << " machine ops in " << s.machineBlocks
+            << " blocks; max live " << s.maxLive << ", spill slots " << s.spillSlots << "\n";
+}
+
+int compilePtxFile(const CompileCmdOptions& o) {
+  std::ifstream file(o.kernel);
+  if (!file) return reportError(makeDiag(ErrorKind::Io, "cannot read " + o.kernel));
+  std::stringstream text;
+  text << file.rdbuf();
+  auto module = ptx::parse(text.str(), o.kernel);
+  if (!module.ok()) return reportError(module.error());
+  lower::LowerOptions options;
+  options.entry = o.entry;
+  for (int64_t v : o.params) options.params.push_back(static_cast<uint32_t>(v));
+  lower::LowerStats stats;
+  auto program = lower::lower(*module, options, &stats);
+  if (!program.ok()) return reportError(program.error());
+  printStats(stats);
+  std::cout << machine::print(*program);
+  return kExitOk;
+}
+
+int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
+  if (o.kernel.ends_with(".ptx")) return compilePtxFile(o);
+  auto compilers = parseCompilers(o.compiler);
+  if (!compilers.ok()) return reportError(compilers.error());
+  auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
+  if (!spec.ok()) return reportError(spec.error());
+  int code = kExitOk;
+  for (host::Compiler compiler : *compilers) {
+    auto built = harness::buildKernel(*spec, compiler);
+    if (!built.ok()) {
+      code = reportError(built.error());
+      continue;
+    }
+    if (!o.programOnly) {
+      std::cout << "// ---- PTX (" << host::compilerName(compiler) << ", " << built->ptxDigest
+                << ") ----\n"
+                << built->ptx << "\n";
+    }
+    if (!o.ptxOnly) {
+      std::cout << "// ---- machine program (" << host::compilerName(compiler) << ") ----\n";
+      printStats(built->stats);
+      std::cout << machine::print(built->program);
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+Command addCompileCommand(CLI::App& root, const CommonOptions& common) {
+  static CompileCmdOptions o;
+  CLI::App* app = root.add_subcommand("compile", "Show the PTX and the lowered machine program");
+  app->add_option("kernel", o.kernel, "Catalog kernel name, .cu file, or .ptx file")->required();
+  app->add_option("--compiler", o.compiler, "clang, nvcc or both")->capture_default_str();
+  app->add_flag("--ptx", o.ptxOnly, "Only the PTX");
+  app->add_flag("--program", o.programOnly, "Only the machine program");
+  app->add_option("--entry", o.entry, ".ptx input: the kernel to lower");
+  app->add_option("--param", o.params, ".ptx input: parameter values in order (pointers: byte "
+                                       "addresses in machine memory)");
+  return {app, [&common] { return runCompile(o, common); }};
+}
+
+}  // namespace qgpu::cli

@@ -1,0 +1,109 @@
+// qgpu/harness/cli/cmd_run.cpp — `qgpu run`: runs one kernel (catalog name or .cu file) on one
+// backend and prints its final arrays, the comparison with the expected outputs, and optionally
+// the trace.
+#include <iostream>
+
+#include "common/digest.h"
+#include "harness/check.h"
+#include "harness/cli/command.h"
+#include "harness/cli/util.h"
+
+namespace qgpu::cli {
+
+namespace {
+
+struct RunCmdOptions {
+  std::string kernel;
+  std::string compiler = "clang";
+  std::string backend = "interp";
+  bool trace = false;
+  uint64_t maxSteps = 1'000'000;
+};
+
+void printArrays(const kernels::KernelSpec& spec, const kernels::LaunchImage& image,
+                 const std::array<uint32_t, machine::kGlobalWords>& global) {
+  for (const kernels::ArrayRange& range : image.arrays) {
+    const kernels::ParamSpec& p = spec.params[range.param];
+    std::vector<uint32_t> words(global.begin() + range.firstWord,
+                                global.begin() + range.firstWord + range.words);
+    std::cout << p.name << " (" << kernels::paramKindName(p.kind) << ") = "
+              << kernels::formatValues(words, p.type) << "\n";
+  }
+}
+
+int runRun(const RunCmdOptions& o, const CommonOptions& common) {
+  auto compilers = parseCompilers(o.compiler);
+  if (!compilers.ok()) return reportError(compilers.error());
+  if (compilers->size() != 1)
+    return reportError(makeDiag(ErrorKind::Usage, "run takes one compiler (clang or nvcc)"));
+  if (o.backend != "interp" && o.backend != "gpu")
+    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + o.backend +
+                                                      "' (interp or gpu; the model leg is not built yet)"));
+  auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
+  if (!spec.ok()) return reportError(spec.error());
+
+  oracle::RunOptions runOptions;
+  runOptions.maxSteps = o.maxSteps;
+  // The interpreter case always runs: it is the reference the GPU is compared with.
+  harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions);
+  harness::CheckReport report;
+  report.cases.push_back(interp.result);
+  if (o.backend == "gpu") {
+    harness::GpuSession gpu;
+    report.gpuDevice = gpu.description();
+    report.cases.push_back(gpu.compare(*spec, interp));
+  }
+  for (const harness::CaseResult& c : report.cases)
+    report.tallies[{c.backend, c.compiler}].add(c.verdict);
+  const harness::CaseResult& shown = report.cases.back();
+
+  if (common.json) {
+    nlohmann::json out = harness::toJson(report);
+    if (interp.built) {
+      nlohmann::json arrays = nlohmann::json::object();
+      for (const kernels::ArrayRange& range : interp.kernel.image.arrays)
+        arrays[spec->params[range.param].name] = std::vector<uint32_t>(
+            interp.run.global.begin() + range.firstWord,
+            interp.run.global.begin() + range.firstWord + range.words);
+      out["arrays"] = arrays;
+      if (o.trace) {
+        std::vector<std::string> names;
+        for (trace::Token t : interp.run.trace) names.push_back(trace::tokenName(t));
+        out["trace"] = names;
+      }
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    if (interp.built) {
+      printArrays(*spec, interp.kernel.image, interp.run.global);
+      if (o.trace) std::cout << trace::pretty(interp.run.trace);
+      std::cout << "trace: " << interp.run.trace.size() << " tokens, " << interp.run.blockExecs
+                << " steps, " << shown.traceDigest << "\n";
+    }
+    std::cout << harness::verdictName(shown.verdict) << " [" << o.compiler << ", "
+              << harness::backendName(shown.backend) << "]"
+              << (shown.detail.empty() ? "" : ": " + shown.detail) << "\n";
+  }
+  switch (shown.verdict) {
+    case harness::Verdict::Match: return kExitOk;
+    case harness::Verdict::Mismatch: return kExitMismatch;
+    case harness::Verdict::Inconclusive: return kExitInconclusive;
+    case harness::Verdict::HarnessError: return kExitHarnessError;
+  }
+  return kExitHarnessError;
+}
+
+}  // namespace
+
+Command addRunCommand(CLI::App& root, const CommonOptions& common) {
+  static RunCmdOptions o;
+  CLI::App* app = root.add_subcommand("run", "Run one kernel on a backend and print its arrays");
+  app->add_option("kernel", o.kernel, "Catalog kernel name or .cu file")->required();
+  app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
+  app->add_option("--backend,-b", o.backend, "interp or gpu")->capture_default_str();
+  app->add_flag("--trace", o.trace, "Print the token trace with its decoded meaning");
+  app->add_option("--max-steps", o.maxSteps, "Interpreter step limit")->capture_default_str();
+  return {app, [&common] { return runRun(o, common); }};
+}
+
+}  // namespace qgpu::cli

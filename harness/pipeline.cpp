@@ -1,0 +1,151 @@
+// qgpu/harness/pipeline.cpp — compile → parse → lower → interpret, with verdicts.
+#include "harness/pipeline.h"
+
+#include <filesystem>
+
+#include "common/digest.h"
+#include "host/ptx/parser.h"
+
+namespace qgpu::harness {
+
+namespace {
+
+std::string describeFault(const oracle::RunResult& run) {
+  switch (run.status) {
+    case oracle::RunStatus::Finished: return "";
+    case oracle::RunStatus::Fault: return "machine fault: " + run.fault.message;
+    case oracle::RunStatus::StepLimit: return run.fault.message;
+  }
+  return "";
+}
+
+}  // namespace
+
+Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler) {
+  BuiltKernel built;
+  built.compiler = compiler;
+  QGPU_TRY(image, kernels::layout(spec));
+  built.image = std::move(image);
+
+  host::CompileOptions options;
+  options.fileName = spec.path.empty() ? spec.name + ".cu" : spec.path;
+  QGPU_TRY(ptx, host::compileToPtx(spec.source, compiler, options));
+  built.ptx = std::move(ptx);
+  built.ptxDigest = digestString(fnv1a64(built.ptx));
+
+  std::string ptxName = spec.name + "." + host::compilerName(compiler) + ".ptx";
+  QGPU_TRY(module, ptx::parse(built.ptx, ptxName));
+  built.module = std::move(module);
+
+  QGPU_TRY(entry, ptx::findEntry(built.module, spec.name));
+  lower::LowerOptions lowerOptions;
+  lowerOptions.entry = entry->name;
+  lowerOptions.params = built.image.params;
+  QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
+  built.program = std::move(program);
+  return built;
+}
+
+Verdict verdictForBuildError(const Diag& diag) {
+  switch (diag.kind) {
+    case ErrorKind::ToolMissing:
+    case ErrorKind::PtxUnsupported:
+    case ErrorKind::OverLimit: return Verdict::Inconclusive;
+    default: return Verdict::HarnessError;
+  }
+}
+
+InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
+                         const oracle::RunOptions& options) {
+  InterpCase c;
+  CaseResult& r = c.result;
+  r.kernel = spec.name;
+  r.compiler = host::compilerName(compiler);
+  r.backend = Backend::Interp;
+
+  auto built = buildKernel(spec, compiler);
+  if (!built.ok()) {
+    r.verdict = verdictForBuildError(built.error());
+    r.detail = built.error().str();
+    return c;
+  }
+  c.kernel = std::move(built).value();
+  c.built = true;
+  r.ptxDigest = c.kernel.ptxDigest;
+  r.machineBlocks = static_cast<int>(c.kernel.program.blocks.size());
+  r.spillSlots = c.kernel.stats.spillSlots;
+
+  machine::Launch launch = c.kernel.image.toMachineLaunch();
+  auto first = oracle::run(c.kernel.program, launch, options);
+  auto second = oracle::run(c.kernel.program, launch, options);
+  if (!first.ok() || !second.ok()) {
+    r.verdict = Verdict::HarnessError;
+    r.detail = "the lowered program does not verify: " +
+               (first.ok() ? second.error() : first.error()).str();
+    return c;
+  }
+  c.run = std::move(first).value();
+  const oracle::RunResult& again = second.value();
+  r.traceDigest = digestString(trace::digest(c.run.trace));
+  r.traceTokens = c.run.trace.size();
+  r.steps = c.run.blockExecs;
+  r.laneInstrs = c.run.laneInstrs;
+  if (again.trace != c.run.trace || again.global != c.run.global || again.status != c.run.status) {
+    r.verdict = Verdict::HarnessError;
+    r.detail = "interpreter self-check failed: two runs of the same program differ";
+    return c;
+  }
+  if (c.run.status != oracle::RunStatus::Finished) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = describeFault(c.run);
+    return c;
+  }
+  auto differences = kernels::checkOutputs(spec, c.kernel.image, c.run.global);
+  if (!differences.ok()) {
+    r.verdict = Verdict::HarnessError;
+    r.detail = differences.error().str();
+    return c;
+  }
+  if (differences->empty()) {
+    r.verdict = Verdict::Match;
+  } else {
+    r.verdict = Verdict::Mismatch;
+    r.detail = differences->front();
+    if (differences->size() > 1)
+      r.detail += " (and " + std::to_string(differences->size() - 1) + " more)";
+  }
+  return c;
+}
+
+Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
+                                            const std::string& catalogDir) {
+  std::error_code ec;
+  if (nameOrPath.find('/') != std::string::npos || nameOrPath.ends_with(".cu"))
+    return kernels::parseKernelFile(nameOrPath);
+  std::string path = catalogDir + "/" + nameOrPath + ".cu";
+  if (!std::filesystem::exists(path, ec))
+    return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + nameOrPath + "' (looked for " +
+                                          path + "); `qgpu check --list` lists them");
+  return kernels::parseKernelFile(path);
+}
+
+const char* verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Match: return "match";
+    case Verdict::Mismatch: return "mismatch";
+    case Verdict::Inconclusive: return "inconclusive";
+    case Verdict::HarnessError: return "harness-error";
+  }
+  return "?";
+}
+
+const char* backendName(Backend b) {
+  switch (b) {
+    case Backend::Interp: return "interp";
+    case Backend::Gpu: return "gpu";
+    case Backend::Model: return "model";
+  }
+  return "?";
+}
+
+}  // namespace qgpu::harness

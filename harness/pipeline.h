@@ -1,0 +1,56 @@
+// qgpu/harness/pipeline.h — one kernel from CUDA source to a verdict on the interpreter.
+//
+// The host's path for a catalog kernel: CUDA → PTX (clang-14 or nvcc) → parsed PTX → machine
+// program (lowering, with the kernel's parameter values from the memory layout) → interpreter.
+// `buildKernel` stops at the program; `runInterpCase` runs it and checks the final memory against
+// the kernel file's expected outputs (computed by kernels/reference, never by a qgpu leg).
+#pragma once
+
+#include <string>
+
+#include "common/diag.h"
+#include "harness/verdict.h"
+#include "host/cuda/compile.h"
+#include "host/lower/lower.h"
+#include "host/ptx/ir.h"
+#include "kernels/catalog.h"
+#include "oracle/interpreter.h"
+#include "oracle/machine.h"
+
+namespace qgpu::harness {
+
+struct BuiltKernel {
+  host::Compiler compiler = host::Compiler::Clang;
+  std::string ptx;
+  std::string ptxDigest;        // digestString(fnv1a64(ptx))
+  ptx::Module module;
+  machine::Program program;
+  lower::LowerStats stats;
+  kernels::LaunchImage image;   // global memory, parameter values, launch shape
+};
+
+// Compiles, parses and lowers. The Diag's kind says which stage failed.
+Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
+
+// The verdict a build error implies: a missing tool or an unsupported construct is inconclusive
+// (the case could not be decided); anything else in a catalog kernel is a harness error.
+Verdict verdictForBuildError(const Diag& diag);
+
+struct InterpCase {
+  CaseResult result;
+  oracle::RunResult run;        // the first of the two runs (valid when the build succeeded)
+  bool built = false;
+  BuiltKernel kernel;
+};
+
+// Builds the kernel, runs it twice in the interpreter (the two runs must agree token for token and
+// word for word, else HarnessError: a nondeterministic interpreter cannot be a reference), and
+// compares the final memory with the expected outputs.
+InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
+                         const oracle::RunOptions& options = {});
+
+// Resolves a kernel argument: a path to a .cu file, or the name of a catalog kernel.
+Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
+                                            const std::string& catalogDir);
+
+}  // namespace qgpu::harness
