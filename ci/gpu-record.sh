@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The one script to run on a machine with an NVIDIA GPU (docs/gpu.md): builds the dependency-free
+# `qgpu-gpu-record` (only common/ and gpu/: needs a C++20 compiler and, optionally, CMake and
+# cuda.h; none of our Debian libraries), runs every case of reports/gpu/inputs/ on the GPU and
+# writes reports/gpu/recording.json, comparing each kernel with the interpreter result exported
+# alongside. Then, on any machine: commit the recording; `ctest -R gpu_recorded_test` (or
+# `qgpu gpu compare`) checks it against today's interpreter.
+#
+# Usage: ci/gpu-record.sh [OUT_DIR]   OUT_DIR (or $OUT) also receives recording.json and the log.
+# Exit code: qgpu-gpu-record's (0 all agree, 1 mismatch, 2 bad inputs, 3 harness error,
+# 4 inconclusive: no GPU/driver or some case could not run), or 3 if the build fails.
+# Time: about 30 s to build and well under a minute to run 130 cases on an H200.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-${OUT:-}}"
+build=build-gpu-record
+log=$(mktemp)
+
+record() {
+echo "== qgpu gpu-record on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,compute_cap \
+  --format=csv,noheader || echo "nvidia-smi not found"
+[ -f reports/gpu/inputs/manifest.txt ] || { echo "no reports/gpu/inputs: run 'qgpu gpu export' first"; return 2; }
+
+# Prefer CMake (-DQGPU_GPU_ONLY=ON skips everything that needs Debian libraries); fall back to a
+# direct compile where CMake is missing or older than the 3.25 the project asks for.
+built=0
+if command -v cmake >/dev/null; then
+  gen=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
+  if cmake -S . -B "$build" -G "$gen" -DQGPU_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+     cmake --build "$build" -j "$(nproc)" --target qgpu-gpu-record >/dev/null; then
+    tool="$build/gpu/qgpu-gpu-record"
+    built=1
+  else
+    echo "CMake build failed; compiling directly"
+  fi
+fi
+if [ "$built" = 0 ]; then
+  mkdir -p "$build"
+  cudainc=""
+  for d in "${CUDA_HOME:-/nonexistent}/include" /usr/local/cuda/include; do
+    if [ -f "$d/cuda.h" ]; then cudainc="-isystem $d -DQGPU_HAVE_CUDA_H=1"; break; fi
+  done
+  # shellcheck disable=SC2086
+  ${CXX:-g++} -std=c++20 -O2 -Wall -Wextra -I. $cudainc common/diag.cpp gpu/runner.cpp \
+    gpu/json.cpp gpu/recording.cpp gpu/inputs.cpp gpu/record.cpp gpu/tool/record_main.cpp \
+    -ldl -o "$build/qgpu-gpu-record" || { echo "build failed"; return 3; }
+  tool="$build/qgpu-gpu-record"
+fi
+echo "== built $tool"
+
+timeout 600 "$tool" --inputs reports/gpu/inputs --out reports/gpu/recording.json
+rc=$?
+echo "== qgpu-gpu-record exit code $rc (0 all agree, 1 mismatch, 4 inconclusive)"
+return $rc
+}
+
+record 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+if [ -n "$out" ]; then
+  mkdir -p "$out"
+  [ -f reports/gpu/recording.json ] && cp reports/gpu/recording.json "$out/"
+  cp "$log" "$out/gpu-record.log"
+fi
+exit $rc
