@@ -65,8 +65,9 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
 
   auto built = buildKernel(spec, compiler);
   if (!built.ok()) {
-    r.verdict = verdictForBuildError(built.error());
-    r.detail = built.error().str();
+    c.buildError = built.error();
+    r.verdict = verdictForBuildError(c.buildError);
+    r.detail = c.buildError.str();
     return c;
   }
   c.kernel = std::move(built).value();

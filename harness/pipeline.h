@@ -40,6 +40,7 @@ struct InterpCase {
   CaseResult result;
   oracle::RunResult run;        // the first of the two runs (valid when the build succeeded)
   bool built = false;
+  Diag buildError;              // why the build failed (when !built)
   BuiltKernel kernel;
 };
 

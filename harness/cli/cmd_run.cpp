@@ -46,6 +46,8 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   runOptions.maxSteps = o.maxSteps;
   // The interpreter case always runs: it is the reference the GPU is compared with.
   harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions);
+  // A kernel the user gave that does not build is bad input, reported with its location.
+  if (!interp.built) return reportError(interp.buildError);
   harness::CheckReport report;
   report.cases.push_back(interp.result);
   if (o.backend == "gpu") {

@@ -1,0 +1,97 @@
+// The catalog through the whole host pipeline: every kernel, compiled with clang-14 and with nvcc,
+// parsed, lowered, run twice in the interpreter, and compared with the expected outputs written in
+// its file (computed by kernels/reference, never by the interpreter). One test per (kernel,
+// compiler), so a failure names both. A missing compiler skips its cases with the reason.
+#include <gtest/gtest.h>
+
+#include "harness/pipeline.h"
+
+namespace qgpu::harness {
+namespace {
+
+struct CatalogCase {
+  std::string kernel;
+  host::Compiler compiler;
+};
+
+std::vector<CatalogCase> allCases() {
+  std::vector<CatalogCase> cases;
+  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
+  if (!catalog.ok()) return cases;  // CatalogLoads reports the error
+  for (const kernels::KernelSpec& spec : *catalog)
+    for (host::Compiler c : {host::Compiler::Clang, host::Compiler::Nvcc})
+      cases.push_back({spec.name, c});
+  return cases;
+}
+
+class CatalogInterp : public ::testing::TestWithParam<CatalogCase> {};
+
+TEST_P(CatalogInterp, MatchesExpectedOutputs) {
+  const CatalogCase& c = GetParam();
+  if (!host::toolAvailable(c.compiler))
+    GTEST_SKIP() << host::compilerName(c.compiler) << " is not installed";
+  auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/" + c.kernel + ".cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  InterpCase result = runInterpCase(*spec, c.compiler);
+  EXPECT_EQ(result.result.verdict, Verdict::Match)
+      << verdictName(result.result.verdict) << ": " << result.result.detail;
+  if (result.built) {
+    EXPECT_LE(result.kernel.program.blocks.size(), size_t{machine::kMaxBlocks});
+    EXPECT_GT(result.run.trace.size(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, CatalogInterp, ::testing::ValuesIn(allCases()),
+                         [](const ::testing::TestParamInfo<CatalogCase>& info) {
+                           return info.param.kernel + "_" +
+                                  host::compilerName(info.param.compiler);
+                         });
+
+TEST(CatalogInterpSuite, CatalogLoadsWithAtLeastSixtyKernels) {
+  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().str();
+  EXPECT_GE(catalog->size(), 60u);
+}
+
+// The failing twin: a kernel whose expectation is wrong must be reported as a mismatch that
+// names the word, not pass.
+TEST(CatalogInterpSuite, WrongExpectationIsAMismatch) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/dot.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  kernels::ParamSpec* out = spec->find("out");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(out->expect.size(), 1u);
+  out->expect[0] = 33;  // the dot product of the file's inputs is 32
+  InterpCase result = runInterpCase(*spec, host::Compiler::Clang);
+  EXPECT_EQ(result.result.verdict, Verdict::Mismatch);
+  EXPECT_NE(result.result.detail.find("out"), std::string::npos) << result.result.detail;
+}
+
+// A kernel the machine cannot run to completion is a mismatch with the machine's reason.
+TEST(CatalogInterpSuite, StepLimitIsAMismatchWithItsReason) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/collatz.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  oracle::RunOptions tiny;
+  tiny.maxSteps = 3;
+  InterpCase result = runInterpCase(*spec, host::Compiler::Clang, tiny);
+  EXPECT_EQ(result.result.verdict, Verdict::Mismatch);
+  EXPECT_NE(result.result.detail.find("did not finish"), std::string::npos) << result.result.detail;
+}
+
+// Malformed CUDA in a kernel file: a harness error that carries the compiler's located message.
+TEST(CatalogInterpSuite, MalformedCudaIsAHarnessErrorWithLocation) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/vadd.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  spec->source += "\n__global__ void broken( { }\n";
+  auto built = buildKernel(*spec, host::Compiler::Clang);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.error().kind, ErrorKind::CompileFailed);
+  EXPECT_GT(built.error().loc.line, 0u) << built.error().str();
+  EXPECT_EQ(verdictForBuildError(built.error()), Verdict::HarnessError);
+}
+
+}  // namespace
+}  // namespace qgpu::harness

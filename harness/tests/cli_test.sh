@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `qgpu` command line: outputs and the exit-code contract of
+# harness/cli/command.h (0 ok, 1 mismatch, 2 usage/bad input, 3 harness error, 4 inconclusive).
+# Usage: cli_test.sh PATH/TO/qgpu
+set -u
+qgpu="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect NAME CODE REGEX -- command...: runs the command, checks its exit code and that its
+# combined output matches the extended regex.
+expect() {
+  local name="$1" code="$2" regex="$3"
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" = "$code" ] && grep -Eq -- "$regex" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $rc (want $code), output:"
+    head -n 20 <<<"$out" | sed 's/^/    /'
+  fi
+}
+
+expect expr-dot 0 '^32$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+expect expr-dot-trace-ends 0 'END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+expect expr-nvcc 0 '^32$' -- "$qgpu" expr --compiler nvcc "[1, 2, 3] @ [4, 5, 6]"
+expect expr-matmul 0 '^\[\[19, 22\], \[43, 50\]\]$' -- "$qgpu" expr "[[1, 2], [3, 4]] @ [[5, 6], [7, 8]]"
+expect expr-nested 0 '^\[8, 14\]$' -- "$qgpu" expr "2 * ([1, 2] + [3, 5])"
+expect expr-sqlen 0 '^25$' -- "$qgpu" expr "|[3, -4]|^2"
+expect expr-json 0 '"result": "32"' -- "$qgpu" --json expr "[1, 2, 3] @ [4, 5, 6]"
+expect expr-shape-error 2 'vector of 2' -- "$qgpu" expr "[1, 2] @ [1, 2, 3]"
+expect expr-syntax-error 2 'expected' -- "$qgpu" expr "[1, 2"
+expect expr-too-big 2 'OverLimit|126' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64] @ [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64]"
+
+expect run-match 0 '^match \[clang, interp\]' -- "$qgpu" run vadd
+expect run-arrays 0 '^out \(out\) = 11 -18 33 -36 55 -54$' -- "$qgpu" run vadd
+expect run-gpu-no-device 4 'no device' -- "$qgpu" run vadd --backend gpu
+expect run-unknown-kernel 2 "no catalog kernel named 'nope'" -- "$qgpu" run nope
+expect run-bad-backend 2 "unknown backend" -- "$qgpu" run vadd --backend tpu
+expect run-bad-compiler 2 "unknown compiler" -- "$qgpu" run vadd --compiler gcc
+
+# A kernel file whose expectation is wrong: mismatch, exit 1, names the word.
+sed 's/^\/\/ expect: out = 11 /\/\/ expect: out = 12 /' kernels/catalog/vadd.cu >"$tmp/vadd.cu"
+expect run-mismatch 1 'mismatch.*out' -- "$qgpu" run "$tmp/vadd.cu"
+# Malformed CUDA: the compiler's message with its location, exit 2.
+sed 's/out\[i\] = u\[i\] + v\[i\];/out[i] = u[i] + ;/' kernels/catalog/vadd.cu >"$tmp/vadd.cu"
+expect run-bad-cuda 2 'vadd.cu:[0-9]+:[0-9]+: error\[CompileFailed\]' -- "$qgpu" run "$tmp/vadd.cu"
+# A malformed header: KernelFile error with file and line.
+sed 's/^\/\/ launch: grid=1 block=4/\/\/ launch: grid=1 block=99/' kernels/catalog/vadd.cu >"$tmp/vadd.cu"
+expect run-bad-header 2 'vadd.cu:[0-9]+: error\[KernelFile\]' -- "$qgpu" run "$tmp/vadd.cu"
+
+expect compile-shows-both 0 'machine program \(clang\)' -- "$qgpu" compile dot
+expect compile-ptx 0 '\.visible \.entry' -- "$qgpu" compile dot --ptx --compiler nvcc
+"$qgpu" compile dot --ptx --compiler clang 2>/dev/null | sed -n '/^\/\/ ---- PTX/,$p' | tail -n +2 >"$tmp/dot.ptx"
+expect compile-ptx-file 0 '^B0:' -- "$qgpu" compile "$tmp/dot.ptx" --param 0 --param 12 --param 24 --param 3
+printf '.version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n\tfma.rn.f32 %%f1, %%f2, %%f3, %%f4;\n\tret;\n}\n' >"$tmp/bad.ptx"
+expect compile-bad-ptx 2 'bad.ptx:6:[0-9]+: error\[Ptx(Unsupported|Syntax|Invalid)\]' -- "$qgpu" compile "$tmp/bad.ptx"
+
+expect trace-pretty 0 'warp 0' -- "$qgpu" trace dot
+"$qgpu" trace dot --ids >"$tmp/dot.ids"
+expect trace-from-ids 0 '^end$' -- "$qgpu" trace --tokens "$tmp/dot.ids"
+echo "1 2 99999" >"$tmp/bad.ids"
+expect trace-bad-ids 2 'TraceInvalid' -- "$qgpu" trace --tokens "$tmp/bad.ids"
+
+expect check-one 0 'interp +clang +1 +0' -- "$qgpu" check --kernel dot --no-gpu
+expect check-list 0 '^dot ' -- "$qgpu" check --list
+expect check-unknown 2 "no catalog kernel named 'zzz'" -- "$qgpu" check --kernel zzz
+expect no-subcommand 2 '' -- "$qgpu"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
