@@ -12,6 +12,9 @@ trained with AdamW on CPU, saved as bfloat16 safetensors to model/base/ with the
 provenance in model/base/TRAINING.json.
 
     ci/.venv/bin/python ci/train_base.py [--steps 1500] [--out model/base]
+
+Status: not yet run to completion — on the shared 2-core build machine a training step took over
+5 s (cause not investigated), so model/base/ does not exist yet and nothing depends on it.
 """
 import argparse
 import glob
