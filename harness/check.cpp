@@ -17,7 +17,7 @@ namespace {
 gpu::GpuLaunch toGpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& built) {
   gpu::GpuLaunch launch;
   launch.ptx = built.ptx;
-  launch.entry = spec.name;
+  launch.entry = built.entry;
   launch.gridX = built.image.gridX;
   launch.blockX = built.image.blockX;
   launch.global.assign(built.image.global.begin(), built.image.global.end());

@@ -39,7 +39,8 @@ Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compile
 
   QGPU_TRY(entry, ptx::findEntry(built.module, spec.name));
   lower::LowerOptions lowerOptions;
-  lowerOptions.entry = entry->name;
+  built.entry = entry->name;
+  lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
   QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
   built.program = std::move(program);

@@ -24,6 +24,7 @@ struct BuiltKernel {
   std::string ptx;
   std::string ptxDigest;        // digestString(fnv1a64(ptx))
   ptx::Module module;
+  std::string entry;            // the kernel's .entry name in the PTX (mangled unless extern "C")
   machine::Program program;
   lower::LowerStats stats;
   kernels::LaunchImage image;   // global memory, parameter values, launch shape
