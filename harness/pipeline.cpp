@@ -21,7 +21,7 @@ std::string describeFault(const oracle::RunResult& run) {
 
 }  // namespace
 
-Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler) {
+Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler) {
   BuiltKernel built;
   built.compiler = compiler;
   QGPU_TRY(image, kernels::layout(spec));
@@ -38,12 +38,22 @@ Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compile
   built.module = std::move(module);
 
   QGPU_TRY(entry, ptx::findEntry(built.module, spec.name));
-  lower::LowerOptions lowerOptions;
   built.entry = entry->name;
+  return built;
+}
+
+Status lowerKernel(BuiltKernel& built) {
+  lower::LowerOptions lowerOptions;
   lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
   QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
   built.program = std::move(program);
+  return Ok{};
+}
+
+Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler) {
+  QGPU_TRY(built, compileKernel(spec, compiler));
+  QGPU_CHECK(lowerKernel(built));
   return built;
 }
 

@@ -33,6 +33,13 @@ struct BuiltKernel {
 // Compiles, parses and lowers. The Diag's kind says which stage failed.
 Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 
+// buildKernel in its two halves, for callers that keep the PTX when lowering fails (the GPU leg,
+// gpu_cases.h: the GPU can run PTX the machine cannot). `compileKernel` does layout, compile,
+// parse and finds the entry (program and stats left empty); `lowerKernel` lowers `module` at
+// `entry` with `image.params` into `program` and `stats`.
+Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
+Status lowerKernel(BuiltKernel& built);
+
 // The verdict a build error implies: a missing tool or an unsupported construct is inconclusive
 // (the case could not be decided); anything else in a catalog kernel is a harness error.
 Verdict verdictForBuildError(const Diag& diag);

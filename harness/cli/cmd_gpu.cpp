@@ -17,11 +17,11 @@
 
 #include "gpu/inputs.h"
 #include "gpu/json.h"
-#include "gpu/pipeline.h"
 #include "gpu/record.h"
 #include "gpu/recording.h"
 #include "gpu/runner.h"
 #include "harness/cli/command.h"
+#include "harness/gpu_cases.h"
 #include "kernels/catalog.h"
 
 namespace qgpu::cli {
@@ -79,8 +79,8 @@ Expected<std::vector<kernels::KernelSpec>> selectedKernels(const CommonOptions& 
 
 Expected<gpu::Inputs> catalogInputs(const CommonOptions& common, const GpuOptions& o) {
   QGPU_TRY(specs, selectedKernels(common, o));
-  return gpu::buildInputs(specs, {host::Compiler::Clang, host::Compiler::Nvcc},
-                          gpu::gitCommit(root(common)));
+  return harness::buildInputs(specs, {host::Compiler::Clang, host::Compiler::Nvcc},
+                              harness::gitCommit(root(common)));
 }
 
 void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>& rows,
@@ -168,7 +168,7 @@ int runCompare(const CommonOptions& common, const GpuOptions& o) {
                                                            ? root(common) + "/reports/gpu/inputs"
                                                            : o.inputs);
   if (!current.ok()) return fail(current.error());
-  gpu::RecordingReport report = gpu::compareRecording(*rec, *current, gpu::interpretCase);
+  gpu::RecordingReport report = gpu::compareRecording(*rec, *current, harness::interpretCase);
   printRows(common, report.rows, report.tally, report.notRecorded, rec->provenance.gpu);
   return report.tally.exitCode();
 }

@@ -1,5 +1,5 @@
-// qgpu/gpu/tests/inputs_fresh_test.cpp — the exported GPU inputs are what the host produces now
-// (CTest label `tools`: needs clang-14 and nvcc).
+// qgpu/harness/tests/gpu_inputs_fresh_test.cpp — the exported GPU inputs are what the host produces
+// now (CTest label `tools`: needs clang-14 and nvcc).
 //
 // The GPU machine runs reports/gpu/inputs/, and gpu_recorded_test takes the host's PTX from there;
 // both are only meaningful while that PTX equals what `qgpu gpu export` would write today. A
@@ -10,10 +10,12 @@
 #include <filesystem>
 
 #include "gpu/inputs.h"
-#include "gpu/pipeline.h"
+#include "harness/gpu_cases.h"
 
 namespace qgpu::gpu {
 namespace {
+
+using harness::buildInputs;
 
 TEST(GpuInputsFresh, ExportedPtxEqualsWhatTheCompilersProduceNow) {
   const std::string dir = std::string(QGPU_SOURCE_DIR) + "/reports/gpu/inputs";

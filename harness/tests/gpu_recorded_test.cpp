@@ -1,4 +1,5 @@
-// qgpu/gpu/tests/recorded_test.cpp — the interpreter against results recorded on a real GPU.
+// qgpu/harness/tests/gpu_recorded_test.cpp — the interpreter against results recorded on a real
+// GPU.
 //
 // Reads reports/gpu/recording.json and reports/gpu/inputs/ (the PTX and launch the host produced
 // when the inputs were exported; gpu_inputs_fresh_test keeps them equal to what the compilers
@@ -11,12 +12,14 @@
 #include <iostream>
 
 #include "gpu/inputs.h"
-#include "gpu/pipeline.h"
 #include "gpu/record.h"
 #include "gpu/recording.h"
+#include "harness/gpu_cases.h"
 
 namespace qgpu::gpu {
 namespace {
+
+using harness::interpretCase;
 
 const std::string kDir = std::string(QGPU_SOURCE_DIR) + "/reports/gpu";
 
