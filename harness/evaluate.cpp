@@ -9,6 +9,14 @@ std::vector<int64_t> widen(const std::vector<int32_t>& data) {
   return std::vector<int64_t>(data.begin(), data.end());
 }
 
+// A dot product of vectors that fit one CTA runs as `dot_atomic`, one thread per element (the
+// seeds' demo kernel: no loop, so the shortest trace); longer ones as the block-strided `dot`.
+const char* kernelName(const Expr& expr) {
+  bool small = expr.kind == ExprKind::Dot &&
+               expr.args[0]->cols <= static_cast<uint32_t>(machine::kMaxThreadsPerBlock);
+  return small ? "dot_atomic" : kernelFor(expr.kind);
+}
+
 // Sets the catalog kernel's inputs for one operation; returns the name of its output array.
 Expected<std::string> bindOperands(ExprKind kind, const std::vector<Value>& args,
                                    kernels::KernelSpec& spec) {
@@ -18,6 +26,15 @@ Expected<std::string> bindOperands(ExprKind kind, const std::vector<Value>& args
   auto n = [](const Value& v) { return std::vector<int64_t>{v.cols}; };
   switch (kind) {
     case ExprKind::Dot:
+      if (spec.name == "dot_atomic") {
+        QGPU_CHECK(set("a", widen(args[0].data)));
+        QGPU_CHECK(set("b", widen(args[1].data)));
+        QGPU_CHECK(set("n", n(args[0])));
+        QGPU_CHECK(kernels::setOutputSize(spec, "out", 1));
+        spec.blockX = args[0].cols;
+        return std::string("out");
+      }
+      [[fallthrough]];
     case ExprKind::Add:
     case ExprKind::Sub: {
       QGPU_CHECK(set("u", widen(args[0].data)));
@@ -70,8 +87,8 @@ Expected<Value> evaluateNode(const Expr& expr, const EvalOptions& options, Evalu
     QGPU_TRY(value, evaluateNode(*arg, options, out));
     args.push_back(std::move(value));
   }
-  const char* kernelName = kernelFor(expr.kind);
-  QGPU_TRY(spec, resolveKernel(kernelName, options.catalogDir));
+  const char* name = kernelName(expr);
+  QGPU_TRY(spec, resolveKernel(name, options.catalogDir));
   QGPU_TRY(outputName, bindOperands(expr.kind, args, spec));
   QGPU_TRY(built, buildKernel(spec, options.compiler));
 
@@ -81,7 +98,7 @@ Expected<Value> evaluateNode(const Expr& expr, const EvalOptions& options, Evalu
   QGPU_TRY(run, oracle::run(built.program, launch, runOptions));
   if (run.status != oracle::RunStatus::Finished) {
     Diag fault = run.fault;
-    fault.message = std::string(kernelName) + " (column " + std::to_string(expr.column) +
+    fault.message = std::string(name) + " (column " + std::to_string(expr.column) +
                     "): " + fault.message;
     return fault;
   }
@@ -93,7 +110,7 @@ Expected<Value> evaluateNode(const Expr& expr, const EvalOptions& options, Evalu
       result.data.push_back(static_cast<int32_t>(run.global[range.firstWord + w]));
   }
   Launched launched;
-  launched.kernel = kernelName;
+  launched.kernel = name;
   launched.result = result;
   launched.prompt = trace::encodePrompt(built.program, launch);
   launched.run = std::move(run.trace);

@@ -8,7 +8,7 @@
 //   vector  := '[' INT (',' INT)* ']'
 //   matrix  := '[' vector (',' vector)* ']'           (rows of equal length)
 // Functions: dot(u, v), sqlen(v). Every operation maps to one catalog kernel (kernels/README.md):
-//   u @ v → dot, A @ B → matmul, A @ v → matvec, u + v → vadd, u - v → vsub, k * v → vscale,
+//   u @ v → dot (dot_atomic, one thread per element, when n ≤ 16), A @ B → matmul, A @ v → matvec, u + v → vadd, u - v → vsub, k * v → vscale,
 //   |v|^2 and sqlen(v) → sqlen. Scalars combine only as operands of vector operations.
 // Parsing is separate from evaluation: parseExpr builds a tree, planning turns it into kernel calls.
 #pragma once

@@ -380,6 +380,7 @@ class Machine {
         case TermKind::Branch: {
           const bool p = ((preds[term.pred] >> l) & 1) != (term.negate ? 1 : 0);
           pc = p ? term.taken : term.next;
+          if (pc == kExitTarget) live_[w] = static_cast<uint8_t>(live_[w] & ~(1u << l));
           break;
         }
         case TermKind::Exit:

@@ -251,6 +251,7 @@ Status verifyBlock(const Program& program, size_t b) {
   const std::string where = blockWhere + " terminator (" + termName(t.kind) + ")";
   const size_t n = program.blocks.size();
   auto checkTarget = [&](const char* what, uint8_t target) -> Status {
+    if (target == kExitTarget && t.kind == TermKind::Branch) return Ok{};
     if (target >= n) {
       return invalid(where + ": " + what + " target B" + std::to_string(target) +
                      " does not exist (the program has " + std::to_string(n) + " blocks)");
@@ -442,10 +443,14 @@ std::string print(const Program& program) {
       case TermKind::Jump:
         out += "  jmp B" + std::to_string(t.next) + "\n";
         break;
-      case TermKind::Branch:
-        out += std::string("  br ") + (t.negate ? "!" : "") + pred(t.pred) + " ? B" +
-               std::to_string(t.taken) + " : B" + std::to_string(t.next) + "\n";
+      case TermKind::Branch: {
+        auto target = [](uint8_t b) {
+          return b == kExitTarget ? std::string("exit") : "B" + std::to_string(b);
+        };
+        out += std::string("  br ") + (t.negate ? "!" : "") + pred(t.pred) + " ? " +
+               target(t.taken) + " : " + target(t.next) + "\n";
         break;
+      }
       case TermKind::Barrier:
         out += "  bar -> B" + std::to_string(t.next) + "\n";
         break;

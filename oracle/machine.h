@@ -111,9 +111,14 @@ struct Instr {
   bool operator==(const Instr&) const = default;
 };
 
+// A branch target that is no block: the lanes that take it exit (as with an Exit terminator).
+// It saves the program an exit-only block and the trace an EXEC of it.
+inline constexpr uint8_t kExitTarget = 0xff;
+
 enum class TermKind : uint8_t {
   Jump,     // all lanes continue at `next`
-  Branch,   // lanes where pred (xor negate) holds go to `taken`, the others to `next`
+  Branch,   // lanes where pred (xor negate) holds go to `taken`, the others to `next`; either
+            // target may be kExitTarget
   Barrier,  // __syncthreads: the warp waits for every live warp of the CTA, then goes to `next`
   Exit,     // the lanes finish
 };

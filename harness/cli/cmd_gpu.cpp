@@ -2,7 +2,7 @@
 //
 //   qgpu gpu info                      the GPU the driver sees (exit 4 when none)
 //   qgpu gpu export  [--out DIR]       catalog → reports/gpu/inputs/ (PTX, launch, interpreter
-//                                      result) for the dependency-free qgpu-gpu-record
+//                                      result) for the standalone qgpu-gpu-record
 //   qgpu gpu record  [--out FILE]      catalog → GPU (both compilers) → reports/gpu/recording.json,
 //                                      each kernel compared with the interpreter
 //   qgpu gpu compare [--recording FILE] [--inputs DIR | --fresh]
@@ -15,8 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gpu/inputs.h"
-#include "gpu/json.h"
 #include "gpu/record.h"
 #include "gpu/recording.h"
 #include "gpu/runner.h"
@@ -87,23 +88,21 @@ void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>
                const gpu::Tally& tally, const std::vector<std::string>& notRecorded,
                const std::string& gpuName) {
   if (common.json) {
-    std::string o = "{\"gpu\": " + gpu::json::quote(gpuName) + ", \"cases\": [";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      o += (i ? ", " : "") + std::string("{\"kernel\": ") + gpu::json::quote(r.kernel) +
-           ", \"compiler\": " + gpu::json::quote(r.compiler) + ", \"verdict\": " +
-           gpu::json::quote(gpu::verdictName(r.comparison.verdict)) +
-           ", \"detail\": " + gpu::json::quote(r.comparison.detail) + "}";
+    nlohmann::ordered_json o;
+    o["gpu"] = gpuName;
+    o["cases"] = nlohmann::ordered_json::array();
+    for (const auto& r : rows) {
+      o["cases"].push_back({{"kernel", r.kernel},
+                            {"compiler", r.compiler},
+                            {"verdict", gpu::verdictName(r.comparison.verdict)},
+                            {"detail", r.comparison.detail}});
     }
-    o += "], \"notRecorded\": [";
-    for (size_t i = 0; i < notRecorded.size(); ++i) {
-      o += (i ? ", " : "") + gpu::json::quote(notRecorded[i]);
-    }
-    o += "], \"match\": " + std::to_string(tally.match) +
-         ", \"mismatch\": " + std::to_string(tally.mismatch) +
-         ", \"stale\": " + std::to_string(tally.stale) +
-         ", \"inconclusive\": " + std::to_string(tally.inconclusive) + "}";
-    std::printf("%s\n", o.c_str());
+    o["notRecorded"] = notRecorded;
+    o["match"] = tally.match;
+    o["mismatch"] = tally.mismatch;
+    o["stale"] = tally.stale;
+    o["inconclusive"] = tally.inconclusive;
+    std::printf("%s\n", o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
   for (const auto& r : rows) {

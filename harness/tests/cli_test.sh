@@ -27,6 +27,9 @@ expect() {
 }
 
 expect expr-dot 0 '^32$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+# The seeds' demo (47 tokens in qwenGPU): the exact run, pinned as the figure of merit.
+expect expr-dot-demo-trace 0 '^EX\(0\) WM\(w0,0111\) EX\(1\) WM\(w0,0111\) STG\(1\) T\(6\) C\(1\) T\(0\) END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+expect expr-dot-long 0 '^153$' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17] @ [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
 expect expr-dot-trace-ends 0 'END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
 expect expr-nvcc 0 '^32$' -- "$qgpu" expr --compiler nvcc "[1, 2, 3] @ [4, 5, 6]"
 expect expr-matmul 0 '^\[\[19, 22\], \[43, 50\]\]$' -- "$qgpu" expr "[[1, 2], [3, 4]] @ [[5, 6], [7, 8]]"

@@ -4,7 +4,60 @@
 
 #include "host/lower/vir.h"
 
+#include <vector>
+
 namespace qgpu::lower {
+
+namespace {
+
+// The last pass: a block with no ops, no commit and an Exit terminator only makes lanes exit.
+// Branches to it take kExitTarget instead (the lanes exit on the spot, which also spares the trace
+// an EXEC of that block), jumps to it become Exit, and the block goes once nothing reaches it.
+// Removing blocks keeps the others in their order, so the layout's min-PC property holds.
+void foldExitBlocks(machine::Program& program) {
+  using machine::Block;
+  using machine::kExitTarget;
+  using machine::TermKind;
+  std::vector<Block>& blocks = program.blocks;
+  auto exitOnly = [&](uint8_t b) {
+    return b != kExitTarget && blocks[b].ops.empty() && blocks[b].commit == 0 &&
+           blocks[b].term.kind == TermKind::Exit;
+  };
+  for (Block& block : blocks) {
+    machine::Terminator& t = block.term;
+    if (t.kind == TermKind::Jump && exitOnly(t.next)) {
+      t = machine::Terminator{};
+    } else if (t.kind == TermKind::Branch) {
+      if (exitOnly(t.taken)) t.taken = kExitTarget;
+      if (exitOnly(t.next)) t.next = kExitTarget;
+      if (t.taken == kExitTarget && t.next == kExitTarget) t = machine::Terminator{};
+    }
+  }
+  std::vector<bool> reached(blocks.size(), false);
+  reached[0] = true;
+  for (const Block& block : blocks) {
+    const machine::Terminator& t = block.term;
+    if (t.kind == TermKind::Exit) continue;
+    if (t.next != kExitTarget) reached[t.next] = true;
+    if (t.kind == TermKind::Branch && t.taken != kExitTarget) reached[t.taken] = true;
+  }
+  std::vector<uint8_t> renumber(blocks.size(), kExitTarget);
+  std::vector<Block> kept;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (!reached[b]) continue;
+    renumber[b] = static_cast<uint8_t>(kept.size());
+    kept.push_back(std::move(blocks[b]));
+  }
+  for (Block& block : kept) {
+    machine::Terminator& t = block.term;
+    if (t.kind == TermKind::Exit) continue;
+    if (t.next != kExitTarget) t.next = renumber[t.next];
+    if (t.kind == TermKind::Branch && t.taken != kExitTarget) t.taken = renumber[t.taken];
+  }
+  blocks = std::move(kept);
+}
+
+}  // namespace
 
 Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& options, LowerStats* stats) {
   QGPU_TRY(flat, flatten(module, options));
@@ -26,6 +79,7 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
   }
   if (!result.ok()) return result.error();
   machine::Program program = std::move(result).value();
+  foldExitBlocks(program);
   auto status = machine::verify(program);
   if (!status.ok())
     return makeDiag(ErrorKind::Internal,

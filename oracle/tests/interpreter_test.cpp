@@ -402,6 +402,42 @@ TEST(Interpreter, DivergentBarrierFaults) {
   EXPECT_EQ(r.trace.back(), trace::single(trace::Family::FaultTok));
 }
 
+TEST(Interpreter, BranchToExitTargetEndsThoseLanesAtOnce) {
+  // Lanes 2, 3 (tid >= 2) exit from B0's branch; lanes 0, 1 store tid + 5 in B1. The exited lanes
+  // need no block of their own and do not hold up the barrier in B1.
+  Program p{"exitbr",
+            {block({cmp(Op::SetGeU, 0, Tid(), I(2))}, br(0, kExitTarget, 1)),
+             block({alu(Op::Add, 1, Tid(), I(5)), alu(Op::Shl, 2, Tid(), I(2)),
+                    st(Space::Global, R(2), R(1))},
+                   bar(2)),
+             block({}, exitTerm())},
+            0,
+            0};
+  RunResult r = runOk(p, launch(1, 4));
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  EXPECT_EQ(r.global[0], 5u);
+  EXPECT_EQ(r.global[1], 6u);
+  EXPECT_EQ(r.global[2], 0u);
+  EXPECT_EQ(r.global[3], 0u);
+  // B0 (all lanes), B1 (lanes 0,1), B2 (lanes 0,1): nothing ever runs for lanes 2, 3 again.
+  EXPECT_EQ(r.blockExecs, 3u);
+}
+
+TEST(Interpreter, ExitTargetOnTheNotTakenSideToo) {
+  // br !p: lanes where p fails take `taken`; here `next` is the exit for lanes 0, 1.
+  Program p{"exitnext",
+            {block({cmp(Op::SetGeU, 0, Tid(), I(2))}, br(0, 1, kExitTarget)),
+             block({alu(Op::Shl, 2, Tid(), I(2)), st(Space::Global, R(2), I(9))}, exitTerm())},
+            0,
+            0};
+  RunResult r = runOk(p, launch(1, 4));
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  EXPECT_EQ(r.global[0], 0u);
+  EXPECT_EQ(r.global[1], 0u);
+  EXPECT_EQ(r.global[2], 9u);
+  EXPECT_EQ(r.global[3], 9u);
+}
+
 TEST(Interpreter, MultiCtaRunsInOrderWithCtaid) {
   // global[ctaid * ntid + tid] = ctaid * 100 + tid, 3 CTAs x 2 threads.
   Program p{"grid",

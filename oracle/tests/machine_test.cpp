@@ -187,6 +187,20 @@ TEST(MachineVerify, RejectsBranchTargetOutOfRange) {
                 "block 1 terminator (jmp): next target B7 does not exist");
 }
 
+TEST(MachineVerify, ExitTargetOnlyOnBranches) {
+  Program p = base();
+  p.blocks[0].term.taken = kExitTarget;
+  EXPECT_TRUE(verify(p).ok());
+  EXPECT_NE(print(p).find(" ? exit : B"), std::string::npos) << print(p);
+  p = base();
+  p.blocks[1].term = jmp(kExitTarget);
+  expectInvalid(p, ErrorKind::ProgramInvalid,
+                "block 1 terminator (jmp): next target B255 does not exist");
+  p = base();
+  p.blocks[1].term = bar(kExitTarget);
+  expectInvalid(p, ErrorKind::ProgramInvalid, "next target B255 does not exist");
+}
+
 TEST(MachineVerify, RejectsBranchWithoutPredicate) {
   Program p = base();
   p.blocks[0].term.pred = kNoPred;

@@ -285,6 +285,15 @@ TEST(TracePrompt, RoundTripsEveryField) {
   EXPECT_EQ(back->launch.global, l.global);
 }
 
+TEST(TracePrompt, RoundTripsAnExitTarget) {
+  Program p = diamond();
+  p.blocks[0].term.taken = kExitTarget;
+  ASSERT_TRUE(verify(p).ok()) << verify(p).error().message;
+  auto back = decodePrompt(encodePrompt(p, launch(1, 4)));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->program.blocks[0].term.taken, kExitTarget);
+}
+
 TEST(TracePrompt, SmallestPromptIsExact) {
   Program p{"", {block({}, exitTerm())}, 0, 0};
   Launch l = launch(1, 1);
