@@ -1,5 +1,5 @@
 // qgpu/gpu/inputs.h — the exported GPU inputs: every catalog kernel's PTX, launch and expected
-// (interpreter) result, as files a dependency-free tool can run on a GPU machine.
+// (interpreter) result, as files a tool built from gpu/ alone can run on a GPU machine.
 //
 // Why: the GPU machine has CMake, g++ and CUDA but none of our Debian libraries, so it cannot build
 // the catalog → compile → parse → lower → interpret pipeline. `qgpu gpu export` runs that pipeline

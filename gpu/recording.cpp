@@ -6,17 +6,86 @@
 #include <set>
 #include <sstream>
 
-#include "gpu/json.h"
+#include <nlohmann/json.hpp>
 
 namespace qgpu::gpu {
 
 namespace {
+
+using Json = nlohmann::json;
+
+// Nesting deeper than this is refused before it is built: nothing in a recording nests more than
+// 3 levels, and a hostile file must not cost more than that.
+constexpr int kMaxDepth = 64;
 
 std::string hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
   return buf;
 }
+
+// A JSON string literal. Bytes that are not UTF-8 (a driver's JIT log may hold any) become U+FFFD
+// instead of making the writer fail.
+std::string quote(const std::string& s) {
+  return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// Thrown by the parser callback for what nlohmann-json accepts but we do not; caught in parseJson.
+struct Refused {
+  std::string what;
+};
+
+// nlohmann-json in its strict mode (RFC 8259: no comments, no trailing text or commas, no control
+// characters in strings, valid UTF-8 and surrogate pairs) plus two rules of ours: a key twice in
+// one object and nesting deeper than kMaxDepth are errors too. Syntax errors carry line:column.
+Expected<Json> parseJson(const std::string& text, const std::string& file) {
+  std::vector<std::set<std::string>> keys;  // one per open object, innermost last
+  Json::parser_callback_t check = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (depth >= kMaxDepth) {
+          throw Refused{"nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
+        }
+        if (event == Json::parse_event_t::object_start) keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end: keys.pop_back(); break;
+      case Json::parse_event_t::key:
+        if (!keys.back().insert(parsed.get<std::string>()).second) {
+          throw Refused{"duplicate key " + quote(parsed.get<std::string>())};
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, check, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const Refused& r) {
+    return makeDiag(ErrorKind::Io, "invalid JSON: " + r.what, SourceLoc{file, 0, 0});
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based (the character that failed; size + 1 at the end of the text).
+    size_t at = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    uint32_t line = 1, col = 1;
+    for (size_t k = 0; k < at; ++k) {
+      if (text[k] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    // what(): "[json.exception.parse_error.101] parse error at line 3, column 3: syntax error
+    // while parsing value - unexpected '}'; ..." — the location is ours, the reason theirs.
+    std::string why = e.what();
+    size_t colon = why.find(": ");
+    if (colon != std::string::npos) why = why.substr(colon + 2);
+    return makeDiag(ErrorKind::Io, "invalid JSON: " + why, SourceLoc{file, line, col});
+  }
+}
+
+// "number" for every kind of number, "boolean", "string", ...: the names the messages use.
+const char* typeName(Json::value_t type) { return Json(type).type_name(); }
 
 // Field-by-field validation with messages that name the path ("cases[2].grid").
 class Checker {
@@ -28,35 +97,44 @@ class Checker {
                     SourceLoc{file_, 0, 0});
   }
 
-  Expected<const json::Value*> field(const json::Value& obj, const std::string& path,
-                                     const std::string& key, json::Value::Kind kind) const {
-    const json::Value* v = obj.get(key);
+  Expected<const Json*> field(const Json& obj, const std::string& path, const std::string& key,
+                              Json::value_t type) const {
     std::string where = path.empty() ? key : path + "." + key;
-    if (v == nullptr) return error(where, "missing");
-    if (v->kind != kind) {
-      return error(where, std::string("expected ") + json::kindName(kind) + ", found " +
-                              json::kindName(v->kind));
+    auto it = obj.find(key);
+    if (it == obj.end()) return error(where, "missing");
+    bool ok = type == Json::value_t::number_unsigned ? it->is_number() : it->type() == type;
+    if (!ok) {
+      return error(where, std::string("expected ") + typeName(type) + ", found " + it->type_name());
     }
-    return v;
+    return &*it;
   }
 
-  Expected<std::string> string(const json::Value& obj, const std::string& path,
+  Expected<std::string> string(const Json& obj, const std::string& path,
                                const std::string& key) const {
-    QGPU_TRY(v, field(obj, path, key, json::Value::Kind::String));
-    return v->text;
+    QGPU_TRY(v, field(obj, path, key, Json::value_t::string));
+    return v->get<std::string>();
   }
 
-  Expected<uint32_t> u32(const json::Value& obj, const std::string& path, const std::string& key,
+  Expected<uint32_t> u32(const Json& obj, const std::string& path, const std::string& key,
                          uint32_t min, uint32_t max) const {
-    QGPU_TRY(v, field(obj, path, key, json::Value::Kind::Number));
-    auto n = v->asU32();
+    QGPU_TRY(v, field(obj, path, key, Json::value_t::number_unsigned));
+    auto n = asU32(*v);
     std::string where = path.empty() ? key : path + "." + key;
-    if (!n) return error(where, "expected a non-negative 32-bit integer, found " + v->text);
+    if (!n) return error(where, "expected a non-negative 32-bit integer, found " + v->dump());
     if (*n < min || *n > max) {
       return error(where, std::to_string(*n) + " is outside " + std::to_string(min) + ".." +
                               std::to_string(max));
     }
     return *n;
+  }
+
+  // Plain non-negative integers that fit (nlohmann-json reads "4", not "-4", "4.0" or "4e0", as
+  // unsigned).
+  static std::optional<uint32_t> asU32(const Json& v) {
+    if (!v.is_number_unsigned()) return std::nullopt;
+    uint64_t n = v.get<uint64_t>();
+    if (n > 0xFFFFFFFFull) return std::nullopt;
+    return static_cast<uint32_t>(n);
   }
 
  private:
@@ -104,7 +182,6 @@ std::optional<CaseStatus> parseStatus(const std::string& name) {
 }
 
 std::string writeRecordingJson(const Recording& rec) {
-  using json::quote;
   std::ostringstream o;
   const Provenance& p = rec.provenance;
   o << "{\n";
@@ -148,10 +225,10 @@ std::string writeRecordingJson(const Recording& rec) {
 }
 
 Expected<Recording> parseRecordingJson(const std::string& text, const std::string& file) {
-  QGPU_TRY(doc, json::parseJson(text, file));
+  QGPU_TRY(doc, parseJson(text, file));
   Checker ck(file);
-  if (doc.kind != json::Value::Kind::Object) {
-    return ck.error("(top level)", std::string("expected object, found ") + json::kindName(doc.kind));
+  if (!doc.is_object()) {
+    return ck.error("(top level)", std::string("expected object, found ") + doc.type_name());
   }
   QGPU_TRY(magic, ck.string(doc, "", "magic"));
   if (magic != kRecordingMagic) {
@@ -163,7 +240,7 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
                                    ", the file has version " + std::to_string(version));
   }
   Recording rec;
-  QGPU_TRY(prov, ck.field(doc, "", "provenance", json::Value::Kind::Object));
+  QGPU_TRY(prov, ck.field(doc, "", "provenance", Json::value_t::object));
   struct {
     const char* key;
     std::string* out;
@@ -183,13 +260,13 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
   if (rec.provenance.gpu.empty()) return ck.error("provenance.gpu", "empty");
   if (rec.provenance.date.empty()) return ck.error("provenance.date", "empty");
 
-  QGPU_TRY(cases, ck.field(doc, "", "cases", json::Value::Kind::Array));
+  QGPU_TRY(cases, ck.field(doc, "", "cases", Json::value_t::array));
   std::set<std::pair<std::string, std::string>> seen;
-  for (size_t c = 0; c < cases->items.size(); ++c) {
-    const json::Value& item = cases->items[c];
+  for (size_t c = 0; c < cases->size(); ++c) {
+    const Json& item = (*cases)[c];
     std::string path = "cases[" + std::to_string(c) + "]";
-    if (item.kind != json::Value::Kind::Object) {
-      return ck.error(path, std::string("expected object, found ") + json::kindName(item.kind));
+    if (!item.is_object()) {
+      return ck.error(path, std::string("expected object, found ") + item.type_name());
     }
     RecordedCase k;
     QGPU_TRY(kernel, ck.string(item, path, "kernel"));
@@ -200,7 +277,7 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
     QGPU_TRY(block, ck.u32(item, path, "block", 1, 1024));
     QGPU_TRY(status, ck.string(item, path, "status"));
     QGPU_TRY(detail, ck.string(item, path, "detail"));
-    QGPU_TRY(global, ck.field(item, path, "global", json::Value::Kind::Array));
+    QGPU_TRY(global, ck.field(item, path, "global", Json::value_t::array));
     if (kernel.empty()) return ck.error(path + ".kernel", "empty");
     if (compiler.empty()) return ck.error(path + ".compiler", "empty");
     if (!isPtxDigest(digest)) {
@@ -217,14 +294,14 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
     k.status = *st;
     k.detail = detail;
     bool hasImage = *st == CaseStatus::Ok || *st == CaseStatus::GuardViolation;
-    if (hasImage && global->items.empty()) {
+    if (hasImage && global->empty()) {
       return ck.error(path + ".global", std::string("status ") + status + " needs the final image");
     }
-    if (!hasImage && !global->items.empty()) {
+    if (!hasImage && !global->empty()) {
       return ck.error(path + ".global", std::string("status ") + status + " must have no image");
     }
-    for (size_t w = 0; w < global->items.size(); ++w) {
-      auto n = global->items[w].asU32();
+    for (size_t w = 0; w < global->size(); ++w) {
+      auto n = Checker::asU32((*global)[w]);
       if (!n) {
         return ck.error(path + ".global[" + std::to_string(w) + "]",
                         "expected a 32-bit unsigned integer");

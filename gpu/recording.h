@@ -12,10 +12,11 @@
 // it is empty unless status is "ok" or "guard-violation". The writer prints 8 words per line so a
 // diff names the words that changed.
 //
-// The reader validates before use: magic, version, every required field with its JSON type, value
-// ranges, the digest's form, and (kernel, compiler) uniqueness. Every problem is ErrorKind::Io
-// with the file and, for syntax errors, line:column; the message names the field
-// ("cases[3].global: expected an array of 126 words").
+// The reader parses with nlohmann-json in strict mode (also refusing a key twice in one object and
+// nesting deeper than 64 levels), then validates before use: magic, version, every required field
+// with its JSON type, value ranges, the digest's form, and (kernel, compiler) uniqueness. Every
+// problem is ErrorKind::Io with the file and, for syntax errors, line:column; the message names the
+// field ("cases[3].global: expected an array of 126 words").
 //
 // Digest: FNV-1a 64 of the exact PTX bytes. It detects a changed PTX (stale recording), not an
 // adversary; that is all it is for.

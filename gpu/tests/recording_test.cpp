@@ -84,6 +84,78 @@ TEST(GpuRecording, RejectsTruncatedJson) {
   EXPECT_NE(errorOf(text.substr(0, text.size() / 2)).find("invalid JSON"), std::string::npos);
 }
 
+// The reader is nlohmann-json in strict mode plus our rules: every form of malformed JSON is an
+// Io error that says "invalid JSON", before any field is looked at.
+TEST(GpuRecording, RejectsWhatStrictJsonForbids) {
+  for (const char* bad : {"{\"a\": 1,}", "[1, 2,]", "{\"a\": 1} x", "\"tab\there\"", "[01]",
+                          "[1.]", "{'a': 1}", "// c\n{}", "[\"\\ud800\"]", "", "{\"a\" 1}", "[1 2]",
+                          "nul", "[\"\xff\"]"}) {
+    EXPECT_NE(errorOf(bad).find("invalid JSON"), std::string::npos) << bad;
+  }
+}
+
+TEST(GpuRecording, RejectsMalformedJsonInsideARecording) {
+  EXPECT_NE(errorOf(corrupt("\"tool\": \"qgpu-gpu-record\"\n", "\"tool\": \"qgpu-gpu-record\",\n"))
+                .find("invalid JSON"),
+            std::string::npos);  // trailing comma
+  EXPECT_NE(errorOf(corrupt("\n        0,", "\n        00,")).find("invalid JSON"),
+            std::string::npos);  // leading zero
+  EXPECT_NE(errorOf(corrupt("\"entry\": \"", "\"entry\": \"\x01")).find("invalid JSON"),
+            std::string::npos);  // control character in a string
+  EXPECT_NE(errorOf(writeRecordingJson(sample()) + "// done\n").find("invalid JSON"),
+            std::string::npos);  // comment after the value
+}
+
+TEST(GpuRecording, RejectsAKeyTwiceInOneObject) {
+  std::string e = errorOf(corrupt("\"gpu\": \"NVIDIA H200\",",
+                                  "\"gpu\": \"NVIDIA H200\", \"gpu\": \"NVIDIA H100\","));
+  EXPECT_NE(e.find("invalid JSON: duplicate key \"gpu\""), std::string::npos) << e;
+  // The same key in two different objects is fine.
+  EXPECT_TRUE(parseRecordingJson(writeRecordingJson(sample()), "rec.json").ok());
+}
+
+TEST(GpuRecording, LimitsNesting) {
+  // Unknown fields are ignored, so 60 levels inside a valid recording still read.
+  auto ok = parseRecordingJson(
+      corrupt("\"version\": 1,", "\"version\": 1, \"x\": " + std::string(60, '[') +
+                                     std::string(60, ']') + ","),
+      "rec.json");
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+  std::string e = errorOf(std::string(100000, '['));
+  EXPECT_NE(e.find("nesting"), std::string::npos) << e;
+}
+
+TEST(GpuRecording, NamesLineAndColumnOfAJsonSyntaxError) {
+  auto r = parseRecordingJson("{\n  \"a\": [1,\n  }", "f.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Io);
+  EXPECT_EQ(r.error().loc.file, "f.json");
+  EXPECT_EQ(r.error().loc.line, 3u);
+  EXPECT_EQ(r.error().loc.column, 3u);
+}
+
+TEST(GpuRecording, DecodesStringEscapes) {
+  auto r = parseRecordingJson(
+      corrupt("\"detail\": \"\"", "\"detail\": \"x\\ty\\u00e9\\ud83d\\ude00\""), "rec.json");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->cases[0].detail, "x\ty\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+TEST(GpuRecording, WritesEveryStringSoThatItReadsBack) {
+  Recording rec = sample();
+  rec.cases[1].detail = "a\"b\\c\nd\x01\x1f\x7f tab\there \xc3\xa9";
+  rec.provenance.host = "gpu\\host";
+  auto back = parseRecordingJson(writeRecordingJson(rec), "rec.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->cases[1].detail, rec.cases[1].detail);
+  EXPECT_EQ(back->provenance.host, rec.provenance.host);
+  // A driver log is not always UTF-8: the writer replaces such bytes instead of failing.
+  rec.cases[1].detail = "bad \xff byte";
+  back = parseRecordingJson(writeRecordingJson(rec), "rec.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->cases[1].detail, "bad \xef\xbf\xbd byte");
+}
+
 TEST(GpuRecording, RejectsWrongMagic) {
   EXPECT_NE(errorOf(corrupt("qgpu-gpu-recording", "qgpu-trace")).find("magic"), std::string::npos);
 }

@@ -1,8 +1,9 @@
 // qgpu/gpu/tool/record_main.cpp — `qgpu-gpu-record`: runs the exported GPU inputs on a real GPU,
 // writes the recording and compares it with the interpreter results exported alongside.
 //
-// Dependency-free on purpose (only common/ and gpu/): it is what ci/gpu-record.sh builds on a GPU
-// machine that has none of our Debian libraries (docs/gpu.md).
+// Only common/, gpu/ and the header-only nlohmann-json on purpose: it is what ci/gpu-record.sh
+// builds on a GPU machine that has none of our Debian libraries (the headers are carried there:
+// ci/gpu-prepare.sh, docs/gpu.md).
 //
 // Usage: qgpu-gpu-record --inputs DIR --out FILE [--tool-name NAME]
 // Exit codes (those of harness/cli/command.h):
