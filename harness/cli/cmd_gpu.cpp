@@ -22,6 +22,7 @@
 #include "gpu/recording.h"
 #include "gpu/runner.h"
 #include "harness/cli/command.h"
+#include "harness/cli/util.h"
 #include "harness/gpu_cases.h"
 #include "kernels/catalog.h"
 
@@ -37,23 +38,11 @@ struct GpuOptions {
   std::vector<std::string> kernels;  // --kernel filters
 };
 
-int exitFor(const Diag& d) {
-  switch (d.kind) {
-    case ErrorKind::NoDevice: return kExitInconclusive;
-    case ErrorKind::Usage:
-    case ErrorKind::KernelFile:
-    case ErrorKind::PtxSyntax:
-    case ErrorKind::PtxUnsupported:
-    case ErrorKind::PtxInvalid:
-    case ErrorKind::OverLimit: return kExitUsage;
-    default: return kExitHarnessError;
-  }
-}
-
+// NoDevice is inconclusive (shown as skipped, never as passed); the rest as every subcommand.
 int fail(const Diag& d) {
-  std::fprintf(stderr, "%s%s\n", d.kind == ErrorKind::NoDevice ? "skipped (inconclusive): " : "",
-               d.str().c_str());
-  return exitFor(d);
+  if (d.kind != ErrorKind::NoDevice) return reportError(d);
+  std::fprintf(stderr, "qgpu: skipped (inconclusive): %s\n", d.str().c_str());
+  return kExitInconclusive;
 }
 
 std::string root(const CommonOptions& common) {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/command.h"
+#include "harness/cli/util.h"
 #include "model/decoder.h"
 #include "model/safetensors.h"
 #include "model/tiny.h"
@@ -53,10 +54,7 @@ struct ModelTinyOptions {
   bool multimodal = false;
 };
 
-int report(const Diag& d) {
-  std::fprintf(stderr, "%s\n", d.str().c_str());
-  return d.kind == ErrorKind::Internal || d.kind == ErrorKind::Io ? kExitHarnessError : kExitUsage;
-}
+int report(const Diag& d) { return reportError(d); }
 
 std::string layerSchedule(const Qwen35Config& c) {
   std::string s;

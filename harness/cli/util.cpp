@@ -13,6 +13,7 @@ std::string& storedCommandLine() {
 int reportError(const Diag& diag) {
   std::fprintf(stderr, "qgpu: %s\n", diag.str().c_str());
   switch (diag.kind) {
+    case ErrorKind::Io:  // a file the user named cannot be read or written
     case ErrorKind::Usage:
     case ErrorKind::KernelFile:
     case ErrorKind::CompileFailed:

@@ -12,7 +12,9 @@
 
 namespace qgpu::cli {
 
-// Prints "qgpu: <diag>" on stderr and returns the exit code its kind implies.
+// Prints "qgpu: <diag>" on stderr and returns the exit code its kind implies: bad input (usage,
+// files that cannot be read or written, malformed kernels, PTX, traces, checkpoints) is 2, a
+// machine fault or step limit 1, no device 4, anything else (a qgpu bug, a tool failing) 3.
 int reportError(const Diag& diag);
 
 // "clang" / "nvcc" / "both" -> compilers; Usage error otherwise.

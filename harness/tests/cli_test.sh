@@ -75,5 +75,14 @@ expect check-list 0 '^dot ' -- "$qgpu" check --list
 expect check-unknown 2 "no catalog kernel named 'zzz'" -- "$qgpu" check --kernel zzz
 expect no-subcommand 2 '' -- "$qgpu"
 
+# The model leg's CLI, where the binary was built with LibTorch.
+if "$qgpu" model --help >/dev/null 2>&1; then
+  expect model-info-base 0 'schedule +LFLF' -- "$qgpu" model info model/base
+  expect model-generate-base 0 'tokens/s' -- "$qgpu" model generate model/base --prompt "Licensed under the Apache License" -n 8
+  expect model-info-missing 2 'Checkpoint|config.json' -- "$qgpu" model info "$tmp/nowhere"
+  mkdir -p "$tmp/corrupt" && cp model/base/config.json "$tmp/corrupt/" && head -c 1000 model/base/model.safetensors >"$tmp/corrupt/model.safetensors"
+  expect model-info-corrupt 2 'model.safetensors' -- "$qgpu" model generate "$tmp/corrupt" --prompt "x" -n 1
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
