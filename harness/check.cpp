@@ -3,33 +3,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <future>
 #include <sstream>
 #include <thread>
 
 #include "gpu/runner.h"
+#include "harness/gpu_cases.h"
 #include "harness/cli/command.h"
 
 namespace qgpu::harness {
-
-namespace {
-
-gpu::GpuLaunch toGpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& built) {
-  gpu::GpuLaunch launch;
-  launch.ptx = built.ptx;
-  launch.entry = built.entry;
-  launch.gridX = built.image.gridX;
-  launch.blockX = built.image.blockX;
-  launch.global.assign(built.image.global.begin(), built.image.global.end());
-  launch.params = built.image.params;
-  for (const kernels::ParamSpec& p : spec.params) launch.paramIsPointer.push_back(p.isArray());
-  for (const kernels::ArrayRange& range : built.image.arrays)
-    if (spec.isMultiset(spec.params[range.param].name))
-      launch.unordered.push_back({range.firstWord, range.words});
-  return launch;
-}
-
-}  // namespace
 
 struct GpuSession::Impl {
   std::optional<gpu::Runner> runner;
@@ -68,7 +49,7 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = "no interpreter result to compare with";
     return r;
   }
-  gpu::GpuLaunch launch = toGpuLaunch(spec, interp.kernel);
+  gpu::GpuLaunch launch = gpuLaunch(spec, interp.kernel);
   auto result = runner->run(launch);
   if (!result.ok()) {
     r.verdict = result.error().kind == ErrorKind::NoDevice ? Verdict::Inconclusive

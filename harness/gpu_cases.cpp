@@ -32,6 +32,20 @@ Expected<std::vector<uint32_t>> lowerAndInterpret(BuiltKernel& kernel) {
 
 }  // namespace
 
+gpu::GpuLaunch gpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& kernel) {
+  gpu::GpuLaunch launch;
+  launch.ptx = kernel.ptx;
+  launch.entry = kernel.entry;
+  launch.gridX = kernel.image.gridX;
+  launch.blockX = kernel.image.blockX;
+  launch.global.assign(kernel.image.global.begin(), kernel.image.global.end());
+  launch.params = kernel.image.params;
+  for (const kernels::ParamSpec& p : spec.params) launch.paramIsPointer.push_back(p.isArray());
+  for (const kernels::ArrayRange& a : kernel.image.arrays)
+    if (spec.isMultiset(spec.params[a.param].name)) launch.unordered.push_back({a.firstWord, a.words});
+  return launch;
+}
+
 Expected<gpu::GpuCase> buildCase(const kernels::KernelSpec& spec, host::Compiler compiler) {
   QGPU_TRY(kernel, compileKernel(spec, compiler));
   gpu::GpuCase c;
@@ -39,18 +53,7 @@ Expected<gpu::GpuCase> buildCase(const kernels::KernelSpec& spec, host::Compiler
   c.compiler = host::compilerName(compiler);
   c.ptxFile = caseFile(c);
   c.digest = gpu::ptxDigest(kernel.ptx);
-  c.launch.ptx = kernel.ptx;
-  c.launch.entry = kernel.entry;
-  c.launch.gridX = kernel.image.gridX;
-  c.launch.blockX = kernel.image.blockX;
-  c.launch.global.assign(kernel.image.global.begin(), kernel.image.global.end());
-  c.launch.params = kernel.image.params;
-  for (const kernels::ParamSpec& p : spec.params) c.launch.paramIsPointer.push_back(p.isArray());
-  for (const kernels::ArrayRange& a : kernel.image.arrays) {
-    if (spec.isMultiset(spec.params[a.param].name)) {
-      c.launch.unordered.push_back({a.firstWord, a.words});
-    }
-  }
+  c.launch = gpuLaunch(spec, kernel);
   auto result = lowerAndInterpret(kernel);
   if (result.ok()) {
     c.expected = std::move(*result);

@@ -18,9 +18,14 @@
 #include "common/diag.h"
 #include "gpu/inputs.h"
 #include "host/cuda/compile.h"
+#include "harness/pipeline.h"
 #include "kernels/catalog.h"
 
 namespace qgpu::harness {
+
+// The GPU launch of a compiled kernel: its PTX under its entry name, the catalog's memory image
+// and parameters (pointers marked), and its multiset outputs as unordered ranges.
+gpu::GpuLaunch gpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& kernel);
 
 Expected<gpu::GpuCase> buildCase(const kernels::KernelSpec& spec, host::Compiler compiler);
 

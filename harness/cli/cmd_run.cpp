@@ -80,7 +80,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
       printArrays(*spec, interp.kernel.image, interp.run.global);
       if (o.trace) std::cout << trace::pretty(interp.run.trace);
       std::cout << "trace: " << interp.run.trace.size() << " tokens, " << interp.run.blockExecs
-                << " steps, " << shown.traceDigest << "\n";
+                << " steps, " << interp.result.traceDigest << "\n";
     }
     std::cout << harness::verdictName(shown.verdict) << " [" << o.compiler << ", "
               << harness::backendName(shown.backend) << "]"
