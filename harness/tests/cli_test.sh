@@ -76,7 +76,7 @@ expect check-unknown 2 "no catalog kernel named 'zzz'" -- "$qgpu" check --kernel
 expect no-subcommand 2 '' -- "$qgpu"
 
 # The model leg's CLI, where the binary was built with LibTorch.
-if "$qgpu" model --help >/dev/null 2>&1; then
+if "$qgpu" --help | grep -Eq "^ +model "; then
   expect model-info-base 0 'schedule +LFLF' -- "$qgpu" model info model/base
   expect model-generate-base 0 'tokens/s' -- "$qgpu" model generate model/base --prompt "Licensed under the Apache License" -n 8
   expect model-info-missing 2 'Checkpoint|config.json' -- "$qgpu" model info "$tmp/nowhere"
