@@ -10,8 +10,8 @@
 
 namespace qgpu {
 
-inline constexpr uint64_t kFnvOffset = 1469598103934665603ull;
-inline constexpr uint64_t kFnvPrime = 1099511628211ull;
+inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;  // the FNV-1a 64 offset basis
+inline constexpr uint64_t kFnvPrime = 0x100000001b3ull;        // the FNV-1a 64 prime
 
 inline uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnvOffset) {
   for (unsigned char c : bytes) {

@@ -1,6 +1,8 @@
 // qgpu/gpu/recording.cpp — recording writer, validating reader, comparison (see recording.h).
 #include "gpu/recording.h"
 
+#include "common/digest.h"
+
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -143,16 +145,7 @@ class Checker {
 
 }  // namespace
 
-std::string ptxDigest(const std::string& ptx) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : ptx) {
-    h ^= c;
-    h *= 0x100000001b3ull;  // FNV-1a 64 prime
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+std::string ptxDigest(const std::string& ptx) { return digestString(fnv1a64(ptx)); }
 
 bool isPtxDigest(const std::string& s) {
   if (s.size() != 8 + 16 || s.compare(0, 8, "fnv1a64:") != 0) return false;

@@ -21,7 +21,7 @@ float uniformSym(uint64_t& state) {
 }
 
 uint64_t hashName(const std::string& name, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ seed;  // FNV-1a, seeded
+  uint64_t h = 1469598103934665603ull ^ seed;  // an FNV-style seeded mix (not the FNV offset basis; kept: it fixes the fixtures' weights)
   for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
   return h;
 }

@@ -5,6 +5,8 @@
 // token index.
 #include "oracle/trace.h"
 
+#include "common/digest.h"
+
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -511,12 +513,10 @@ std::string pretty(std::span<const Token> tokens) {
 }
 
 uint64_t digest(std::span<const Token> tokens) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = kFnvOffset;
   for (Token t : tokens) {
-    for (int b = 0; b < 2; ++b) {
-      h ^= static_cast<uint8_t>(t >> (8 * b));
-      h *= 0x100000001b3ull;
-    }
+    const char bytes[2] = {static_cast<char>(t & 0xff), static_cast<char>(t >> 8)};
+    h = fnv1a64(std::string_view(bytes, 2), h);
   }
   return h;
 }

@@ -16,6 +16,7 @@
 
 #include "model/decoder.h"
 #include "model/safetensors.h"
+#include "model/tests/hf_fixture.h"
 #include "model/tiny.h"
 
 namespace qgpu::model {
@@ -32,50 +33,11 @@ const std::string kHeldOutFile = "/usr/share/common-licenses/Apache-2.0";
 // above a uniform model's ln 256 = 5.55. The bound leaves room for a retrained model.
 constexpr double kMaxSnippetCe = 2.0;
 
-uint64_t fnv1a64File(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  uint64_t h = 0xcbf29ce484222325ull;
-  char c;
-  while (in.get(c)) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  return h;
-}
-
-struct Fixture {
-  std::shared_ptr<SafetensorsFile> file;
-  std::map<std::string, std::string> meta;
-  std::vector<int64_t> prompt, greedy;
-  std::vector<float> prefill, decode;  // [L, V], [N, V]
-
-  template <typename T>
-  std::vector<T> read(const std::string& name) {
-    const StTensorInfo* info = file->header().find(name);
-    EXPECT_NE(info, nullptr) << name;
-    if (info == nullptr) return {};
-    auto bytes = file->bytes(*info);
-    std::vector<T> out(bytes.size() / sizeof(T));
-    std::memcpy(out.data(), bytes.data(), bytes.size());
-    return out;
-  }
-};
-
-Fixture loadFixture() {
-  Fixture fx;
-  auto file = SafetensorsFile::open(kFixture);
-  EXPECT_TRUE(file.ok()) << (file.ok() ? "" : file.error().str());
-  if (!file.ok()) return fx;
-  fx.file = *file;
-  fx.meta = fx.file->header().metadata;
-  // Validate the header before use, and that it was recorded from the committed weights.
-  EXPECT_EQ(fx.meta["qgpu_fixture"], "hf-base-logits");
-  EXPECT_EQ(fx.meta["version"], "1");
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a64File(kBaseDir + "/model.safetensors")));
-  EXPECT_EQ(fx.meta["weights_fnv1a64"], hex) << "model/base changed; rerun ci/train_base.py";
-  fx.prompt = fx.read<int64_t>("prompt");
-  fx.greedy = fx.read<int64_t>("greedy");
-  fx.prefill = fx.read<float>("prefill_logits");
-  fx.decode = fx.read<float>("decode_logits");
+HfFixture loadFixture() {
+  HfFixture fx = loadHfFixture(kFixture, "hf-base-logits");
+  // It must have been recorded from the committed weights.
+  EXPECT_EQ(fx.meta["weights_fnv1a64"], fileDigestHex(kBaseDir + "/model.safetensors"))
+      << "model/base changed; rerun ci/train_base.py";
   return fx;
 }
 
@@ -130,7 +92,7 @@ TEST(BaseModel, LoadsWithTheExpectedShape) {
 // delta-rule chunks) and cached decode teacher-forced on transformers' greedy tokens must match
 // within 1e-4 relative to the largest logit, as the random-model cross-checks do.
 TEST(BaseModel, LogitsMatchTransformers) {
-  Fixture fx = loadFixture();
+  HfFixture fx = loadFixture();
   ASSERT_FALSE(fx.prompt.empty());
   auto decoder = load(kBaseDir);
   ASSERT_NE(decoder, nullptr);
@@ -155,7 +117,7 @@ TEST(BaseModel, LogitsMatchTransformers) {
 }
 
 TEST(BaseModel, HeldOutSnippetCrossEntropyWellBelowUniform) {
-  Fixture fx = loadFixture();
+  HfFixture fx = loadFixture();
   ASSERT_FALSE(fx.prompt.empty());
   auto decoder = load(kBaseDir);
   ASSERT_NE(decoder, nullptr);
@@ -168,7 +130,7 @@ TEST(BaseModel, HeldOutSnippetCrossEntropyWellBelowUniform) {
 
 // The failing twin of the bound: a seeded random checkpoint of the same config is near ln 256.
 TEST(BaseModel, RandomModelOfTheSameShapeFailsTheBound) {
-  Fixture fx = loadFixture();
+  HfFixture fx = loadFixture();
   ASSERT_FALSE(fx.prompt.empty());
   auto config = readConfig(kBaseDir);
   ASSERT_TRUE(config.ok()) << config.error().str();
@@ -186,7 +148,7 @@ TEST(BaseModel, RandomModelOfTheSameShapeFailsTheBound) {
 // Greedy decoding twice on one decoder (after reset) and once on a fresh one: same tokens, and the
 // same as transformers' greedy tokens.
 TEST(BaseModel, GreedyGenerationIsDeterministic) {
-  Fixture fx = loadFixture();
+  HfFixture fx = loadFixture();
   ASSERT_FALSE(fx.prompt.empty());
   const int64_t n = static_cast<int64_t>(fx.greedy.size());
   auto a = load(kBaseDir);

@@ -12,6 +12,7 @@
 
 #include "model/decoder.h"
 #include "model/safetensors.h"
+#include "model/tests/hf_fixture.h"
 #include "model/tiny.h"
 
 namespace qgpu::model {
@@ -26,55 +27,13 @@ std::string tempDir(const std::string& name) {
   return p.string();
 }
 
-uint64_t fnv1a64File(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  uint64_t h = 0xcbf29ce484222325ull;
-  char c;
-  while (in.get(c)) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  return h;
-}
-
-// One recorded reference run (see ci/hf_reference.py for the format).
-struct Fixture {
-  std::shared_ptr<SafetensorsFile> file;
-  std::map<std::string, std::string> meta;
-  std::vector<int64_t> prompt, greedy;
-  std::vector<float> prefill, decode;  // [L, V], [N, V]
-  int64_t vocab = 0;
-
-  template <typename T>
-  std::vector<T> read(const std::string& name) {
-    const StTensorInfo* info = file->header().find(name);
-    EXPECT_NE(info, nullptr) << name;
-    if (info == nullptr) return {};
-    auto bytes = file->bytes(*info);
-    std::vector<T> out(bytes.size() / sizeof(T));
-    std::memcpy(out.data(), bytes.data(), bytes.size());
-    return out;
-  }
-};
-
-Fixture loadFixture(const std::string& name) {
-  Fixture fx;
-  std::string path = std::string(QGPU_SOURCE_DIR) + "/model/tests/data/hf_" + name + ".safetensors";
-  auto file = SafetensorsFile::open(path);
-  EXPECT_TRUE(file.ok()) << (file.ok() ? "" : file.error().str());
-  if (!file.ok()) return fx;
-  fx.file = *file;
-  fx.meta = fx.file->header().metadata;
-  // Validate the header before use: a fixture of another kind or version must not be compared.
-  EXPECT_EQ(fx.meta["qgpu_fixture"], "hf-logits");
-  EXPECT_EQ(fx.meta["version"], "1");
-  fx.prompt = fx.read<int64_t>("prompt");
-  fx.greedy = fx.read<int64_t>("greedy");
-  fx.prefill = fx.read<float>("prefill_logits");
-  fx.decode = fx.read<float>("decode_logits");
-  fx.vocab = fx.file->header().find("prefill_logits")->shape.at(1);
-  return fx;
+HfFixture loadFixture(const std::string& name) {
+  return loadHfFixture(std::string(QGPU_SOURCE_DIR) + "/model/tests/data/hf_" + name + ".safetensors",
+                       "hf-logits");
 }
 
 // Regenerates the fixture's checkpoint and checks it is byte-identical to what transformers saw.
-std::string makeCheckpoint(Fixture& fx, CheckpointLayout layout, uint64_t maxShard = UINT64_MAX) {
+std::string makeCheckpoint(HfFixture& fx, CheckpointLayout layout, uint64_t maxShard = UINT64_MAX) {
   auto config = parseConfigJson(fx.meta["config"], "fixture config");
   EXPECT_TRUE(config.ok());
   config->layout = layout;
@@ -84,10 +43,8 @@ std::string makeCheckpoint(Fixture& fx, CheckpointLayout layout, uint64_t maxSha
                 fx.meta["storage"] == "bf16" ? StDtype::BF16 : StDtype::F32, maxShard};
   EXPECT_TRUE(generateTinyCheckpoint(dir, spec).ok());
   if (layout == CheckpointLayout::TextOnly && maxShard == UINT64_MAX) {
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(fnv1a64File(dir + "/model.safetensors")));
-    EXPECT_EQ(fx.meta["weights_fnv1a64"], hex) << "the generator no longer makes the fixture's weights";
+    EXPECT_EQ(fx.meta["weights_fnv1a64"], fileDigestHex(dir + "/model.safetensors"))
+        << "the generator no longer makes the fixture's weights";
   }
   return dir;
 }
@@ -113,7 +70,7 @@ struct FixtureRun {
   std::vector<int64_t> greedy;  // our argmax after the prompt and after each forced token
 };
 
-FixtureRun runFixture(Fixture& fx, const std::string& dir, ComputeDtype dtype) {
+FixtureRun runFixture(HfFixture& fx, const std::string& dir, ComputeDtype dtype) {
   FixtureRun run;
   auto decoder = Decoder::load(dir, DecoderOptions{dtype});
   EXPECT_TRUE(decoder.ok()) << (decoder.ok() ? "" : decoder.error().str());
@@ -142,7 +99,7 @@ class HfCrossCheck : public ::testing::TestWithParam<const char*> {};
 // fp32: every prompt position (prompts span 2-3 of HF's 64-token chunks) and every greedy step
 // must match transformers within 1e-4 relative to the largest logit, with identical greedy tokens.
 TEST_P(HfCrossCheck, Fp32LogitsAndGreedyTokensMatchTransformers) {
-  Fixture fx = loadFixture(GetParam());
+  HfFixture fx = loadFixture(GetParam());
   ASSERT_FALSE(fx.prompt.empty());
   ASSERT_EQ(fx.meta["compute"], "f32");
   std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
@@ -164,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HfCrossCheck,
 // round differently from HF's, so bit-level agreement is not expected; instead our error against
 // HF-fp32 must be at most twice HF-bf16's own error against HF-fp32 on the same tokens.
 TEST(HfCrossCheckBf16, Bf16WithinTransformersOwnError) {
-  Fixture fx = loadFixture("bf16");
+  HfFixture fx = loadFixture("bf16");
   ASSERT_EQ(fx.meta["storage"], "bf16");
   std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
   auto pre32 = fx.read<float>("prefill_logits_f32ref");
@@ -192,7 +149,7 @@ TEST(HfCrossCheckBf16, Bf16WithinTransformersOwnError) {
 // The official multimodal layout (prefix model.language_model., nested text_config) and sharding
 // must not change a single bit of the logits.
 TEST(Decoder, MultimodalLayoutAndShardsGiveIdenticalLogits) {
-  Fixture fx = loadFixture("mixed4");
+  HfFixture fx = loadFixture("mixed4");
   std::string plain = makeCheckpoint(fx, CheckpointLayout::TextOnly);
   std::string mm = makeCheckpoint(fx, CheckpointLayout::Multimodal, /*maxShard=*/40000);
   // Add vision and MTP tensors the loader must skip.
@@ -224,7 +181,7 @@ TEST(Decoder, MultimodalLayoutAndShardsGiveIdenticalLogits) {
 // The chunked prefill and the token recurrence are the same math: feeding a prompt one token at a
 // time must agree with one prefill to rounding.
 TEST(Decoder, TokenByTokenMatchesPrefill) {
-  Fixture fx = loadFixture("deep_gqa");
+  HfFixture fx = loadFixture("deep_gqa");
   std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
   auto d = Decoder::load(dir);
   ASSERT_TRUE(d.ok());
@@ -250,7 +207,7 @@ TEST(Decoder, TokenByTokenMatchesPrefill) {
 }
 
 TEST(Decoder, GenerateGreedyReproducesFixtureTokens) {
-  Fixture fx = loadFixture("fullfirst_untied");
+  HfFixture fx = loadFixture("fullfirst_untied");
   std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
   auto d = Decoder::load(dir);
   ASSERT_TRUE(d.ok());
@@ -265,7 +222,7 @@ TEST(Decoder, GenerateGreedyReproducesFixtureTokens) {
 }
 
 TEST(Decoder, RejectsTokenOutsideVocabulary) {
-  Fixture fx = loadFixture("mixed4");
+  HfFixture fx = loadFixture("mixed4");
   std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
   auto d = Decoder::load(dir);
   ASSERT_TRUE(d.ok());
