@@ -93,7 +93,8 @@ class Parser {
   struct OpenScope {
     uint32_t id;
     std::unordered_map<std::string, uint32_t> regs;
-    bool hasCode = false;  // an instruction, label or nested scope was seen
+    bool hasCode = false;    // an instruction, label or nested scope was seen
+    bool hasNested = false;  // a nested scope was seen
     uint32_t line;
   };
   std::vector<OpenScope> scopes_;
@@ -432,13 +433,14 @@ class Parser {
                    "'{' scopes nested deeper than " + std::to_string(kMaxScopeDepth) + " at line " +
                        std::to_string(brace.line));
       scopes_.back().hasCode = true;
+      scopes_.back().hasNested = true;
     }
     Scope s;
     s.parent = scopes_.empty() ? 0 : scopes_.back().id;
     s.depth = static_cast<uint32_t>(scopes_.size());
     s.begin = s.end = static_cast<uint32_t>(fn_->body.size());
     fn_->scopes.push_back(s);
-    scopes_.push_back(OpenScope{static_cast<uint32_t>(fn_->scopes.size() - 1), {}, false, brace.line});
+    scopes_.push_back(OpenScope{static_cast<uint32_t>(fn_->scopes.size() - 1), {}, false, false, brace.line});
     return Ok{};
   }
 
@@ -485,6 +487,12 @@ class Parser {
       return Ok{};
     }
     if (w == ".shared" || w == ".param") {
+      // Variables print at the top of their scope, before its nested scopes (as both compilers
+      // write them); one declared after a nested scope would not survive print() + parse().
+      if (scopes_.back().hasNested)
+        return err(ErrorKind::PtxUnsupported, tok,
+                   "'" + std::string(w) + "' declaration after a nested '{ }' scope at line " +
+                       std::to_string(tok.line));
       next();
       QGPU_TRY(v, variable(tok));
       v.scope = scopes_.back().id;

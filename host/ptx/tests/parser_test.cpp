@@ -484,5 +484,13 @@ TEST(PtxParser, RejectsRegisterDeclarationAfterInstructions) {
               "'.reg' declaration after instructions");
 }
 
+// Found by fuzz_ptx: a `.param` after a nested scope printed before it, so print() + parse() gave
+// another module. The twin: the same declaration before the nested scope parses.
+TEST(PtxParser, RejectsVariableDeclarationAfterANestedScope) {
+  expectError(kernel("{\n}\n.param .b32 late;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine + 2,
+              1, "'.param' declaration after a nested '{ }' scope");
+  EXPECT_TRUE(parse(kernel(".param .b32 early;\n{\n}\nret;\n")).ok());
+}
+
 }  // namespace
 }  // namespace qgpu::ptx
