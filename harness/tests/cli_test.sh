@@ -45,6 +45,10 @@ expect expr-wrap-json-exact 0 '"exact": "4294967294"' -- "$qgpu" --json expr "[2
 expect expr-no-wrap-json 0 '"wrapped": false' -- "$qgpu" --json expr "[1073741823] @ [2]"
 chain1000=$(printf '[1, 2]'; for _ in $(seq 999); do printf ' + [1, 2]'; done)
 chain2000=$(printf '[1, 2]'; for _ in $(seq 1999); do printf ' + [1, 2]'; done)
+# One compile per kernel, one lowering per parameter list: a cache keyed by the kernel alone would
+# reuse vscale's k = 2 for the second scale ([4, 8]) and vadd's n = 2 layout for the 3-vector.
+expect expr-cache-scalar-param 0 '^\[5, 10\]$' -- "$qgpu" expr "2 * [1, 2] + 3 * [1, 2]"
+expect expr-cache-shape 0 '^\[104, 156, 208\]$' -- "$qgpu" expr "sqlen([1, 2] + [3, 4]) * ([1, 2, 3] + [1, 1, 1])"
 expect expr-chain-1000 0 '^\[1000, 2000\]$' -- "$qgpu" expr "$chain1000"
 expect expr-chain-2000 2 'error\[Usage\]: column 9224: more than 1024 operations' -- "$qgpu" expr "$chain2000"
 expect expr-max-steps-negative 2 'must be an integer from 1 to 100000000' -- "$qgpu" expr --max-steps -1 "[1] @ [2]"
