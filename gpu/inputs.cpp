@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file.h"
 #include "gpu/recording.h"
 
 namespace qgpu::gpu {
@@ -57,12 +58,12 @@ bool parseU32(const std::string& s, int base, uint32_t& out) {
   return true;
 }
 
+// The manifest and the PTX files it names; the PTX front end reads at most 4 MiB
+// (ptx::kMaxInputBytes), and no manifest comes near it.
+constexpr size_t kMaxInputFileBytes = size_t{4} << 20;
+
 Expected<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeDiag(ErrorKind::Io, "cannot open", SourceLoc{path, 0, 0});
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return readInputFile(path, kMaxInputFileBytes, "GPU input file");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "gpu/recording.h"
 
 #include "common/digest.h"
+#include "common/file.h"
 
 #include <cstdio>
 #include <fstream>
@@ -310,11 +311,9 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
 }
 
 Expected<Recording> readRecording(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeDiag(ErrorKind::Io, "cannot open GPU recording", SourceLoc{path, 0, 0});
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseRecordingJson(ss.str(), path);
+  // A recording is a few hundred bytes per case; 64 MiB leaves room for thousands of cases.
+  QGPU_TRY(text, readInputFile(path, size_t{64} << 20, "GPU recording"));
+  return parseRecordingJson(text, path);
 }
 
 Status writeRecording(const Recording& recording, const std::string& path) {

@@ -1,6 +1,10 @@
 // qgpu/harness/evaluate.cpp — expression evaluation through catalog kernels on the interpreter.
 #include "harness/evaluate.h"
 
+#include <limits>
+#include <map>
+#include <utility>
+
 namespace qgpu::harness {
 
 namespace {
@@ -11,10 +15,10 @@ std::vector<int64_t> widen(const std::vector<int32_t>& data) {
 
 // A dot product of vectors that fit one CTA runs as `dot_atomic`, one thread per element (the
 // seeds' demo kernel: no loop, so the shortest trace); longer ones as the block-strided `dot`.
-const char* kernelName(const Expr& expr) {
-  bool small = expr.kind == ExprKind::Dot &&
-               expr.args[0]->cols <= static_cast<uint32_t>(machine::kMaxThreadsPerBlock);
-  return small ? "dot_atomic" : kernelFor(expr.kind);
+const char* kernelName(ExprKind kind, const std::vector<Value>& args) {
+  bool small =
+      kind == ExprKind::Dot && args[0].cols <= static_cast<uint32_t>(machine::kMaxThreadsPerBlock);
+  return small ? "dot_atomic" : kernelFor(kind);
 }
 
 // Sets the catalog kernel's inputs for one operation; returns the name of its output array.
@@ -73,38 +77,79 @@ Expected<std::string> bindOperands(ExprKind kind, const std::vector<Value>& args
   return makeDiag(ErrorKind::Internal, "no kernel binding for a literal");
 }
 
-Value shapeOf(const Expr& expr) {
+Value shapeOf(const ExprNode& node) {
   Value v;
-  v.rows = expr.rows;
-  v.cols = expr.cols;
+  v.rows = node.rows;
+  v.cols = node.cols;
   return v;
 }
 
-Expected<Value> evaluateNode(const Expr& expr, const EvalOptions& options, Evaluation& out) {
-  if (expr.kind == ExprKind::Literal) return expr.literal;
-  std::vector<Value> args;
-  for (const auto& arg : expr.args) {
-    QGPU_TRY(value, evaluateNode(*arg, options, out));
-    args.push_back(std::move(value));
-  }
-  const char* name = kernelName(expr);
-  QGPU_TRY(spec, resolveKernel(name, options.catalogDir));
-  QGPU_TRY(outputName, bindOperands(expr.kind, args, spec));
-  QGPU_TRY(built, buildKernel(spec, options.compiler));
+// The catalog kernels one evaluation uses, each read and compiled once: the CUDA source does not
+// depend on the operands (setInput changes values, not the text), so its PTX is reused for every
+// launch of that kernel. The machine program depends on the parameter values (lower() folds them
+// in: array addresses, n, vscale's k), so it is lowered once per distinct parameter list.
+class KernelCache {
+ public:
+  explicit KernelCache(const EvalOptions& options) : options_(options) {}
 
-  machine::Launch launch = built.image.toMachineLaunch();
+  Expected<kernels::KernelSpec> spec(const std::string& name) {
+    auto it = specs_.find(name);
+    if (it == specs_.end()) {
+      QGPU_TRY(spec, resolveKernel(name, options_.catalogDir));
+      it = specs_.emplace(name, std::move(spec)).first;
+    }
+    return it->second;
+  }
+
+  // The program for `spec` (inputs already bound) laid out as `image`.
+  Expected<const machine::Program*> program(const kernels::KernelSpec& spec,
+                                            const kernels::LaunchImage& image) {
+    auto key = std::make_pair(spec.name, image.params);
+    if (auto found = programs_.find(key); found != programs_.end()) return &found->second;
+    auto compiled = compiled_.find(spec.name);
+    if (compiled == compiled_.end()) {
+      QGPU_TRY(built, compileKernel(spec, options_.compiler));
+      compiled = compiled_.emplace(spec.name, std::move(built)).first;
+    }
+    lower::LowerOptions lowerOptions;
+    lowerOptions.entry = compiled->second.entry;
+    lowerOptions.params = image.params;
+    QGPU_TRY(program, lower::lower(compiled->second.module, lowerOptions));
+    return &programs_.emplace(std::move(key), std::move(program)).first->second;
+  }
+
+ private:
+  const EvalOptions& options_;
+  std::map<std::string, kernels::KernelSpec> specs_;
+  std::map<std::string, BuiltKernel> compiled_;  // PTX module and entry; program left empty
+  std::map<std::pair<std::string, std::vector<uint32_t>>, machine::Program> programs_;
+};
+
+// Names the operation in a diag about it: "vadd (column 7): ...".
+Diag atOperation(Diag diag, const char* kernel, const ExprNode& node) {
+  diag.message = std::string(kernel) + " (column " + std::to_string(node.column) + "): " +
+                 diag.message;
+  return diag;
+}
+
+Expected<Value> launch(const ExprNode& node, const std::vector<Value>& args,
+                       const EvalOptions& options, KernelCache& cache, Evaluation& out) {
+  const char* name = kernelName(node.kind, args);
+  QGPU_TRY(spec, cache.spec(name));
+  QGPU_TRY(outputName, bindOperands(node.kind, args, spec));
+  auto image = kernels::layout(spec);
+  if (!image.ok()) return atOperation(image.error(), name, node);
+  auto program = cache.program(spec, *image);
+  if (!program.ok()) return atOperation(program.error(), name, node);
+
+  machine::Launch machineLaunch = image->toMachineLaunch();
   oracle::RunOptions runOptions;
   runOptions.maxSteps = options.maxSteps;
-  QGPU_TRY(run, oracle::run(built.program, launch, runOptions));
-  if (run.status != oracle::RunStatus::Finished) {
-    Diag fault = run.fault;
-    fault.message = std::string(name) + " (column " + std::to_string(expr.column) +
-                    "): " + fault.message;
-    return fault;
-  }
+  QGPU_TRY(run, oracle::run(**program, machineLaunch, runOptions));
+  if (run.status != oracle::RunStatus::Finished) return atOperation(run.fault, name, node);
 
-  Value result = shapeOf(expr);
-  for (const kernels::ArrayRange& range : built.image.arrays) {
+  Value result = shapeOf(node);
+  for (const kernels::ArrayRange& range : image->arrays) {
     if (spec.params[range.param].name != outputName) continue;
     for (uint32_t w = 0; w < range.words; ++w)
       result.data.push_back(static_cast<int32_t>(run.global[range.firstWord + w]));
@@ -112,7 +157,7 @@ Expected<Value> evaluateNode(const Expr& expr, const EvalOptions& options, Evalu
   Launched launched;
   launched.kernel = name;
   launched.result = result;
-  launched.prompt = trace::encodePrompt(built.program, launch);
+  launched.prompt = trace::encodePrompt(**program, machineLaunch);
   launched.run = std::move(run.trace);
   launched.steps = run.blockExecs;
   out.launches.push_back(std::move(launched));
@@ -123,57 +168,206 @@ uint32_t wrapMul(int32_t a, int32_t b) {
   return static_cast<uint32_t>(a) * static_cast<uint32_t>(b);
 }
 
-}  // namespace
-
-Expected<Evaluation> evaluate(const Expr& expr, const EvalOptions& options) {
-  Evaluation out;
-  QGPU_TRY(value, evaluateNode(expr, options, out));
-  out.value = std::move(value);
-  return out;
+// The operands of `node`, moved out of `values` (each node is the operand of one operation).
+std::vector<Value> takeArgs(const ExprNode& node, std::vector<Value>& values) {
+  std::vector<Value> args;
+  for (uint32_t a : node.args) args.push_back(std::move(values[a]));
+  return args;
 }
 
-Value hostValue(const Expr& expr) {
-  if (expr.kind == ExprKind::Literal) return expr.literal;
-  std::vector<Value> a;
-  for (const auto& arg : expr.args) a.push_back(hostValue(*arg));
-  Value r = shapeOf(expr);
-  auto push = [&](uint32_t word) { r.data.push_back(static_cast<int32_t>(word)); };
-  switch (expr.kind) {
+using Int128 = __int128;
+
+// Checked 128-bit arithmetic: false when the exact result does not fit.
+bool mulAdd(Int128& sum, Int128 a, Int128 b) {
+  Int128 product;
+  return !__builtin_mul_overflow(a, b, &product) && !__builtin_add_overflow(sum, product, &sum);
+}
+
+std::string int128String(Int128 v) {
+  if (v == 0) return "0";
+  bool negative = v < 0;
+  std::string digits;
+  while (v != 0) {
+    int digit = static_cast<int>(v % 10);  // in -9..9, the sign of v
+    digits += static_cast<char>('0' + (digit < 0 ? -digit : digit));
+    v /= 10;
+  }
+  if (negative) digits += '-';
+  return std::string(digits.rbegin(), digits.rend());
+}
+
+struct Exact {
+  uint32_t rows = 0, cols = 0;
+  std::vector<Int128> data;
+};
+
+// One operation in exact arithmetic; false when a result leaves the 128-bit range.
+bool exactOperation(const ExprNode& node, const std::vector<Exact>& a, Exact& r) {
+  switch (node.kind) {
     case ExprKind::Dot:
     case ExprKind::SqLen: {
-      const Value& u = a[0];
-      const Value& v = expr.kind == ExprKind::Dot ? a[1] : a[0];
-      uint32_t sum = 0;
-      for (size_t i = 0; i < u.data.size(); ++i) sum += wrapMul(u.data[i], v.data[i]);
-      push(sum);
-      break;
+      const Exact& u = a[0];
+      const Exact& v = node.kind == ExprKind::Dot ? a[1] : a[0];
+      Int128 sum = 0;
+      for (size_t i = 0; i < u.data.size(); ++i)
+        if (!mulAdd(sum, u.data[i], v.data[i])) return false;
+      r.data.push_back(sum);
+      return true;
     }
     case ExprKind::Add:
     case ExprKind::Sub:
       for (size_t i = 0; i < a[0].data.size(); ++i) {
-        uint32_t x = static_cast<uint32_t>(a[0].data[i]), y = static_cast<uint32_t>(a[1].data[i]);
-        push(expr.kind == ExprKind::Add ? x + y : x - y);
+        Int128 out;
+        bool overflow = node.kind == ExprKind::Add
+                            ? __builtin_add_overflow(a[0].data[i], a[1].data[i], &out)
+                            : __builtin_sub_overflow(a[0].data[i], a[1].data[i], &out);
+        if (overflow) return false;
+        r.data.push_back(out);
       }
-      break;
+      return true;
     case ExprKind::Scale:
-      for (int32_t x : a[1].data) push(wrapMul(a[0].data[0], x));
-      break;
+      for (Int128 x : a[1].data) {
+        Int128 out;
+        if (__builtin_mul_overflow(a[0].data[0], x, &out)) return false;
+        r.data.push_back(out);
+      }
+      return true;
     case ExprKind::MatMul:
     case ExprKind::MatVec: {
       uint32_t rows = a[0].rows, inner = a[0].cols;
-      uint32_t cols = expr.kind == ExprKind::MatMul ? a[1].cols : 1;
+      uint32_t cols = node.kind == ExprKind::MatMul ? a[1].cols : 1;
       for (uint32_t i = 0; i < rows; ++i)
         for (uint32_t j = 0; j < cols; ++j) {
-          uint32_t sum = 0;
+          Int128 sum = 0;
           for (uint32_t k = 0; k < inner; ++k)
-            sum += wrapMul(a[0].data[i * inner + k], a[1].data[k * cols + j]);
-          push(sum);
+            if (!mulAdd(sum, a[0].data[i * inner + k], a[1].data[k * cols + j])) return false;
+          r.data.push_back(sum);
         }
-      break;
+      return true;
     }
     case ExprKind::Literal: break;
   }
-  return r;
+  return false;
+}
+
+}  // namespace
+
+Expected<Evaluation> evaluate(const ExprTree& expr, const EvalOptions& options) {
+  Evaluation out;
+  KernelCache cache(options);
+  std::vector<Value> values(expr.nodes.size());
+  for (size_t i = 0; i < expr.nodes.size(); ++i) {
+    const ExprNode& node = expr.nodes[i];
+    if (node.kind == ExprKind::Literal) {
+      values[i] = node.literal;
+      continue;
+    }
+    QGPU_TRY(value, launch(node, takeArgs(node, values), options, cache, out));
+    values[i] = std::move(value);
+  }
+  out.value = std::move(values.back());
+  return out;
+}
+
+Value hostValue(const ExprTree& expr) {
+  std::vector<Value> values(expr.nodes.size());
+  for (size_t n = 0; n < expr.nodes.size(); ++n) {
+    const ExprNode& node = expr.nodes[n];
+    if (node.kind == ExprKind::Literal) {
+      values[n] = node.literal;
+      continue;
+    }
+    std::vector<Value> a = takeArgs(node, values);
+    Value& r = values[n];
+    r = shapeOf(node);
+    auto push = [&](uint32_t word) { r.data.push_back(static_cast<int32_t>(word)); };
+    switch (node.kind) {
+      case ExprKind::Dot:
+      case ExprKind::SqLen: {
+        const Value& u = a[0];
+        const Value& v = node.kind == ExprKind::Dot ? a[1] : a[0];
+        uint32_t sum = 0;
+        for (size_t i = 0; i < u.data.size(); ++i) sum += wrapMul(u.data[i], v.data[i]);
+        push(sum);
+        break;
+      }
+      case ExprKind::Add:
+      case ExprKind::Sub:
+        for (size_t i = 0; i < a[0].data.size(); ++i) {
+          uint32_t x = static_cast<uint32_t>(a[0].data[i]), y = static_cast<uint32_t>(a[1].data[i]);
+          push(node.kind == ExprKind::Add ? x + y : x - y);
+        }
+        break;
+      case ExprKind::Scale:
+        for (int32_t x : a[1].data) push(wrapMul(a[0].data[0], x));
+        break;
+      case ExprKind::MatMul:
+      case ExprKind::MatVec: {
+        uint32_t rows = a[0].rows, inner = a[0].cols;
+        uint32_t cols = node.kind == ExprKind::MatMul ? a[1].cols : 1;
+        for (uint32_t i = 0; i < rows; ++i)
+          for (uint32_t j = 0; j < cols; ++j) {
+            uint32_t sum = 0;
+            for (uint32_t k = 0; k < inner; ++k)
+              sum += wrapMul(a[0].data[i * inner + k], a[1].data[k * cols + j]);
+            push(sum);
+          }
+        break;
+      }
+      case ExprKind::Literal: break;
+    }
+  }
+  return std::move(values.back());
+}
+
+ExactValue exactValue(const ExprTree& expr) {
+  std::vector<Exact> values(expr.nodes.size());
+  for (size_t n = 0; n < expr.nodes.size(); ++n) {
+    const ExprNode& node = expr.nodes[n];
+    Exact& r = values[n];
+    r.rows = node.rows;
+    r.cols = node.cols;
+    if (node.kind == ExprKind::Literal) {
+      r.data.assign(node.literal.data.begin(), node.literal.data.end());
+      continue;
+    }
+    std::vector<Exact> a;
+    for (uint32_t i : node.args) a.push_back(std::move(values[i]));
+    if (!exactOperation(node, a, r)) {
+      ExactValue unknown;
+      unknown.rows = expr.root().rows;
+      unknown.cols = expr.root().cols;
+      unknown.representable = false;
+      return unknown;
+    }
+  }
+  ExactValue result;
+  result.rows = values.back().rows;
+  result.cols = values.back().cols;
+  result.data = std::move(values.back().data);
+  return result;
+}
+
+bool ExactValue::wrapped() const {
+  if (!representable) return true;
+  for (Int128 v : data)
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+      return true;
+  return false;
+}
+
+std::string ExactValue::str() const {
+  if (!representable) return "?";
+  auto list = [&](size_t from, size_t count) {
+    std::string out = "[";
+    for (size_t i = 0; i < count; ++i) out += (i ? ", " : "") + int128String(data[from + i]);
+    return out + "]";
+  };
+  if (rows == 0 && cols == 0) return data.empty() ? "" : int128String(data[0]);
+  if (rows == 0) return list(0, cols);
+  std::string out = "[";
+  for (uint32_t r = 0; r < rows; ++r) out += (r ? ", " : "") + list(size_t{r} * cols, cols);
+  return out + "]";
 }
 
 }  // namespace qgpu::harness

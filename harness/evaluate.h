@@ -3,7 +3,14 @@
 //
 // The host computes nothing of the result: each operation's output is read from the machine's
 // final memory. As a conformance check the host also evaluates the expression itself with plain
-// 32-bit wrap-around integer arithmetic (`hostValue`), and the CLI reports any disagreement.
+// 32-bit wrap-around integer arithmetic (`hostValue`), and the CLI reports any disagreement. A
+// third evaluation, `exactValue`, computes the mathematically exact integers (128-bit, every
+// operation checked for overflow) so that the CLI can say when the int32 answer wrapped around.
+//
+// Cost: a kernel is compiled (a clang-14/nvcc subprocess, ~50-150 ms) once per evaluation and
+// lowered once per distinct parameter list (the shape, and vscale's k); a chain of a thousand
+// `+` compiles vadd once and lowers it once. Every evaluation loop here walks the flat ExprTree
+// in order: no recursion.
 #pragma once
 
 #include <string>
@@ -35,9 +42,22 @@ struct EvalOptions {
   uint64_t maxSteps = 1'000'000;
 };
 
-Expected<Evaluation> evaluate(const Expr& expr, const EvalOptions& options);
+Expected<Evaluation> evaluate(const ExprTree& expr, const EvalOptions& options);
 
 // The same expression evaluated directly on the host (32-bit wrap-around), for comparison only.
-Value hostValue(const Expr& expr);
+Value hostValue(const ExprTree& expr);
+
+// The expression's exact integer value, independent of the machine and of int32 arithmetic.
+struct ExactValue {
+  uint32_t rows = 0, cols = 0;   // as in Value
+  std::vector<__int128> data;    // row-major; empty when !representable
+  bool representable = true;     // false: an intermediate result left the 128-bit range
+
+  // Some element lies outside int32, so an int32 evaluation wrapped (or, when !representable,
+  // cannot be vouched for).
+  bool wrapped() const;
+  std::string str() const;       // as Value::str; "?" when !representable
+};
+ExactValue exactValue(const ExprTree& expr);
 
 }  // namespace qgpu::harness

@@ -1,4 +1,4 @@
-// qgpu/harness/expr.cpp — recursive-descent parser with shape inference for the expression language.
+// qgpu/harness/expr.cpp — recursive-descent parser (recursing only per nesting level) with shape inference for the expression language.
 #include "harness/expr.h"
 
 #include <cctype>
@@ -8,19 +8,18 @@ namespace qgpu::harness {
 
 namespace {
 
-// Nesting deeper than this is refused: the parser recurses once per level.
-constexpr int kMaxDepth = 64;
+using NodeId = uint32_t;
 
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
 
-  Expected<std::unique_ptr<Expr>> parseAll() {
-    auto result = parseSum(0);
-    if (!result.ok()) return result;
+  Expected<ExprTree> parseAll() {
+    QGPU_TRY(root, parseSum(0));
     skipSpace();
     if (pos_ != text_.size()) return error("unexpected '" + std::string(1, text_[pos_]) + "'");
-    return result;
+    (void)root;  // the root is the last node made
+    return std::move(tree_);
   }
 
  private:
@@ -28,6 +27,8 @@ class Parser {
   Diag errorAt(const std::string& message, size_t at) const {
     return makeDiag(ErrorKind::Usage, message, SourceLoc{"<expr>", 1, static_cast<uint32_t>(at + 1)});
   }
+
+  const ExprNode& node(NodeId id) const { return tree_.nodes[id]; }
 
   void skipSpace() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -46,7 +47,8 @@ class Parser {
     return error(std::string("expected '") + c + "'");
   }
 
-  Expected<std::unique_ptr<Expr>> parseSum(int depth) {
+  // Loops, not recursion, along a chain: only a nesting level recurses (parseFactor).
+  Expected<NodeId> parseSum(uint32_t depth) {
     QGPU_TRY(lhs, parseProduct(depth));
     for (;;) {
       skipSpace();
@@ -55,37 +57,38 @@ class Parser {
       if (accept('+')) kind = ExprKind::Add;
       else if (accept('-')) kind = ExprKind::Sub;
       else return lhs;
+      QGPU_CHECK(countOperation(at));
       QGPU_TRY(rhs, parseProduct(depth));
-      if (!lhs->isVectorShape() || !rhs->isVectorShape() || lhs->cols != rhs->cols)
+      if (!node(lhs).isVectorShape() || !node(rhs).isVectorShape() ||
+          node(lhs).cols != node(rhs).cols)
         return errorAt(std::string(kind == ExprKind::Add ? "'+'" : "'-'") +
-                           " needs two vectors of the same length, got " + shapeName(*lhs) +
-                           " and " + shapeName(*rhs),
+                           " needs two vectors of the same length, got " + shapeName(lhs) +
+                           " and " + shapeName(rhs),
                        at);
-      uint32_t n = lhs->cols;
-      lhs = combine(kind, std::move(lhs), std::move(rhs), 0, n, at);
+      lhs = make(kind, {lhs, rhs}, 0, node(lhs).cols, at);
     }
   }
 
-  Expected<std::unique_ptr<Expr>> parseProduct(int depth) {
+  Expected<NodeId> parseProduct(uint32_t depth) {
     QGPU_TRY(lhs, parseFactor(depth));
     for (;;) {
       skipSpace();
       size_t at = pos_;
       if (accept('@')) {
+        QGPU_CHECK(countOperation(at));
         QGPU_TRY(rhs, parseFactor(depth));
-        QGPU_TRY(node, matmulLike(std::move(lhs), std::move(rhs), at));
-        lhs = std::move(node);
+        QGPU_TRY(product, matmulLike(lhs, rhs, at));
+        lhs = product;
       } else if (accept('*')) {
+        QGPU_CHECK(countOperation(at));
         QGPU_TRY(rhs, parseFactor(depth));
-        if (lhs->isScalarShape() && rhs->isVectorShape()) {
-          uint32_t n = rhs->cols;
-          lhs = combine(ExprKind::Scale, std::move(lhs), std::move(rhs), 0, n, at);
-        } else if (lhs->isVectorShape() && rhs->isScalarShape()) {
-          uint32_t n = lhs->cols;
-          lhs = combine(ExprKind::Scale, std::move(rhs), std::move(lhs), 0, n, at);
+        if (node(lhs).isScalarShape() && node(rhs).isVectorShape()) {
+          lhs = make(ExprKind::Scale, {lhs, rhs}, 0, node(rhs).cols, at);
+        } else if (node(lhs).isVectorShape() && node(rhs).isScalarShape()) {
+          lhs = make(ExprKind::Scale, {rhs, lhs}, 0, node(lhs).cols, at);
         } else {
-          return errorAt("'*' scales a vector by an integer, got " + shapeName(*lhs) + " and " +
-                             shapeName(*rhs) + " (use '@' for products of vectors and matrices)",
+          return errorAt("'*' scales a vector by an integer, got " + shapeName(lhs) + " and " +
+                             shapeName(rhs) + " (use '@' for products of vectors and matrices)",
                          at);
         }
       } else {
@@ -94,31 +97,35 @@ class Parser {
     }
   }
 
-  Expected<std::unique_ptr<Expr>> matmulLike(std::unique_ptr<Expr> lhs, std::unique_ptr<Expr> rhs,
-                                             size_t at) {
-    if (lhs->isVectorShape() && rhs->isVectorShape() && lhs->cols == rhs->cols)
-      return combine(ExprKind::Dot, std::move(lhs), std::move(rhs), 0, 0, at);
-    if (lhs->rows > 0 && rhs->rows > 0 && lhs->cols == rhs->rows && lhs->rows == lhs->cols &&
-        rhs->rows == rhs->cols) {
-      uint32_t n = lhs->rows;
-      return combine(ExprKind::MatMul, std::move(lhs), std::move(rhs), n, n, at);
+  Expected<NodeId> matmulLike(NodeId lhs, NodeId rhs, size_t at) {
+    const ExprNode& l = node(lhs);
+    const ExprNode& r = node(rhs);
+    if (l.isVectorShape() && r.isVectorShape() && l.cols == r.cols)
+      return make(ExprKind::Dot, {lhs, rhs}, 0, 0, at);
+    if (l.rows > 0 && r.rows > 0 && l.cols == r.rows && l.rows == l.cols && r.rows == r.cols) {
+      uint32_t n = l.rows;
+      return make(ExprKind::MatMul, {lhs, rhs}, n, n, at);
     }
-    if (lhs->rows > 0 && rhs->isVectorShape() && lhs->cols == rhs->cols) {
-      uint32_t n = lhs->rows;
-      return combine(ExprKind::MatVec, std::move(lhs), std::move(rhs), 0, n, at);
+    if (l.rows > 0 && r.isVectorShape() && l.cols == r.cols) {
+      uint32_t n = l.rows;
+      return make(ExprKind::MatVec, {lhs, rhs}, 0, n, at);
     }
     return errorAt("'@' needs vectors of equal length, square matrices of equal size, or a matrix "
                    "and a vector of matching size; got " +
-                       shapeName(*lhs) + " and " + shapeName(*rhs),
+                       shapeName(lhs) + " and " + shapeName(rhs),
                    at);
   }
 
-  Expected<std::unique_ptr<Expr>> parseFactor(int depth) {
-    if (depth > kMaxDepth) return error("expression nested too deeply");
+  // `depth` is the number of '(', '|' and calls around this factor.
+  Expected<NodeId> parseFactor(uint32_t depth) {
     skipSpace();
     if (pos_ >= text_.size()) return error("expected a value but the expression ended");
     size_t at = pos_;
     char c = text_[pos_];
+    bool nests = c == '(' || c == '|' || std::isalpha(static_cast<unsigned char>(c));
+    if (nests && depth + 1 > kMaxExprDepth)
+      return error("expression nested too deeply (more than " + std::to_string(kMaxExprDepth) +
+                   " levels of '(', '|' and calls)");
     if (c == '(') {
       ++pos_;
       QGPU_TRY(inner, parseSum(depth + 1));
@@ -127,38 +134,44 @@ class Parser {
     }
     if (c == '|') {
       ++pos_;
+      QGPU_CHECK(countOperation(at));
       QGPU_TRY(inner, parseSum(depth + 1));
       QGPU_CHECK(expect('|'));
       QGPU_CHECK(expect('^'));
       QGPU_CHECK(expect('2'));
-      if (!inner->isVectorShape()) return errorAt("|v|^2 needs a vector, got " + shapeName(*inner), at);
-      return single(ExprKind::SqLen, std::move(inner), at);
+      if (!node(inner).isVectorShape())
+        return errorAt("|v|^2 needs a vector, got " + shapeName(inner), at);
+      return make(ExprKind::SqLen, {inner}, 0, 0, at);
     }
     if (c == '[') return parseBracket();
     if (std::isalpha(static_cast<unsigned char>(c))) return parseCall(depth, at);
     return parseScalar();
   }
 
-  Expected<std::unique_ptr<Expr>> parseCall(int depth, size_t at) {
+  Expected<NodeId> parseCall(uint32_t depth, size_t at) {
     size_t start = pos_;
     while (pos_ < text_.size() && std::isalnum(static_cast<unsigned char>(text_[pos_]))) ++pos_;
     std::string name(text_.substr(start, pos_ - start));
     if (name != "dot" && name != "sqlen") return errorAt("unknown function '" + name + "'", at);
+    QGPU_CHECK(countOperation(at));
     QGPU_CHECK(expect('('));
     QGPU_TRY(first, parseSum(depth + 1));
     if (name == "sqlen") {
       QGPU_CHECK(expect(')'));
-      if (!first->isVectorShape()) return errorAt("sqlen needs a vector, got " + shapeName(*first), at);
-      return single(ExprKind::SqLen, std::move(first), at);
+      if (!node(first).isVectorShape())
+        return errorAt("sqlen needs a vector, got " + shapeName(first), at);
+      return make(ExprKind::SqLen, {first}, 0, 0, at);
     }
     QGPU_CHECK(expect(','));
     QGPU_TRY(second, parseSum(depth + 1));
     QGPU_CHECK(expect(')'));
-    if (!first->isVectorShape() || !second->isVectorShape() || first->cols != second->cols)
-      return errorAt("dot needs two vectors of the same length, got " + shapeName(*first) + " and " +
-                         shapeName(*second),
+    const ExprNode& u = node(first);
+    const ExprNode& v = node(second);
+    if (!u.isVectorShape() || !v.isVectorShape() || u.cols != v.cols)
+      return errorAt("dot needs two vectors of the same length, got " + shapeName(first) +
+                         " and " + shapeName(second),
                      at);
-    return combine(ExprKind::Dot, std::move(first), std::move(second), 0, 0, at);
+    return make(ExprKind::Dot, {first, second}, 0, 0, at);
   }
 
   Expected<int32_t> parseInt() {
@@ -184,34 +197,34 @@ class Parser {
     return static_cast<int32_t>(value);
   }
 
-  Expected<std::unique_ptr<Expr>> parseScalar() {
+  Expected<NodeId> parseScalar() {
     size_t at = pos_;
     QGPU_TRY(value, parseInt());
-    auto node = std::make_unique<Expr>();
-    node->literal.data = {value};
-    node->column = static_cast<uint32_t>(at + 1);
-    return node;
+    ExprNode scalar;
+    scalar.literal.data = {value};
+    scalar.column = static_cast<uint32_t>(at + 1);
+    return push(std::move(scalar));
   }
 
   // '[' starts a vector or a matrix; the first element decides which.
-  Expected<std::unique_ptr<Expr>> parseBracket() {
+  Expected<NodeId> parseBracket() {
     size_t at = pos_;
     ++pos_;  // '['
     skipSpace();
-    auto node = std::make_unique<Expr>();
-    node->column = static_cast<uint32_t>(at + 1);
-    Value& v = node->literal;
+    ExprNode literal;
+    literal.column = static_cast<uint32_t>(at + 1);
+    Value& v = literal.literal;
     if (pos_ < text_.size() && text_[pos_] == '[') {
       for (;;) {
         skipSpace();
         size_t rowAt = pos_;
         QGPU_CHECK(expect('['));
-        std::vector<int32_t> row;
-        QGPU_CHECK(parseIntList(row));
-        if (v.rows > 0 && row.size() != v.cols)
+        size_t rowStart = v.data.size();
+        QGPU_CHECK(parseIntList(v.data));
+        size_t rowLength = v.data.size() - rowStart;
+        if (v.rows > 0 && rowLength != v.cols)
           return errorAt("matrix rows must have equal length (" + std::to_string(v.cols) + ")", rowAt);
-        v.cols = static_cast<uint32_t>(row.size());
-        v.data.insert(v.data.end(), row.begin(), row.end());
+        v.cols = static_cast<uint32_t>(rowLength);
         ++v.rows;
         if (accept(']')) break;
         QGPU_CHECK(expect(','));
@@ -220,14 +233,19 @@ class Parser {
       QGPU_CHECK(parseIntList(v.data));
       v.cols = static_cast<uint32_t>(v.data.size());
     }
-    node->rows = v.rows;
-    node->cols = v.cols;
-    return node;
+    literal.rows = v.rows;
+    literal.cols = v.cols;
+    return push(std::move(literal));
   }
 
-  // INT (',' INT)* ']' — the opening bracket is already consumed.
+  // INT (',' INT)* ']' appended to `out` (the literal's elements so far) — the opening bracket is
+  // already consumed.
   Status parseIntList(std::vector<int32_t>& out) {
     for (;;) {
+      skipSpace();
+      if (out.size() == kMaxLiteralElements)
+        return error("a vector or matrix holds at most " + std::to_string(kMaxLiteralElements) +
+                     " integers (the machine's global memory)");
       QGPU_TRY(value, parseInt());
       out.push_back(value);
       if (accept(']')) return Ok{};
@@ -235,28 +253,34 @@ class Parser {
     }
   }
 
-  static std::unique_ptr<Expr> combine(ExprKind kind, std::unique_ptr<Expr> a,
-                                       std::unique_ptr<Expr> b, uint32_t rows, uint32_t cols,
-                                       size_t at) {
-    auto node = std::make_unique<Expr>();
-    node->kind = kind;
-    node->args.push_back(std::move(a));
-    node->args.push_back(std::move(b));
-    node->rows = rows;
-    node->cols = cols;
-    node->column = static_cast<uint32_t>(at + 1);
-    return node;
+  // Called at each operator before its right operand is parsed, so a long chain stops at the
+  // first operator over the limit.
+  Status countOperation(size_t at) {
+    if (operations_ == kMaxExprOperations)
+      return errorAt("more than " + std::to_string(kMaxExprOperations) +
+                         " operations (each runs one kernel)",
+                     at);
+    ++operations_;
+    return Ok{};
   }
 
-  static std::unique_ptr<Expr> single(ExprKind kind, std::unique_ptr<Expr> a, size_t at) {
-    auto node = std::make_unique<Expr>();
-    node->kind = kind;
-    node->args.push_back(std::move(a));
-    node->column = static_cast<uint32_t>(at + 1);
-    return node;
+  NodeId push(ExprNode n) {
+    tree_.nodes.push_back(std::move(n));
+    return static_cast<NodeId>(tree_.nodes.size() - 1);
   }
 
-  static std::string shapeName(const Expr& e) {
+  NodeId make(ExprKind kind, std::vector<NodeId> args, uint32_t rows, uint32_t cols, size_t at) {
+    ExprNode n;
+    n.kind = kind;
+    n.args = std::move(args);
+    n.rows = rows;
+    n.cols = cols;
+    n.column = static_cast<uint32_t>(at + 1);
+    return push(std::move(n));
+  }
+
+  std::string shapeName(NodeId id) const {
+    const ExprNode& e = node(id);
     if (e.rows > 0) return std::to_string(e.rows) + "x" + std::to_string(e.cols) + " matrix";
     if (e.cols > 0) return "vector of " + std::to_string(e.cols);
     return "integer";
@@ -264,6 +288,8 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  ExprTree tree_;
+  uint32_t operations_ = 0;
 };
 
 }  // namespace
@@ -281,8 +307,11 @@ std::string Value::str() const {
   return out + "]";
 }
 
-Expected<std::unique_ptr<Expr>> parseExpr(std::string_view text) {
-  if (text.size() > 65536) return makeDiag(ErrorKind::Usage, "expression longer than 64 KiB");
+Expected<ExprTree> parseExpr(std::string_view text) {
+  if (text.size() > kMaxExprBytes)
+    return makeDiag(ErrorKind::Usage, "expression longer than " + std::to_string(kMaxExprBytes) +
+                                          " bytes",
+                    SourceLoc{"<expr>", 1, static_cast<uint32_t>(kMaxExprBytes + 1)});
   return Parser(text).parseAll();
 }
 

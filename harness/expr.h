@@ -11,17 +11,30 @@
 //   u @ v → dot (dot_atomic, one thread per element, when n ≤ 16), A @ B → matmul, A @ v → matvec, u + v → vadd, u - v → vsub, k * v → vscale,
 //   |v|^2 and sqlen(v) → sqlen. Scalars combine only as operands of vector operations.
 // Parsing is separate from evaluation: parseExpr builds a tree, planning turns it into kernel calls.
+//
+// Size limits (each refused with a Usage diag whose column points at the first thing over it):
+// the text's length (kMaxExprBytes), the operations (kMaxExprOperations: each is one kernel
+// launch), the nesting of '(', '|' and calls (kMaxExprDepth: the parser recurses once per level,
+// nothing else does), and the elements of one vector or matrix literal (kMaxLiteralElements: the
+// machine's global memory holds no more). The tree is a flat array in which every operand comes
+// before its operation, so evaluating, copying and destroying it never recurses, however long a
+// chain `a + b + c + ...` is.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/diag.h"
+#include "oracle/machine.h"
 
 namespace qgpu::harness {
+
+inline constexpr size_t kMaxExprBytes = 65536;
+inline constexpr uint32_t kMaxExprOperations = 1024;
+inline constexpr uint32_t kMaxExprDepth = 64;
+inline constexpr uint32_t kMaxLiteralElements = machine::kGlobalWords;  // 126
 
 // A value: a scalar (rows = cols = 0), a vector (rows = 0, cols = n) or a matrix (rows × cols).
 struct Value {
@@ -47,10 +60,10 @@ enum class ExprKind : uint8_t {
   SqLen,    // |v|^2 or sqlen(v)
 };
 
-struct Expr {
+struct ExprNode {
   ExprKind kind = ExprKind::Literal;
   Value literal;                        // Literal only
-  std::vector<std::unique_ptr<Expr>> args;
+  std::vector<uint32_t> args;           // operands: indexes into ExprTree::nodes, below this node's
   uint32_t rows = 0, cols = 0;          // the result's shape (as in Value), inferred while parsing
   uint32_t column = 0;                  // 1-based column of the operator, for messages
 
@@ -58,9 +71,16 @@ struct Expr {
   bool isVectorShape() const { return rows == 0 && cols > 0; }
 };
 
+struct ExprTree {
+  std::vector<ExprNode> nodes;  // every operand before its operation; the root is the last node
+
+  const ExprNode& root() const { return nodes.back(); }
+  const ExprNode& arg(const ExprNode& node, size_t i) const { return nodes[node.args[i]]; }
+};
+
 // Parses an expression and infers every node's shape; errors (syntax, shape mismatch, integer
-// out of range) are Usage diags whose location column points at the problem.
-Expected<std::unique_ptr<Expr>> parseExpr(std::string_view text);
+// out of range, a size limit) are Usage diags whose location column points at the problem.
+Expected<ExprTree> parseExpr(std::string_view text);
 
 // The catalog kernel that computes `kind` ("dot", "matmul", ...); empty for Literal.
 const char* kernelFor(ExprKind kind);

@@ -6,10 +6,11 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+
+#include "common/file.h"
 
 namespace qgpu::kernels {
 namespace {
@@ -419,14 +420,6 @@ Expected<KernelSpec> Parser::run() {
   return std::move(spec_);
 }
 
-Expected<std::string> readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeDiag(ErrorKind::Io, "cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 const char* paramKindName(ParamKind kind) {
@@ -470,7 +463,7 @@ Expected<KernelSpec> parseKernelTextWithoutExpect(std::string_view text,
 }
 
 Expected<KernelSpec> parseKernelFile(const std::string& path) {
-  QGPU_TRY(text, readWholeFile(path));
+  QGPU_TRY(text, readInputFile(path, kMaxKernelFileBytes, "kernel file"));
   QGPU_TRY(spec, parseKernelText(text, path));
   std::string stem = fs::path(path).stem().string();
   if (stem != spec.name) {

@@ -27,6 +27,8 @@ namespace qgpu::kernels {
 inline constexpr uint32_t kGlobalWords = machine::kGlobalWords;          // 126
 inline constexpr uint32_t kMaxBlockThreads = machine::kMaxThreadsPerBlock;  // 16
 inline constexpr uint32_t kMaxGrid = machine::kMaxGridBlocks;               // 16
+// A kernel file larger than this is refused unread (common/file.h); the catalog's are under 2 KiB.
+inline constexpr size_t kMaxKernelFileBytes = size_t{1} << 20;
 
 enum class ParamKind : uint8_t {
   In,      // array read by the kernel; initial values required
@@ -78,7 +80,8 @@ Expected<KernelSpec> parseKernelText(std::string_view text, const std::string& f
 // For the tool that (re)generates expectations: as parseKernelText, but outputs may lack `expect:`.
 Expected<KernelSpec> parseKernelTextWithoutExpect(std::string_view text,
                                                   const std::string& fileName);
-// Also checks that the file's stem equals the kernel's name.
+// Also checks that the file's stem equals the kernel's name. The file is read by readInputFile
+// (common/file.h): a directory, FIFO or device, or a file over kMaxKernelFileBytes, is an Io error.
 Expected<KernelSpec> parseKernelFile(const std::string& path);
 // Every *.cu in `dir`, sorted by name; names must be unique. The first error stops the load.
 Expected<std::vector<KernelSpec>> loadCatalog(const std::string& dir);

@@ -293,12 +293,16 @@ class Machine {
       for (int l = 0; l < kLanes; ++l) {
         if ((live_[cur] >> l & 1) && pc_[cur * kLanes + l] == block) mask |= 1u << l;
       }
-      if (res_.blockExecs >= opt_.maxSteps) {
+      const bool traceFull = opt_.recordTrace && res_.trace.size() >= opt_.maxTraceTokens;
+      if (res_.blockExecs >= opt_.maxSteps || traceFull) {
         emit(tk::single(tk::Family::Limit));
         res_.status = RunStatus::StepLimit;
-        res_.fault = makeDiag(ErrorKind::StepLimit, "program '" + p_.name + "' did not finish in " +
-                                                        std::to_string(opt_.maxSteps) +
-                                                        " steps (CTA " + std::to_string(cta_) +
+        const std::string limit =
+            traceFull ? "its trace reached " + std::to_string(opt_.maxTraceTokens) +
+                            " tokens (after " + std::to_string(res_.blockExecs) + " steps)"
+                      : "it did not finish in " + std::to_string(opt_.maxSteps) + " steps";
+        res_.fault = makeDiag(ErrorKind::StepLimit, "program '" + p_.name + "': " + limit +
+                                                        " (CTA " + std::to_string(cta_) +
                                                         ", next: warp " + std::to_string(cur) +
                                                         " block " + std::to_string(block) + ")");
         return false;

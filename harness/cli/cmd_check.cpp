@@ -6,6 +6,7 @@
 
 #include "harness/check.h"
 #include "harness/cli/command.h"
+#include "harness/cli/steps.h"
 #include "harness/cli/util.h"
 
 namespace qgpu::cli {
@@ -88,7 +89,7 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common) {
   app->add_flag("--verbose,-v", o.verbose, "Print matching cases too");
   app->add_option("--report", o.reportPath, "Write the full JSON report to this file");
   app->add_option("--jobs,-j", o.jobs, "Kernels built in parallel")->capture_default_str();
-  app->add_option("--max-steps", o.maxSteps, "Interpreter step limit")->capture_default_str();
+  addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runCheckCommand(o, common); }};
 }
 

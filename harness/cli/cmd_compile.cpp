@@ -1,10 +1,9 @@
 // qgpu/harness/cli/cmd_compile.cpp — `qgpu compile`: shows the PTX a compiler makes of a kernel and
 // the machine program lowering makes of that PTX. Also takes a .ptx file directly (then the
 // parameter values come from --param).
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "common/file.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
@@ -30,11 +29,9 @@ void printStats(const lower::LowerStats& s) {
 }
 
 int compilePtxFile(const CompileCmdOptions& o) {
-  std::ifstream file(o.kernel);
-  if (!file) return reportError(makeDiag(ErrorKind::Io, "cannot read " + o.kernel));
-  std::stringstream text;
-  text << file.rdbuf();
-  auto module = ptx::parse(text.str(), o.kernel);
+  auto text = readInputFile(o.kernel, ptx::kMaxInputBytes, "PTX file");
+  if (!text.ok()) return reportError(text.error());
+  auto module = ptx::parse(*text, o.kernel);
   if (!module.ok()) return reportError(module.error());
   lower::LowerOptions options;
   options.entry = o.entry;

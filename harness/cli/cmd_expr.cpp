@@ -1,11 +1,19 @@
 // qgpu/harness/cli/cmd_expr.cpp — `qgpu expr "[1, 2, 3] @ [4, 5, 6]"`: evaluates a normal-mode
 // expression on the machine (one catalog kernel per operation), prints the result and the trace of
 // every launch, and checks the result against the host's own evaluation.
+//
+// Exit codes: 0 when the machine's int32 result equals the host's int32 arithmetic, 1 when it
+// differs (MISMATCH), 2 for an expression that does not parse or is over a size limit. A result
+// that wrapped around (the exact integer value, computed by the host in 128-bit arithmetic, lies
+// outside int32) still exits 0 when the machine agrees: the machine computed int32 arithmetic
+// correctly. It is reported as a warning line after the result ("warning: int32 wrap-around:
+// the exact value is ...") and in JSON as "wrapped": true with "exact" (harness/README.md).
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/command.h"
+#include "harness/cli/steps.h"
 #include "harness/cli/util.h"
 #include "harness/evaluate.h"
 
@@ -35,18 +43,29 @@ int runExpr(const ExprCmdOptions& o, const CommonOptions& common) {
   auto expr = harness::parseExpr(o.text);
   if (!expr.ok()) {
     const Diag& d = expr.error();
-    std::fprintf(stderr, "qgpu: error[Usage]: %s\n  %s\n  %*s^\n", d.message.c_str(),
-                 o.text.c_str(), static_cast<int>(d.loc.column) - 1, "");
+    // The caret line only for an expression short enough to echo.
+    if (o.text.size() <= 200 && d.loc.column >= 1 && d.loc.column <= o.text.size() + 1)
+      std::fprintf(stderr, "qgpu: error[%s]: column %u: %s\n  %s\n  %*s^\n", kindName(d.kind),
+                   d.loc.column, d.message.c_str(), o.text.c_str(),
+                   static_cast<int>(d.loc.column) - 1, "");
+    else
+      std::fprintf(stderr, "qgpu: error[%s]: column %u: %s\n", kindName(d.kind), d.loc.column,
+                   d.message.c_str());
     return kExitUsage;
   }
   harness::EvalOptions options;
   options.compiler = compilers->front();
   options.catalogDir = catalogDir(common);
   options.maxSteps = o.maxSteps;
-  auto result = harness::evaluate(**expr, options);
+  auto result = harness::evaluate(*expr, options);
   if (!result.ok()) return reportError(result.error());
-  harness::Value host = harness::hostValue(**expr);
+  harness::Value host = harness::hostValue(*expr);
   bool agrees = host == result->value;
+  harness::ExactValue exact = harness::exactValue(*expr);
+  std::string wrapNote =
+      exact.representable
+          ? "warning: int32 wrap-around: the exact value is " + exact.str()
+          : "warning: int32 wrap-around: the exact value exceeds the host's 128-bit arithmetic";
 
   if (common.json) {
     nlohmann::json launches = nlohmann::json::array();
@@ -57,12 +76,17 @@ int runExpr(const ExprCmdOptions& o, const CommonOptions& common) {
                           {"promptTokens", l.prompt.size()}, {"runTokens", l.run.size()},
                           {"steps", l.steps}, {"trace", run}});
     }
-    std::cout << nlohmann::json{{"expr", o.text}, {"result", result->value.str()},
-                                {"host", host.str()}, {"agrees", agrees}, {"launches", launches}}
+    nlohmann::json exactJson = nullptr;  // null: beyond 128 bits
+    if (exact.representable) exactJson = exact.str();
+    std::cout << nlohmann::json{{"expr", o.text},         {"result", result->value.str()},
+                                {"host", host.str()},     {"agrees", agrees},
+                                {"wrapped", exact.wrapped()}, {"exact", exactJson},
+                                {"launches", launches}}
                      .dump(2)
               << "\n";
   } else {
     std::cout << result->value.str() << "\n";
+    if (exact.wrapped()) std::cout << wrapNote << "\n";
     for (const harness::Launched& l : result->launches) {
       std::cout << "\n" << l.kernel << ": " << l.run.size() << " generated tokens ("
                 << l.prompt.size() << " prompt tokens), " << l.steps << " steps\n";
@@ -87,7 +111,7 @@ Command addExprCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
   app->add_flag("--pretty", o.pretty, "Print the trace with its decoded meaning");
   app->add_flag("--prompt", o.prompt, "Also print the prompt tokens");
-  app->add_option("--max-steps", o.maxSteps, "Interpreter step limit")->capture_default_str();
+  addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runExpr(o, common); }};
 }
 

@@ -6,6 +6,7 @@
 #include "common/digest.h"
 #include "harness/check.h"
 #include "harness/cli/command.h"
+#include "harness/cli/steps.h"
 #include "harness/cli/util.h"
 
 namespace qgpu::cli {
@@ -104,7 +105,7 @@ Command addRunCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
   app->add_option("--backend,-b", o.backend, "interp or gpu")->capture_default_str();
   app->add_flag("--trace", o.trace, "Print the token trace with its decoded meaning");
-  app->add_option("--max-steps", o.maxSteps, "Interpreter step limit")->capture_default_str();
+  addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runRun(o, common); }};
 }
 

@@ -2,9 +2,10 @@
 // meaning (block, warp, lanes, registers, memory). The trace comes from running a kernel in the
 // interpreter (prompt + run), or from a file of token ids (`--tokens FILE`, whitespace-separated
 // decimal ids, as `qgpu trace KERNEL --ids` writes them).
-#include <fstream>
 #include <iostream>
+#include <sstream>
 
+#include "common/file.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
@@ -21,9 +22,12 @@ struct TraceCmdOptions {
   bool names = false;     // print token names (one line)
 };
 
+// A token file holds decimal ids separated by white space: 16 MiB is over 3 million tokens.
+constexpr size_t kMaxTokenFileBytes = size_t{16} << 20;
+
 Expected<std::vector<trace::Token>> readTokens(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return makeDiag(ErrorKind::Io, "cannot read " + path);
+  QGPU_TRY(text, readInputFile(path, kMaxTokenFileBytes, "token file"));
+  std::istringstream file(text);
   std::vector<trace::Token> tokens;
   std::string word;
   for (uint32_t index = 0; file >> word; ++index) {

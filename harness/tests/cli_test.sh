@@ -39,6 +39,26 @@ expect expr-json 0 '"result": "32"' -- "$qgpu" --json expr "[1, 2, 3] @ [4, 5, 6
 expect expr-shape-error 2 'vector of 2' -- "$qgpu" expr "[1, 2] @ [1, 2, 3]"
 expect expr-syntax-error 2 'expected' -- "$qgpu" expr "[1, 2"
 expect expr-too-big 2 'OverLimit|126' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64] @ [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64]"
+expect expr-wrap-text 0 'int32 wrap-around: the exact value is 4294967294' -- "$qgpu" expr "[2147483647] @ [2]"
+expect expr-wrap-json 0 '"wrapped": true' -- "$qgpu" --json expr "[2147483647] @ [2]"
+expect expr-wrap-json-exact 0 '"exact": "4294967294"' -- "$qgpu" --json expr "[2147483647] @ [2]"
+expect expr-no-wrap-json 0 '"wrapped": false' -- "$qgpu" --json expr "[1073741823] @ [2]"
+chain1000=$(printf '[1, 2]'; for _ in $(seq 999); do printf ' + [1, 2]'; done)
+chain2000=$(printf '[1, 2]'; for _ in $(seq 1999); do printf ' + [1, 2]'; done)
+# One compile per kernel, one lowering per parameter list: a cache keyed by the kernel alone would
+# reuse vscale's k = 2 for the second scale ([4, 8]) and vadd's n = 2 layout for the 3-vector.
+expect expr-cache-scalar-param 0 '^\[5, 10\]$' -- "$qgpu" expr "2 * [1, 2] + 3 * [1, 2]"
+expect expr-cache-shape 0 '^\[104, 156, 208\]$' -- "$qgpu" expr "sqlen([1, 2] + [3, 4]) * ([1, 2, 3] + [1, 1, 1])"
+expect expr-chain-1000 0 '^\[1000, 2000\]$' -- "$qgpu" expr "$chain1000"
+expect expr-chain-2000 2 'error\[Usage\]: column 9224: more than 1024 operations' -- "$qgpu" expr "$chain2000"
+expect expr-max-steps-negative 2 'must be an integer from 1 to 100000000' -- "$qgpu" expr --max-steps -1 "[1] @ [2]"
+expect run-max-steps-negative 2 'must be an integer from 1 to 100000000' -- "$qgpu" run vadd --max-steps -1
+expect run-max-steps-at-max 0 '' -- "$qgpu" run vadd --max-steps 100000000
+expect run-kernel-dev-zero 2 'error\[Io\].*character device' -- "$qgpu" run /dev/zero
+expect run-kernel-directory 2 'error\[Io\].*a directory' -- "$qgpu" run "$tmp"
+mkfifo "$tmp/fifo.cu"
+expect run-kernel-fifo 2 'error\[Io\].*a FIFO' -- "$qgpu" run "$tmp/fifo.cu"
+expect trace-tokens-dev-zero 2 'error\[Io\].*character device' -- "$qgpu" trace --tokens /dev/zero
 
 expect run-match 0 '^match \[clang, interp\]' -- "$qgpu" run vadd
 expect run-arrays 0 '^out \(out\) = 11 -18 33 -36 55 -54$' -- "$qgpu" run vadd

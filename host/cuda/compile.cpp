@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/file.h"
+
 extern char** environ;
 
 namespace qgpu::host {
@@ -107,12 +109,18 @@ Status writeFile(const std::string& path, std::string_view text) {
   return Ok{};
 }
 
-std::optional<std::string> readFile(const std::string& path) {
+// What the tools write into the temporary directory is read with a cap: a compiler log is kept
+// to its first 1 MiB, and PTX over the front end's 4 MiB (ptx::kMaxInputBytes; host/cuda does
+// not depend on host/ptx) is refused as the parser would refuse it.
+constexpr size_t kMaxLogBytes = size_t{1} << 20;
+constexpr size_t kMaxPtxBytes = size_t{4} << 20;
+
+std::string readLog(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text(kMaxLogBytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 struct RunResult {
@@ -184,7 +192,7 @@ Expected<RunResult> runTool(const std::vector<std::string>& argv, const std::str
     if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   }
-  result.output = readFile(logPath).value_or("");
+  result.output = readLog(logPath);
   return result;
 }
 
@@ -365,13 +373,20 @@ Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compile
                     {options.fileName});
   }
   if (run.exitCode != 0) return compileError(compilerName(compiler), output, run, options.fileName);
-  auto text = readFile(ptx);
-  if (!text || text->empty()) {
+  struct stat st {};
+  if (::stat(ptx.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<unsigned long long>(st.st_size) > kMaxPtxBytes)
+    return makeDiag(ErrorKind::PtxUnsupported,
+                    std::string(compilerName(compiler)) + " wrote " + std::to_string(st.st_size) +
+                        " bytes of PTX; the front end reads at most " + std::to_string(kMaxPtxBytes),
+                    {options.fileName});
+  auto text = readInputFile(ptx, kMaxPtxBytes, "PTX output");
+  if (!text.ok() || text->empty()) {
     return makeDiag(ErrorKind::CompileFailed,
                     std::string(compilerName(compiler)) + " succeeded but wrote no PTX\n" + output,
                     {options.fileName});
   }
-  return std::move(*text);
+  return std::move(text).value();
 }
 
 Status ptxasCheck(std::string_view ptx, const std::string& arch) {

@@ -553,6 +553,33 @@ TEST(Interpreter, InfiniteLoopHitsTheStepLimit) {
   EXPECT_EQ(r.trace.back(), trace::single(trace::Family::Limit));
 }
 
+// The trace cap ends a run that stays within maxSteps: the spin loop writes 2 tokens a step, so
+// a cap of 50 tokens stops it before step 26 (the trace holds 50 tokens then), with LIMIT.
+TEST(Interpreter, TraceTokenCapEndsTheRunAsStepLimit) {
+  Program p{"spin", {block({}, jmp(0))}, 0, 0};
+  RunOptions o;
+  o.maxSteps = 1000;
+  o.maxTraceTokens = 50;
+  RunResult r = runOk(p, launch(1, 1), o);
+  EXPECT_EQ(r.status, RunStatus::StepLimit);
+  EXPECT_EQ(r.fault.kind, ErrorKind::StepLimit);
+  EXPECT_NE(r.fault.message.find("trace reached 50 tokens (after 25 steps)"), std::string::npos)
+      << r.fault.message;
+  EXPECT_EQ(r.blockExecs, 25u);
+  EXPECT_EQ(r.trace.size(), 51u);  // 25 x (EX WM) + LIMIT
+  EXPECT_EQ(r.trace.back(), trace::single(trace::Family::Limit));
+}
+
+// Its twin: a run whose whole trace is under the cap finishes as before.
+TEST(Interpreter, TraceTokenCapLeavesAShorterRunAlone) {
+  Program p{"two", {block({}, jmp(1)), block({}, exitTerm())}, 0, 0};
+  RunOptions o;
+  o.maxTraceTokens = 3;  // the first step starts with 0 tokens, the second with 2
+  RunResult r = runOk(p, launch(1, 1), o);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  EXPECT_EQ(r.trace.size(), 5u);  // EX WM EX WM END
+}
+
 TEST(Interpreter, ExactStepBudgetIsEnough) {
   Program p{"two", {block({}, jmp(1)), block({}, exitTerm())}, 0, 0};
   RunOptions o;

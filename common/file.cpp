@@ -1,0 +1,93 @@
+// qgpu/common/file.cpp — bounded reads of user-named files (common/file.h).
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace qgpu {
+
+namespace {
+
+const char* typeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+Diag ioError(const std::string& path, std::string message) {
+  return makeDiag(ErrorKind::Io, std::move(message), SourceLoc{path, 0, 0});
+}
+
+// Closes the descriptor on every path out of readInputFile.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
+                                    std::string_view what) {
+  const std::string name(what);
+  const std::string cap = std::to_string(maxBytes);
+  auto refuseType = [&](mode_t mode) {
+    return ioError(path, "cannot read " + name + ": it is " + typeName(mode) +
+                             ", not a regular file");
+  };
+  auto refuseSize = [&](const std::string& size) {
+    return ioError(path, name + " is " + size + " bytes, over the limit of " + cap + " bytes");
+  };
+
+  // stat before open: opening a FIFO for reading would block until a writer comes.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuseType(st.st_mode);
+  if (static_cast<unsigned long long>(st.st_size) > maxBytes)
+    return refuseSize(std::to_string(st.st_size));
+
+  // The path may have been replaced since the stat: O_NONBLOCK keeps a FIFO from blocking the
+  // open, and fstat checks what was actually opened.
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (file.fd < 0) return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
+  if (::fstat(file.fd, &st) != 0)
+    return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuseType(st.st_mode);
+  if (static_cast<unsigned long long>(st.st_size) > maxBytes)
+    return refuseSize(std::to_string(st.st_size));
+
+  // Read at most maxBytes + 1 bytes: one byte more than the cap proves the file grew past it.
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size) < maxBytes ? static_cast<size_t>(st.st_size) + 1
+                                                         : maxBytes + 1);
+  size_t got = 0;
+  for (;;) {
+    if (got == text.size()) {
+      if (got > maxBytes) return refuseSize("more than " + cap);
+      text.resize(std::min(maxBytes + 1, text.size() * 2 + 4096));
+    }
+    ssize_t n = ::read(file.fd, text.data() + got, text.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > maxBytes) return refuseSize("more than " + cap);
+  text.resize(got);
+  return text;
+}
+
+}  // namespace qgpu

@@ -1,0 +1,24 @@
+// qgpu/common/file.h — the one way qgpu reads a file the user named.
+//
+// Contract: `readInputFile` never reads more than `maxBytes` + 1 bytes and never blocks on or
+// drains a device. It stats the path first and refuses, with ErrorKind::Io and the path as the
+// location, anything that is not a regular file (a directory, a FIFO, a socket, a character or
+// block device such as /dev/zero) and a regular file whose size is over `maxBytes` (a sparse
+// 3 GB file is refused from its size, unread). The read itself is bounded too: a file that grows
+// past the cap between the stat and the read is refused, not read to its end. An empty file and
+// a file of exactly `maxBytes` bytes are read. `what` names the input in messages ("kernel
+// file", "PTX file").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/diag.h"
+
+namespace qgpu {
+
+Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
+                                    std::string_view what);
+
+}  // namespace qgpu
