@@ -3,8 +3,13 @@
 // Layout of the hot loop: per step, the active lanes' registers are copied into a block-local
 // array `lane[l][0..31]` (0..15 registers, 16..21 special registers), so an operand is one index;
 // predicates are 4-bit lane masks; ops dispatch on a switch; nothing is allocated per op. At
-// block end the registers named in `commit` are copied back and the trace tokens are written.
+// block end the registers named in `commit` are copied back and the step's effects recorded.
+//
+// The machine is an `Execution` advanced one event at a time; `run` drives it to the end and is
+// one consumer of its events (the token trace, appendTrace), the circuit's tests another.
 #include "oracle/interpreter.h"
+
+#include "oracle/semantics.h"
 
 #include <algorithm>
 #include <bit>
@@ -21,209 +26,6 @@ namespace {
 constexpr int kSpecialBase = 16;  // lane[l][16 + special] holds the special registers
 constexpr int kLaneSlots = 32;
 
-// ---- Integer semantics (isa.def comments; PTX .u32/.s32 semantics) ----
-
-uint32_t bfe(uint32_t a, uint32_t b, uint32_t c, bool isSigned) {
-  const uint32_t pos = b & 0xff, len = c & 0xff;
-  // PTX: bit i of d is a[pos+i] for i < len and pos+i <= 31, else the sign bit (0 for .u32).
-  uint32_t sbit = 0;
-  if (isSigned && len != 0) sbit = (a >> std::min<uint32_t>(pos + len - 1, 31)) & 1u;
-  const uint32_t eff = pos >= 32 ? 0 : std::min<uint32_t>(len, 32 - pos);
-  const uint32_t mask = eff >= 32 ? 0xffffffffu : ((1u << eff) - 1u);
-  const uint32_t field = eff == 0 ? 0 : (a >> pos) & mask;
-  return sbit ? (field | ~mask) : field;
-}
-
-uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
-  const uint64_t bytes = (static_cast<uint64_t>(b) << 32) | a;  // bytes 0..3 from a, 4..7 from b
-  uint32_t d = 0;
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t sel = (c >> (4 * i)) & 0xf;
-    uint32_t byte = static_cast<uint32_t>(bytes >> (8 * (sel & 7))) & 0xff;
-    if (sel & 8) byte = (byte & 0x80) ? 0xff : 0;  // sign-replicate mode of the selector
-    d |= byte << (8 * i);
-  }
-  return d;
-}
-
-uint32_t alu(Op op, uint32_t a, uint32_t b, uint32_t c) {
-  const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
-  switch (op) {
-    case Op::Mov:
-      return a;
-    case Op::Add:
-      return a + b;
-    case Op::Sub:
-      return a - b;
-    case Op::Mul:
-      return a * b;
-    case Op::MulHiU:
-      return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
-    case Op::MulHiS:
-      return static_cast<uint32_t>(static_cast<uint64_t>(static_cast<int64_t>(sa) * sb) >> 32);
-    case Op::Mad:
-      return a * b + c;
-    case Op::DivU:
-      return b == 0 ? 0xffffffffu : a / b;
-    case Op::DivS:
-      if (b == 0) return sa < 0 ? 1u : 0xffffffffu;
-      if (sa == INT32_MIN && sb == -1) return a;
-      return static_cast<uint32_t>(sa / sb);
-    case Op::RemU:
-      return b == 0 ? a : a % b;
-    case Op::RemS:
-      if (b == 0) return a;
-      if (sa == INT32_MIN && sb == -1) return 0;
-      return static_cast<uint32_t>(sa % sb);
-    case Op::Neg:
-      return 0u - a;
-    case Op::Abs:
-      return sa < 0 ? 0u - a : a;
-    case Op::MinS:
-      return sa < sb ? a : b;
-    case Op::MinU:
-      return a < b ? a : b;
-    case Op::MaxS:
-      return sa > sb ? a : b;
-    case Op::MaxU:
-      return a > b ? a : b;
-    case Op::And:
-      return a & b;
-    case Op::Or:
-      return a | b;
-    case Op::Xor:
-      return a ^ b;
-    case Op::Not:
-      return ~a;
-    case Op::Shl:
-      return b >= 32 ? 0 : a << b;
-    case Op::ShrU:
-      return b >= 32 ? 0 : a >> b;
-    case Op::ShrS:
-      return static_cast<uint32_t>(sa >> (b >= 32 ? 31 : b));
-    case Op::Popc:
-      return static_cast<uint32_t>(std::popcount(a));
-    case Op::Clz:
-      return static_cast<uint32_t>(std::countl_zero(a));
-    case Op::Brev: {
-      uint32_t r = 0;
-      for (int i = 0; i < 32; ++i) r |= ((a >> i) & 1u) << (31 - i);
-      return r;
-    }
-    case Op::Bfind:
-      return a == 0 ? 0xffffffffu : 31u - static_cast<uint32_t>(std::countl_zero(a));
-    case Op::BfeU:
-      return bfe(a, b, c, false);
-    case Op::BfeS:
-      return bfe(a, b, c, true);
-    case Op::Prmt:
-      return prmt(a, b, c);
-    case Op::ShfLW: {
-      const uint32_t n = c & 31;
-      return n == 0 ? b : (b << n) | (a >> (32 - n));
-    }
-    case Op::ShfRW: {
-      const uint32_t n = c & 31;
-      return n == 0 ? a : (a >> n) | (b << (32 - n));
-    }
-    default:
-      return 0;  // not an ALU op: unreachable for verified programs
-  }
-}
-
-bool compare(Op op, uint32_t a, uint32_t b) {
-  const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
-  switch (op) {
-    case Op::SetEq:
-      return a == b;
-    case Op::SetNe:
-      return a != b;
-    case Op::SetLtS:
-      return sa < sb;
-    case Op::SetLeS:
-      return sa <= sb;
-    case Op::SetGtS:
-      return sa > sb;
-    case Op::SetGeS:
-      return sa >= sb;
-    case Op::SetLtU:
-      return a < b;
-    case Op::SetLeU:
-      return a <= b;
-    case Op::SetGtU:
-      return a > b;
-    case Op::SetGeU:
-      return a >= b;
-    default:
-      return false;
-  }
-}
-
-// The new memory word of an atomic (the op returns the old one).
-uint32_t atomic(Op op, uint32_t old, uint32_t b, uint32_t c) {
-  switch (op) {
-    case Op::AtomAdd:
-      return old + b;
-    case Op::AtomMinS:
-      return static_cast<int32_t>(old) < static_cast<int32_t>(b) ? old : b;
-    case Op::AtomMaxS:
-      return static_cast<int32_t>(old) > static_cast<int32_t>(b) ? old : b;
-    case Op::AtomMinU:
-      return old < b ? old : b;
-    case Op::AtomMaxU:
-      return old > b ? old : b;
-    case Op::AtomAnd:
-      return old & b;
-    case Op::AtomOr:
-      return old | b;
-    case Op::AtomXor:
-      return old ^ b;
-    case Op::AtomExch:
-      return b;
-    case Op::AtomInc:
-      return old >= b ? 0 : old + 1;
-    case Op::AtomDec:
-      return (old == 0 || old > b) ? b : old - 1;
-    case Op::AtomCas:
-      return old == b ? c : old;
-    default:
-      return old;
-  }
-}
-
-// The PTX shfl source lane (ptx-subset.md §7), or -1 when the caller keeps its own value.
-int shuffleSource(Op op, int lane, uint32_t b, uint32_t c) {
-  const int segmask = static_cast<int>((c >> 8) & 0x1f);
-  const int clamp = static_cast<int>(c & 0x1f);
-  const int maxLane = (lane & segmask) | (clamp & ~segmask);
-  const int minLane = lane & segmask;
-  b &= 0x1f;  // PTX: bval = b[4:0]
-  int64_t j = 0;
-  bool valid = false;
-  switch (op) {
-    case Op::ShflUp:
-      j = static_cast<int64_t>(lane) - b;
-      valid = j >= maxLane;
-      break;
-    case Op::ShflDown:
-      j = static_cast<int64_t>(lane) + b;
-      valid = j <= maxLane;
-      break;
-    case Op::ShflBfly:
-      j = lane ^ static_cast<int64_t>(b);
-      valid = j <= maxLane;
-      break;
-    case Op::ShflIdx:
-      j = minLane | static_cast<int64_t>(b & ~static_cast<uint32_t>(segmask));
-      valid = j <= maxLane;
-      break;
-    default:
-      break;
-  }
-  if (!valid || j < 0 || j >= kLanes) return -1;
-  return static_cast<int>(j);
-}
-
 const char* spaceName(Space s) {
   return s == Space::Global ? "global" : "shared";
 }
@@ -234,31 +36,88 @@ std::string laneMask(uint32_t m) {
   return bits;
 }
 
-// One run: the state of the machine and the trace being written.
-class Machine {
+}  // namespace
+
+// The state of one run.
+class Execution::Machine {
  public:
-  Machine(const Program& p, const Launch& launch, const RunOptions& options, RunResult& result)
-      : p_(p), launch_(launch), opt_(options), res_(result) {
-    res_.global = launch.global;
+  Machine(const Program& p, const Launch& launch, const RunOptions& options)
+      : p_(p), launch_(launch), opt_(options) {
+    global_ = launch.global;
     nthreads_ = static_cast<int>(launch.blockX);
     nwarps_ = (nthreads_ + kLanes - 1) / kLanes;
-    if (opt_.recordTrace) res_.trace.reserve(1024);
   }
 
-  void run() {
-    for (uint32_t cta = 0; cta < launch_.gridX; ++cta) {
-      if (cta > 0) emit(tk::single(tk::Family::Cta));
-      if (!runCta(cta)) return;
+  // The next event. With `limit`, the run ends as StepLimit before the next step, for that
+  // reason (a consumer's bound, e.g. the trace's size); a CTA start or the end come first.
+  const StepEvent& next(const std::string* limit = nullptr) {
+    if (done_) return ev_;
+    if (ctaPending_) {
+      if (cta_ == launch_.gridX) return finish(EventKind::Finished);
+      startCta();
+      if (cta_ > 0) {
+        ev_.kind = EventKind::CtaStart;
+        ev_.step.cta = cta_;
+        return ev_;
+      }
     }
-    emit(tk::single(tk::Family::End));
-    res_.status = RunStatus::Finished;
+    if (!ready(cur_)) {
+      cur_ = lowestReady();
+      if (cur_ < 0) {
+        // No warp can run: release the barrier if anyone waits, else the CTA is done.
+        bool anyWaiting = false;
+        for (int w = 0; w < nwarps_; ++w) {
+          anyWaiting |= waiting_[w];
+          waiting_[w] = false;
+        }
+        if (!anyWaiting) {
+          ++cta_;
+          ctaPending_ = true;
+          return next(limit);
+        }
+        cur_ = lowestReady();
+      }
+    }
+    // Min-PC: the warp runs the lowest block among its live lanes.
+    int block = kMaxBlocks;
+    for (int l = 0; l < kLanes; ++l) {
+      if (live_[cur_] >> l & 1) block = std::min<int>(block, pc_[cur_ * kLanes + l]);
+    }
+    uint32_t mask = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      if ((live_[cur_] >> l & 1) && pc_[cur_ * kLanes + l] == block) mask |= 1u << l;
+    }
+    if (limit != nullptr || blockExecs_ >= opt_.maxSteps) {
+      const std::string why = limit != nullptr ? *limit
+                                               : "it did not finish in " +
+                                                     std::to_string(opt_.maxSteps) + " steps";
+      ev_.fault = makeDiag(ErrorKind::StepLimit, "program '" + p_.name + "': " + why + " (CTA " +
+                                                     std::to_string(cta_) + ", next: warp " +
+                                                     std::to_string(cur_) + " block " +
+                                                     std::to_string(block) + ")");
+      return finish(EventKind::StepLimit);
+    }
+    ev_.kind = step(cur_, block, mask) ? EventKind::Step : EventKind::Fault;
+    if (ev_.kind == EventKind::Fault) done_ = true;
+    return ev_;
   }
+
+  bool done() const { return done_; }
+  const std::array<uint32_t, kGlobalWords>& global() const { return global_; }
+  uint64_t blockExecs() const { return blockExecs_; }
+  uint64_t laneInstrs() const { return laneInstrs_; }
 
  private:
   // ---- CTA and warp scheduling (docs/machine.md §5) ----
 
-  bool runCta(uint32_t cta) {
-    cta_ = cta;
+  const StepEvent& finish(EventKind kind) {
+    ev_.kind = kind;
+    done_ = true;
+    return ev_;
+  }
+
+  void startCta() {
+    ctaPending_ = false;
     for (auto& r : regs_) r.fill(0);
     shared_.fill(0);
     for (int t = 0; t < kMaxThreadsPerBlock; ++t) pc_[t] = 0;
@@ -269,49 +128,10 @@ class Machine {
           static_cast<uint8_t>((1u << n) - 1u);  // lanes not exited (missing lanes never live)
       waiting_[w] = false;
     }
-    int cur = 0;
-    while (true) {
-      if (!ready(cur)) {
-        cur = lowestReady();
-        if (cur < 0) {
-          // No warp can run: release the barrier if anyone waits, else the CTA is done.
-          bool anyWaiting = false;
-          for (int w = 0; w < nwarps_; ++w) {
-            anyWaiting |= waiting_[w];
-            waiting_[w] = false;
-          }
-          if (!anyWaiting) return true;
-          cur = lowestReady();
-        }
-      }
-      // Min-PC: the warp runs the lowest block among its live lanes.
-      int block = kMaxBlocks;
-      for (int l = 0; l < kLanes; ++l) {
-        if (live_[cur] >> l & 1) block = std::min<int>(block, pc_[cur * kLanes + l]);
-      }
-      uint32_t mask = 0;
-      for (int l = 0; l < kLanes; ++l) {
-        if ((live_[cur] >> l & 1) && pc_[cur * kLanes + l] == block) mask |= 1u << l;
-      }
-      const bool traceFull = opt_.recordTrace && res_.trace.size() >= opt_.maxTraceTokens;
-      if (res_.blockExecs >= opt_.maxSteps || traceFull) {
-        emit(tk::single(tk::Family::Limit));
-        res_.status = RunStatus::StepLimit;
-        const std::string limit =
-            traceFull ? "its trace reached " + std::to_string(opt_.maxTraceTokens) +
-                            " tokens (after " + std::to_string(res_.blockExecs) + " steps)"
-                      : "it did not finish in " + std::to_string(opt_.maxSteps) + " steps";
-        res_.fault = makeDiag(ErrorKind::StepLimit, "program '" + p_.name + "': " + limit +
-                                                        " (CTA " + std::to_string(cta_) +
-                                                        ", next: warp " + std::to_string(cur) +
-                                                        " block " + std::to_string(block) + ")");
-        return false;
-      }
-      if (!step(cur, block, mask)) return false;
-    }
+    cur_ = 0;
   }
 
-  bool ready(int w) const { return w < nwarps_ && live_[w] != 0 && !waiting_[w]; }
+  bool ready(int w) const { return w >= 0 && w < nwarps_ && live_[w] != 0 && !waiting_[w]; }
   int lowestReady() const {
     for (int w = 0; w < nwarps_; ++w) {
       if (ready(w)) return w;
@@ -323,9 +143,15 @@ class Machine {
 
   bool step(int w, int b, uint32_t m) {
     const Block& blk = p_.blocks[static_cast<size_t>(b)];
-    ++res_.blockExecs;
-    emit(tk::ex(b));
-    emit(tk::wm(w, static_cast<int>(m)));
+    ++blockExecs_;
+    StepEffects& fx = ev_.step;
+    fx.cta = cta_;
+    fx.warp = static_cast<uint8_t>(w);
+    fx.block = static_cast<uint8_t>(b);
+    fx.mask = static_cast<uint8_t>(m);
+    fx.commit = 0;
+    fx.numChanges = 0;
+    fx.barrier = false;
     if (blk.term.kind == TermKind::Barrier && m != live_[w]) {
       return fault(makeDiag(ErrorKind::MachineFault,
                             where(w, -1, b, -1) + ": divergent barrier: lanes " + laneMask(m) +
@@ -352,7 +178,7 @@ class Machine {
     const int active = std::popcount(m);
     for (size_t i = 0; i < blk.ops.size(); ++i) {
       const Instr& in = blk.ops[i];
-      res_.laneInstrs += static_cast<uint64_t>(active);
+      laneInstrs_ += static_cast<uint64_t>(active);
       uint32_t om = m;  // lanes this op acts in
       if (in.guard.pred != kNoPred) {
         const uint32_t g = preds[in.guard.pred];
@@ -363,7 +189,7 @@ class Machine {
     }
 
     // Terminator: commit live-outs, move the lanes.
-    if (opt_.recordTrace) emitWrites(blk.commit, m);
+    if (opt_.recordTrace) recordEffects(blk.commit, m);
     for (int l = 0; l < kLanes; ++l) {
       if (!(m >> l & 1)) continue;
       const int t = w * kLanes + l;
@@ -388,11 +214,16 @@ class Machine {
           break;
         }
         case TermKind::Exit:
+          pc = kExitTarget;
           live_[w] = static_cast<uint8_t>(live_[w] & ~(1u << l));
           break;
       }
+      fx.nextBlock[static_cast<size_t>(l)] = pc;
     }
-    if (term.kind == TermKind::Barrier) waiting_[w] = true;
+    if (term.kind == TermKind::Barrier) {
+      waiting_[w] = true;
+      fx.barrier = true;
+    }
     return true;
   }
 
@@ -423,13 +254,14 @@ class Machine {
       case OpClass::Alu:
         for (int l = 0; l < kLanes; ++l) {
           if (om >> l & 1)
-            setReg(l, in.dst, alu(in.op, src(in.src[0], l), src(in.src[1], l), src(in.src[2], l)));
+            setReg(l, in.dst,
+                   evalAlu(in.op, src(in.src[0], l), src(in.src[1], l), src(in.src[2], l)).value_or(0));
         }
         return true;
       case OpClass::Cmp: {
         uint32_t bits = 0;
         for (int l = 0; l < kLanes; ++l) {
-          if ((om >> l & 1) && compare(in.op, src(in.src[0], l), src(in.src[1], l)))
+          if ((om >> l & 1) && evalCmp(in.op, src(in.src[0], l), src(in.src[1], l)).value_or(false))
             bits |= 1u << l;
         }
         setPred(preds, in.dstPred, om, bits);
@@ -445,30 +277,7 @@ class Machine {
       case OpClass::Pred: {
         const uint32_t a = in.psrc[0] != kNoPred ? preds[in.psrc[0]] : 0;
         const uint32_t c = in.psrc[1] != kNoPred ? preds[in.psrc[1]] : 0;
-        uint32_t bits = 0;
-        switch (in.op) {
-          case Op::PAnd:
-            bits = a & c;
-            break;
-          case Op::POr:
-            bits = a | c;
-            break;
-          case Op::PXor:
-            bits = a ^ c;
-            break;
-          case Op::PNot:
-            bits = ~a;
-            break;
-          case Op::PMov:
-            bits = a;
-            break;
-          case Op::PConst:
-            bits = in.src[0].imm ? 0xfu : 0u;
-            break;
-          default:
-            break;
-        }
-        setPred(preds, in.dstPred, om, bits);
+        setPred(preds, in.dstPred, om, evalPred(in.op, a, c, in.src[0].imm).value_or(0));
         return true;
       }
       case OpClass::Mem:
@@ -484,15 +293,13 @@ class Machine {
         }
         return true;
       case OpClass::Warp: {
-        if (in.op == Op::Ballot || in.op == Op::VoteAny || in.op == Op::VoteAll) {
-          const uint32_t votes = preds[in.psrc[0]] & om;
-          if (in.op == Op::Ballot) {
+        if (const auto vote = evalVote(in.op, preds[in.psrc[0]], om)) {
+          if (writesReg(in.op)) {
             for (int l = 0; l < kLanes; ++l) {
-              if (om >> l & 1) setReg(l, in.dst, votes);
+              if (om >> l & 1) setReg(l, in.dst, *vote);
             }
           } else {
-            const bool r = in.op == Op::VoteAny ? votes != 0 : votes == om;
-            setPred(preds, in.dstPred, om, r ? 0xfu : 0u);
+            setPred(preds, in.dstPred, om, *vote ? 0xfu : 0u);
           }
           return true;
         }
@@ -504,7 +311,7 @@ class Machine {
         uint32_t out[kLanes] = {};
         for (int l = 0; l < kLanes; ++l) {
           if (!(om >> l & 1)) continue;
-          const int j = shuffleSource(in.op, l, src(in.src[1], l), src(in.src[2], l));
+          const int j = shuffleSource(in.op, l, src(in.src[1], l), src(in.src[2], l)).value_or(-1);
           out[l] = (j >= 0 && (om >> j & 1)) ? val[j] : val[l];
         }
         for (int l = 0; l < kLanes; ++l) {
@@ -518,14 +325,17 @@ class Machine {
 
   bool execMem(const Instr& in, uint32_t om, int w, int b, int i) {
     const int words = in.space == Space::Global ? kGlobalWords : p_.sharedWords;
-    uint32_t* mem = in.space == Space::Global ? res_.global.data() : shared_.data();
+    uint32_t* mem = in.space == Space::Global ? global_.data() : shared_.data();
     // Lanes in order 0..3: stores to one address leave the highest lane's value; atomics are
     // serialised and each sees the previous lane's result.
     for (int l = 0; l < kLanes; ++l) {
       if (!(om >> l & 1)) continue;
       const uint32_t addr = src(in.src[0], l) + static_cast<uint32_t>(in.offset);
       if (addr % 4 != 0 || addr / 4 >= static_cast<uint32_t>(words)) {
-        const char* access = in.op == Op::Ld ? "load" : in.op == Op::St ? "store" : "atomic";
+        const MemEffect effect = opInfo(in.op).mem;
+        const char* access = effect == MemEffect::Read    ? "load"
+                             : effect == MemEffect::Write ? "store"
+                                                          : "atomic";
         std::string why = addr % 4 != 0 ? "is not a multiple of 4"
                                         : "is out of range: " + std::string(spaceName(in.space)) +
                                               " memory has " + std::to_string(words) + " words (" +
@@ -536,13 +346,15 @@ class Machine {
                                   std::to_string(static_cast<int32_t>(addr)) + ") " + why));
       }
       const int word = static_cast<int>(addr / 4);
-      if (in.op == Op::Ld) {
+      const MemEffect effect = opInfo(in.op).mem;
+      if (effect == MemEffect::Read) {
         setReg(l, in.dst, mem[word]);
-      } else if (in.op == Op::St) {
+      } else if (effect == MemEffect::Write) {
         store(in.space, word, src(in.src[1], l));
       } else {
         const uint32_t old = mem[word];
-        store(in.space, word, atomic(in.op, old, src(in.src[1], l), src(in.src[2], l)));
+        store(in.space, word,
+              evalAtomic(in.op, old, src(in.src[1], l), src(in.src[2], l)).value_or(old));
         setReg(l, in.dst, old);
       }
     }
@@ -552,7 +364,7 @@ class Machine {
   // Writes a word, remembering its value at block start for the trace's net memory changes.
   void store(Space space, int word, uint32_t value) {
     const int s = space == Space::Global ? 0 : 1;
-    uint32_t* mem = s == 0 ? res_.global.data() : shared_.data();
+    uint32_t* mem = s == 0 ? global_.data() : shared_.data();
     if (opt_.recordTrace && stamp_[s][word] != epoch_) {
       stamp_[s][word] = epoch_;
       before_[s][word] = mem[word];
@@ -561,52 +373,26 @@ class Machine {
     mem[word] = value;
   }
 
-  // ---- Trace ----
+  // ---- Effects ----
 
-  void emit(tk::Token t) {
-    if (opt_.recordTrace) res_.trace.push_back(t);
-  }
-
-  void emitWrites(uint16_t commit, uint32_t m) {
+  // The committed registers and the net memory changes of the step that just ran.
+  void recordEffects(uint16_t commit, uint32_t m) {
+    StepEffects& fx = ev_.step;
+    fx.commit = commit;
     for (uint32_t c = commit; c != 0; c &= c - 1) {
       const int r = std::countr_zero(c);
-      uint32_t first = 0;
-      bool uniform = true, seen = false;
       for (int l = 0; l < kLanes; ++l) {
-        if (!(m >> l & 1)) continue;
-        if (!seen) first = lane_[l][r];
-        uniform &= lane_[l][r] == first;
-        seen = true;
-      }
-      if (uniform) {
-        emit(tk::wu(r));
-        tk::appendValue(res_.trace, first);
-      } else {
-        emit(tk::wr(r));
-        for (int l = 0; l < kLanes; ++l) {
-          if (m >> l & 1) tk::appendValue(res_.trace, lane_[l][r]);
-        }
+        if (m >> l & 1) fx.regs[static_cast<size_t>(r)][static_cast<size_t>(l)] = lane_[l][r];
       }
     }
-    // Net memory changes: words that differ from their value at block start, sorted, in runs.
+    // Words that differ from their value at block start, sorted: global (0..) before shared.
     std::sort(touched_, touched_ + ntouched_);
-    uint16_t changed[2 * 128];
-    int n = 0;
     for (int k = 0; k < ntouched_; ++k) {
       const int s = touched_[k] / 256, word = touched_[k] % 256;
-      const uint32_t now = s == 0 ? res_.global[word] : shared_[word];
-      if (now != before_[s][word]) changed[n++] = touched_[k];
-    }
-    for (int k = 0; k < n;) {
-      int len = 1;
-      while (k + len < n && len < 4 && changed[k + len] == changed[k] + len) ++len;
-      const int s = changed[k] / 256, word = changed[k] % 256;
-      emit(s == 0 ? tk::stg(len) : tk::sts(len));
-      tk::appendValue(res_.trace, static_cast<uint32_t>(word));
-      for (int j = 0; j < len; ++j) {
-        tk::appendValue(res_.trace, s == 0 ? res_.global[word + j] : shared_[word + j]);
-      }
-      k += len;
+      const uint32_t now = s == 0 ? global_[word] : shared_[word];
+      if (now != before_[s][word])
+        fx.changes[fx.numChanges++] = {s == 0 ? Space::Global : Space::Shared,
+                                       static_cast<uint8_t>(word), now};
     }
   }
 
@@ -624,20 +410,24 @@ class Machine {
 
   bool fault(Diag diag) {
     diag.message = "program '" + p_.name + "': " + diag.message;
-    emit(tk::single(tk::Family::FaultTok));
-    res_.status = RunStatus::Fault;
-    res_.fault = std::move(diag);
+    ev_.fault = std::move(diag);
     return false;
   }
 
-  const Program& p_;
-  const Launch& launch_;
-  const RunOptions& opt_;
-  RunResult& res_;
+  const Program p_;
+  const Launch launch_;
+  const RunOptions opt_;
+  StepEvent ev_;
+  bool done_ = false;
+  bool ctaPending_ = true;  // the next event starts CTA cta_ (or finishes the run)
+  uint32_t cta_ = 0;
+  int cur_ = 0;             // the warp that ran last: it runs on while it is ready
+  uint64_t blockExecs_ = 0;
+  uint64_t laneInstrs_ = 0;
   int nthreads_ = 0;
   int nwarps_ = 0;
-  uint32_t cta_ = 0;
 
+  std::array<uint32_t, kGlobalWords> global_{};
   std::array<std::array<uint32_t, kRegs>, kMaxThreadsPerBlock> regs_{};
   std::array<uint32_t, kSharedWords> shared_{};
   uint8_t pc_[kMaxThreadsPerBlock] = {};
@@ -645,7 +435,7 @@ class Machine {
   bool waiting_[kMaxWarps] = {};
   uint32_t lane_[kLanes][kLaneSlots] = {};
 
-  // Net-change tracking for the trace: at most 16 ops x 4 lanes stores per step.
+  // Net-change tracking: at most 16 ops x 4 lanes stores per step.
   uint32_t epoch_ = 0;
   uint32_t stamp_[2][kSharedWords > kGlobalWords ? kSharedWords : kGlobalWords] = {};
   uint32_t before_[2][kSharedWords > kGlobalWords ? kSharedWords : kGlobalWords] = {};
@@ -653,13 +443,117 @@ class Machine {
   int ntouched_ = 0;
 };
 
+Execution::Execution(std::unique_ptr<Machine> machine) : machine_(std::move(machine)) {}
+Execution::Execution(Execution&&) noexcept = default;
+Execution& Execution::operator=(Execution&&) noexcept = default;
+Execution::~Execution() = default;
+
+Expected<Execution> Execution::start(const Program& program, const Launch& launch,
+                                     const RunOptions& options) {
+  QGPU_CHECK(verify(program, launch));
+  return Execution(std::make_unique<Machine>(program, launch, options));
+}
+
+const StepEvent& Execution::next() { return machine_->next(); }
+const StepEvent& Execution::stopAtLimit(const std::string& reason) {
+  return machine_->next(&reason);
+}
+bool Execution::done() const { return machine_->done(); }
+const std::array<uint32_t, kGlobalWords>& Execution::global() const { return machine_->global(); }
+uint64_t Execution::blockExecs() const { return machine_->blockExecs(); }
+uint64_t Execution::laneInstrs() const { return machine_->laneInstrs(); }
+
+// ---- The token trace of an event (docs/trace.md §3) ----
+
+namespace {
+
+void appendStepTrace(const StepEffects& fx, std::vector<tk::Token>& out) {
+  for (uint32_t c = fx.commit; c != 0; c &= c - 1) {
+    const int r = std::countr_zero(c);
+    const auto& values = fx.regs[static_cast<size_t>(r)];
+    uint32_t first = 0;
+    bool uniform = true, seen = false;
+    for (int l = 0; l < kLanes; ++l) {
+      if (!(fx.mask >> l & 1)) continue;
+      if (!seen) first = values[static_cast<size_t>(l)];
+      uniform &= values[static_cast<size_t>(l)] == first;
+      seen = true;
+    }
+    if (uniform) {
+      out.push_back(tk::wu(r));
+      tk::appendValue(out, first);
+    } else {
+      out.push_back(tk::wr(r));
+      for (int l = 0; l < kLanes; ++l) {
+        if (fx.mask >> l & 1) tk::appendValue(out, values[static_cast<size_t>(l)]);
+      }
+    }
+  }
+  // Net memory changes in runs of up to 4 consecutive words of one space.
+  for (int k = 0; k < fx.numChanges;) {
+    const WordChange& first = fx.changes[static_cast<size_t>(k)];
+    int len = 1;
+    while (k + len < fx.numChanges && len < 4) {
+      const WordChange& c = fx.changes[static_cast<size_t>(k + len)];
+      if (c.space != first.space || c.word != first.word + len) break;
+      ++len;
+    }
+    out.push_back(first.space == Space::Global ? tk::stg(len) : tk::sts(len));
+    tk::appendValue(out, first.word);
+    for (int j = 0; j < len; ++j) tk::appendValue(out, fx.changes[static_cast<size_t>(k + j)].value);
+    k += len;
+  }
+}
+
 }  // namespace
 
+void appendTrace(const StepEvent& event, std::vector<tk::Token>& out) {
+  switch (event.kind) {
+    case EventKind::CtaStart:
+      out.push_back(tk::single(tk::Family::Cta));
+      return;
+    case EventKind::Step:
+      out.push_back(tk::ex(event.step.block));
+      out.push_back(tk::wm(event.step.warp, event.step.mask));
+      appendStepTrace(event.step, out);
+      return;
+    case EventKind::Finished:
+      out.push_back(tk::single(tk::Family::End));
+      return;
+    case EventKind::Fault:
+      out.push_back(tk::ex(event.step.block));
+      out.push_back(tk::wm(event.step.warp, event.step.mask));
+      out.push_back(tk::single(tk::Family::FaultTok));
+      return;
+    case EventKind::StepLimit:
+      out.push_back(tk::single(tk::Family::Limit));
+      return;
+  }
+}
+
 Expected<RunResult> run(const Program& program, const Launch& launch, const RunOptions& options) {
-  QGPU_CHECK(verify(program, launch));
+  QGPU_TRY(execution, Execution::start(program, launch, options));
   RunResult result;
-  Machine machine_(program, launch, options, result);
-  machine_.run();
+  if (options.recordTrace) result.trace.reserve(1024);
+  for (;;) {
+    // The trace's bound (RunOptions::maxTraceTokens): checked before each step.
+    const bool traceFull = options.recordTrace && result.trace.size() >= options.maxTraceTokens;
+    const StepEvent& event =
+        traceFull ? execution.stopAtLimit("its trace reached " +
+                                          std::to_string(options.maxTraceTokens) +
+                                          " tokens (after " +
+                                          std::to_string(execution.blockExecs()) + " steps)")
+                  : execution.next();
+    if (options.recordTrace) appendTrace(event, result.trace);
+    if (event.kind == EventKind::Finished) result.status = RunStatus::Finished;
+    if (event.kind == EventKind::Fault) result.status = RunStatus::Fault;
+    if (event.kind == EventKind::StepLimit) result.status = RunStatus::StepLimit;
+    if (event.kind == EventKind::Fault || event.kind == EventKind::StepLimit) result.fault = event.fault;
+    if (execution.done()) break;
+  }
+  result.global = execution.global();
+  result.blockExecs = execution.blockExecs();
+  result.laneInstrs = execution.laneInstrs();
   return result;
 }
 

@@ -17,54 +17,12 @@ namespace qgpu::machine {
 
 const OpInfo& opInfo(Op op) {
   static constexpr OpInfo kTable[] = {
-#define QGPU_OP(name, mnemonic, nsrc, cls) {mnemonic, nsrc, OpClass::cls},
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) \
+  {mnemonic, nsrc, npsrc, OpClass::cls, DstKind::dst, MemEffect::mem, LaneScope::lanes},
 #include "oracle/isa.def"
 #undef QGPU_OP
   };
   return kTable[static_cast<int>(op)];
-}
-
-int numGeneralSources(Op op) {
-  const OpInfo& info = opInfo(op);
-  if (info.cls == OpClass::Pred) return op == Op::PConst ? 1 : 0;
-  return info.numSources;
-}
-
-int numPredSources(Op op) {
-  const OpInfo& info = opInfo(op);
-  switch (info.cls) {
-    case OpClass::Sel:
-      return 1;
-    case OpClass::Pred:
-      return info.numSources;
-    case OpClass::Warp:
-      return (op == Op::Ballot || op == Op::VoteAny || op == Op::VoteAll) ? 1 : 0;
-    default:
-      return 0;
-  }
-}
-
-bool writesReg(Op op) {
-  switch (opInfo(op).cls) {
-    case OpClass::Alu:
-    case OpClass::Sel:
-      return true;
-    case OpClass::Mem:
-      return op != Op::St;
-    case OpClass::Local:
-      return op == Op::LdLocal;
-    case OpClass::Warp:
-      return op != Op::VoteAny && op != Op::VoteAll;
-    case OpClass::Cmp:
-    case OpClass::Pred:
-      return false;
-  }
-  return false;
-}
-
-bool writesPred(Op op) {
-  const OpClass cls = opInfo(op).cls;
-  return cls == OpClass::Cmp || cls == OpClass::Pred || op == Op::VoteAny || op == Op::VoteAll;
 }
 
 const char* specialName(Special sp) {

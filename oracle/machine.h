@@ -30,32 +30,47 @@ inline constexpr int kMaxGridBlocks = 16;      // CTAs per launch, run one after
 
 // ---- Operations: one table, oracle/isa.def ----
 enum class OpClass : uint8_t { Alu, Cmp, Sel, Pred, Mem, Local, Warp };
+// What an op writes: nothing, its `dst` register, or its `dstPred` predicate.
+enum class DstKind : uint8_t { None, Reg, Pred };
+// What an op does to memory (global/shared for Mem ops, the spill slots for Local ops).
+enum class MemEffect : uint8_t { None, Read, Write, ReadWrite };
+// Whether a lane's result depends on other lanes' operands (shuffles and votes).
+enum class LaneScope : uint8_t { Own, Cross };
 
 enum class Op : uint8_t {
-#define QGPU_OP(name, mnemonic, nsrc, cls) name,
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) name,
 #include "oracle/isa.def"
 #undef QGPU_OP
 };
 
+// One row of oracle/isa.def.
 struct OpInfo {
   const char* mnemonic;
-  uint8_t numSources;  // general sources (predicate sources for class Pred)
+  uint8_t numSources;      // general sources in src[] (PConst: 1, its immediate value)
+  uint8_t numPredSources;  // predicate sources in psrc[]
   OpClass cls;
+  DstKind dst;
+  MemEffect mem;
+  LaneScope lanes;
 };
 
 const OpInfo& opInfo(Op op);
 inline constexpr int kNumOps = 0
-#define QGPU_OP(name, mnemonic, nsrc, cls) +1
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) +1
 #include "oracle/isa.def"
 #undef QGPU_OP
     ;
 
-// Operand shape of an operation, derived from the table (machine.cpp); verify() and the prompt
-// encoding use these, so an op's shape is defined once.
-int numGeneralSources(Op op);  // src[] slots in use (PConst: 1, its immediate value)
-int numPredSources(Op op);     // psrc[] slots in use (Sel, Pred, votes)
-bool writesReg(Op op);         // the op writes `dst` (r0 discards)
-bool writesPred(Op op);        // the op writes `dstPred`
+// Operand shape of an operation, read from its table row; verify(), the prompt encoding and the
+// lowering use these, so an op's shape is defined once.
+inline int numGeneralSources(Op op) { return opInfo(op).numSources; }   // src[] slots in use
+inline int numPredSources(Op op) { return opInfo(op).numPredSources; }  // psrc[] slots in use
+inline bool writesReg(Op op) { return opInfo(op).dst == DstKind::Reg; }  // writes `dst` (r0 discards)
+inline bool writesPred(Op op) { return opInfo(op).dst == DstKind::Pred; }  // writes `dstPred`
+inline bool writesMemory(Op op) {  // stores, atomics, spill stores
+  MemEffect m = opInfo(op).mem;
+  return m == MemEffect::Write || m == MemEffect::ReadWrite;
+}
 
 // Special registers readable as operands.
 enum class Special : uint8_t {

@@ -32,7 +32,7 @@ int valueLength(uint32_t value) {
   // Signed width: flip the sign copies to zeros, count the remaining bits plus one sign bit.
   const uint32_t x = value ^ static_cast<uint32_t>(static_cast<int32_t>(value) >> 31);
   const int bits = 33 - std::countl_zero(x);
-  return (bits + 4) / 5;
+  return (bits + kChunkBits - 1) / kChunkBits;
 }
 
 void appendValue(std::vector<Token>& out, uint32_t value) {
@@ -43,8 +43,10 @@ void appendValue(std::vector<Token>& out, uint32_t value) {
   out.resize(at + static_cast<size_t>(k));
   Token* dst = out.data() + at;
   constexpr Token kC = familyBase(Family::C), kT = familyBase(Family::T);
-  for (int i = k - 1; i > 0; --i) *dst++ = static_cast<Token>(kC + ((wide >> (5 * i)) & 31u));
-  *dst = static_cast<Token>(kT + (wide & 31u));
+  constexpr uint64_t kChunkMask = kChunkValues - 1;
+  for (int i = k - 1; i > 0; --i)
+    *dst++ = static_cast<Token>(kC + ((wide >> (kChunkBits * i)) & kChunkMask));
+  *dst = static_cast<Token>(kT + (wide & kChunkMask));
 }
 
 std::vector<Token> encodeValue(uint32_t value) {
@@ -62,10 +64,10 @@ std::string tokenName(Token t) {
     case Family::Ex:
       return name + "(" + std::to_string(i) + ")";
     case Family::Wm: {
-      const int mask = i % 15 + 1;
+      const int mask = i % kLaneMasks + 1;
       std::string bits;
       for (int l = 3; l >= 0; --l) bits += (mask >> l & 1) ? '1' : '0';
-      return name + "(w" + std::to_string(i / 15) + "," + bits + ")";
+      return name + "(w" + std::to_string(i / kLaneMasks) + "," + bits + ")";
     }
     case Family::Wr:
     case Family::Wu:
@@ -75,7 +77,7 @@ std::string tokenName(Token t) {
       return name + "(" + std::to_string(i + 1) + ")";
     case Family::C:
     case Family::T:
-      return name + "(" + std::to_string(i >= 16 ? i - 32 : i) + ")";
+      return name + "(" + std::to_string(i >= kChunkValues / 2 ? i - kChunkValues : i) + ")";
     default:
       return name;
   }
@@ -113,11 +115,11 @@ class Reader {
     return indexOf(tokens_[pos_++]);
   }
 
-  // One value: C* T, at most 7 chunks, in its shortest form, inside int32.
+  // One value: C* T, at most kMaxValueChunks chunks, in its shortest form, inside int32.
   Expected<uint32_t> value(const char* what) {
     const size_t start = pos_;
     int64_t acc = 0;
-    for (int k = 0; k < 7; ++k) {
+    for (int k = 0; k < kMaxValueChunks; ++k) {
       if (atEnd() || peek() >= kVocabSize ||
           (familyOf(peek()) != Family::C && familyOf(peek()) != Family::T)) {
         if (k == 0) return error(std::string("expected a value (") + what + ")");
@@ -125,7 +127,8 @@ class Reader {
       }
       const bool terminal = familyOf(peek()) == Family::T;
       const int chunk = indexOf(tokens_[pos_++]);
-      acc = k == 0 ? (chunk >= 16 ? chunk - 32 : chunk) : acc * 32 + chunk;
+      acc = k == 0 ? (chunk >= kChunkValues / 2 ? chunk - kChunkValues : chunk)
+                   : acc * kChunkValues + chunk;
       if (terminal) {
         if (acc < INT32_MIN || acc > INT32_MAX) {
           pos_ = start;
@@ -139,7 +142,8 @@ class Reader {
         return v;
       }
     }
-    return errorAt(start, std::string("value (") + what + ") has more than 7 chunks");
+    return errorAt(start, std::string("value (") + what + ") has more than " +
+                              std::to_string(kMaxValueChunks) + " chunks");
   }
 
   // A value that must lie in [lo, hi] (as a signed number).
@@ -155,82 +159,181 @@ class Reader {
     return s;
   }
 
-  // A predicate field: -1 for kNoPred, else 0..254.
-  Expected<uint8_t> predField(const char* what) {
-    QGPU_TRY(v, ranged(what, -1, 254));
-    return v < 0 ? machine::kNoPred : static_cast<uint8_t>(v);
-  }
-
  private:
   std::span<const Token> tokens_;
   size_t pos_ = 0;
 };
 
-int32_t predValue(uint8_t p) {
-  return p == machine::kNoPred ? -1 : p;
-}
-
 }  // namespace
 
 // ---- Prompt ----
 //
-// PROG nblocks sharedWords spillSlots
-//   { BLK nops commit { OPW op dst dstPred gpred gneg (kind payload){3} psrc0 psrc1 space offset }
-//     TERM kind pred negate taken next }
-// LAUNCH gridX blockX
+// PROG {program fields}
+//   { BLK {block fields} { OPW {op fields} } TERM {terminator fields} }
+// LAUNCH {launch fields}
 // GMEM { addr n v1..vn }   (maximal runs of nonzero words, increasing addresses)
 // RUN
+//
+// Each {... fields} is one table below: a field's name (for messages), its range and where it
+// lives. The encoder and the decoder both walk these tables, so the prompt's layout is defined
+// once; a revision of the prompt for the circuit edits a table.
+
+namespace {
+
+enum class FieldKind : uint8_t {
+  Ranged,  // an integer in [lo, hi]
+  Pred,    // a predicate index, or -1 for kNoPred
+  Word,    // any 32-bit value
+};
+
+template <typename T>
+struct Field {
+  const char* name;
+  FieldKind kind;
+  int64_t lo, hi;                   // Ranged only
+  int64_t (*get)(const T&);         // the field's value, as encoded
+  void (*set)(T&, int64_t);         // stores a decoded value
+};
+
+template <typename T>
+constexpr Field<T> ranged(const char* name, int64_t lo, int64_t hi, int64_t (*get)(const T&),
+                          void (*set)(T&, int64_t)) {
+  return {name, FieldKind::Ranged, lo, hi, get, set};
+}
+template <typename T>
+constexpr Field<T> pred(const char* name, int64_t (*get)(const T&), void (*set)(T&, int64_t)) {
+  return {name, FieldKind::Pred, -1, 254, get, set};
+}
+template <typename T>
+constexpr Field<T> word(const char* name, int64_t (*get)(const T&), void (*set)(T&, int64_t)) {
+  return {name, FieldKind::Word, INT32_MIN, INT32_MAX, get, set};
+}
+
+int64_t predValue(uint8_t p) { return p == machine::kNoPred ? -1 : p; }
+uint8_t predIndex(int64_t v) { return v < 0 ? machine::kNoPred : static_cast<uint8_t>(v); }
+template <typename E>
+int64_t code(E e) { return static_cast<int64_t>(e); }
+
+using machine::Block;
+using machine::Instr;
+using machine::Launch;
+using machine::Operand;
+using machine::Program;
+using machine::Terminator;
+
+// PROG: the block count is structural (the decoder sizes `blocks` from it).
+const Field<Program> kProgramFields[] = {
+    ranged<Program>("block count", 1, machine::kMaxBlocks,
+                    [](const Program& p) { return static_cast<int64_t>(p.blocks.size()); },
+                    [](Program& p, int64_t v) { p.blocks.resize(static_cast<size_t>(v)); }),
+    ranged<Program>("sharedWords", 0, 255, [](const Program& p) { return int64_t{p.sharedWords}; },
+                    [](Program& p, int64_t v) { p.sharedWords = static_cast<uint8_t>(v); }),
+    ranged<Program>("spillSlots", 0, 255, [](const Program& p) { return int64_t{p.spillSlots}; },
+                    [](Program& p, int64_t v) { p.spillSlots = static_cast<uint8_t>(v); }),
+};
+
+// BLK: the op count is structural.
+const Field<Block> kBlockFields[] = {
+    ranged<Block>("op count", 0, machine::kMaxOpsPerBlock,
+                  [](const Block& b) { return static_cast<int64_t>(b.ops.size()); },
+                  [](Block& b, int64_t v) { b.ops.resize(static_cast<size_t>(v)); }),
+    ranged<Block>("commit mask", 0, 0xffff, [](const Block& b) { return int64_t{b.commit}; },
+                  [](Block& b, int64_t v) { b.commit = static_cast<uint16_t>(v); }),
+};
+
+// OPW: the fields before the three operands, then (after them) the ones that follow.
+const Field<Instr> kOpHeadFields[] = {
+    ranged<Instr>("opcode", 0, machine::kNumOps - 1, [](const Instr& i) { return code(i.op); },
+                  [](Instr& i, int64_t v) { i.op = static_cast<machine::Op>(v); }),
+    ranged<Instr>("dst", 0, 255, [](const Instr& i) { return int64_t{i.dst}; },
+                  [](Instr& i, int64_t v) { i.dst = static_cast<uint8_t>(v); }),
+    pred<Instr>("dstPred", [](const Instr& i) { return predValue(i.dstPred); },
+                [](Instr& i, int64_t v) { i.dstPred = predIndex(v); }),
+    pred<Instr>("guard predicate", [](const Instr& i) { return predValue(i.guard.pred); },
+                [](Instr& i, int64_t v) { i.guard.pred = predIndex(v); }),
+    ranged<Instr>("guard negate", 0, 1, [](const Instr& i) { return int64_t{i.guard.negate}; },
+                  [](Instr& i, int64_t v) { i.guard.negate = v != 0; }),
+};
+const Field<Instr> kOpTailFields[] = {
+    pred<Instr>("psrc0", [](const Instr& i) { return predValue(i.psrc[0]); },
+                [](Instr& i, int64_t v) { i.psrc[0] = predIndex(v); }),
+    pred<Instr>("psrc1", [](const Instr& i) { return predValue(i.psrc[1]); },
+                [](Instr& i, int64_t v) { i.psrc[1] = predIndex(v); }),
+    ranged<Instr>("space", 0, 1, [](const Instr& i) { return code(i.space); },
+                  [](Instr& i, int64_t v) { i.space = static_cast<Space>(v); }),
+    word<Instr>("offset", [](const Instr& i) { return int64_t{i.offset}; },
+                [](Instr& i, int64_t v) { i.offset = static_cast<int32_t>(v); }),
+};
+
+// Each operand: its kind, then a payload whose field depends on the kind (one row per kind).
+const Field<Operand> kOperandKindField = ranged<Operand>(
+    "operand kind", 0, 3, [](const Operand& o) { return code(o.kind); },
+    [](Operand& o, int64_t v) { o.kind = static_cast<machine::OperandKind>(v); });
+const Field<Operand> kOperandPayload[] = {
+    ranged<Operand>("unused operand payload", 0, 0, [](const Operand&) { return int64_t{0}; },
+                    [](Operand&, int64_t) {}),  // OperandKind::None
+    ranged<Operand>("register", 0, 255, [](const Operand& o) { return int64_t{o.reg}; },
+                    [](Operand& o, int64_t v) { o.reg = static_cast<uint8_t>(v); }),  // Reg
+    word<Operand>("immediate", [](const Operand& o) { return int64_t{static_cast<int32_t>(o.imm)}; },
+                  [](Operand& o, int64_t v) { o.imm = static_cast<uint32_t>(v); }),  // Imm
+    ranged<Operand>("special register", 0, machine::kNumSpecials - 1,
+                    [](const Operand& o) { return code(o.special); },
+                    [](Operand& o, int64_t v) { o.special = static_cast<machine::Special>(v); }),
+};
+
+// TERM.
+const Field<Terminator> kTermFields[] = {
+    ranged<Terminator>("terminator kind", 0, 3, [](const Terminator& t) { return code(t.kind); },
+                       [](Terminator& t, int64_t v) { t.kind = static_cast<machine::TermKind>(v); }),
+    pred<Terminator>("branch predicate", [](const Terminator& t) { return predValue(t.pred); },
+                     [](Terminator& t, int64_t v) { t.pred = predIndex(v); }),
+    ranged<Terminator>("branch negate", 0, 1, [](const Terminator& t) { return int64_t{t.negate}; },
+                       [](Terminator& t, int64_t v) { t.negate = v != 0; }),
+    ranged<Terminator>("taken target", 0, 255, [](const Terminator& t) { return int64_t{t.taken}; },
+                       [](Terminator& t, int64_t v) { t.taken = static_cast<uint8_t>(v); }),
+    ranged<Terminator>("next target", 0, 255, [](const Terminator& t) { return int64_t{t.next}; },
+                       [](Terminator& t, int64_t v) { t.next = static_cast<uint8_t>(v); }),
+};
+
+// LAUNCH.
+const Field<Launch> kLaunchFields[] = {
+    ranged<Launch>("gridX", 1, machine::kMaxGridBlocks, [](const Launch& l) { return int64_t{l.gridX}; },
+                   [](Launch& l, int64_t v) { l.gridX = static_cast<uint32_t>(v); }),
+    ranged<Launch>("blockX", 1, machine::kMaxThreadsPerBlock,
+                   [](const Launch& l) { return int64_t{l.blockX}; },
+                   [](Launch& l, int64_t v) { l.blockX = static_cast<uint32_t>(v); }),
+};
+
+template <typename T, size_t N>
+void encodeFields(const Field<T> (&fields)[N], const T& object, std::vector<Token>& out) {
+  for (const Field<T>& f : fields) appendValue(out, static_cast<uint32_t>(f.get(object)));
+}
+
+void encodeOperand(const Operand& o, std::vector<Token>& out) {
+  appendValue(out, static_cast<uint32_t>(kOperandKindField.get(o)));
+  appendValue(out, static_cast<uint32_t>(kOperandPayload[static_cast<size_t>(o.kind)].get(o)));
+}
+
+}  // namespace
 
 std::vector<Token> encodePrompt(const machine::Program& program, const machine::Launch& launch) {
   std::vector<Token> out;
-  auto v = [&out](int64_t x) { appendValue(out, static_cast<uint32_t>(x)); };
   out.push_back(single(Family::Prog));
-  v(static_cast<int64_t>(program.blocks.size()));
-  v(program.sharedWords);
-  v(program.spillSlots);
+  encodeFields(kProgramFields, program, out);
   for (const machine::Block& block : program.blocks) {
     out.push_back(single(Family::Blk));
-    v(static_cast<int64_t>(block.ops.size()));
-    v(block.commit);
+    encodeFields(kBlockFields, block, out);
     for (const machine::Instr& in : block.ops) {
       out.push_back(single(Family::Opw));
-      v(static_cast<int>(in.op));
-      v(in.dst);
-      v(predValue(in.dstPred));
-      v(predValue(in.guard.pred));
-      v(in.guard.negate);
-      for (const machine::Operand& o : in.src) {
-        v(static_cast<int>(o.kind));
-        switch (o.kind) {
-          case machine::OperandKind::None:
-            v(0);
-            break;
-          case machine::OperandKind::Reg:
-            v(o.reg);
-            break;
-          case machine::OperandKind::Imm:
-            v(o.imm);
-            break;
-          case machine::OperandKind::Special:
-            v(static_cast<int>(o.special));
-            break;
-        }
-      }
-      v(predValue(in.psrc[0]));
-      v(predValue(in.psrc[1]));
-      v(static_cast<int>(in.space));
-      v(in.offset);
+      encodeFields(kOpHeadFields, in, out);
+      for (const machine::Operand& o : in.src) encodeOperand(o, out);
+      encodeFields(kOpTailFields, in, out);
     }
     out.push_back(single(Family::Term));
-    v(static_cast<int>(block.term.kind));
-    v(predValue(block.term.pred));
-    v(block.term.negate);
-    v(block.term.taken);
-    v(block.term.next);
+    encodeFields(kTermFields, block.term, out);
   }
   out.push_back(single(Family::LaunchTok));
-  v(launch.gridX);
-  v(launch.blockX);
+  encodeFields(kLaunchFields, launch, out);
   out.push_back(single(Family::Gmem));
   for (int a = 0; a < machine::kGlobalWords;) {
     if (launch.global[a] == 0) {
@@ -239,94 +342,71 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
     }
     int end = a;
     while (end < machine::kGlobalWords && launch.global[end] != 0) ++end;
-    v(a);
-    v(end - a);
-    for (int i = a; i < end; ++i) v(launch.global[i]);
+    appendValue(out, static_cast<uint32_t>(a));
+    appendValue(out, static_cast<uint32_t>(end - a));
+    for (int i = a; i < end; ++i) appendValue(out, launch.global[i]);
     a = end;
   }
   out.push_back(single(Family::Run));
   return out;
 }
 
+namespace {
+
+// Reads one field's value from `in` into `object`.
+template <typename T>
+Status decodeField(Reader& in, const Field<T>& f, T& object) {
+  int64_t v = 0;
+  switch (f.kind) {
+    case FieldKind::Ranged:
+    case FieldKind::Pred: {
+      QGPU_TRY(x, in.ranged(f.name, f.lo, f.hi));
+      v = x;
+      break;
+    }
+    case FieldKind::Word: {
+      QGPU_TRY(x, in.value(f.name));
+      v = static_cast<int32_t>(x);
+      break;
+    }
+  }
+  f.set(object, v);
+  return Ok{};
+}
+
+template <typename T, size_t N>
+Status decodeFields(Reader& in, const Field<T> (&fields)[N], T& object) {
+  for (const Field<T>& f : fields) QGPU_CHECK(decodeField(in, f, object));
+  return Ok{};
+}
+
+Status decodeOperand(Reader& in, Operand& o) {
+  QGPU_CHECK(decodeField(in, kOperandKindField, o));
+  return decodeField(in, kOperandPayload[static_cast<size_t>(o.kind)], o);
+}
+
+}  // namespace
+
 Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
   Reader in(tokens);
   Prompt prompt;
   machine::Program& program = prompt.program;
   QGPU_CHECK(in.expect(Family::Prog));
-  QGPU_TRY(nblocks, in.ranged("block count", 1, machine::kMaxBlocks));
-  QGPU_TRY(shared, in.ranged("sharedWords", 0, 255));
-  QGPU_TRY(spill, in.ranged("spillSlots", 0, 255));
-  program.sharedWords = static_cast<uint8_t>(shared);
-  program.spillSlots = static_cast<uint8_t>(spill);
-  program.blocks.resize(static_cast<size_t>(nblocks));
+  QGPU_CHECK(decodeFields(in, kProgramFields, program));
   for (machine::Block& block : program.blocks) {
     QGPU_CHECK(in.expect(Family::Blk));
-    QGPU_TRY(nops, in.ranged("op count", 0, machine::kMaxOpsPerBlock));
-    QGPU_TRY(commit, in.ranged("commit mask", 0, 0xffff));
-    block.commit = static_cast<uint16_t>(commit);
-    block.ops.resize(static_cast<size_t>(nops));
+    QGPU_CHECK(decodeFields(in, kBlockFields, block));
     for (machine::Instr& op : block.ops) {
       QGPU_CHECK(in.expect(Family::Opw));
-      QGPU_TRY(code, in.ranged("opcode", 0, machine::kNumOps - 1));
-      op.op = static_cast<machine::Op>(code);
-      QGPU_TRY(dst, in.ranged("dst", 0, 255));
-      op.dst = static_cast<uint8_t>(dst);
-      QGPU_TRY(dstPred, in.predField("dstPred"));
-      op.dstPred = dstPred;
-      QGPU_TRY(gpred, in.predField("guard predicate"));
-      op.guard.pred = gpred;
-      QGPU_TRY(gneg, in.ranged("guard negate", 0, 1));
-      op.guard.negate = gneg != 0;
-      for (machine::Operand& o : op.src) {
-        QGPU_TRY(kind, in.ranged("operand kind", 0, 3));
-        o.kind = static_cast<machine::OperandKind>(kind);
-        switch (o.kind) {
-          case machine::OperandKind::None: {
-            QGPU_CHECK(in.ranged("unused operand payload", 0, 0));
-            break;
-          }
-          case machine::OperandKind::Reg: {
-            QGPU_TRY(r, in.ranged("register", 0, 255));
-            o.reg = static_cast<uint8_t>(r);
-            break;
-          }
-          case machine::OperandKind::Imm: {
-            QGPU_TRY(imm, in.value("immediate"));
-            o.imm = imm;
-            break;
-          }
-          case machine::OperandKind::Special: {
-            QGPU_TRY(sp, in.ranged("special register", 0, machine::kNumSpecials - 1));
-            o.special = static_cast<machine::Special>(sp);
-            break;
-          }
-        }
-      }
-      QGPU_TRY(p0, in.predField("psrc0"));
-      QGPU_TRY(p1, in.predField("psrc1"));
-      op.psrc = {p0, p1};
-      QGPU_TRY(space, in.ranged("space", 0, 1));
-      op.space = static_cast<Space>(space);
-      QGPU_TRY(offset, in.value("offset"));
-      op.offset = static_cast<int32_t>(offset);
+      QGPU_CHECK(decodeFields(in, kOpHeadFields, op));
+      for (machine::Operand& o : op.src) QGPU_CHECK(decodeOperand(in, o));
+      QGPU_CHECK(decodeFields(in, kOpTailFields, op));
     }
     QGPU_CHECK(in.expect(Family::Term));
-    QGPU_TRY(kind, in.ranged("terminator kind", 0, 3));
-    block.term.kind = static_cast<machine::TermKind>(kind);
-    QGPU_TRY(pred, in.predField("branch predicate"));
-    block.term.pred = pred;
-    QGPU_TRY(neg, in.ranged("branch negate", 0, 1));
-    block.term.negate = neg != 0;
-    QGPU_TRY(taken, in.ranged("taken target", 0, 255));
-    block.term.taken = static_cast<uint8_t>(taken);
-    QGPU_TRY(next, in.ranged("next target", 0, 255));
-    block.term.next = static_cast<uint8_t>(next);
+    QGPU_CHECK(decodeFields(in, kTermFields, block.term));
   }
   QGPU_CHECK(in.expect(Family::LaunchTok));
-  QGPU_TRY(grid, in.ranged("gridX", 1, machine::kMaxGridBlocks));
-  QGPU_TRY(threads, in.ranged("blockX", 1, machine::kMaxThreadsPerBlock));
-  prompt.launch.gridX = static_cast<uint32_t>(grid);
-  prompt.launch.blockX = static_cast<uint32_t>(threads);
+  QGPU_CHECK(decodeFields(in, kLaunchFields, prompt.launch));
   QGPU_CHECK(in.expect(Family::Gmem));
   // Runs are maximal runs of nonzero words in increasing order, so each memory image has one
   // encoding: a run holds no zero word and the next run starts after a gap.
@@ -376,8 +456,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
         const int block = indexOf(t);
         in.skip();
         QGPU_TRY(wmIndex, in.expect(Family::Wm));
-        const int mask = wmIndex % 15 + 1;
-        events.push_back(Exec{static_cast<uint8_t>(block), static_cast<uint8_t>(wmIndex / 15),
+        const int mask = wmIndex % kLaneMasks + 1;
+        events.push_back(Exec{static_cast<uint8_t>(block), static_cast<uint8_t>(wmIndex / kLaneMasks),
                               static_cast<uint8_t>(mask)});
         activeLanes = __builtin_popcount(static_cast<unsigned>(mask));
         phase = Phase::Regs;
@@ -426,8 +506,8 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
           QGPU_TRY(v, in.value("memory word"));
           w.values.push_back(v);
         }
-        // A run is at most 4 words; a run shorter than 4 ends at a gap.
-        nextAddr = static_cast<int>(addr) + n + (n < 4 ? 1 : 0);
+        // A run is at most kMaxMemRun words; a shorter run ends at a gap.
+        nextAddr = static_cast<int>(addr) + n + (n < kMaxMemRun ? 1 : 0);
         events.push_back(std::move(w));
         break;
       }

@@ -28,28 +28,38 @@ namespace qgpu::trace {
 
 using Token = uint16_t;
 
+// The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the two
+// choices of the trace itself. Revising the trace for the circuit changes these, not literals.
+inline constexpr int kChunkBits = 5;                       // bits per value chunk (C, T)
+inline constexpr int kChunkValues = 1 << kChunkBits;       // tokens per chunk family
+// Chunks of the longest value: 32 bits plus the sign bit the top chunk carries (7 for 5 bits).
+inline constexpr int kMaxValueChunks = (32 + 1 + kChunkBits - 1) / kChunkBits;
+inline constexpr int kMaxMemRun = 4;                       // words per STG/STS run
+inline constexpr int kLaneMasks = (1 << machine::kLanes) - 1;  // non-empty active-lane masks
+inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is never written)
+
 // The vocabulary: X(Family, "NAME", count), one row per token family. Ids are assigned in this
 // order: a family's base is the sum of the counts above it.
-#define QGPU_TOKEN_FAMILIES(X)                                                             \
-  X(Prog, "PROG", 1)        /* prompt: start of the program */                             \
-  X(Blk, "BLK", 1)          /* prompt: start of a block */                                 \
-  X(Opw, "OPW", 1)          /* prompt: start of one op's fields */                         \
-  X(Term, "TERM", 1)        /* prompt: the block's terminator fields follow */             \
-  X(LaunchTok, "LAUNCH", 1) /* prompt: gridX, blockX follow */                             \
-  X(Gmem, "GMEM", 1)        /* prompt: runs of nonzero initial global words follow */      \
-  X(Run, "RUN", 1)          /* end of the prompt, start of the run */                      \
-  X(Ex, "EX", 32)           /* run: EX(b) executes block b */                              \
-  X(Wm, "WM", 60)           /* run: WM(w,m) warp w (0..3), active lane mask m (1..15) */   \
-  X(Wr, "WR", 15)           /* run: WR(r) register r1..r15 written back, one value/lane */ \
-  X(Wu, "WU", 15)           /* run: WU(r) uniform write-back, one value */                 \
-  X(Stg, "STG", 4)          /* run: STG(n) n consecutive global words changed */           \
-  X(Sts, "STS", 4)          /* run: STS(n) n consecutive shared words changed */           \
-  X(Cta, "CTA", 1)          /* run: the next CTA starts */                                 \
-  X(End, "END", 1)          /* run: finished */                                            \
-  X(FaultTok, "FAULT", 1)   /* run: the machine trapped */                                 \
-  X(Limit, "LIMIT", 1)      /* run: the step limit was reached */                          \
-  X(C, "C", 32)             /* value: a continuation chunk */                              \
-  X(T, "T", 32)             /* value: the terminal chunk */
+#define QGPU_TOKEN_FAMILIES(X)                                                                    \
+  X(Prog, "PROG", 1)                          /* prompt: start of the program */                  \
+  X(Blk, "BLK", 1)                            /* prompt: start of a block */                      \
+  X(Opw, "OPW", 1)                            /* prompt: start of one op's fields */              \
+  X(Term, "TERM", 1)                          /* prompt: the block's terminator fields follow */  \
+  X(LaunchTok, "LAUNCH", 1)                   /* prompt: gridX, blockX follow */                  \
+  X(Gmem, "GMEM", 1)                          /* prompt: runs of nonzero initial global words follow */\
+  X(Run, "RUN", 1)                            /* end of the prompt, start of the run */           \
+  X(Ex, "EX", machine::kMaxBlocks)            /* run: EX(b) executes block b */                   \
+  X(Wm, "WM", machine::kMaxWarps * kLaneMasks)/* run: WM(w,m) warp w, active lane mask m != 0 */  \
+  X(Wr, "WR", kWritableRegs)                  /* run: WR(r) register r written back, one value/lane */\
+  X(Wu, "WU", kWritableRegs)                  /* run: WU(r) uniform write-back, one value */      \
+  X(Stg, "STG", kMaxMemRun)                   /* run: STG(n) n consecutive global words changed */\
+  X(Sts, "STS", kMaxMemRun)                   /* run: STS(n) n consecutive shared words changed */\
+  X(Cta, "CTA", 1)                            /* run: the next CTA starts */                      \
+  X(End, "END", 1)                            /* run: finished */                                 \
+  X(FaultTok, "FAULT", 1)                     /* run: the machine trapped */                      \
+  X(Limit, "LIMIT", 1)                        /* run: the step limit was reached */               \
+  X(C, "C", kChunkValues)                     /* value: a continuation chunk */                   \
+  X(T, "T", kChunkValues)                     /* value: the terminal chunk */
 
 enum class Family : uint8_t {
 #define QGPU_FAMILY_ENUM(name, text, count) name,
@@ -94,7 +104,7 @@ constexpr Token ex(int block) {
   return tok(Family::Ex, block);
 }
 constexpr Token wm(int warp, int mask) {
-  return tok(Family::Wm, warp * 15 + mask - 1);
+  return tok(Family::Wm, warp * kLaneMasks + mask - 1);
 }
 constexpr Token wr(int reg) {
   return tok(Family::Wr, reg - 1);

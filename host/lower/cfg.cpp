@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "host/lower/vir.h"
+#include "oracle/semantics.h"
 
 namespace qgpu::lower {
 
@@ -27,27 +28,11 @@ using machine::Op;
 using machine::OpClass;
 using machine::TermKind;
 
-int numSrc(Op op) {
-  const auto& info = machine::opInfo(op);
-  switch (info.cls) {
-    case OpClass::Pred: return op == Op::PConst ? 1 : 0;
-    case OpClass::Sel: return 2;
-    default: return info.numSources;
-  }
-}
-int numPsrc(Op op) {
-  const auto& info = machine::opInfo(op);
-  switch (info.cls) {
-    case OpClass::Pred: return info.numSources;
-    case OpClass::Sel: return 1;
-    case OpClass::Warp: return (op == Op::Ballot || op == Op::VoteAny || op == Op::VoteAll) ? 1 : 0;
-    default: return 0;
-  }
-}
+int numSrc(Op op) { return machine::numGeneralSources(op); }
+int numPsrc(Op op) { return machine::numPredSources(op); }
 bool hasSideEffects(Op op) {
-  const auto cls = machine::opInfo(op).cls;
-  // Loads are kept: a load out of bounds is a machine fault, which removing it would hide.
-  return cls == OpClass::Mem || cls == OpClass::Local;
+  // Loads are kept too: a load out of bounds is a machine fault, which removing it would hide.
+  return machine::opInfo(op).mem != machine::MemEffect::None;
 }
 
 std::vector<std::vector<int>> successors(const VFunc& f) {
@@ -106,23 +91,11 @@ std::string describe(const VFunc& f) {
 // ---- cleanup ----
 namespace {
 
+// The machine's own semantics (oracle/semantics.h), so a folded constant is what the op computes.
 bool foldConstant(Op op, const std::array<VOperand, 3>& s, uint32_t& out) {
-  auto a = s[0].imm, b = s[1].imm;
-  switch (op) {
-    case Op::Add: out = a + b; return true;
-    case Op::Sub: out = a - b; return true;
-    case Op::Mul: out = a * b; return true;
-    case Op::Mad: out = a * b + s[2].imm; return true;
-    case Op::And: out = a & b; return true;
-    case Op::Or: out = a | b; return true;
-    case Op::Xor: out = a ^ b; return true;
-    case Op::Not: out = ~a; return true;
-    case Op::Neg: out = 0u - a; return true;
-    case Op::Shl: out = b >= 32 ? 0 : a << b; return true;
-    case Op::ShrU: out = b >= 32 ? 0 : a >> b; return true;
-    case Op::MulHiU: out = static_cast<uint32_t>((uint64_t{a} * b) >> 32); return true;
-    default: return false;
-  }
+  std::optional<uint32_t> value = oracle::evalAlu(op, s[0].imm, s[1].imm, s[2].imm);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 void forEachSrcReg(VInstr& i, const std::function<void(VOperand&)>& fn) {

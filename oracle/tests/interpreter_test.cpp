@@ -612,3 +612,84 @@ TEST(Interpreter, SameInputsGiveTheSameTrace) {
 
 }  // namespace
 }  // namespace qgpu::oracle
+
+// ---- Stepping (Execution): each event's effects, worked by hand ----
+
+namespace stepping {
+
+using namespace qgpu::machine;
+using namespace qgpu::machine::build;
+using qgpu::oracle::EventKind;
+using qgpu::oracle::Execution;
+using qgpu::oracle::StepEvent;
+using qgpu::oracle::WordChange;
+
+// Block 0: r1 = tid * 2; global[tid] = r1; r2 = 7 (not committed); exit. Two CTAs of 3 threads.
+Program doubler() {
+  return Program{"doubler",
+                 {block({alu(Op::Mul, 1, Tid(), I(2)), alu(Op::Mul, 3, Tid(), I(4)),
+                         st(Space::Global, R(3), R(1)), alu(Op::Mov, 2, I(7))},
+                        exitTerm(), commit({1}))},
+                 0, 0};
+}
+
+TEST(Execution, StepReportsCommittedRegistersChangesAndNextBlocks) {
+  auto exec = Execution::start(doubler(), launch(2, 3));
+  ASSERT_TRUE(exec.ok()) << exec.error().str();
+  const StepEvent& first = exec->next();
+  ASSERT_EQ(first.kind, EventKind::Step);
+  EXPECT_EQ(first.step.cta, 0u);
+  EXPECT_EQ(first.step.warp, 0);
+  EXPECT_EQ(first.step.block, 0);
+  EXPECT_EQ(first.step.mask, 0b0111);
+  EXPECT_EQ(first.step.commit, 1u << 1);  // r2 and r3 are block-local: not committed
+  EXPECT_EQ(first.step.regs[1][0], 0u);
+  EXPECT_EQ(first.step.regs[1][1], 2u);
+  EXPECT_EQ(first.step.regs[1][2], 4u);
+  // global[0] = 0 is no change; words 1 and 2 are.
+  ASSERT_EQ(first.step.numChanges, 2);
+  EXPECT_EQ(first.step.changes[0], (WordChange{Space::Global, 1, 2}));
+  EXPECT_EQ(first.step.changes[1], (WordChange{Space::Global, 2, 4}));
+  for (int l = 0; l < 3; ++l) EXPECT_EQ(first.step.nextBlock[static_cast<size_t>(l)], kExitTarget);
+  EXPECT_FALSE(first.step.barrier);
+
+  EXPECT_EQ(exec->next().kind, EventKind::CtaStart);
+  const StepEvent& second = exec->next();
+  ASSERT_EQ(second.kind, EventKind::Step);
+  EXPECT_EQ(second.step.cta, 1u);
+  EXPECT_EQ(second.step.numChanges, 0);  // the same values again: no net change
+  EXPECT_EQ(exec->next().kind, EventKind::Finished);
+  EXPECT_TRUE(exec->done());
+  EXPECT_EQ(exec->next().kind, EventKind::Finished);  // final events repeat
+  EXPECT_EQ(exec->global()[2], 4u);
+  EXPECT_EQ(exec->blockExecs(), 2u);
+  EXPECT_EQ(exec->laneInstrs(), 2u * 4 * 3);
+}
+
+TEST(Execution, FaultNamesTheStepAndEndsTheRun) {
+  Program p{"oob", {block({st(Space::Global, I(4 * kGlobalWords), I(1))}, exitTerm())}, 0, 0};
+  auto exec = Execution::start(p, launch(1, 1));
+  ASSERT_TRUE(exec.ok());
+  const StepEvent& event = exec->next();
+  EXPECT_EQ(event.kind, EventKind::Fault);
+  EXPECT_EQ(event.fault.kind, qgpu::ErrorKind::MachineFault);
+  EXPECT_EQ(event.step.block, 0);
+  EXPECT_EQ(event.step.mask, 0b0001);
+  EXPECT_TRUE(exec->done());
+}
+
+TEST(Execution, StepLimitIsFinal) {
+  Program loop{"loop", {block({}, jmp(0))}, 0, 0};
+  auto exec = Execution::start(loop, launch(1, 1), {.maxSteps = 3});
+  ASSERT_TRUE(exec.ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(exec->next().kind, EventKind::Step);
+  EXPECT_EQ(exec->next().kind, EventKind::StepLimit);
+  EXPECT_EQ(exec->blockExecs(), 3u);
+}
+
+TEST(Execution, RefusesAProgramThatDoesNotVerify) {
+  Program empty{"empty", {}, 0, 0};
+  EXPECT_FALSE(Execution::start(empty, launch(1, 1)).ok());
+}
+
+}  // namespace stepping
