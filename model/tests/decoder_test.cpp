@@ -33,6 +33,42 @@ HfFixture loadFixture(const std::string& name) {
                        "hf-logits");
 }
 
+// The edit ci/hf_reference.py's apply_variant() makes to a generated checkpoint (same tensors,
+// same values): "head_negated" adds lm_head.weight = -embeddings, "conv1d_bias" adds
+// model.layers.0.linear_attn.conv1d.bias = 1.0 per channel.
+void applyVariant(const std::string& dir, const std::string& variant) {
+  if (variant.empty()) return;
+  auto ckpt = Checkpoint::open(dir);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.error().str();
+  std::vector<StTensorWrite> tensors;
+  for (const std::string& name : ckpt->names()) {
+    auto t = ckpt->get(name);
+    ASSERT_TRUE(t.ok());
+    auto bytes = t->bytes();
+    tensors.push_back({name, t->info->dtype, t->info->shape, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  }
+  auto byName = [&](const std::string& name) -> const StTensorWrite& {
+    return *std::find_if(tensors.begin(), tensors.end(), [&](const StTensorWrite& t) { return t.name == name; });
+  };
+  if (variant == "head_negated") {
+    StTensorWrite head = byName("model.embed_tokens.weight");
+    ASSERT_EQ(head.dtype, StDtype::F32);
+    head.name = "lm_head.weight";
+    for (size_t i = 3; i < head.data.size(); i += 4) head.data[i] ^= 0x80;  // flip the sign bit
+    tensors.push_back(std::move(head));
+  } else if (variant == "conv1d_bias") {
+    const int64_t channels = byName("model.layers.0.linear_attn.conv1d.weight").shape[0];
+    StTensorWrite bias{"model.layers.0.linear_attn.conv1d.bias", StDtype::F32, {channels}, {}};
+    const float one = 1.0f;
+    for (int64_t i = 0; i < channels; ++i)
+      bias.data.insert(bias.data.end(), reinterpret_cast<const uint8_t*>(&one), reinterpret_cast<const uint8_t*>(&one) + 4);
+    tensors.push_back(std::move(bias));
+  } else {
+    FAIL() << "unknown fixture variant " << variant;
+  }
+  ASSERT_TRUE(writeCheckpointTensors(dir, tensors).ok());
+}
+
 // Regenerates the fixture's checkpoint and checks it is byte-identical to what transformers saw.
 std::string makeCheckpoint(HfFixture& fx, CheckpointLayout layout, uint64_t maxShard = UINT64_MAX) {
   auto config = parseConfigJson(fx.meta["config"], "fixture config");
@@ -40,13 +76,15 @@ std::string makeCheckpoint(HfFixture& fx, CheckpointLayout layout, uint64_t maxS
   config->layout = layout;
   std::string dir = tempDir(fx.meta["case"] + (layout == CheckpointLayout::Multimodal ? "_mm" : "") +
                             (maxShard != UINT64_MAX ? "_sh" : ""));
+  const std::string& storage = fx.meta["storage"];
   TinySpec spec{*config, std::stoull(fx.meta["seed"]),
-                fx.meta["storage"] == "bf16" ? StDtype::BF16 : StDtype::F32, maxShard};
+                storage == "bf16" ? StDtype::BF16 : storage == "f16" ? StDtype::F16 : StDtype::F32, maxShard};
   EXPECT_TRUE(generateTinyCheckpoint(dir, spec).ok());
   if (layout == CheckpointLayout::TextOnly && maxShard == UINT64_MAX) {
     EXPECT_EQ(fx.meta["weights_fnv1a64"], fileDigestHex(dir + "/model.safetensors"))
         << "the generator no longer makes the fixture's weights";
   }
+  applyVariant(dir, fx.meta["variant"]);
   return dir;
 }
 
@@ -114,8 +152,11 @@ TEST_P(HfCrossCheck, Fp32LogitsAndGreedyTokensMatchTransformers) {
   fs::remove_all(dir);
 }
 
+// The last three are checkpoints transformers reads in its own way (ci/hf_reference.py): a tied
+// config with a distinct stored head, F16 storage, and a tensor the model does not use.
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfCrossCheck,
-                         ::testing::Values("mixed4", "fullfirst_untied", "deep_gqa"));
+                         ::testing::Values("mixed4", "fullfirst_untied", "deep_gqa", "tied_distinct_head", "f16",
+                                           "extra_tensor"));
 
 // bf16 storage, fp32 compute: upcasting is exact, so this matches HF's fp32 run as tightly as fp32.
 // bf16 compute: every activation is rounded to 8 mantissa bits and our kernels (LibTorch 1.13)
