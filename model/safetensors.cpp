@@ -53,15 +53,32 @@ Status checkRegularFile(const std::string& path, uint64_t maxBytes, uint64_t* si
 
 Expected<std::string> readTextFile(const std::string& path) {
   // stat first: opening a FIFO would block, /dev/zero never ends, and a huge (sparse) file would
-  // be read into memory whole.
+  // be read into memory whole. Then open without blocking and check the opened file again, so a
+  // file swapped after the stat cannot slip through.
   uint64_t size = 0;
   QGPU_CHECK(checkRegularFile(path, kMaxTextFileBytes, &size));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ioFail(path, "cannot open");
-  std::string text(size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  text.resize(static_cast<size_t>(in.gcount()));  // the file may have shrunk since stat
-  if (in.bad()) return ioFail(path, "read failed");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ioFail(path, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxTextFileBytes) {
+    ::close(fd);
+    return makeDiag(ErrorKind::Io, "changed into something other than a small regular file while opening",
+                    SourceLoc{path});
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return ioFail(path, "read failed");
+    }
+    if (n == 0) break;  // the file shrank since fstat
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   return text;
 }
 

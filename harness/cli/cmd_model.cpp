@@ -163,9 +163,11 @@ int runInfo(const ModelInfoOptions& o, const CommonOptions& common) {
                        " hold NaN or infinite values: " + list + "; generate will stop at the first non-finite logit");
   }
   for (const auto& w : warnings) warn(w);
-  const Checkpoint* ckpt = &plan->checkpoint;
-  const Qwen35Config* config = &plan->config;
-  const Qwen35Config& c = *config;
+  const Checkpoint& ckpt = plan->checkpoint;
+  const Qwen35Config& c = plan->config;
+  // A tied config whose stored head is used has that head's parameters too.
+  const int64_t parameters =
+      c.parameterCount() + (c.tieWordEmbeddings && plan->headFromFile ? c.vocabSize * c.hiddenSize : 0);
   int64_t linear = std::count(c.layerTypes.begin(), c.layerTypes.end(), LayerType::Linear);
   if (common.json) {
     nlohmann::json j = {{"dir", o.dir},
@@ -176,8 +178,8 @@ int runInfo(const ModelInfoOptions& o, const CommonOptions& common) {
                         {"intermediate_size", c.intermediateSize},
                         {"vocab_size", c.vocabSize},
                         {"tie_word_embeddings", c.tieWordEmbeddings},
-                        {"parameters", c.parameterCount()},
-                        {"data_bytes", ckpt->dataBytes()},
+                        {"parameters", parameters},
+                        {"data_bytes", ckpt.dataBytes()},
                         {"storage_dtypes", dtypes},
                         {"config_dtype", c.dtype},
                         {"head", plan->headFromFile ? "lm_head.weight" : "tied to the embeddings"},
@@ -202,11 +204,11 @@ int runInfo(const ModelInfoOptions& o, const CommonOptions& common) {
   std::printf("deltanet     %lld k / %lld v heads of %lld / %lld, conv %lld\n", (long long)c.linearNumKeyHeads,
               (long long)c.linearNumValueHeads, (long long)c.linearKeyHeadDim, (long long)c.linearValueHeadDim,
               (long long)c.linearConvKernelDim);
-  std::printf("parameters   %lld (language model)\n", (long long)c.parameterCount());
+  std::printf("parameters   %lld (language model)\n", (long long)parameters);
   std::string st;
   for (const auto& [name, n] : dtypes) st += name + " x" + std::to_string(n) + " ";
   std::printf("storage      %s(%llu bytes; config says %s)\n", st.c_str(),
-              (unsigned long long)ckpt->dataBytes(), c.dtype.c_str());
+              (unsigned long long)ckpt.dataBytes(), c.dtype.c_str());
   return kExitOk;
 }
 
