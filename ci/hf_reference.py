@@ -78,7 +78,41 @@ CASES = [
          config=text_config(32, [L, F, L, L, F, L], 96, 4, 1, 16, 1, 2, 16, 16, True)),
     dict(name="bf16", seed=14, storage="bf16", compute="bf16", prompt=72, decode=8,
          config=text_config(64, [L, L, L, F], 128, 4, 2, 32, 2, 4, 16, 16, True)),
+    # Checkpoints transformers reads in its own way (issue 7); `variant` edits the generated file
+    # (apply_variant; model/tests/decoder_test.cpp applies the same edit):
+    # a tied config whose file also holds a distinct lm_head (transformers 5 uses the stored head),
+    dict(name="tied_distinct_head", seed=15, storage="f32", compute="f32", prompt=70, decode=8,
+         variant="head_negated", config=text_config(48, [L, F, L], 112, 2, 2, 32, 2, 2, 16, 16, True)),
+    # F16 storage, loaded as float32,
+    dict(name="f16", seed=16, storage="f16", compute="f32", prompt=70, decode=8,
+         config=text_config(48, [L, L, F], 112, 2, 2, 32, 2, 4, 16, 16, True)),
+    # and a tensor the model has no parameter for (an "unexpected key", ignored).
+    dict(name="extra_tensor", seed=17, storage="f32", compute="f32", prompt=70, decode=8,
+         variant="conv1d_bias", config=text_config(48, [L, F], 112, 2, 2, 32, 2, 2, 16, 16, True)),
 ]
+
+# The tensor the extra_tensor case adds: one 1.0 per conv channel (a bias the model would feel).
+EXTRA_TENSOR = "model.layers.0.linear_attn.conv1d.bias"
+
+
+def apply_variant(ckpt, variant):
+    """Edits model.safetensors of a generated checkpoint; returns the unexpected keys it adds."""
+    if not variant:
+        return set()
+    from safetensors.numpy import load_file
+    path = os.path.join(ckpt, "model.safetensors")
+    tensors = load_file(path)
+    if variant == "head_negated":
+        tensors["lm_head.weight"] = -tensors["model.embed_tokens.weight"]
+        added = set()
+    elif variant == "conv1d_bias":
+        channels = tensors["model.layers.0.linear_attn.conv1d.weight"].shape[0]
+        tensors[EXTRA_TENSOR] = np.ones(channels, dtype=np.float32)
+        added = {EXTRA_TENSOR}
+    else:
+        raise SystemExit(f"unknown variant {variant}")
+    save_file(tensors, path, metadata={"format": "pt"})
+    return added
 
 
 def fnv1a64(data: bytes) -> int:
@@ -88,11 +122,13 @@ def fnv1a64(data: bytes) -> int:
     return h
 
 
-def load(ckpt, dtype, name):
+def load(ckpt, dtype, name, unexpected=frozenset()):
     model, info = Qwen3_5ForCausalLM.from_pretrained(
         ckpt, dtype=dtype, attn_implementation="eager", output_loading_info=True)
     # Every weight must come from the checkpoint: a freshly initialised one would make the
-    # comparison meaningless.
+    # comparison meaningless. Unexpected keys are only those the case added on purpose.
+    if set(info.get("unexpected_keys") or ()) == set(unexpected):
+        info["unexpected_keys"] = []
     bad = {k: v for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
     if bad:
         raise SystemExit(f"{name}: checkpoint and transformers disagree: {bad}")
@@ -126,9 +162,15 @@ def run_case(case, make_tiny, out_dir):
         ckpt = os.path.join(work, "ckpt")
         subprocess.run([make_tiny, cfg_path, ckpt, str(case["seed"]), case["storage"]], check=True)
         with open(os.path.join(ckpt, "model.safetensors"), "rb") as f:
-            digest = fnv1a64(f.read())
+            digest = fnv1a64(f.read())  # of the generated file, before any variant edit
+        unexpected = apply_variant(ckpt, case.get("variant"))
         dtype = torch.bfloat16 if case["compute"] == "bf16" else torch.float32
-        model = load(ckpt, dtype, case["name"])
+        model = load(ckpt, dtype, case["name"], unexpected)
+        if case.get("variant") == "head_negated":
+            # The point of the case: transformers must have kept the stored head, not tied it.
+            head, embed = model.lm_head.weight, model.model.embed_tokens.weight
+            if head.data_ptr() == embed.data_ptr() or torch.equal(head, embed):
+                raise SystemExit(f"{case['name']}: transformers tied the head after all")
         vocab = case["config"]["vocab_size"]
         rng = np.random.default_rng(case["seed"])
         prompt = rng.integers(0, vocab, size=case["prompt"], dtype=np.int64)
@@ -153,6 +195,7 @@ def run_case(case, make_tiny, out_dir):
         "torch": torch.__version__,
         "python": platform.python_version(),
         "attn_implementation": "eager",
+        "variant": case.get("variant", ""),
     }
     tensors = {
         "prompt": prompt,

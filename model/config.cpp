@@ -3,8 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 
+#include "model/json_text.h"
 #include "model/safetensors.h"
 
 namespace qgpu::model {
@@ -20,7 +22,9 @@ Diag fail(const std::string& file, const std::string& message) {
 Status readInt(const json& obj, const char* key, int64_t& out, const std::string& file) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Ok{};
-  if (!it->is_number_integer()) return fail(file, std::string("config field '") + key + "' is not an integer");
+  if (!it->is_number_integer() ||
+      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+    return fail(file, std::string("config field '") + key + "' is not an integer in the int64 range");
   out = it->get<int64_t>();
   return Ok{};
 }
@@ -32,6 +36,33 @@ Status readDouble(const json& obj, const char* key, double& out, const std::stri
   out = it->get<double>();
   return Ok{};
 }
+
+// The integer fields of config.json that the config holds, with the range each must lie in: the one
+// table that parsing reads and validate() checks. The upper bounds are far above any released
+// Qwen3.5 (2B: vocab 248320, hidden 2048) and keep every product of two or three of them, and
+// parameterCount(), inside int64.
+struct IntField {
+  const char* key;
+  int64_t Qwen35Config::*member;
+  int64_t max;
+};
+
+constexpr IntField kIntFields[] = {
+    {"vocab_size", &Qwen35Config::vocabSize, int64_t{1} << 22},
+    {"hidden_size", &Qwen35Config::hiddenSize, int64_t{1} << 16},
+    {"intermediate_size", &Qwen35Config::intermediateSize, int64_t{1} << 18},
+    {"num_attention_heads", &Qwen35Config::numAttentionHeads, 1024},
+    {"num_key_value_heads", &Qwen35Config::numKeyValueHeads, 1024},
+    {"head_dim", &Qwen35Config::headDim, 4096},
+    {"linear_num_key_heads", &Qwen35Config::linearNumKeyHeads, 1024},
+    {"linear_num_value_heads", &Qwen35Config::linearNumValueHeads, 1024},
+    {"linear_key_head_dim", &Qwen35Config::linearKeyHeadDim, 4096},
+    {"linear_value_head_dim", &Qwen35Config::linearValueHeadDim, 4096},
+    {"linear_conv_kernel_dim", &Qwen35Config::linearConvKernelDim, 64},
+    {"max_position_embeddings", &Qwen35Config::maxPositionEmbeddings, int64_t{1} << 31},
+};
+
+constexpr int64_t kMaxLayers = 4096;
 
 }  // namespace
 
@@ -62,21 +93,19 @@ int64_t Qwen35Config::parameterCount() const {
 }
 
 Status Qwen35Config::validate(const std::string& file) const {
-  auto positive = [&](int64_t v, const char* name) -> Status {
-    if (v <= 0) return fail(file, std::string("config field '") + name + "' must be positive");
-    return Ok{};
-  };
-  QGPU_CHECK(positive(vocabSize, "vocab_size"));
-  QGPU_CHECK(positive(hiddenSize, "hidden_size"));
-  QGPU_CHECK(positive(intermediateSize, "intermediate_size"));
-  QGPU_CHECK(positive(numAttentionHeads, "num_attention_heads"));
-  QGPU_CHECK(positive(numKeyValueHeads, "num_key_value_heads"));
-  QGPU_CHECK(positive(headDim, "head_dim"));
-  QGPU_CHECK(positive(linearNumKeyHeads, "linear_num_key_heads"));
-  QGPU_CHECK(positive(linearNumValueHeads, "linear_num_value_heads"));
-  QGPU_CHECK(positive(linearKeyHeadDim, "linear_key_head_dim"));
-  QGPU_CHECK(positive(linearValueHeadDim, "linear_value_head_dim"));
-  QGPU_CHECK(positive(linearConvKernelDim, "linear_conv_kernel_dim"));
+  for (const IntField& f : kIntFields) {
+    const int64_t v = this->*f.member;
+    if (v < 1 || v > f.max)
+      return fail(file, std::string("config field '") + f.key + "' is " + std::to_string(v) +
+                            ", outside [1, " + std::to_string(f.max) + "]");
+  }
+  if (numLayers() > kMaxLayers)
+    return fail(file, "config has " + std::to_string(numLayers()) + " layers, over " + std::to_string(kMaxLayers));
+  if (!std::isfinite(partialRotaryFactor) || !(partialRotaryFactor > 0) || partialRotaryFactor > 1)
+    return fail(file, "partial_rotary_factor must lie in (0, 1]");
+  if (!std::isfinite(ropeTheta) || !(ropeTheta > 0)) return fail(file, "rope_theta must be positive and finite");
+  if (!std::isfinite(rmsNormEps) || !(rmsNormEps > 0) || rmsNormEps >= 1)
+    return fail(file, "rms_norm_eps must lie in (0, 1)");
   if (layerTypes.empty()) return fail(file, "config has no layers");
   if (numAttentionHeads % numKeyValueHeads != 0)
     return fail(file, "num_attention_heads is not a multiple of num_key_value_heads");
@@ -84,13 +113,12 @@ Status Qwen35Config::validate(const std::string& file) const {
     return fail(file, "linear_num_value_heads is not a multiple of linear_num_key_heads");
   if (rotaryDim() % 2 != 0 || rotaryDim() > headDim || rotaryDim() < 0)
     return fail(file, "head_dim * partial_rotary_factor must be even and at most head_dim");
-  if (!(rmsNormEps > 0)) return fail(file, "rms_norm_eps must be positive");
   return Ok{};
 }
 
 Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string& file) {
-  json doc = json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return fail(file, "config.json is not a JSON object");
+  QGPU_TRY(doc, parseJsonText(text, file, ErrorKind::Checkpoint));
+  if (!doc.is_object()) return fail(file, "config.json is not a JSON object");
   Qwen35Config c;
   const std::string modelType = doc.value("model_type", std::string());
   const json* t = &doc;
@@ -103,23 +131,16 @@ Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string&
     return fail(file, "model_type '" + modelType + "' is not qwen3_5 or qwen3_5_text");
   }
   int64_t numLayers = 32, interval = 4;
-  QGPU_CHECK(readInt(*t, "vocab_size", c.vocabSize, file));
-  QGPU_CHECK(readInt(*t, "hidden_size", c.hiddenSize, file));
-  QGPU_CHECK(readInt(*t, "intermediate_size", c.intermediateSize, file));
+  for (const IntField& f : kIntFields) QGPU_CHECK(readInt(*t, f.key, c.*f.member, file));
   QGPU_CHECK(readInt(*t, "num_hidden_layers", numLayers, file));
   QGPU_CHECK(readInt(*t, "full_attention_interval", interval, file));
-  QGPU_CHECK(readInt(*t, "num_attention_heads", c.numAttentionHeads, file));
-  QGPU_CHECK(readInt(*t, "num_key_value_heads", c.numKeyValueHeads, file));
-  QGPU_CHECK(readInt(*t, "head_dim", c.headDim, file));
-  QGPU_CHECK(readInt(*t, "linear_num_key_heads", c.linearNumKeyHeads, file));
-  QGPU_CHECK(readInt(*t, "linear_num_value_heads", c.linearNumValueHeads, file));
-  QGPU_CHECK(readInt(*t, "linear_key_head_dim", c.linearKeyHeadDim, file));
-  QGPU_CHECK(readInt(*t, "linear_value_head_dim", c.linearValueHeadDim, file));
-  QGPU_CHECK(readInt(*t, "linear_conv_kernel_dim", c.linearConvKernelDim, file));
-  QGPU_CHECK(readInt(*t, "max_position_embeddings", c.maxPositionEmbeddings, file));
   QGPU_CHECK(readDouble(*t, "rms_norm_eps", c.rmsNormEps, file));
-  if (numLayers <= 0 || numLayers > 4096) return fail(file, "num_hidden_layers out of range");
-  if (interval <= 0) return fail(file, "full_attention_interval must be positive");
+  if (numLayers <= 0 || numLayers > kMaxLayers)
+    return fail(file, "config field 'num_hidden_layers' is " + std::to_string(numLayers) + ", outside [1, " +
+                          std::to_string(kMaxLayers) + "]");
+  if (interval <= 0 || interval > kMaxLayers)
+    return fail(file, "config field 'full_attention_interval' is " + std::to_string(interval) + ", outside [1, " +
+                          std::to_string(kMaxLayers) + "]");
 
   // RoPE: `rope_parameters` (transformers 5) or the older flat `rope_theta`.
   QGPU_CHECK(readDouble(*t, "rope_theta", c.ropeTheta, file));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <optional>
 
+#include "model/load_plan.h"
 #include "model/safetensors.h"
 
 namespace qgpu::model {
@@ -19,10 +20,6 @@ using torch::Tensor;
 namespace F = torch::nn::functional;
 using torch::indexing::Slice;
 using torch::indexing::None;
-
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
 
 torch::ScalarType scalarType(ComputeDtype d) {
   return d == ComputeDtype::BF16 ? torch::kBFloat16 : torch::kFloat32;
@@ -92,10 +89,29 @@ struct Decoder::Impl {
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat32;
   Tensor embed, lmHead, finalNorm1p, invFreq;
+  std::vector<std::pair<std::string, Tensor>> named;  // every weight as loaded, for diagnostics
+  std::vector<std::string> warnings;                  // LoadPlan::warnings() of the checkpoint
   std::vector<Layer> layers;
   std::vector<LayerState> state;
   int64_t position = 0;
   uint64_t weightBytes = 0;
+
+  std::string checkpointDir;
+
+  // ", weights with non-finite values: a (3), b (1)" for the error message, or "" when all are
+  // finite (then the overflow happened in the arithmetic). Only run on the error path.
+  std::string nonFiniteWeights() const {
+    std::string list;
+    int listed = 0;
+    for (const auto& [name, w] : named) {
+      int64_t n = (~torch::isfinite(w)).sum().item<int64_t>();
+      if (n == 0) continue;
+      if (++listed <= 8) list += (list.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+    }
+    if (listed == 0) return "; every weight is finite, so the arithmetic overflowed";
+    if (listed > 8) list += ", and " + std::to_string(listed - 8) + " more";
+    return "; weights with non-finite values: " + list;
+  }
 
   Tensor toCompute(const Tensor& t) {
     Tensor out = t.to(device, dtype);
@@ -304,11 +320,14 @@ void Decoder::reset() {
 }
 
 Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const DecoderOptions& options) {
-  QGPU_TRY(config, readConfig(dir));
-  QGPU_TRY(ckpt, Checkpoint::open(dir));
+  // The one validation (load_plan.h): every tensor present with its shape and a float dtype.
+  QGPU_TRY(plan, planLoad(dir));
+  const Qwen35Config& config = plan.config;
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->options = options;
+  impl->warnings = plan.warnings();
+  impl->checkpointDir = dir;
   impl->dtype = scalarType(options.dtype);
   try {
     impl->device = torch::Device(options.device);
@@ -318,26 +337,16 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
   if (impl->device.is_cuda() && !torch::cuda::is_available())
     return makeDiag(ErrorKind::NoDevice, "LibTorch has no CUDA device", SourceLoc{});
 
-  // Every tensor the config implies must be present with the right shape and a float dtype.
   std::map<std::string, Tensor> weights;
   bool anyView = false;  // whether some weight still points into the mapping
-  const std::vector<TensorSpec> specs = languageTensors(config);
-  for (const TensorSpec& spec : specs) {
-    QGPU_TRY(t, ckpt.get(spec.name));
-    const std::string& file = t.file->path();
-    if (t.info->shape != spec.shape) {
-      std::string got, want;
-      for (auto d : t.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-      for (auto d : spec.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      return fail(file, "tensor '" + spec.name + "' has shape [" + got + "], config implies [" + want + "]");
-    }
-    torch::ScalarType st;
-    if (t.info->dtype == StDtype::F32) st = torch::kFloat32;
-    else if (t.info->dtype == StDtype::BF16) st = torch::kBFloat16;
-    else return fail(file, "tensor '" + spec.name + "' has dtype " + stDtypeName(t.info->dtype) + ", expected F32 or BF16");
+  for (const PlannedTensor& p : plan.tensors) {
+    const CheckpointTensor& t = p.source;
+    torch::ScalarType st = t.info->dtype == StDtype::F32    ? torch::kFloat32
+                           : t.info->dtype == StDtype::BF16 ? torch::kBFloat16
+                                                            : torch::kHalf;  // planLoad allows F16 too
     auto bytes = t.bytes();
     void* ptr = const_cast<uint8_t*>(bytes.data());
-    Tensor view = torch::from_blob(ptr, spec.shape, torch::TensorOptions().dtype(st));
+    Tensor view = torch::from_blob(ptr, p.spec.shape, torch::TensorOptions().dtype(st));
     const bool aligned = reinterpret_cast<uintptr_t>(ptr) % stDtypeSize(t.info->dtype) == 0;
     Tensor w;
     if (st == impl->dtype && impl->device.is_cpu() && aligned) {
@@ -345,24 +354,19 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
       anyView = true;
     }
     else {
+      // F16 and BF16 are converted as transformers converts them to the requested dtype.
       w = aligned ? view.to(impl->device, impl->dtype, false, /*copy=*/true) : view.clone().to(impl->device, impl->dtype);
       t.file->release(*t.info);
     }
     impl->weightBytes += static_cast<uint64_t>(w.numel()) * w.element_size();
-    weights[spec.name] = w;
+    weights[p.spec.name] = w;
+    impl->named.emplace_back(p.spec.name, w);
   }
-  // Anything else under the decoder's prefix means the config and the checkpoint disagree.
   const std::string P = config.prefix();
-  for (const std::string& name : ckpt.names()) {
-    bool known = std::any_of(specs.begin(), specs.end(), [&](const TensorSpec& s) { return s.name == name; });
-    if (known || name.rfind("mtp.", 0) == 0 || name.rfind("model.visual.", 0) == 0) continue;
-    if (name == "lm_head.weight" && config.tieWordEmbeddings) continue;
-    return fail(dir, "unexpected tensor '" + name + "' (not implied by config.json)");
-  }
 
   Impl& m = *impl;
   m.embed = weights[P + "embed_tokens.weight"];
-  m.lmHead = config.tieWordEmbeddings ? m.embed : weights["lm_head.weight"];
+  m.lmHead = plan.headFromFile ? weights["lm_head.weight"] : m.embed;
   m.finalNorm1p = m.onePlus(weights[P + "norm.weight"]);
   for (int64_t i = 0; i < config.numLayers(); ++i) {
     const std::string L = P + "layers." + std::to_string(i) + ".";
@@ -402,7 +406,7 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
   m.invFreq = (1.0 / torch::pow(config.ropeTheta, exponent)).to(m.device);
   // Keep the mapping only while a weight points into it; otherwise unmap it now, so that an
   // upcast model does not also hold the file's pages.
-  if (anyView) m.checkpoint = std::move(ckpt);
+  if (anyView) m.checkpoint = std::move(plan.checkpoint);
   std::unique_ptr<Decoder> decoder(new Decoder(std::move(impl)));
   decoder->reset();
   return decoder;
@@ -426,8 +430,26 @@ Expected<Logits> Decoder::forward(std::span<const int64_t> tokens, bool allLogit
   out.rows = logits.size(0);
   out.vocab = logits.size(1);
   out.data.assign(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+  // One pass over the logits (vocab floats per row): a NaN or Inf would make argmax meaningless
+  // and every later token silently wrong.
+  const int64_t firstRow = m.position - (allLogits ? static_cast<int64_t>(tokens.size()) : 1);
+  for (int64_t r = 0; r < out.rows; ++r) {
+    auto row = out.row(r);
+    auto bad = std::find_if(row.begin(), row.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == row.end()) continue;
+    int64_t nan = 0, inf = 0;
+    for (float v : row) nan += std::isnan(v), inf += std::isinf(v);
+    return makeDiag(ErrorKind::Checkpoint,
+                    "non-finite logits at sequence position " + std::to_string(firstRow + r) + ": " +
+                        std::to_string(nan) + " NaN and " + std::to_string(inf) + " infinite of " +
+                        std::to_string(out.vocab) + " (first at token id " + std::to_string(bad - row.begin()) +
+                        ")" + m.nonFiniteWeights() + "; the sequence state is now invalid, reset() before reuse",
+                    SourceLoc{m.checkpointDir});
+  }
   return out;
 }
+
+const std::vector<std::string>& Decoder::warnings() const { return impl_->warnings; }
 
 Expected<std::vector<int64_t>> Decoder::generateGreedy(std::span<const int64_t> prompt, int64_t maxNewTokens,
                                                        std::span<const int64_t> stopTokens) {

@@ -2,8 +2,8 @@
 //
 // Contract: `Decoder::load(dir)` reads config.json and the safetensors of a Hugging Face Qwen3.5
 // checkpoint (text-only `qwen3_5_text` or the official multimodal `qwen3_5`, whose vision and MTP
-// tensors are skipped), checks every tensor's presence, shape and dtype against the config, and
-// converts weights to the compute dtype (F32 weights stay memory-mapped when the compute dtype is
+// tensors are skipped), validates it with planLoad() (load_plan.h: the rules `qgpu model info`
+// applies too, each following transformers), and converts F32/BF16/F16 weights to the compute dtype (F32 weights stay memory-mapped when the compute dtype is
 // F32 on the CPU; BF16 ones are upcast). The math is transformers' `Qwen3_5ForCausalLM`
 // (see /work/shared/reference/qwen35-spec.md), including its path choice: a forward over several
 // tokens, or the first forward of a sequence, runs the chunked delta rule (chunk 64) and the
@@ -56,6 +56,8 @@ class Decoder {
 
   const Qwen35Config& config() const;
   const DecoderOptions& options() const;
+  // What the loader told the user (tensors ignored, head chosen): LoadPlan::warnings().
+  const std::vector<std::string>& warnings() const;
   // Bytes of weights held by the decoder (after conversion to the compute dtype).
   uint64_t weightBytes() const;
 
@@ -65,7 +67,10 @@ class Decoder {
   int64_t position() const;
 
   // Appends `tokens` to the sequence. Returns the logits of every new position when `allLogits`,
-  // else of the last one only. Token ids outside [0, vocab) are a Usage error.
+  // else of the last one only. Token ids outside [0, vocab) are a Usage error (and change
+  // nothing). A NaN or Inf among the returned logits is a Checkpoint error naming the sequence
+  // position and the weights that hold non-finite values; the sequence state is then spoiled
+  // (call reset()).
   Expected<Logits> forward(std::span<const int64_t> tokens, bool allLogits = false);
 
   // Greedy decoding: consumes `prompt` (prefill), then appends `maxNewTokens` argmax tokens, one

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/json_text.h"
+
 namespace qgpu::model {
 namespace {
 
@@ -28,12 +30,56 @@ Diag ioFail(const std::string& file, const std::string& what) {
 
 }  // namespace
 
+Status checkRegularFile(const std::string& path, uint64_t maxBytes, uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ioFail(path, "cannot open");
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISREG(st.st_mode)  ? nullptr
+                                            : "not a regular file";
+  if (what != nullptr)
+    return makeDiag(ErrorKind::Io, std::string("is ") + what + ", not a regular file", SourceLoc{path});
+  const auto bytes = static_cast<uint64_t>(st.st_size);
+  if (bytes > maxBytes)
+    return makeDiag(ErrorKind::Io, "is " + std::to_string(bytes) + " bytes, over the " +
+                                       std::to_string(maxBytes) + "-byte limit for this file",
+                    SourceLoc{path});
+  if (size != nullptr) *size = bytes;
+  return Ok{};
+}
+
 Expected<std::string> readTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ioFail(path, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // stat first: opening a FIFO would block, /dev/zero never ends, and a huge (sparse) file would
+  // be read into memory whole. Then open without blocking and check the opened file again, so a
+  // file swapped after the stat cannot slip through.
+  uint64_t size = 0;
+  QGPU_CHECK(checkRegularFile(path, kMaxTextFileBytes, &size));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ioFail(path, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxTextFileBytes) {
+    ::close(fd);
+    return makeDiag(ErrorKind::Io, "changed into something other than a small regular file while opening",
+                    SourceLoc{path});
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return ioFail(path, "read failed");
+    }
+    if (n == 0) break;  // the file shrank since fstat
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return text;
 }
 
 Status writeTextFile(const std::string& path, const std::string& text) {
@@ -45,12 +91,15 @@ Status writeTextFile(const std::string& path, const std::string& text) {
 }
 
 Expected<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A directory, FIFO or device is refused before open() (which would block on a FIFO); the size
+  // is not capped, as the file is mapped, not read.
+  QGPU_CHECK(checkRegularFile(path, UINT64_MAX, nullptr));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ioFail(path, "cannot open");
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return ioFail(path, "cannot stat");
+    return ioFail(path, "cannot stat as a regular file");
   }
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
@@ -97,8 +146,8 @@ Expected<Checkpoint> Checkpoint::open(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(indexPath, ec)) {
     QGPU_TRY(text, readTextFile(indexPath));
-    auto doc = nlohmann::json::parse(text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("weight_map") ||
+    QGPU_TRY(doc, parseJsonText(text, indexPath, ErrorKind::Checkpoint));
+    if (!doc.is_object() || !doc.contains("weight_map") ||
         !doc["weight_map"].is_object())
       return fail(indexPath, "index is not JSON with a \"weight_map\" object");
     std::map<std::string, size_t> shardIndex;

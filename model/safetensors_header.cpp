@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/json_text.h"
+
 namespace qgpu::model {
 namespace {
 
@@ -75,9 +77,17 @@ const StTensorInfo* StHeader::find(std::string_view name) const {
 
 Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataBytes,
                                         const std::string& fileName) {
-  // allow_exceptions = false: a malformed document becomes a `discarded` value, never a throw.
-  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
-  if (doc.is_discarded()) return fail(fileName, "safetensors header is not valid JSON");
+  // Duplicate keys are refused at every depth. The reference reader (serde_json) refuses a
+  // repeated field of an entry or a second "__metadata__"; a repeated tensor name it resolves as
+  // "the last one wins" and then usually fails the coverage check below. We refuse every
+  // duplicate: no writer produces one, and which entry was meant cannot be known.
+  auto parsed = parseJsonText(json, fileName, ErrorKind::Checkpoint, /*rejectDuplicateKeys=*/true);
+  if (!parsed) {
+    Diag d = parsed.error();
+    d.message = "safetensors header: " + d.message;
+    return d;
+  }
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_object()) return fail(fileName, "safetensors header is not a JSON object");
 
   StHeader header;
@@ -145,13 +155,22 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
             [](const StTensorInfo& a, const StTensorInfo& b) {
               return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
             });
-  for (size_t i = 1; i < header.tensors.size(); ++i) {
-    const auto& prev = header.tensors[i - 1];
-    const auto& cur = header.tensors[i];
-    // Empty tensors occupy no bytes and cannot overlap anything.
-    if (cur.begin < prev.end && cur.bytes() != 0 && prev.bytes() != 0)
-      return fail(fileName, "tensor '" + cur.name + "' overlaps tensor '" + prev.name + "'");
+  // As the reference reader (Metadata::validate): in offset order, each tensor starts where the
+  // previous one ended (no gap, no overlap), and the last one ends where the data section does.
+  uint64_t expected = 0;
+  for (const auto& t : header.tensors) {
+    if (t.begin != expected)
+      return fail(fileName, "tensor '" + t.name + "': data_offsets begin " + std::to_string(t.begin) +
+                                (t.begin < expected ? " overlaps the previous tensor" : " leaves a gap") +
+                                " (expected " + std::to_string(expected) + ")");
+    expected = t.end;
   }
+  if (expected != dataBytes)
+    return fail(fileName, "the tensors cover " + std::to_string(expected) + " bytes of a " +
+                              std::to_string(dataBytes) + "-byte data section: " +
+                              std::to_string(dataBytes - expected) +
+                              " trailing bytes belong to no tensor (Hugging Face's reader refuses this "
+                              "as MetadataIncompleteBuffer)");
   return header;
 }
 

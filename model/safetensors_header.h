@@ -5,9 +5,10 @@
 // relative to the data section) plus an optional "__metadata__" object of string → string.
 //
 // Contract: `parseSafetensors` accepts any byte span and either returns a header whose every tensor
-// lies inside the data section, whose byte size equals product(shape) * dtype size, and which does
-// not overlap any other tensor — or a Diag (kind Checkpoint) naming the file and, where one is at
-// fault, the tensor. It never reads outside the span and never throws. Nothing here allocates more
+// lies inside the data section, whose byte size equals product(shape) * dtype size, and whose
+// tensors, in offset order, tile the data section exactly (no gap, no overlap, no trailing byte:
+// Hugging Face's reader refuses each) — or a Diag (kind Checkpoint) naming the file and, where one
+// is at fault, the tensor. A key repeated in any JSON object of the header is refused. It never reads outside the span and never throws. Nothing here allocates more
 // than a small multiple of the input size.
 #pragma once
 

@@ -54,6 +54,42 @@ uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+uint16_t floatToF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant != 0 ? 0x200u | (mant >> 13) : 0u));
+  const int32_t e = static_cast<int32_t>(exp) - 127 + 15;  // the binary16 biased exponent
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // too large: infinity
+  // Round to nearest even on the bits shifted out; a carry may run into the exponent (and up to
+  // infinity), which is the correctly rounded result.
+  auto round = [](uint32_t value, uint32_t shift) {
+    uint32_t kept = value >> shift, rest = value & ((1u << shift) - 1), half = 1u << (shift - 1);
+    return kept + (rest > half || (rest == half && (kept & 1u)) ? 1u : 0u);
+  };
+  if (e <= 0) {  // a binary16 subnormal: significand * 2^(e - 14) in units of 2^-24
+    if (e < -10) return static_cast<uint16_t>(sign);
+    return static_cast<uint16_t>(sign | round(mant | 0x800000u, static_cast<uint32_t>(14 - e)));
+  }
+  return static_cast<uint16_t>(sign | round((static_cast<uint32_t>(e) << 23) | mant, 13));
+}
+
+float f16ToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) x = sign | 0x7f800000u | (mant << 13);
+  else if (exp != 0) x = sign | ((exp + 112) << 23) | (mant << 13);
+  else {
+    const float v = std::ldexp(static_cast<float>(mant), -24);  // zero or subnormal
+    return sign != 0 ? -v : v;
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
 float bf16ToFloat(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;
@@ -103,8 +139,8 @@ std::vector<StTensorWrite> tinyTensors(const TinySpec& spec) {
     uint64_t state = hashName(prefixed ? ts.name.substr(prefix.size()) : ts.name, spec.seed);
     for (int64_t i = 0; i < numel; ++i) {
       float v = sample(ts.role, state, fanIn);
-      if (w.dtype == StDtype::BF16) {
-        uint16_t b = floatToBf16(v);
+      if (w.dtype == StDtype::BF16 || w.dtype == StDtype::F16) {
+        uint16_t b = w.dtype == StDtype::BF16 ? floatToBf16(v) : floatToF16(v);
         std::memcpy(w.data.data() + 2 * i, &b, 2);
       } else {
         std::memcpy(w.data.data() + 4 * i, &v, 4);
@@ -118,7 +154,10 @@ std::vector<StTensorWrite> tinyTensors(const TinySpec& spec) {
 Status generateTinyCheckpoint(const std::string& dir, const TinySpec& spec) {
   QGPU_CHECK(spec.config.validate(dir));
   Qwen35Config config = spec.config;
-  config.dtype = spec.storage == StDtype::BF16 ? "bfloat16" : "float32";
+  if (spec.storage != StDtype::F32 && spec.storage != StDtype::BF16 && spec.storage != StDtype::F16)
+    return makeDiag(ErrorKind::Usage, std::string("tiny checkpoints store F32, BF16 or F16, not ") +
+                                          stDtypeName(spec.storage), SourceLoc{dir});
+  config.dtype = spec.storage == StDtype::BF16 ? "bfloat16" : spec.storage == StDtype::F16 ? "float16" : "float32";
   QGPU_CHECK(writeCheckpointTensors(dir, tinyTensors(TinySpec{config, spec.seed, spec.storage, spec.maxShardBytes}),
                                     spec.maxShardBytes, {{"format", "pt"}}));
   return writeConfig(dir, config);

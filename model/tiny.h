@@ -22,8 +22,8 @@ namespace qgpu::model {
 struct TinySpec {
   Qwen35Config config;
   uint64_t seed = 1;
-  // BF16 stores every tensor as BF16 except A_log and the gated-norm weight (F32), like the
-  // official checkpoints; F32 stores everything as F32.
+  // BF16 (or F16) stores every tensor as BF16 (F16) except A_log and the gated-norm weight (F32),
+  // like the official checkpoints; F32 stores everything as F32.
   StDtype storage = StDtype::F32;
   uint64_t maxShardBytes = UINT64_MAX;  // smaller values produce a sharded checkpoint
 };
@@ -38,8 +38,11 @@ std::vector<StTensorWrite> tinyTensors(const TinySpec& spec);
 
 Status generateTinyCheckpoint(const std::string& dir, const TinySpec& spec);
 
-// Float ↔ bfloat16 (round to nearest even; NaN stays NaN).
+// Float ↔ bfloat16 and IEEE binary16 (round to nearest even, overflow to infinity, subnormals
+// kept; NaN stays NaN). The reverse conversions are exact.
 uint16_t floatToBf16(float f);
 float bf16ToFloat(uint16_t b);
+uint16_t floatToF16(float f);
+float f16ToFloat(uint16_t h);
 
 }  // namespace qgpu::model

@@ -1,6 +1,8 @@
 // qgpu/model/tokenizer.cpp — see tokenizer.h.
 #include "model/tokenizer.h"
 
+#include "model/json_text.h"
+
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -142,8 +144,8 @@ Expected<BpeTokenizer> BpeTokenizer::load(const std::string& dir) {
 Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, std::string_view configJson,
                                               const std::string& file) {
   using nlohmann::json;
-  json doc = json::parse(tokenizerJson.begin(), tokenizerJson.end(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return fail(file, "tokenizer.json is not a JSON object");
+  QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
+  if (!doc.is_object()) return fail(file, "tokenizer.json is not a JSON object");
   const json& model = doc["model"];
   if (!model.is_object() || model.value("type", "") != "BPE") return fail(file, "tokenizer model is not BPE");
   if (!model["vocab"].is_object() || !model["merges"].is_array()) return fail(file, "BPE model lacks vocab or merges");
@@ -182,7 +184,10 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
       if (a.is_object() && a["id"].is_number_integer() && a["content"].is_string())
         QGPU_CHECK(addToken(a["id"].get<int64_t>(), a["content"].get<std::string>()));
   if (!configJson.empty()) {
-    json cfg = json::parse(configJson.begin(), configJson.end(), nullptr, false);
+    // The file name is derived: fromJson is handed the texts, load() names tokenizer.json.
+    const std::string configFile =
+        (std::filesystem::path(file).parent_path() / "tokenizer_config.json").string();
+    QGPU_TRY(cfg, parseJsonText(configJson, configFile, ErrorKind::Checkpoint));
     if (cfg.is_object() && cfg.contains("added_tokens_decoder") && cfg["added_tokens_decoder"].is_object())
       for (auto it = cfg["added_tokens_decoder"].begin(); it != cfg["added_tokens_decoder"].end(); ++it) {
         int64_t id = 0;

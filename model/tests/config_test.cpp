@@ -98,6 +98,53 @@ TEST(Qwen35Config, RejectsInconsistentHeads) {
   EXPECT_FALSE(parseConfigJson(R"({"model_type":"qwen3_5_text","hidden_size":"big"})", "c").ok());
 }
 
+// Each bound of config.cpp's field table, with the value in the message; the official 2B config
+// (ParsesOfficialMultimodal2BConfig) is the twin that passes.
+TEST(Qwen35Config, RejectsFieldsOutsideSaneBounds) {
+  struct Case {
+    const char* json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"model_type":"qwen3_5_text","vocab_size":1000000000000})",
+       "'vocab_size' is 1000000000000, outside [1, 4194304]"},
+      {R"({"model_type":"qwen3_5_text","hidden_size":1099511627776})",
+       "'hidden_size' is 1099511627776, outside [1, 65536]"},
+      {R"({"model_type":"qwen3_5_text","intermediate_size":0})", "'intermediate_size' is 0"},
+      {R"({"model_type":"qwen3_5_text","head_dim":-4})", "'head_dim' is -4"},
+      {R"({"model_type":"qwen3_5_text","linear_conv_kernel_dim":65})", "'linear_conv_kernel_dim' is 65"},
+      {R"({"model_type":"qwen3_5_text","num_hidden_layers":5000})", "'num_hidden_layers' is 5000"},
+      {R"({"model_type":"qwen3_5_text","vocab_size":18446744073709551615})",
+       "'vocab_size' is not an integer in the int64 range"},
+      {R"({"model_type":"qwen3_5_text","partial_rotary_factor":2.0})", "partial_rotary_factor"},
+      {R"({"model_type":"qwen3_5_text","rms_norm_eps":0})", "rms_norm_eps"},
+      {R"({"model_type":"qwen3_5_text","rope_parameters":{"rope_theta":-1}})", "rope_theta"},
+  };
+  for (const Case& c : cases) {
+    auto r = parseConfigJson(c.json, "c.json");
+    ASSERT_FALSE(r.ok()) << c.json;
+    EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint);
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().str();
+  }
+}
+
+// nlohmann reports a byte offset; the Diag carries line and column (1-based), worked by hand:
+// line 3 is `  "b" 2`, and the 2 (where a ':' was due) is its 7th character.
+TEST(Qwen35Config, ParseErrorNamesLineAndColumn) {
+  auto r = parseConfigJson("{\n  \"model_type\": \"qwen3_5_text\",\n  \"b\" 2\n}", "dir/config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint);
+  EXPECT_EQ(r.error().loc.file, "dir/config.json");
+  EXPECT_EQ(r.error().loc.line, 3u);
+  EXPECT_EQ(r.error().loc.column, 7u);
+  EXPECT_NE(r.error().str().find("dir/config.json:3:7"), std::string::npos) << r.error().str();
+  // End of input: the position just past the last character.
+  auto end = parseConfigJson("{\"model_type\": ", "c.json");
+  ASSERT_FALSE(end.ok());
+  EXPECT_EQ(end.error().loc.line, 1u);
+  EXPECT_EQ(end.error().loc.column, 16u);
+}
+
 TEST(Qwen35Config, RoundTripsBothLayouts) {
   for (auto layout : {CheckpointLayout::TextOnly, CheckpointLayout::Multimodal}) {
     Qwen35Config c = tinyConfig(48, 5);

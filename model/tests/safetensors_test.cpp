@@ -4,7 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model/safetensors.h"
@@ -81,7 +84,57 @@ TEST(SafetensorsHeader, RejectsHeaderLengthPastEndOfFile) {
 TEST(SafetensorsHeader, RejectsNonJson) {
   auto h = parseRaw("{not json", 0);
   ASSERT_FALSE(h.ok());
-  EXPECT_NE(h.error().message.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(h.error().kind, ErrorKind::Checkpoint);
+  EXPECT_NE(h.error().message.find("invalid JSON"), std::string::npos) << h.error().str();
+}
+
+// Hugging Face's reader (safetensors 0.8, checked with its Python binding) refuses a repeated
+// field of an entry and a repeated "__metadata__"; a repeated tensor name it resolves by keeping
+// the last entry. We refuse every repeated key (header doc comment in safetensors_header.cpp).
+TEST(SafetensorsHeader, RejectsDuplicateTensorName) {
+  // The second "a" is identical: HF would accept this file, taking the last entry.
+  auto h = parseRaw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
+                        "a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                    4);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("duplicate key 'a'"), std::string::npos) << h.error().str();
+}
+
+TEST(SafetensorsHeader, RejectsDuplicateFieldOfAnEntryAndDuplicateMetadata) {
+  auto field = parseRaw(R"({"a":{"dtype":"F32","dtype":"BF16","shape":[1],"data_offsets":[0,4]}})", 4);
+  ASSERT_FALSE(field.ok());
+  EXPECT_NE(field.error().message.find("duplicate key 'dtype'"), std::string::npos) << field.error().str();
+  auto meta = parseRaw(R"({"__metadata__":{"x":"1"},"__metadata__":{"y":"2"}})", 0);
+  ASSERT_FALSE(meta.ok());
+  EXPECT_NE(meta.error().message.find("duplicate key '__metadata__'"), std::string::npos);
+}
+
+// The twin of these is ParsesValidHeader: 32 bytes of data, covered exactly.
+TEST(SafetensorsHeader, RejectsTrailingBytesAfterTheLastTensor) {
+  auto h = parseRaw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8 + 4096);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("4096 trailing bytes"), std::string::npos) << h.error().str();
+  EXPECT_NE(h.error().message.find("MetadataIncompleteBuffer"), std::string::npos);
+  // An empty header with data after it is the same mistake.
+  EXPECT_FALSE(parseRaw("{}", 1).ok());
+  EXPECT_TRUE(parseRaw("{}", 0).ok());
+}
+
+TEST(SafetensorsHeader, RejectsGapBetweenTensors) {
+  auto h = parseRaw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
+                        "b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                    12);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("tensor 'b'"), std::string::npos) << h.error().str();
+  EXPECT_NE(h.error().message.find("gap"), std::string::npos);
+}
+
+TEST(SafetensorsHeader, AcceptsEmptyTensorAndUnpaddedHeaderAsHfDoes) {
+  auto h = parseRaw(R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},
+                        "b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} )",
+                    8);
+  ASSERT_TRUE(h.ok()) << h.error().str();
+  EXPECT_EQ(h->tensors.size(), 2u);
 }
 
 TEST(SafetensorsHeader, RejectsUnknownDtypeNamingTensor) {
@@ -209,12 +262,85 @@ TEST(Checkpoint, EmptyDirectoryIsAnIoError) {
   EXPECT_EQ(ckpt.error().kind, ErrorKind::Io);
 }
 
+// stat() before open: none of these may block, read without bound or reach mmap.
+TEST(CheckpointFiles, DirectoryNamedModelSafetensorsIsAnIoError) {
+  std::string dir = tempDir("dirst");
+  fs::create_directories(dir + "/model.safetensors");
+  auto c = Checkpoint::open(dir);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, ErrorKind::Io);
+  EXPECT_NE(c.error().message.find("is a directory"), std::string::npos) << c.error().str();
+  EXPECT_EQ(c.error().loc.file, dir + "/model.safetensors");
+}
+
+TEST(CheckpointFiles, FifoIsRefusedWithoutBlocking) {
+  std::string dir = tempDir("fifo");
+  ASSERT_EQ(::mkfifo((dir + "/model.safetensors").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir + "/config.json").c_str(), 0600), 0);
+  auto c = Checkpoint::open(dir);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("is a FIFO"), std::string::npos) << c.error().str();
+  auto t = readTextFile(dir + "/config.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().kind, ErrorKind::Io);
+  EXPECT_NE(t.error().message.find("is a FIFO"), std::string::npos);
+}
+
+TEST(CheckpointFiles, DevZeroAsConfigIsRefused) {
+  std::string dir = tempDir("devzero");
+  fs::create_symlink("/dev/zero", dir + "/config.json");
+  auto t = readTextFile(dir + "/config.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().kind, ErrorKind::Io);
+  EXPECT_NE(t.error().message.find("character device"), std::string::npos) << t.error().str();
+}
+
+TEST(CheckpointFiles, HugeSparseFilesAreRefusedCheaply) {
+  std::string dir = tempDir("sparse");
+  // 3 GB of holes: a text file over the cap is refused before reading...
+  { std::ofstream(dir + "/config.json").put('{'); }
+  fs::resize_file(dir + "/config.json", 3ull << 30);
+  auto t = readTextFile(dir + "/config.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().kind, ErrorKind::Io);
+  EXPECT_NE(t.error().message.find("over the"), std::string::npos) << t.error().str();
+  // ...and a mapped safetensors file is refused by its header (length 0: not JSON), unread.
+  { std::ofstream(dir + "/model.safetensors").put('\0'); }
+  fs::resize_file(dir + "/model.safetensors", 3ull << 30);
+  auto f = SafetensorsFile::open(dir + "/model.safetensors");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().kind, ErrorKind::Checkpoint);
+  fs::remove_all(dir);
+}
+
 TEST(Bf16, RoundsToNearestEven) {
   EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
   EXPECT_EQ(bf16ToFloat(0x3f80), 1.0f);
   // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1 + 2^-7: ties go to the even mantissa (1.0).
   EXPECT_EQ(floatToBf16(1.0f + 1.0f / 256), 0x3f80);
   EXPECT_EQ(floatToBf16(1.0f + 3.0f / 256), 0x3f82);
+}
+
+// IEEE binary16 bit patterns worked by hand (sign | 5-bit exponent, bias 15 | 10-bit mantissa).
+TEST(F16, RoundsToNearestEvenWithSubnormalsAndOverflow) {
+  EXPECT_EQ(floatToF16(1.0f), 0x3c00);
+  EXPECT_EQ(floatToF16(-2.0f), 0xc000);
+  EXPECT_EQ(floatToF16(65504.0f), 0x7bff);          // the largest finite half
+  EXPECT_EQ(floatToF16(65520.0f), 0x7c00);          // halfway to 2^16 rounds up: infinity
+  EXPECT_EQ(floatToF16(1.0f + 1.0f / 2048), 0x3c00);  // halfway: ties to even (1.0)
+  EXPECT_EQ(floatToF16(1.0f + 3.0f / 2048), 0x3c02);  // halfway: ties to even (up)
+  EXPECT_EQ(floatToF16(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(floatToF16(std::ldexp(1.0f, -25)), 0x0000);  // halfway to it: ties to even (0)
+  EXPECT_EQ(floatToF16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 units: ties to even (2)
+  EXPECT_EQ(floatToF16(std::ldexp(1.0f, -14)), 0x0400);  // the smallest normal
+  EXPECT_EQ(floatToF16(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_EQ(floatToF16(std::nanf("")) & 0x7c00, 0x7c00);
+  EXPECT_NE(floatToF16(std::nanf("")) & 0x03ff, 0);  // NaN stays NaN
+  EXPECT_EQ(f16ToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(f16ToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(f16ToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(f16ToFloat(0xfc00), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(f16ToFloat(0x7e00)));
 }
 
 }  // namespace

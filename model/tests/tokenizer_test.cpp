@@ -63,6 +63,21 @@ TEST(BpeTokenizer, RejectsNonBpeTokenizer) {
   EXPECT_NE(tok.error().message.find("not BPE"), std::string::npos);
 }
 
+// Line 2 is `"model": }`: the '}' where a value was due is its 10th character (worked by hand).
+TEST(BpeTokenizer, JsonErrorsNameLineAndColumn) {
+  auto tok = BpeTokenizer::fromJson("{\n\"model\": }", "", "d/tokenizer.json");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.error().kind, ErrorKind::Checkpoint);
+  EXPECT_EQ(tok.error().loc.file, "d/tokenizer.json");
+  EXPECT_EQ(tok.error().loc.line, 2u);
+  EXPECT_EQ(tok.error().loc.column, 10u);
+  // tokenizer_config.json is named after tokenizer.json's directory.
+  auto cfg = BpeTokenizer::fromJson(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]}})", "[1,", "d/tokenizer.json");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.error().loc.file, "d/tokenizer_config.json");
+  EXPECT_EQ(cfg.error().loc.line, 1u);
+}
+
 TEST(ByteTokenizer, RoundTripsBytes) {
   std::string s = "h\xc3\xa9\n";
   auto ids = ByteTokenizer::encode(s);
