@@ -40,6 +40,10 @@ int typeBits(Type t) {
   }
   return 0;
 }
+// A 64-bit address whose high word is not zero is replaced by this one: word-aligned and above
+// every memory of the machine (global and shared have 126 words), so the access faults.
+constexpr uint32_t kFaultAddress = 0xfffffffcu;
+
 bool typeSigned(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 
 // Barrier flavours, decoded from the parsed modifiers.
@@ -57,14 +61,134 @@ bool isBlockBarrier(const ptx::Instruction& in) {
   return (in.op == Opcode::Bar || in.op == Opcode::Barrier) && barKind(in) == BarKind::Sync;
 }
 
+// ---- Value bounds: which 64-bit values provably have a zero high half ----
+// bound[r] = k means: every value register r ever holds (PTX semantics, as an unsigned number of
+// the register's width) is < 2^k. Flow-insensitive over every definition of r (guarded ones
+// included; a register read before any definition holds 0 on this machine), iterated to a fixed
+// point; bounds only grow and are capped at the register's width, so the iteration ends. The
+// rules are in docs/lowering.md ("Sound narrowing"). A 64-bit register with bound <= 32 has a
+// zero high half: it needs no high-half vreg, whoever reads it.
+int bitsOf(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+
+std::vector<int> valueBounds(const FlatFunction& f) {
+  std::vector<int> bound(f.regs.size(), 0);
+  auto regWidth = [&](uint32_t r) { return r < f.regs.size() ? typeBits(f.regs[r].type) : 64; };
+  // The bound of a source operand read at width w.
+  auto opBound = [&](const ptx::Operand& o, int w) -> int {
+    switch (o.kind) {
+      case OperandKind::Reg:
+        return o.reg < f.regs.size() ? std::min(bound[o.reg], std::max(w, 1)) : w;
+      case OperandKind::Imm: {
+        uint64_t v = static_cast<uint64_t>(o.imm);
+        if (w < 64) v &= (uint64_t{1} << w) - 1;
+        return bitsOf(v);
+      }
+      case OperandKind::Special: {
+        static const std::map<std::string, int> kBits = {
+            {"%tid.x", bitsOf(machine::kMaxThreadsPerBlock - 1)}, {"%ntid.x", bitsOf(machine::kMaxThreadsPerBlock)},
+            {"%ctaid.x", bitsOf(machine::kMaxGridBlocks - 1)},    {"%nctaid.x", bitsOf(machine::kMaxGridBlocks)},
+            {"%laneid", bitsOf(machine::kLanes - 1)},              {"%warpid", bitsOf(machine::kMaxWarps - 1)},
+            {"%ntid.y", 1}, {"%ntid.z", 1}, {"%nctaid.y", 1}, {"%nctaid.z", 1},
+            {"%tid.y", 0}, {"%tid.z", 0}, {"%ctaid.y", 0}, {"%ctaid.z", 0}};
+        auto it = kBits.find(o.name);
+        return it == kBits.end() ? w : std::min(it->second, w);
+      }
+      case OperandKind::Symbol:  // a .shared variable's byte offset, or WARP_SZ
+        return std::min(bitsOf(4 * machine::kSharedWords), w);
+      default:
+        return w;
+    }
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const auto& in : f.body) {
+      if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
+      uint32_t dreg = in.dsts[0].reg;
+      int rw = regWidth(dreg);
+      if (rw <= 1) continue;
+      int w = in.types.empty() ? rw : std::max(typeBits(in.types[0]), 1);
+      bool sgn = !in.types.empty() && typeSigned(in.types[0]);
+      auto src = [&](size_t k, int width) { return k < in.srcs.size() ? opBound(in.srcs[k], width) : width; };
+      const auto& m = in.mods;
+      int b = rw;  // by default: anything
+      switch (in.op) {
+        case Opcode::Mov: case Opcode::Cvta: b = src(0, w); break;
+        case Opcode::Ld:
+          if (m.space == ptx::StateSpace::Param) {
+            auto it = in.srcs.empty() ? f.params.end() : f.params.find(in.srcs[0].name);
+            b = it == f.params.end() ? rw : bitsOf(it->second);
+          } else {
+            b = sgn ? rw : w;  // a zero-extending load of w bits
+          }
+          break;
+        case Opcode::Cvt: {
+          if (in.types.size() != 2) break;
+          int dw = typeBits(in.types[0]), sw = typeBits(in.types[1]);
+          int sb = src(0, sw);
+          b = typeSigned(in.types[1]) && sb >= sw ? rw : std::min(sb, dw);  // non-negative: sext = zext
+          break;
+        }
+        case Opcode::Add: b = std::max(src(0, w), src(1, w)) + 1; break;
+        case Opcode::Mul: case Opcode::Mad: {
+          int a = src(0, w), c = src(1, w);
+          int prod = a + c;
+          if (m.hi) break;
+          if (m.wide && sgn && (a >= w || c >= w)) break;  // a negative factor: sign-extended product
+          b = prod;
+          if (in.op == Opcode::Mad) b = std::max(prod, src(2, m.wide ? 2 * w : w)) + 1;
+          break;
+        }
+        case Opcode::Shl:
+          if (in.srcs.size() == 2 && in.srcs[1].kind == OperandKind::Imm)
+            b = src(0, w) + static_cast<int>(std::min<int64_t>(in.srcs[1].imm, 64));
+          break;
+        case Opcode::Shr: {
+          int a = src(0, w);
+          if (sgn && a >= w) break;  // a possibly negative value shifts in ones
+          b = a;
+          if (in.srcs.size() == 2 && in.srcs[1].kind == OperandKind::Imm)
+            b = std::max(0, a - static_cast<int>(std::min<int64_t>(in.srcs[1].imm, 64)));
+          break;
+        }
+        case Opcode::And: b = std::min(src(0, w), src(1, w)); break;
+        case Opcode::Or: case Opcode::Xor: b = std::max(src(0, w), src(1, w)); break;
+        case Opcode::Selp: b = std::max(src(0, w), src(1, w)); break;
+        case Opcode::Min: case Opcode::Max: {
+          int a = src(0, w), c = src(1, w);
+          if (!sgn || (a < w && c < w)) b = std::max(a, c);
+          break;
+        }
+        case Opcode::Rem: if (!sgn) b = src(0, w); break;
+        case Opcode::Popc: case Opcode::Clz: b = bitsOf(static_cast<uint64_t>(w)); break;
+        case Opcode::Bfe:
+          if (!sgn && in.srcs.size() == 3 && in.srcs[2].kind == OperandKind::Imm)
+            b = static_cast<int>(in.srcs[2].imm & 0xff);
+          break;
+        default: break;
+      }
+      b = std::min(std::max(b, 0), rw);
+      if (b > bound[dreg]) {
+        bound[dreg] = b;
+        changed = true;
+      }
+    }
+  }
+  return bound;
+}
+
 // ---- Demanded bits of 64-bit registers ----
 // hiReader[r] = index of an instruction that reads the high half of 64-bit register r, or -1.
 // Flow-insensitive and conservative: a register's high half is demanded if any instruction
 // reads it, directly or through an instruction whose high result half is demanded.
-std::vector<int> demandedHigh(const FlatFunction& f) {
+// Registers whose bound (valueBounds) is <= 32 have a known zero high half: nothing propagates
+// through them. Addresses read the high half: a 64-bit address with a possibly non-zero high half
+// must fault (docs/lowering.md, "Sound narrowing").
+std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound) {
   std::vector<int> reader(f.regs.size(), -1);
   auto is64 = [&](const ptx::Operand& o) {
-    return o.kind == OperandKind::Reg && o.reg < f.regs.size() && typeBits(f.regs[o.reg].type) == 64;
+    bool reg = o.kind == OperandKind::Reg || (o.kind == OperandKind::Address && o.addrIsReg);
+    return reg && o.reg < f.regs.size() && typeBits(f.regs[o.reg].type) == 64;
   };
   bool changed = true;
   while (changed) {
@@ -72,14 +196,14 @@ std::vector<int> demandedHigh(const FlatFunction& f) {
     for (size_t i = 0; i < f.body.size(); ++i) {
       const auto& in = f.body[i];
       auto mark = [&](const ptx::Operand& o) {
-        if (is64(o) && reader[o.reg] < 0) {
+        if (is64(o) && bound[o.reg] > 32 && reader[o.reg] < 0) {
           reader[o.reg] = static_cast<int>(i);
           changed = true;
         }
       };
       auto markAll = [&] { for (const auto& s : in.srcs) mark(s); };
       bool d = false;
-      for (const auto& o : in.dsts) d = d || (is64(o) && reader[o.reg] >= 0);
+      for (const auto& o : in.dsts) d = d || (is64(o) && reader[o.reg] >= 0 && bound[o.reg] > 32);
       int tb = in.types.empty() ? 0 : typeBits(in.types[0]);
       switch (in.op) {
         case Opcode::Mov: case Opcode::Cvta: case Opcode::And: case Opcode::Or: case Opcode::Xor:
@@ -104,7 +228,11 @@ std::vector<int> demandedHigh(const FlatFunction& f) {
           if (in.types.size() == 2 && typeBits(in.types[1]) == 64 && typeBits(in.types[0]) == 64 && d) markAll();
           break;
         case Opcode::Ld: case Opcode::St: case Opcode::Atom:
-          break;  // addresses and 32-bit values only read low halves; wider types are refused
+          // 32-bit values only read low halves (wider types are refused); a 64-bit address
+          // register reads its high half, which must be zero for the access not to fault.
+          if (!in.srcs.empty() && in.srcs[0].kind == OperandKind::Address && in.srcs[0].addrIsReg)
+            mark(in.srcs[0]);
+          break;
         default:
           if (tb == 64) markAll();  // anything else on 64-bit data reads every bit
           break;
@@ -119,6 +247,7 @@ struct Translator {
   VFunc out;
   std::vector<int> lo, hi, pr;
   std::vector<int> hiReader;
+  std::vector<int> bound;  // valueBounds(): register r always holds a value < 2^bound[r]
   std::map<std::string, uint32_t> sharedOffset;  // .shared symbol -> byte offset
   int hiddenCounter = -1;                        // byte offset of the bar.red counter word
   int cur = 0;
@@ -245,8 +374,11 @@ struct Translator {
   // The high 32 bits of a 64-bit source operand (whose high half was found demanded).
   Expected<VOperand> valHi(const ptx::Operand& o) {
     switch (o.kind) {
+      case OperandKind::Address:
+        if (!o.addrIsReg) return VOperand::i(0);
+        [[fallthrough]];
       case OperandKind::Reg:
-        if (regBits(o) != 64) return VOperand::i(0);
+        if (regBits(o) != 64 || bound[o.reg] <= 32) return VOperand::i(0);  // provably zero
         if (hi[o.reg] == kNone)
           return makeDiag(ErrorKind::Internal, "lowering: high half of " + f.regs[o.reg].name + " not kept", in->loc);
         return VOperand::r(hi[o.reg]);
@@ -282,13 +414,38 @@ struct Translator {
     hiWritten = true;
   }
 
+  // The address of a memory access as (base, byte offset) for the machine's `[base+offset]`.
+  // A 64-bit register base whose value is not provably < 2^31 is checked: the exact 64-bit sum
+  // base + offset is computed, and an address whose high word is not zero becomes kFaultAddress,
+  // which the machine's bounds check rejects (docs/lowering.md, "Sound narrowing").
   Expected<std::pair<VOperand, int32_t>> address(const ptx::Operand& a) {
     if (a.kind != OperandKind::Address) return invalid("expected an address operand");
     auto off = static_cast<int32_t>(a.imm);
     if (a.imm != off) return unsupported("address offset out of 32-bit range");
     if (a.addrIsReg) {
       if (regBits(a) < 32) return invalid("address register narrower than 32 bits");
-      return std::make_pair(VOperand::r(lo[a.reg]), off);
+      int b = regBits(a) == 64 ? bound[a.reg] : 0;
+      bool exact = b <= 31 || (b <= 32 && off == 0);
+      if (exact) return std::make_pair(VOperand::r(lo[a.reg]), off);
+      QGPU_TRY(h, valHi(a));
+      VOperand l = VOperand::r(lo[a.reg]);
+      if (off != 0) {  // (h:l) + sext(off): carry out of the low word into the high word
+        auto offLo = static_cast<uint32_t>(off);
+        uint32_t offHi = off < 0 ? 0xffffffffu : 0u;
+        int sum = tmp(), cv = tmp(), sumHi = tmp();
+        int carry = out.newPred();
+        alu(Op::Add, sum, l, VOperand::i(offLo));
+        cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::i(offLo));
+        selp(cv, VOperand::i(offHi + 1), VOperand::i(offHi), carry);
+        alu(Op::Add, sumHi, h, VOperand::r(cv));
+        l = VOperand::r(sum);
+        h = VOperand::r(sumHi);
+      }
+      int outside = out.newPred();
+      int checked = tmp();
+      cmp(Op::SetNe, outside, h, VOperand::i(0));
+      selp(checked, VOperand::i(kFaultAddress), l, outside);
+      return std::make_pair(VOperand::r(checked), 0);
     }
     if (a.name.empty()) return std::make_pair(VOperand::i(0), off);
     auto it = sharedOffset.find(a.name);
@@ -693,11 +850,31 @@ Status Translator::arith() {
         alu(Op::Mul, d, s[0], s[1]);
         return Ok{};
       }
-      case Opcode::Mad:
+      case Opcode::Mad: {
         if (!m.lo) return unsupported("64-bit mad.hi/mad.wide");
         QGPU_CHECK(nsrc(3));
+        if (dh != kNone) {  // the mul.lo.u64 product plus c with carry, into temporaries first
+          QGPU_TRY(ah, hiOf(0));
+          QGPU_TRY(bh, hiOf(1));
+          QGPU_TRY(ch, hiOf(2));
+          int t1 = tmp(), t2 = tmp(), t3 = tmp(), prod = tmp(), sum = tmp(), cv = tmp(), h1 = tmp();
+          int carry = out.newPred();
+          alu(Op::MulHiU, t1, s[0], s[1]);
+          alu(Op::Mad, t2, s[0], bh, VOperand::r(t1));
+          alu(Op::Mad, t3, ah, s[1], VOperand::r(t2));
+          alu(Op::Mul, prod, s[0], s[1]);
+          alu(Op::Add, sum, VOperand::r(prod), s[2]);
+          cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::r(prod));
+          selp(cv, VOperand::i(1), VOperand::i(0), carry);
+          alu(Op::Add, h1, VOperand::r(t3), ch);
+          alu(Op::Add, dh, VOperand::r(h1), VOperand::r(cv));
+          hiWritten = true;
+          alu(Op::Mov, d, VOperand::r(sum));
+          return Ok{};
+        }
         alu(Op::Mad, d, s[0], s[1], s[2]);
         return Ok{};
+      }
       case Opcode::And: case Opcode::Or: case Opcode::Xor: {
         QGPU_CHECK(nsrc(2));
         Op mop = op == Opcode::And ? Op::And : op == Opcode::Or ? Op::Or : Op::Xor;
@@ -830,7 +1007,22 @@ Status Translator::arith() {
       QGPU_CHECK(nsrc(3));
       if (is16) return unsupported("16-bit mad");
       if (m.wide) {
-        if (dh != kNone) return unsupported("mad.wide whose upper half is used");
+        if (dh != kNone) {  // (mulhi(a,b) : a*b) + (ch : cl), into temporaries first (d may be c)
+          if (is16) return unsupported("mad.wide.16 whose upper half is used");
+          QGPU_TRY(ch, valHi(in->srcs[2]));
+          int prod = tmp(), prodHi = tmp(), sum = tmp(), cv = tmp(), h1 = tmp();
+          int carry = out.newPred();
+          alu(Op::Mul, prod, s[0], s[1]);
+          alu(sgn ? Op::MulHiS : Op::MulHiU, prodHi, s[0], s[1]);
+          alu(Op::Add, sum, VOperand::r(prod), s[2]);
+          cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::r(prod));
+          selp(cv, VOperand::i(1), VOperand::i(0), carry);
+          alu(Op::Add, h1, VOperand::r(prodHi), ch);
+          alu(Op::Add, dh, VOperand::r(h1), VOperand::r(cv));
+          hiWritten = true;
+          alu(Op::Mov, d, VOperand::r(sum));
+          return Ok{};
+        }
         alu(Op::Mad, d, s[0], s[1], s[2]);
         return Ok{};
       }
@@ -1035,7 +1227,8 @@ Status Translator::run(TranslateInfo* info) {
                     f.shared.empty() ? SourceLoc{f.file, 0, 0} : f.shared.back().loc);
 
   // Registers.
-  hiReader = demandedHigh(f);
+  bound = valueBounds(f);
+  hiReader = demandedHigh(f, bound);
   lo.assign(f.regs.size(), kNone);
   hi.assign(f.regs.size(), kNone);
   pr.assign(f.regs.size(), kNone);
@@ -1045,7 +1238,7 @@ Status Translator::run(TranslateInfo* info) {
       pr[r] = out.newPred();
     } else {
       lo[r] = out.newReg();
-      if (b == 64 && hiReader[r] >= 0) hi[r] = out.newReg();
+      if (b == 64 && hiReader[r] >= 0 && bound[r] > 32) hi[r] = out.newReg();
     }
   }
 
