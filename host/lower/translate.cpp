@@ -46,17 +46,8 @@ constexpr uint32_t kFaultAddress = 0xfffffffcu;
 
 bool typeSigned(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 
-// Barrier flavours, decoded from the parsed modifiers.
-enum class BarKind { Sync, Warp, RedPopc, RedAnd, RedOr, Other };
-BarKind barKind(const ptx::Instruction& in) {
-  const std::string& s = in.mods.sub;
-  if (s.find("warp") != std::string::npos) return BarKind::Warp;
-  if (s.find("popc") != std::string::npos) return BarKind::RedPopc;
-  if (s.find("and") != std::string::npos) return BarKind::RedAnd;
-  if (s.find("or") != std::string::npos) return BarKind::RedOr;
-  if (s.empty() || s == "sync") return BarKind::Sync;
-  return BarKind::Other;
-}
+using BarKind = ptx::BarrierKind;
+BarKind barKind(const ptx::Instruction& in) { return in.mods.barrier; }
 bool isBlockBarrier(const ptx::Instruction& in) {
   return (in.op == Opcode::Bar || in.op == Opcode::Barrier) && barKind(in) == BarKind::Sync;
 }
@@ -597,21 +588,22 @@ Status Translator::memory() {
   }
   // atom
   if (typeBits(t) != 32) return unsupported(std::string("atom of type .") + ptx::typeName(t) + " (only 32-bit integers)");
-  const std::string& s = m.sub;
   bool sgn = typeSigned(t);
   Op op;
   int nsrc = 2;
-  if (s == "add") op = Op::AtomAdd;
-  else if (s == "min") op = sgn ? Op::AtomMinS : Op::AtomMinU;
-  else if (s == "max") op = sgn ? Op::AtomMaxS : Op::AtomMaxU;
-  else if (s == "and") op = Op::AtomAnd;
-  else if (s == "or") op = Op::AtomOr;
-  else if (s == "xor") op = Op::AtomXor;
-  else if (s == "exch") op = Op::AtomExch;
-  else if (s == "inc") op = Op::AtomInc;
-  else if (s == "dec") op = Op::AtomDec;
-  else if (s == "cas") { op = Op::AtomCas; nsrc = 3; }
-  else return unsupported("atom." + s);
+  switch (m.atom) {
+    case ptx::AtomOp::Add: op = Op::AtomAdd; break;
+    case ptx::AtomOp::Min: op = sgn ? Op::AtomMinS : Op::AtomMinU; break;
+    case ptx::AtomOp::Max: op = sgn ? Op::AtomMaxS : Op::AtomMaxU; break;
+    case ptx::AtomOp::And: op = Op::AtomAnd; break;
+    case ptx::AtomOp::Or: op = Op::AtomOr; break;
+    case ptx::AtomOp::Xor: op = Op::AtomXor; break;
+    case ptx::AtomOp::Exch: op = Op::AtomExch; break;
+    case ptx::AtomOp::Inc: op = Op::AtomInc; break;
+    case ptx::AtomOp::Dec: op = Op::AtomDec; break;
+    case ptx::AtomOp::Cas: op = Op::AtomCas; nsrc = 3; break;
+    default: return unsupported(std::string("atom.") + ptx::atomOpName(m.atom));
+  }
   if (in->dsts.size() != 1 || static_cast<int>(in->srcs.size()) != nsrc) return invalid("wrong operand count for atom");
   QGPU_TRY(a, address(in->srcs[0]));
   QGPU_TRY(d, dstLo(in->dsts[0]));
@@ -730,7 +722,6 @@ Status Translator::arith() {
     int wd = typeBits(in->types[0]);
     int ws = typeBits(in->types[1]);
     if (wd < 16 || ws < 16) return unsupported("8-bit conversion");
-    if (!m.sub.empty()) return unsupported("cvt modifier ." + m.sub);
     QGPU_TRY(d, dstLo(in->dsts[0]));
     QGPU_TRY(a, val(in->srcs[0], ws == 16 ? 16 : 32));
     bool ssrc = typeSigned(in->types[1]);
@@ -965,7 +956,6 @@ Status Translator::arith() {
   switch (op) {
     case Opcode::Add: case Opcode::Sub:
       QGPU_CHECK(nsrc(2));
-      if (!m.sub.empty()) return unsupported("." + m.sub);
       plain(op == Opcode::Add ? Op::Add : Op::Sub);
       return Ok{};
     case Opcode::Mul: {
@@ -1032,7 +1022,6 @@ Status Translator::arith() {
         alu(Op::Add, d, VOperand::r(t), s[2]);
         return Ok{};
       }
-      if (!m.sub.empty()) return unsupported("." + m.sub);
       alu(Op::Mad, d, s[0], s[1], s[2]);
       return Ok{};
     }
@@ -1106,7 +1095,6 @@ Status Translator::arith() {
     }
     case Opcode::Prmt:
       QGPU_CHECK(nsrc(3));
-      if (!m.sub.empty()) return unsupported("prmt mode ." + m.sub);
       alu(Op::Prmt, d, s[0], s[1], s[2]);
       return Ok{};
     case Opcode::Shf:
@@ -1142,11 +1130,13 @@ Status Translator::one() {
     case Opcode::Shfl: {
       if (in->types.empty() || typeBits(in->types[0]) != 32) return unsupported("shfl of a non-32-bit type");
       Op op;
-      if (m.sub == "up") op = Op::ShflUp;
-      else if (m.sub == "down") op = Op::ShflDown;
-      else if (m.sub == "bfly") op = Op::ShflBfly;
-      else if (m.sub == "idx") op = Op::ShflIdx;
-      else return unsupported("shfl mode ." + m.sub);
+      switch (m.shfl) {
+        case ptx::ShflMode::Up: op = Op::ShflUp; break;
+        case ptx::ShflMode::Down: op = Op::ShflDown; break;
+        case ptx::ShflMode::Bfly: op = Op::ShflBfly; break;
+        case ptx::ShflMode::Idx: op = Op::ShflIdx; break;
+        default: return unsupported("shfl without a mode");
+      }
       size_t want = m.sync ? 4 : 3;
       if (in->srcs.size() != want || in->dsts.empty()) return invalid("wrong shfl operand count");
       if (in->dsts.size() > 1 && usedPreds.count(in->dsts[1].reg))
@@ -1167,16 +1157,16 @@ Status Translator::one() {
       QGPU_TRY(p, predOf(in->srcs[0]));
       VInstr v;
       v.psrc = {p, kNone};
-      if (m.sub == "ballot") {
+      if (m.vote == ptx::VoteMode::Ballot) {
         v.op = Op::Ballot;
         QGPU_TRY(d, dstLo(in->dsts[0]));
         v.dst = d;
-      } else if (m.sub == "any" || m.sub == "all") {
-        v.op = m.sub == "any" ? Op::VoteAny : Op::VoteAll;
+      } else if (m.vote == ptx::VoteMode::Any || m.vote == ptx::VoteMode::All) {
+        v.op = m.vote == ptx::VoteMode::Any ? Op::VoteAny : Op::VoteAll;
         QGPU_TRY(d, predOf(in->dsts[0]));
         v.dstPred = d;
       } else {
-        return unsupported("vote." + m.sub);
+        return unsupported(std::string("vote.") + ptx::voteModeName(m.vote));
       }
       emit(v);
       return Ok{};
