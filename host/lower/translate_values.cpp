@@ -2,6 +2,7 @@
 // bounds (valueBounds), which 64-bit high halves are read (demandedHigh), the ValueMap from PTX
 // registers to vregs with its Dest handle, and the reading of source operands (Ctx).
 #include <algorithm>
+#include <deque>
 
 #include "host/lower/translate.h"
 
@@ -57,10 +58,25 @@ std::vector<int> valueBounds(const FlatFunction& f) {
         return w;
     }
   };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const auto& in : f.body) {
+  // A worklist over instructions: when a register's bound grows, the instructions reading it are
+  // evaluated again. A register whose bound has grown kWiden times goes to its full width (a loop
+  // counter would otherwise climb one bit per round), so every register changes at most
+  // kWiden + 1 times and the work is linear in the number of register reads.
+  constexpr int kWiden = 3;
+  std::vector<std::vector<uint32_t>> users(f.regs.size());
+  for (size_t i = 0; i < f.body.size(); ++i)
+    for (const auto& o : f.body[i].srcs)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
+  std::vector<int> grown(f.regs.size(), 0);
+  std::deque<uint32_t> work;
+  std::vector<bool> queued(f.body.size(), true);
+  for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
+  while (!work.empty()) {
+    uint32_t index = work.front();
+    work.pop_front();
+    queued[index] = false;
+    {
+      const auto& in = f.body[index];
       if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
       uint32_t dreg = in.dsts[0].reg;
       int rw = regWidth(dreg);
@@ -127,8 +143,12 @@ std::vector<int> valueBounds(const FlatFunction& f) {
       }
       b = std::min(std::max(b, 0), rw);
       if (b > bound[dreg]) {
-        bound[dreg] = b;
-        changed = true;
+        bound[dreg] = ++grown[dreg] >= kWiden ? rw : b;
+        for (uint32_t u : users[dreg])
+          if (!queued[u]) {
+            queued[u] = true;
+            work.push_back(u);
+          }
       }
     }
   }
@@ -148,15 +168,29 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
     bool reg = o.kind == OperandKind::Reg || (o.kind == OperandKind::Address && o.addrIsReg);
     return reg && o.reg < f.regs.size() && typeBits(f.regs[o.reg].type) == 64;
   };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t i = 0; i < f.body.size(); ++i) {
+  // A worklist: when a register's high half becomes demanded, its definitions are looked at again
+  // (each register changes once, so the work is linear in the number of definitions).
+  std::vector<std::vector<uint32_t>> defs(f.regs.size());
+  for (size_t i = 0; i < f.body.size(); ++i)
+    for (const auto& o : f.body[i].dsts)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) defs[o.reg].push_back(static_cast<uint32_t>(i));
+  std::deque<uint32_t> work;
+  std::vector<bool> queued(f.body.size(), true);
+  for (size_t i = f.body.size(); i-- > 0;) work.push_back(static_cast<uint32_t>(i));  // readers first
+  while (!work.empty()) {
+    uint32_t i = work.front();
+    work.pop_front();
+    queued[i] = false;
+    {
       const auto& in = f.body[i];
       auto mark = [&](const ptx::Operand& o) {
         if (is64(o) && bound[o.reg] > 32 && reader[o.reg] < 0) {
           reader[o.reg] = static_cast<int>(i);
-          changed = true;
+          for (uint32_t def : defs[o.reg])
+            if (!queued[def]) {
+              queued[def] = true;
+              work.push_back(def);
+            }
         }
       };
       auto markAll = [&] { for (const auto& s : in.srcs) mark(s); };

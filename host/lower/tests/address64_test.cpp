@@ -142,6 +142,24 @@ TEST(Address64, RefusesAnAddressWhoseHighHalfCannotBeComputed) {
   EXPECT_NE(program.error().message.find("add.s64 %rd7, %rd2, %rd6"), std::string::npos) << program.error().str();
 }
 
+TEST(Address64, SixtyFourBitCompareSeesTheHighHalf) {
+  // out[t] = (sext(x) << 32) == 0: for x = 1 the low halves are equal (0) and only the high half
+  // differs, so the answer is 0; for x = 0 it is 1 (the twin).
+  const std::string text =
+      ".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k(\n.param .u64 k_param_0,\n"
+      ".param .u64 k_param_1\n)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<10>;\n"
+      "ld.param.u64 %rd1, [k_param_0];\nld.param.u64 %rd2, [k_param_1];\nld.global.u32 %r1, [%rd1];\n"
+      "cvt.s64.s32 %rd3, %r1;\nshl.b64 %rd4, %rd3, 32;\nsetp.eq.s64 %p1, %rd4, 0;\nselp.u32 %r2, 1, 0, %p1;\n"
+      "mov.u32 %r3, %tid.x;\nmul.wide.u32 %rd5, %r3, 4;\nadd.s64 %rd6, %rd2, %rd5;\n"
+      "st.global.u32 [%rd6], %r2;\nret;\n}\n";
+  Outcome one = runWith(text, 1);
+  ASSERT_EQ(one.status, oracle::RunStatus::Finished) << one.fault;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(one.global[4 + t], 0u);
+  Outcome zero = runWith(text, 0);
+  ASSERT_EQ(zero.status, oracle::RunStatus::Finished) << zero.fault;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(zero.global[4 + t], 1u);
+}
+
 TEST(Address64, ProvablySmallIndexNeedsNoCheck) {
   // out[t] with t = %tid.x < 16 and out at byte 16: the address is < 2^31, so its low word is
   // exact and no check is emitted: the program is the same two ops as with 32-bit addresses.
