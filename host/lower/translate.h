@@ -25,6 +25,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -118,6 +119,10 @@ class ValueMap {
   int srcLo(uint32_t reg) const { return lo_[reg]; }   // reading; definitions go through define
   int srcHi(uint32_t reg) const { return hi_[reg]; }   // kNone: not kept
   int pred(uint32_t reg) const { return pr_[reg]; }
+  // The value of a register defined exactly once, unguarded, by ld.param, a mov of an immediate
+  // or a cvta of such a register (the same rule as cleanup's constant propagation: a read that
+  // no definition reaches is undefined in PTX).
+  std::optional<uint64_t> constant(uint32_t reg) const { return constant_[reg]; }
   Dest define(uint32_t reg);  // a general (non-predicate) register
   // After each instruction: PtxUnsupported naming the register, this instruction and the reader
   // of the high half, if a demanded high half of a destination was not written.
@@ -130,6 +135,7 @@ class ValueMap {
     bool done;
   };
   std::vector<int> lo_, hi_, pr_, bound_, hiReader_, regBits_;
+  std::vector<std::optional<uint64_t>> constant_;
   std::vector<Pending> pending_;  // the current instruction's definitions with a wanted high half
 };
 
@@ -153,6 +159,8 @@ struct Ctx {
   Expected<int> predOf(const ptx::Operand& o) const;
   Expected<Dest> dest(const ptx::Operand& o);  // a general register destination
   void writeHi(Dest& d, VOperand value);       // mov of the high half, if it is wanted
+  // The 64-bit value of an immediate or of a constant register (ValueMap::constant).
+  std::optional<uint64_t> constant(const ptx::Operand& o) const;
 };
 
 // ---- Instruction families; each translates c.in ----

@@ -2,6 +2,7 @@
 // always computed; the high half only where the destination wants it (Dest::wantsHi), and then
 // exactly, or not at all (ValueMap::finish refuses the instruction).
 #include <algorithm>
+#include <optional>
 
 #include "host/lower/translate.h"
 
@@ -28,6 +29,36 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       Op aop = op == Opcode::Add ? Op::Add : Op::Sub;
       if (!d.wantsHi()) {
         em.alu(aop, d.lo, s[0], s[1]);
+        return Ok{};
+      }
+      // A constant addend (a parameter's address, above all): its halves are immediates, so the
+      // carry is one compare and a zero low half needs none.
+      std::optional<uint64_t> k = c.constant(in.srcs[1]);
+      size_t x = 0;  // the other operand
+      if (!k && op == Opcode::Add) {
+        k = c.constant(in.srcs[0]);
+        x = 1;
+      }
+      if (k && (op == Opcode::Add || x == 0)) {
+        // x + K = (xh + Kh + carry : xl + Kl); x - K = x + (-K).
+        uint64_t add = op == Opcode::Add ? *k : ~*k + 1;
+        auto kl = static_cast<uint32_t>(add);
+        auto kh = static_cast<uint32_t>(add >> 32);
+        QGPU_TRY(xh, hiOf(x));
+        if (kl == 0) {
+          int h = d.hi();  // written first: d may be x, whose low half is still to be read
+          if (kh == 0) em.alu(Op::Mov, h, xh);
+          else em.alu(Op::Add, h, xh, VOperand::i(kh));
+          em.alu(Op::Mov, d.lo, s[x]);
+          return Ok{};
+        }
+        int sum = em.tmp(), cv = em.tmp();
+        int carry = em.newPred();
+        em.alu(Op::Add, sum, s[x], VOperand::i(kl));
+        em.cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::i(kl));
+        em.selp(cv, VOperand::i(kh + 1), VOperand::i(kh), carry);
+        em.alu(Op::Add, d.hi(), xh, VOperand::r(cv));
+        em.alu(Op::Mov, d.lo, VOperand::r(sum));
         return Ok{};
       }
       QGPU_TRY(ah, hiOf(0));

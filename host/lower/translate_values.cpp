@@ -252,6 +252,26 @@ void ValueMap::init(const FlatFunction& f, VFunc& out) {
       if (b == 64 && hiReader_[r] >= 0 && bound_[r] > 32) hi_[r] = out.newReg();
     }
   }
+  // Constants: single unguarded definitions by ld.param, mov of an immediate, cvta of a constant.
+  std::vector<int> defCount(f.regs.size(), 0);
+  for (const auto& in : f.body)
+    for (const auto& o : in.dsts)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) ++defCount[o.reg];
+  constant_.assign(f.regs.size(), std::nullopt);
+  for (const auto& in : f.body) {  // in order: a cvta follows the ld.param it converts
+    if (in.guarded || in.dsts.size() != 1 || in.dsts[0].kind != OperandKind::Reg || in.srcs.size() != 1) continue;
+    uint32_t r = in.dsts[0].reg;
+    if (r >= f.regs.size() || defCount[r] != 1 || in.types.empty() || typeBits(in.types[0]) != 64) continue;
+    const auto& src = in.srcs[0];
+    if (in.op == Opcode::Ld && in.mods.space == ptx::StateSpace::Param) {
+      auto it = f.params.find(src.name);
+      if (it != f.params.end()) constant_[r] = it->second;
+    } else if (in.op == Opcode::Mov && src.kind == OperandKind::Imm) {
+      constant_[r] = static_cast<uint64_t>(src.imm);
+    } else if (in.op == Opcode::Cvta && src.kind == OperandKind::Reg && src.reg < f.regs.size()) {
+      constant_[r] = constant_[src.reg];
+    }
+  }
   regBits_.resize(f.regs.size());
   for (size_t r = 0; r < f.regs.size(); ++r) regBits_[r] = typeBits(f.regs[r].type);
 }
@@ -376,6 +396,12 @@ Expected<Dest> Ctx::dest(const ptx::Operand& o) {
   if (rb == 1) return invalid("a predicate register used as a value destination");
   if (rb < 16) return unsupported("8-bit registers");
   return vals.define(o.reg);
+}
+
+std::optional<uint64_t> Ctx::constant(const ptx::Operand& o) const {
+  if (o.kind == OperandKind::Imm) return static_cast<uint64_t>(o.imm);
+  if (o.kind == OperandKind::Reg && regBits(o) == 64) return vals.constant(o.reg);
+  return std::nullopt;
 }
 
 void Ctx::writeHi(Dest& d, VOperand value) {

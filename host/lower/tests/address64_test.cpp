@@ -125,6 +125,18 @@ TEST(Address64, AddressOffsetCarriesIntoTheHighWord) {
   for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(r2.global[4 + t], 100 + t);
 }
 
+TEST(Address64, SubtractingAConstantCarriesToo) {
+  // %rd7 = %rd6 - (-16) = out + 4(x + t): the constant-subtrahend path of 64-bit sub.
+  std::string text = indexKernel(kStore);
+  const std::string from = "add.s64 %rd7, %rd2, %rd6;";
+  text.replace(text.find(from), from.size(), "sub.s64 %rd7, %rd6, -16;");
+  EXPECT_EQ(runWith(text, int64_t{1} << 30).status, oracle::RunStatus::Fault);
+  EXPECT_EQ(runWith(text, -(int64_t{1} << 30)).status, oracle::RunStatus::Fault);
+  Outcome r = runWith(text, 0);
+  ASSERT_EQ(r.status, oracle::RunStatus::Finished) << r.fault;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(r.global[4 + t], 100 + t);
+}
+
 TEST(Address64, RefusesAnAddressWhoseHighHalfCannotBeComputed) {
   // shl.b64 by a register amount is computed only in its low half; as an address its high half
   // is demanded, so lowering refuses, naming the definition and the first reader of its high half.
