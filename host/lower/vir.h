@@ -111,7 +111,7 @@ struct FlatFunction {
 };
 Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& options);
 
-// ---- Pass 2: translate (translate.cpp) ----
+// ---- Pass 2: translate (translate.cpp; its pieces are declared in translate.h) ----
 struct TranslateInfo {
   int basicBlocks = 0;
 };

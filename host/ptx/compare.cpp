@@ -45,6 +45,10 @@ Diff modifiers(const Modifiers& a, const Modifiers& b, const std::string& w) {
   QGPU_FIELD(a, b, right, w);
   QGPU_FIELD(a, b, shiftamt, w);
   QGPU_FIELD(a, b, sub, w);
+  QGPU_FIELD(a, b, atom, w);
+  QGPU_FIELD(a, b, shfl, w);
+  QGPU_FIELD(a, b, vote, w);
+  QGPU_FIELD(a, b, barrier, w);
   return std::nullopt;
 }
 

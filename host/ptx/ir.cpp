@@ -3,6 +3,8 @@
 
 #include "host/ptx/names.h"
 
+#include <iterator>
+
 namespace qgpu::ptx {
 
 const char* spelling(Opcode op) {
@@ -23,6 +25,30 @@ std::optional<Opcode> opcodeFromSpelling(std::string_view text) {
 #undef QGPU_PTX_OP
   return std::nullopt;
 }
+
+// One name table per selector enum, indexed by the enum value (index 0: None, no name).
+namespace {
+constexpr const char* kAtomOpNames[] = {"", "add", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec"};
+constexpr const char* kShflModeNames[] = {"", "up", "down", "bfly", "idx"};
+constexpr const char* kVoteModeNames[] = {"", "ballot", "any", "all", "uni"};
+static_assert(std::size(kAtomOpNames) == static_cast<size_t>(AtomOp::Dec) + 1);
+static_assert(std::size(kShflModeNames) == static_cast<size_t>(ShflMode::Idx) + 1);
+static_assert(std::size(kVoteModeNames) == static_cast<size_t>(VoteMode::Uni) + 1);
+
+template <class E, size_t N>
+std::optional<E> fromName(const char* const (&names)[N], std::string_view text) {
+  for (size_t i = 1; i < N; ++i)
+    if (text == names[i]) return static_cast<E>(i);
+  return std::nullopt;
+}
+}  // namespace
+
+const char* atomOpName(AtomOp op) { return kAtomOpNames[static_cast<size_t>(op)]; }
+const char* shflModeName(ShflMode mode) { return kShflModeNames[static_cast<size_t>(mode)]; }
+const char* voteModeName(VoteMode mode) { return kVoteModeNames[static_cast<size_t>(mode)]; }
+std::optional<AtomOp> atomOpFromName(std::string_view text) { return fromName<AtomOp>(kAtomOpNames, text); }
+std::optional<ShflMode> shflModeFromName(std::string_view text) { return fromName<ShflMode>(kShflModeNames, text); }
+std::optional<VoteMode> voteModeFromName(std::string_view text) { return fromName<VoteMode>(kVoteModeNames, text); }
 
 int bits(Type t) {
   switch (t) {

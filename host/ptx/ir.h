@@ -34,6 +34,21 @@ enum class StateSpace : uint8_t { None, Global, Shared, Param, Generic, Local, C
 
 enum class CmpOp : uint8_t { None, Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs };  // setp comparisons
 
+// The operation selectors, decoded once by the parser (lowering switches on these, never on text).
+enum class AtomOp : uint8_t { None, Add, Min, Max, And, Or, Xor, Exch, Cas, Inc, Dec };  // atom.<op>
+enum class ShflMode : uint8_t { None, Up, Down, Bfly, Idx };                             // shfl.<mode>
+enum class VoteMode : uint8_t { None, Ballot, Any, All, Uni };                           // vote.<mode>
+enum class BarrierKind : uint8_t {
+  Sync,     // bar.sync / barrier.sync (also the value for every non-barrier opcode)
+  Warp,     // bar.warp.sync
+  RedPopc,  // bar.red.popc (__syncthreads_count)
+  RedAnd,   // bar.red.and (__syncthreads_and)
+  RedOr,    // bar.red.or (__syncthreads_or)
+};
+const char* atomOpName(AtomOp op);        // "add", ...; "" for None
+const char* shflModeName(ShflMode mode);  // "up", ...
+const char* voteModeName(VoteMode mode);  // "ballot", ...
+
 // Per-opcode modifiers, already decoded. Only the fields meaningful for the opcode are set; the
 // parser refuses modifiers it does not know with PtxUnsupported, naming the modifier.
 struct Modifiers {
@@ -48,8 +63,13 @@ struct Modifiers {
   bool wrap = false, clamp = false;  // shf
   bool left = false, right = false;  // shf.l / shf.r
   bool shiftamt = false;         // bfind.shiftamt
-  std::string sub;               // the operation selector: atom add/min/..., shfl up/down/bfly/idx,
-                                 // vote ballot/any/all/uni, bar.red popc/and/or, bar "warp"
+  std::string sub;               // the operation selector as written: atom add/min/..., shfl
+                                 // up/down/bfly/idx, vote ballot/any/all/uni, bar.red popc/and/or,
+                                 // bar "warp"; decoded into the four fields below
+  AtomOp atom = AtomOp::None;    // atom.<op>
+  ShflMode shfl = ShflMode::None;  // shfl.<mode>
+  VoteMode vote = VoteMode::None;  // vote.<mode>
+  BarrierKind barrier = BarrierKind::Sync;  // bar/barrier flavour
 };
 
 enum class OperandKind : uint8_t {

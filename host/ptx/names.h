@@ -16,5 +16,8 @@ const char* cmpName(CmpOp cmp);                                     // Lt -> "lt
 std::optional<CmpOp> cmpFromName(std::string_view name);            // "lt" -> Lt
 const char* spaceName(StateSpace space);                            // Global -> "global"
 std::optional<StateSpace> spaceFromName(std::string_view name);     // "global" -> Global
+std::optional<AtomOp> atomOpFromName(std::string_view text);        // "cas" -> Cas
+std::optional<ShflMode> shflModeFromName(std::string_view text);    // "bfly" -> Bfly
+std::optional<VoteMode> voteModeFromName(std::string_view text);    // "ballot" -> Ballot
 
 }  // namespace qgpu::ptx

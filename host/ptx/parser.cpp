@@ -732,10 +732,10 @@ class Parser {
         if (op == Opcode::Ld && p == "nc") return flag(m.nc);
         if (op == Opcode::Cvta && p == "to") return flag(m.toSpace);
         if (op == Opcode::Atom) {
-          static constexpr std::string_view kOps[] = {"add", "min", "max", "and", "or",
-                                                      "xor", "exch", "cas", "inc", "dec"};
-          for (auto k : kOps)
-            if (p == k) return setSub(m, p);
+          if (auto a = atomOpFromName(p)) {
+            m.atom = *a;
+            return setSub(m, p);
+          }
         }
         return false;
       case Opcode::Mul:
@@ -757,11 +757,17 @@ class Parser {
         return p == "uni" && flag(m.uni);
       case Opcode::Shfl:
         if (p == "sync") return flag(m.sync);
-        if (p == "up" || p == "down" || p == "bfly" || p == "idx") return setSub(m, p);
+        if (auto mode = shflModeFromName(p)) {
+          m.shfl = *mode;
+          return setSub(m, p);
+        }
         return false;
       case Opcode::Vote:
         if (p == "sync") return flag(m.sync);
-        if (p == "ballot" || p == "any" || p == "all" || p == "uni") return setSub(m, p);
+        if (auto mode = voteModeFromName(p)) {
+          m.vote = *mode;
+          return setSub(m, p);
+        }
         return false;
       case Opcode::Bar:
       case Opcode::Barrier:
@@ -771,9 +777,13 @@ class Parser {
         if (m.sub == "red" && (p == "popc" || p == "and" || p == "or")) {
           m.sub += ".";
           m.sub += p;
+          m.barrier = p == "popc" ? BarrierKind::RedPopc : p == "and" ? BarrierKind::RedAnd : BarrierKind::RedOr;
           return true;
         }
-        if (p == "warp" && op == Opcode::Bar) return setSub(m, p);
+        if (p == "warp" && op == Opcode::Bar) {
+          m.barrier = BarrierKind::Warp;
+          return setSub(m, p);
+        }
         return false;
       case Opcode::Shf:
         if (p == "l") return !m.right && flag(m.left);

@@ -195,7 +195,7 @@ class Printer {
         if (m.toSpace) add("to");
         if (m.space != StateSpace::None) add(spaceName(m.space));
         if (m.nc) add("nc");
-        if (!m.sub.empty()) add(m.sub);
+        if (m.atom != AtomOp::None) add(atomOpName(m.atom));
         break;
       case Opcode::Mul: case Opcode::Mad:
         if (m.lo) add("lo");
@@ -210,13 +210,17 @@ class Printer {
         break;
       case Opcode::Shfl: case Opcode::Vote:
         if (m.sync) add("sync");
-        if (!m.sub.empty()) add(m.sub);
+        if (m.shfl != ShflMode::None) add(shflModeName(m.shfl));
+        if (m.vote != VoteMode::None) add(voteModeName(m.vote));
         break;
       case Opcode::Bar: case Opcode::Barrier:
-        if (m.sub == "warp") add("warp");
+        if (m.barrier == BarrierKind::Warp) add("warp");
         if (m.sync) add("sync");
         if (m.aligned) add("aligned");
-        if (!m.sub.empty() && m.sub != "warp") add(m.sub);
+        if (m.barrier == BarrierKind::RedPopc) add("red.popc");
+        if (m.barrier == BarrierKind::RedAnd) add("red.and");
+        if (m.barrier == BarrierKind::RedOr) add("red.or");
+        if (m.sub == "red") add("red");  // `.red` without its operation: verify() refuses it
         break;
       case Opcode::Shf:
         if (m.left) add("l");

@@ -205,22 +205,22 @@ TEST(PtxParser, DecodesModifiersAsDocumented) {
        mods([](Modifiers& m) { m.space = StateSpace::Global, m.nc = true; })},
       {"ld.u32 %r1, [%rd1];", Opcode::Ld, {Type::U32}, Modifiers{}},
       {"atom.global.add.u32 %r1, [%rd1], 1;", Opcode::Atom, {Type::U32},
-       mods([](Modifiers& m) { m.space = StateSpace::Global, m.sub = "add"; })},
+       mods([](Modifiers& m) { m.space = StateSpace::Global, m.sub = "add", m.atom = AtomOp::Add; })},
       {"atom.inc.u32 %r1, [%rd1], 7;", Opcode::Atom, {Type::U32},
-       mods([](Modifiers& m) { m.sub = "inc"; })},
+       mods([](Modifiers& m) { m.sub = "inc", m.atom = AtomOp::Inc; })},
       {"atom.shared.cas.b32 %r1, [%rd1], %r2, %r3;", Opcode::Atom, {Type::B32},
-       mods([](Modifiers& m) { m.space = StateSpace::Shared, m.sub = "cas"; })},
+       mods([](Modifiers& m) { m.space = StateSpace::Shared, m.sub = "cas", m.atom = AtomOp::Cas; })},
       {"shfl.sync.down.b32 %r1, %r2, 1, 31, -1;", Opcode::Shfl, {Type::B32},
-       mods([](Modifiers& m) { m.sync = true, m.sub = "down"; })},
+       mods([](Modifiers& m) { m.sync = true, m.sub = "down", m.shfl = ShflMode::Down; })},
       {"vote.sync.ballot.b32 %r1, %p1, -1;", Opcode::Vote, {Type::B32},
-       mods([](Modifiers& m) { m.sync = true, m.sub = "ballot"; })},
+       mods([](Modifiers& m) { m.sync = true, m.sub = "ballot", m.vote = VoteMode::Ballot; })},
       {"bar.red.popc.u32 %r1, 0, %p1;", Opcode::Bar, {Type::U32},
-       mods([](Modifiers& m) { m.sub = "red.popc"; })},
+       mods([](Modifiers& m) { m.sub = "red.popc", m.barrier = BarrierKind::RedPopc; })},
       {"bar.sync 0;", Opcode::Bar, {}, mods([](Modifiers& m) { m.sync = true; })},
       {"barrier.sync 0;", Opcode::Barrier, {}, mods([](Modifiers& m) { m.sync = true; })},
       {"barrier.sync.aligned 0;", Opcode::Barrier, {},
        mods([](Modifiers& m) { m.sync = true, m.aligned = true; })},
-      {"bar.warp.sync -1;", Opcode::Bar, {}, mods([](Modifiers& m) { m.sync = true, m.sub = "warp"; })},
+      {"bar.warp.sync -1;", Opcode::Bar, {}, mods([](Modifiers& m) { m.sync = true, m.sub = "warp", m.barrier = BarrierKind::Warp; })},
       {"mul.wide.s32 %rd1, %r1, 4;", Opcode::Mul, {Type::S32}, mods([](Modifiers& m) { m.wide = true; })},
       {"mul.lo.s32 %r1, %r1, 4;", Opcode::Mul, {Type::S32}, mods([](Modifiers& m) { m.lo = true; })},
       {"mul.hi.u32 %r1, %r1, -858993459;", Opcode::Mul, {Type::U32}, mods([](Modifiers& m) { m.hi = true; })},
@@ -237,6 +237,14 @@ TEST(PtxParser, DecodesModifiersAsDocumented) {
       {"st.shared.u32 [%rd1+4], %r1;", Opcode::St, {Type::U32},
        mods([](Modifiers& m) { m.space = StateSpace::Shared; })},
       {"activemask.b32 %r1;", Opcode::Activemask, {Type::B32}, Modifiers{}},
+      {"bar.red.or.pred %p1, 0, %p2;", Opcode::Bar, {Type::Pred},
+       mods([](Modifiers& m) { m.sub = "red.or", m.barrier = BarrierKind::RedOr; })},
+      {"vote.sync.all.pred %p1, %p2, -1;", Opcode::Vote, {Type::Pred},
+       mods([](Modifiers& m) { m.sync = true, m.sub = "all", m.vote = VoteMode::All; })},
+      {"shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;", Opcode::Shfl, {Type::B32},
+       mods([](Modifiers& m) { m.sync = true, m.sub = "bfly", m.shfl = ShflMode::Bfly; })},
+      {"atom.global.exch.b32 %r1, [%rd1], %r2;", Opcode::Atom, {Type::B32},
+       mods([](Modifiers& m) { m.space = StateSpace::Global, m.sub = "exch", m.atom = AtomOp::Exch; })},
   };
   for (const ModCase& c : cases) {
     Instruction in = only(std::string(c.statement) + "\nLEND:\nret;\n");
@@ -245,6 +253,10 @@ TEST(PtxParser, DecodesModifiersAsDocumented) {
     EXPECT_EQ(in.types, c.types);
     EXPECT_EQ(in.mods.space, c.mods.space);
     EXPECT_EQ(in.mods.sub, c.mods.sub);
+    EXPECT_EQ(in.mods.atom, c.mods.atom);
+    EXPECT_EQ(in.mods.shfl, c.mods.shfl);
+    EXPECT_EQ(in.mods.vote, c.mods.vote);
+    EXPECT_EQ(in.mods.barrier, c.mods.barrier);
     EXPECT_EQ(in.mods.cmp, c.mods.cmp);
     EXPECT_EQ(in.mods.nc, c.mods.nc);
     EXPECT_EQ(in.mods.sync, c.mods.sync);

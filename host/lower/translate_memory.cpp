@@ -1,0 +1,201 @@
+// qgpu/host/lower/translate_memory.cpp — ld (ld.param included), st and atom. Generic addresses
+// equal global addresses on this machine. A 64-bit address that is not provably below 2^31 is
+// checked: its exact 64-bit value is formed and, if the high word is not zero, the access goes to
+// kFaultAddress, which the machine's bounds check rejects (docs/lowering.md, "Sound narrowing").
+#include "host/lower/translate.h"
+
+namespace qgpu::lower::tr {
+namespace {
+
+using machine::Op;
+using machine::Space;
+using ptx::Opcode;
+using ptx::OperandKind;
+using ptx::Type;
+
+// The address of a memory access as (base, byte offset) for the machine's `[base+offset]`.
+Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
+  if (a.kind != OperandKind::Address) return c.invalid("expected an address operand");
+  auto off = static_cast<int32_t>(a.imm);
+  if (a.imm != off) return c.unsupported("address offset out of 32-bit range");
+  if (!a.addrIsReg) {
+    if (a.name.empty()) return std::make_pair(VOperand::i(0), off);
+    auto it = c.shared.offset.find(a.name);
+    if (it != c.shared.offset.end()) return std::make_pair(VOperand::i(it->second), off);
+    return c.unsupported("address of `" + a.name + "`");
+  }
+  if (c.regBits(a) < 32) return c.invalid("address register narrower than 32 bits");
+  VOperand l = VOperand::r(c.vals.srcLo(a.reg));
+  int b = c.regBits(a) == 64 ? c.vals.bound(a.reg) : 0;
+  // Below 2^31, the 32-bit sum with a 32-bit offset wraps exactly when the 64-bit one is negative.
+  if (b <= 31 || (b <= 32 && off == 0)) return std::make_pair(l, off);
+  Emitter& em = c.em;
+  QGPU_TRY(h, c.valHi(a));
+  if (off != 0) {  // (h:l) + sext(off): carry out of the low word into the high word
+    auto offLo = static_cast<uint32_t>(off);
+    uint32_t offHi = off < 0 ? 0xffffffffu : 0u;
+    int sum = em.tmp(), cv = em.tmp(), sumHi = em.tmp();
+    int carry = em.newPred();
+    em.alu(Op::Add, sum, l, VOperand::i(offLo));
+    em.cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::i(offLo));
+    em.selp(cv, VOperand::i(offHi + 1), VOperand::i(offHi), carry);
+    em.alu(Op::Add, sumHi, h, VOperand::r(cv));
+    l = VOperand::r(sum);
+    h = VOperand::r(sumHi);
+  }
+  int outside = em.newPred();
+  int checked = em.tmp();
+  em.cmp(Op::SetNe, outside, h, VOperand::i(0));
+  em.selp(checked, VOperand::i(kFaultAddress), l, outside);
+  return std::make_pair(VOperand::r(checked), 0);
+}
+
+// The high half of a value loaded as type t: its sign, or zero.
+void loadedHi(Ctx& c, Dest& d, Type t) {
+  if (!d.wantsHi()) return;
+  if (typeSigned(t)) c.em.alu(Op::ShrS, d.hi(), VOperand::r(d.lo), VOperand::i(31));
+  else c.writeHi(d, VOperand::i(0));
+}
+
+Status ldParam(Ctx& c) {
+  // An entry parameter: its value is known at lowering time.
+  const auto& in = *c.in;
+  if (in.srcs.size() != 1 || in.types.size() != 1) return c.invalid("ld.param needs one address and one type");
+  const auto& a = in.srcs[0];
+  auto it = c.f.params.find(a.name);
+  auto width = c.f.paramBits.find(a.name);
+  if (it == c.f.params.end() || width == c.f.paramBits.end() || in.dsts.size() != 1)
+    return c.invalid("ld.param of an unknown parameter");
+  if (typeBits(in.types[0]) != width->second) return c.unsupported("ld.param with a type other than the parameter's");
+  QGPU_TRY(d, c.dest(in.dsts[0]));
+  c.em.alu(Op::Mov, d.lo, VOperand::i(static_cast<uint32_t>(it->second)));
+  c.writeHi(d, VOperand::i(0));
+  return Ok{};
+}
+
+Status load(Ctx& c, Type t, Space space) {
+  const auto& in = *c.in;
+  Emitter& em = c.em;
+  if (in.dsts.size() != 1 || in.srcs.size() != 1) return c.invalid("ld needs one destination and one address");
+  QGPU_TRY(a, address(c, in.srcs[0]));
+  QGPU_TRY(d, c.dest(in.dsts[0]));
+  if (typeBits(t) == 8 || typeBits(t) == 16) {
+    // A sub-word load from word memory: load the aligned word and extract the field
+    // (little-endian: byte k of the word is bits 8k..8k+7; PTX requires natural alignment).
+    int addr = em.tmp(), aligned = em.tmp(), pos = em.tmp(), word = em.tmp();
+    em.alu(Op::Add, addr, a.first, VOperand::i(static_cast<uint32_t>(a.second)));
+    em.alu(Op::And, aligned, VOperand::r(addr), VOperand::i(~3u));
+    int low = em.tmp();
+    em.alu(Op::And, low, VOperand::r(addr), VOperand::i(3));
+    em.alu(Op::Shl, pos, VOperand::r(low), VOperand::i(3));
+    VInstr v;
+    v.op = Op::Ld;
+    v.space = space;
+    v.dst = word;
+    v.src = {VOperand::r(aligned), {}, {}};
+    em.emit(v);
+    auto len = VOperand::i(static_cast<uint32_t>(typeBits(t)));
+    if (typeSigned(t) && c.regBits(in.dsts[0]) == 16) {
+      int x = em.tmp();
+      em.alu(Op::BfeS, x, VOperand::r(word), VOperand::r(pos), len);
+      em.alu(Op::And, d.lo, VOperand::r(x), VOperand::i(0xffff));
+    } else {
+      em.alu(typeSigned(t) ? Op::BfeS : Op::BfeU, d.lo, VOperand::r(word), VOperand::r(pos), len);
+    }
+    loadedHi(c, d, t);
+    return Ok{};
+  }
+  if (typeBits(t) != 32) return c.unsupported(std::string("ld of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit loads)");
+  if (c.regBits(in.dsts[0]) == 16) return c.unsupported("32-bit load into a 16-bit register");
+  VInstr v;
+  v.op = Op::Ld;
+  v.space = space;
+  v.dst = d.lo;
+  v.src = {a.first, {}, {}};
+  v.offset = a.second;
+  em.emit(v);
+  loadedHi(c, d, t);
+  return Ok{};
+}
+
+Status store(Ctx& c, Type t, Space space) {
+  const auto& in = *c.in;
+  if (typeBits(t) != 32)
+    return c.unsupported(std::string("st of type .") + ptx::typeName(t) +
+                         " (only 32-bit stores: a sub-word store would be a read-modify-write that loses"
+                         " the writes of other lanes to the same word)");
+  if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
+  QGPU_TRY(a, address(c, in.srcs[0]));
+  QGPU_TRY(value, c.val(in.srcs[1], 32));
+  VInstr v;
+  v.op = Op::St;
+  v.space = space;
+  v.src = {a.first, value, {}};
+  v.offset = a.second;
+  c.em.emit(v);
+  return Ok{};
+}
+
+Status atom(Ctx& c, Type t, Space space) {
+  const auto& in = *c.in;
+  if (typeBits(t) != 32) return c.unsupported(std::string("atom of type .") + ptx::typeName(t) + " (only 32-bit integers)");
+  bool sgn = typeSigned(t);
+  Op op;
+  int nsrc = 2;
+  switch (in.mods.atom) {
+    case ptx::AtomOp::Add: op = Op::AtomAdd; break;
+    case ptx::AtomOp::Min: op = sgn ? Op::AtomMinS : Op::AtomMinU; break;
+    case ptx::AtomOp::Max: op = sgn ? Op::AtomMaxS : Op::AtomMaxU; break;
+    case ptx::AtomOp::And: op = Op::AtomAnd; break;
+    case ptx::AtomOp::Or: op = Op::AtomOr; break;
+    case ptx::AtomOp::Xor: op = Op::AtomXor; break;
+    case ptx::AtomOp::Exch: op = Op::AtomExch; break;
+    case ptx::AtomOp::Inc: op = Op::AtomInc; break;
+    case ptx::AtomOp::Dec: op = Op::AtomDec; break;
+    case ptx::AtomOp::Cas: op = Op::AtomCas; nsrc = 3; break;
+    default: return c.unsupported(std::string("atom.") + ptx::atomOpName(in.mods.atom));
+  }
+  if (in.dsts.size() != 1 || static_cast<int>(in.srcs.size()) != nsrc) return c.invalid("wrong operand count for atom");
+  QGPU_TRY(a, address(c, in.srcs[0]));
+  QGPU_TRY(d, c.dest(in.dsts[0]));
+  VInstr v;
+  v.op = op;
+  v.space = space;
+  v.dst = d.lo;
+  v.offset = a.second;
+  v.src[0] = a.first;
+  for (int k = 1; k < nsrc; ++k) {
+    QGPU_TRY(x, c.val(in.srcs[static_cast<size_t>(k)], 32));
+    v.src[static_cast<size_t>(k)] = x;
+  }
+  c.em.emit(v);
+  c.writeHi(d, VOperand::i(0));
+  return Ok{};
+}
+
+}  // namespace
+
+Status translateMemory(Ctx& c) {
+  const auto& in = *c.in;
+  const auto& m = in.mods;
+  if (in.op == Opcode::Ld && m.space == ptx::StateSpace::Param) return ldParam(c);
+  if (in.types.size() != 1) return c.unsupported("memory access with vector or missing type");
+  Type t = in.types[0];
+  Space space = Space::Global;
+  switch (m.space) {
+    case ptx::StateSpace::Global: case ptx::StateSpace::Generic: case ptx::StateSpace::None:
+      space = Space::Global;  // generic addresses equal global addresses on this machine
+      break;
+    case ptx::StateSpace::Shared:
+      space = Space::Shared;
+      break;
+    default:
+      return c.unsupported(std::string("state space .") +
+                           (m.space == ptx::StateSpace::Local ? "local" : m.space == ptx::StateSpace::Const ? "const" : "param"));
+  }
+  if (in.op == Opcode::Ld) return load(c, t, space);
+  if (in.op == Opcode::St) return store(c, t, space);
+  return atom(c, t, space);
+}
+
+}  // namespace qgpu::lower::tr

@@ -1,0 +1,38 @@
+// qgpu/host/lower/translate_shared.cpp — shared-memory layout: the user's .shared variables from
+// word 0 in declaration order, then the hidden bar.red counter word if any bar.red is used.
+#include <algorithm>
+
+#include "host/lower/translate.h"
+
+namespace qgpu::lower::tr {
+
+Expected<SharedLayout> layoutShared(const FlatFunction& f) {
+  SharedLayout layout;
+  uint32_t offset = 0;
+  for (const auto& v : f.shared) {
+    uint32_t align = std::max<uint32_t>(4, v.align);
+    offset = (offset + align - 1) / align * align;
+    layout.offset[v.name] = offset;
+    offset += (v.bytes + 3) / 4 * 4;
+  }
+  bool needsCounter = std::any_of(f.body.begin(), f.body.end(), [](const ptx::Instruction& i) {
+    auto k = i.mods.barrier;
+    return (i.op == ptx::Opcode::Bar || i.op == ptx::Opcode::Barrier) &&
+           (k == ptx::BarrierKind::RedPopc || k == ptx::BarrierKind::RedAnd || k == ptx::BarrierKind::RedOr);
+  });
+  if (needsCounter) {
+    layout.hiddenCounter = static_cast<int>(offset);
+    offset += 4;
+  }
+  layout.words = offset / 4;
+  if (layout.words > static_cast<uint32_t>(machine::kSharedWords))
+    return makeDiag(ErrorKind::OverLimit,
+                    "kernel `" + f.name + "` needs " + std::to_string(layout.words) +
+                        " words of shared memory" + (needsCounter ? " (including the bar.red counter)" : "") +
+                        "; the machine has " + std::to_string(machine::kSharedWords) + " (" +
+                        std::to_string(layout.words - machine::kSharedWords) + " over)",
+                    f.shared.empty() ? SourceLoc{f.file, 0, 0} : f.shared.back().loc);
+  return layout;
+}
+
+}  // namespace qgpu::lower::tr
