@@ -27,6 +27,8 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
     return usage("address fields need 1..6 equal dims and 2^A + 1 <= key head dim");
   if (V < 1 || 2 * V > dv || s.out.dims != V)
     return usage("value and out fields need V dims, 2V <= value head dim");
+  if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
+    return usage("the reset field has 0 or 1 dim and excludes the decay twin");
   if (s.writeEnable.dims != 1 || s.ballast.dims < 1)
     return usage("write-enable needs 1 dim, ballast at least 1");
 
@@ -83,8 +85,14 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   // Write strength and decay.
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_b.weight"), s.head, bal,
                    s.write == WriteStrength::Full ? static_cast<float>(G) : 0.0f));
+  // A_log = −1000 switches decay off; with a reset field, A_log = 0 and a = ±λG pick exp(g) = 1
+  // or exactly 0 per token (header maths); the Half twin has A_log = 0 and a = 0.
+  const bool resettable = s.reset.dims == 1;
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.A_log"), s.head, 0,
-                   s.decay == Decay::Off ? -1000.0f : 0.0f));
+                   s.decay == Decay::Off && !resettable ? -1000.0f : 0.0f));
+  if (resettable)
+    QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_a.weight"), s.head, s.reset.at(0),
+                     static_cast<float>(G)));
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.dt_bias"), s.head, 0, 0.0f));
   // Output gate and norm: silu(z) = λGz on every channel, the shared norm weight 1.
   const std::string z = w.layerTensor(s.layer, "linear_attn.in_proj_z.weight");

@@ -13,6 +13,7 @@
 //   waddr     A sign bits, the cell to write (bit i: +1 = 1)
 //   value     V sign bits, the value to write
 //   raddr     A sign bits, the cell to read
+//   reset     optional, 1 sign bit: +1 = clear every cell before this token's write
 // Output: `out`, V dims; the read lands as ±`outUnit` (+ = bit 1), or exactly 0 for a cell that
 // was never written.
 //
@@ -27,6 +28,11 @@
 //   conv1d              :  [0, 0, 0, 1] on every used channel (current token only)
 //   b = G·ballast = λG → beta = sigmoid(λG) = 1 exactly (λG ≥ 17)
 //   a = 0, dt_bias = 0, A_log = −1000 → g = −exp(−1000)·softplus(0) = −0, decay exp(g) = 1
+//   with a reset field instead: a = G·reset, A_log = 0, dt_bias = 0 → g = −softplus(±λG):
+//     reset = −1: softplus(−λG) = log1p(exp(−128)) = 0 (exp underflows) → g = −0, decay 1;
+//     reset = +1: g = −λG ≤ −104 → decay exp(g) = 0 exactly, the state is cleared in one token.
+//     The chunked rule sees g ∈ {−0, −λG}: its cumulative sums are exact multiples of λG, so
+//     every exp(G_i − G_j) is exactly 1 or 0 (docs/circuit.md §2.1, "decay as an exact reset").
 //   z = Gz·ballast = λGz on every channel of the head → silu(z) = λGz exactly (λGz ≥ 17)
 // With λG ≥ 89 every off channel is ≤ −89, so SiLU gives exactly −0 and the hot one passes
 // unchanged; the L2 norm of a one-hot of height λG (a power of two here) is exactly e_r. The
@@ -68,6 +74,7 @@ struct MemorySpec {
   Field value;         // V dims, 2V ≤ value head dim, dv/V a power of 4 (out_proj exact, R4)
   Field readAddr;      // A dims
   Field out;           // V dims, written by out_proj
+  Field reset;         // 0 dims (no reset) or 1 dim: +1 clears the memory (decay exactly 0)
   double lambda = 2;   // pre-norm output of a +1 unit dim (exact for a power-of-two layout)
   float gain = 64;     // G, a power of two; λG ≥ 89 (rule R2)
   float outUnit = 16;  // magnitude of a read bit in the residual

@@ -36,26 +36,34 @@ constexpr int kCells = 1 << kAddrBits;
 constexpr int kValueBits = 8;
 constexpr int kValues = 1 << kValueBits;
 constexpr float kUnit = 16;  // every embedding dim is 0 or ±16
-// Nonzero embedding dims: ballast + write-enable + write address + value + read address. A
-// quarter of the hidden size at ±16 gives mean(x²) = 64, so the pre-norm maps ±16 to exactly ±2.
-constexpr int kFieldDims = 1 + kAddrBits + kValueBits + kAddrBits;
+// Nonzero embedding dims: ballast + write-enable + write address + value + read address + reset.
+// A quarter of the hidden size at ±16 gives mean(x²) = 64, so the pre-norm maps ±16 to exactly
+// ±2.
+constexpr int kFieldDims = 1 + kAddrBits + kValueBits + kAddrBits + 1;
 constexpr int kBallastDims = kHidden / 4 - kFieldDims;
 constexpr double kLambda = 2.0;
 
-// Token ids: W(cell, value) writes `value` into `cell` and reads `cell`; R(cell) only reads.
+// Token ids: W(cell, value) writes `value` into `cell` and reads `cell`; R(cell) only reads;
+// X(cell) clears the memory (where the gadget is built with its reset field) and reads `cell`.
 int64_t writeToken(int cell, int value) {
   return cell * kValues + value;
 }
 int64_t readToken(int cell) {
   return kCells * kValues + cell;
 }
-constexpr int64_t kVocab = kCells * kValues + kCells;
+int64_t resetToken(int cell) {
+  return kCells * kValues + kCells + cell;
+}
+constexpr int64_t kVocab = kCells * kValues + 2 * kCells;
 
 struct Op {
   bool write = false;
   int cell = 0;
   int value = 0;
-  int64_t token() const { return write ? writeToken(cell, value) : readToken(cell); }
+  bool reset = false;  // clears every cell before the read (never together with write)
+  int64_t token() const {
+    return write ? writeToken(cell, value) : reset ? resetToken(cell) : readToken(cell);
+  }
 };
 
 // After the layer a read of a written cell adds V dims at ±16: mean(x²) = (32 + V)·256/128, so
@@ -97,7 +105,9 @@ struct Built {
 };
 
 // The gadget's checkpoint: embedding rows for every token, the memory head, the probe.
-Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay) {
+// `resettable` connects the reset field to the gadget; without it X tokens only read.
+Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
+                      bool resettable = false) {
   CircuitWeights w(gadgetConfig());
   FieldAllocator alloc(kHidden);
   MemorySpec s;
@@ -107,6 +117,8 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay)
   s.value = alloc.take("value", kValueBits).value();
   s.readAddr = alloc.take("raddr", kAddrBits).value();
   s.out = alloc.take("out", kValueBits).value();
+  const Field reset = alloc.take("reset", 1).value();
+  if (resettable) s.reset = reset;
   s.lambda = kLambda;
   s.write = write;
   s.decay = decay;
@@ -122,7 +134,10 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay)
     const bool isWrite = t < kCells * kValues;
     const int wcell = isWrite ? static_cast<int>(t / kValues) : 0;
     const int value = isWrite ? static_cast<int>(t % kValues) : 0;
-    const int rcell = isWrite ? wcell : static_cast<int>(t - kCells * kValues);
+    const bool isReset = t >= resetToken(0);
+    const int rcell =
+        isWrite ? wcell : static_cast<int>(isReset ? t - resetToken(0) : t - readToken(0));
+    EXPECT_TRUE(w.set(embed, t, reset.at(0), isReset ? kUnit : -kUnit).ok());
     for (int i = 0; i < kBallastDims; ++i)
       EXPECT_TRUE(w.set(embed, t, s.ballast.at(i), kUnit).ok());
     EXPECT_TRUE(w.set(embed, t, s.writeEnable.at(0), isWrite ? kUnit : -kUnit).ok());
@@ -173,6 +188,7 @@ Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& r
   mem.fill(-1);  // never written
   for (size_t p = 0; p < ops.size(); ++p) {
     const Op& op = ops[p];
+    if (op.reset) mem.fill(-1);
     if (op.write) mem[static_cast<size_t>(op.cell)] = op.value;
     const int expected = mem[static_cast<size_t>(op.cell)];
     ++st.reads;
@@ -334,6 +350,66 @@ TEST(MemoryGadget, DecayOnLosesAValueAfterALongGap) {
       }
     }
   }
+}
+
+// Decay as an exact reset (docs/circuit.md §2.1): one X token clears all 16 cells, on every path,
+// including two resets inside one 64-token chunk, one at a chunk's first position and one inside
+// the mixed path's cached 40-token continuation (position 119). The twin:
+// the same program on the gadget without the reset connection reads stale values.
+std::vector<Op> resetProgram() {
+  std::mt19937 rng(11);
+  std::vector<Op> ops;
+  auto fill = [&] {
+    for (int c = 0; c < kCells; ++c) ops.push_back({true, c, static_cast<int>(rng() % kValues)});
+  };
+  fill();                              // positions 0..15
+  ops.push_back({false, 3, 0, true});  // 16: reset, cell 3 now reads 0 (empty)
+  for (int c = 0; c < kCells; ++c) ops.push_back({false, c, 0});  // every cell empty
+  fill();                                                         // ..48
+  while (ops.size() < 64) ops.push_back({false, static_cast<int>(rng() % kCells), 0});
+  ops.push_back({false, 9, 0, true});  // 64: first position of the second chunk
+  ops.push_back({true, 2, 77});
+  ops.push_back({false, 2, 0, true});  // a reset right after a write: 2 reads empty
+  for (int c = 0; c < kCells; ++c) ops.push_back({false, c, 0});
+  fill();
+  for (int i = 0; i < 60; ++i) {
+    if (i == 20) ops.push_back({false, 4, 0, true});  // 119: inside the mixed path's continuation
+    const bool write = rng() % 2 == 0;
+    ops.push_back(
+        {write, static_cast<int>(rng() % kCells), write ? static_cast<int>(rng() % kValues) : 0});
+  }
+  return ops;
+}
+
+TEST(MemoryGadget, ResetTokenClearsEveryCellExactlyOnEveryPath) {
+  Built b = buildCheckpoint("reset", WriteStrength::Full, Decay::Off, /*resettable=*/true);
+  const std::vector<Op> ops = resetProgram();
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    std::vector<std::vector<float>> byPath[3];
+    for (Path path : kPaths) {
+      auto rows = run(*dec, ops, path);
+      Stats st = check(ops, rows);
+      EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                             << st.firstWrong;
+      EXPECT_EQ(st.magnitudes.size(), 1u) << computeDtypeName(dtype) << " " << pathName(path);
+      std::cout << "[memory reset] " << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                << st.reads << " reads, " << st.wrong << " wrong, " << st.magnitudes.size()
+                << " magnitude(s)\n";
+      byPath[static_cast<int>(path)] = std::move(rows);
+    }
+    EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
+    EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
+  }
+}
+
+TEST(MemoryGadget, FailingTwinWithoutResetReadsStaleValues) {
+  Built b = buildCheckpoint("noreset", WriteStrength::Full, Decay::Off, /*resettable=*/false);
+  const std::vector<Op> ops = resetProgram();
+  auto dec = load(b.dir, ComputeDtype::F32);
+  ASSERT_NE(dec, nullptr);
+  for (Path path : kPaths) EXPECT_GT(check(ops, run(*dec, ops, path)).wrongValue, 0);
 }
 
 }  // namespace

@@ -125,5 +125,23 @@ TEST(MemoryGadget, RefusesAddressWiderThanTheKeyHead) {
   EXPECT_EQ(m.error().kind, ErrorKind::Usage);
 }
 
+TEST(MemoryGadget, DecayOffUnlessResettable) {
+  CircuitWeights plain(oneLayer());
+  ASSERT_TRUE(buildMemory(plain, smallSpec()).ok());
+  EXPECT_EQ(plain.get(plain.layerTensor(0, "linear_attn.A_log"), 0, 0).value(), -1000.0f);
+
+  CircuitWeights w(oneLayer());
+  MemorySpec s = smallSpec();
+  s.reset = Field{"reset", 15, 1};
+  ASSERT_TRUE(buildMemory(w, s).ok());
+  EXPECT_EQ(w.get(w.layerTensor(0, "linear_attn.A_log"), 0, 0).value(), 0.0f);
+  EXPECT_EQ(w.get(w.layerTensor(0, "linear_attn.in_proj_a.weight"), 0, 15).value(), 64.0f);
+
+  s.decay = Decay::Half;  // the decay twin and the reset exclude each other
+  auto m = buildMemory(w, s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, ErrorKind::Usage);
+}
+
 }  // namespace
 }  // namespace qgpu::circuit
