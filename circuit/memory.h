@@ -1,0 +1,100 @@
+// qgpu/circuit/memory.h — gadget: one Gated DeltaNet value head as a memory of 2^A cells.
+//
+// Each circuit token may write one cell and reads one cell (after its own write). The gadget
+// writes only the weights of its own head (its q/k/v channels, b, a, z, out_proj columns) plus
+// the layer-wide settings it relies on (A_log and dt_bias of its head, the shared gated-norm
+// weight = 1); everything else in the layer stays as the caller left it. It is a function of its
+// spec alone: same spec, same weights.
+//
+// Inputs, read from the pre-normed residual h = RMSNorm(x)·(1 + 0). Every input dim holds ±1 unit
+// in x, which the pre-norm maps to exactly ±λ (λ = `spec.lambda`, a property of the caller's
+// constant-norm layout: docs/circuit.md R3); the first dim of `ballast` holds +λ on every token:
+//   we        1 sign bit: +1 = write, −1 = no write (the token writes the scratch row instead)
+//   waddr     A sign bits, the cell to write (bit i: +1 = 1)
+//   value     V sign bits, the value to write
+//   raddr     A sign bits, the cell to read
+//   reset     optional, 1 sign bit: +1 = clear every cell before this token's write
+// Output: `out`, V dims; the read lands as ±`outUnit` (+ = bit 1), or exactly 0 for a cell that
+// was never written.
+//
+// Maths (G = spec.gain, Gv = 2G, Gz = G/2, s_i(r) = +1 if bit i of r is set else −1, every
+// pre-activation below is λ times an exact integer N; R1–R8 of docs/circuit.md):
+//   key channel r < 2^A :  k_r = G·(Σ_i s_i(r)·waddr_i + we − A·ballast)  = λG·N, N = +1 iff
+//                          waddr = r and we = +1, else N ≤ −1
+//   key channel 2^A     :  k_s = −G·we                                    = λG·(∓1): scratch row
+//   query channel r     :  q_r = G·(Σ_i s_i(r)·raddr_i − (A − 1)·ballast) = λG·N, N = +1 iff
+//                          raddr = r, else N ≤ −1
+//   value channel 2j    :  v = +Gv·value_j ;  channel 2j+1: v = −Gv·value_j   (dual rail)
+//   conv1d              :  [0, 0, 0, 1] on every used channel (current token only)
+//   b = G·ballast = λG → beta = sigmoid(λG) = 1 exactly (λG ≥ 17)
+//   a = 0, dt_bias = 0, A_log = −1000 → g = −exp(−1000)·softplus(0) = −0, decay exp(g) = 1
+//   with a reset field instead: a = G·reset, A_log = 0, dt_bias = 0 → g = −softplus(±λG):
+//     reset = −1: softplus(−λG) = log1p(exp(−128)) = 0 (exp underflows) → g = −0, decay 1;
+//     reset = +1: g = −λG ≤ −104 → decay exp(g) = 0 exactly, the state is cleared in one token.
+//     The chunked rule sees g ∈ {−0, −λG}: its cumulative sums are exact multiples of λG, so
+//     every exp(G_i − G_j) is exactly 1 or 0 (docs/circuit.md §2.1, "decay as an exact reset").
+//   z = Gz·ballast = λGz on every channel of the head → silu(z) = λGz exactly (λGz ≥ 17)
+// With λG ≥ 89 every off channel is ≤ −89, so SiLU gives exactly −0 and the hot one passes
+// unchanged; the L2 norm of a one-hot of height λG (a power of two here) is exactly e_r. The
+// delta rule with beta = 1 and key e_r replaces row r by v: S_r ← S_r + (v − S_r) = v (rows only
+// ever hold 0 or X = λGv, so the subtraction is exact); the query e_r/√128 reads S_r. A row of V
+// hot entries of X among 128 channels has the gated-norm output √(128/V) on its hot rails, times
+// silu(z) = λGz; out_proj column pair (2j, 2j+1) → out_j with weights ±c,
+// c = outUnit / (√(128/V)·λGz). Decisions: the sign of (rail 2j − rail 2j+1).
+//
+// Failing-twin knobs (they break one rule each and must corrupt reads): `write = Half` sets
+// b = 0 (beta = ½: a write leaves half of the old row, R6); `decay = Half` sets A_log = 0
+// (exp(g) = exp(−softplus(0)) = ½ per token: rows fade until the norm's eps takes over, R5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+enum class WriteStrength : uint8_t {
+  Full,  // beta = 1 exactly: the delta rule replaces the row (the gadget)
+  Half,  // beta = 1/2: a failing twin
+};
+
+enum class Decay : uint8_t {
+  Off,   // exp(g) = 1 exactly (the gadget)
+  Half,  // exp(g) = 1/2 per token: a failing twin
+};
+
+struct MemorySpec {
+  int layer = 0;       // decoder layer
+  int head = 0;        // value head (its key head is head / (Hv / Hk))
+  Field ballast;       // dims[0] is +1 unit on every token
+  Field writeEnable;   // 1 dim
+  Field writeAddr;     // A dims, 1 ≤ A ≤ 6 and 2^A + 1 ≤ key head dim
+  Field value;         // V dims, 2V ≤ value head dim, dv/V a power of 4 (out_proj exact, R4)
+  Field readAddr;      // A dims
+  Field out;           // V dims, written by out_proj
+  Field reset;         // 0 dims (no reset) or 1 dim: +1 clears the memory (decay exactly 0)
+  double lambda = 2;   // pre-norm output of a +1 unit dim (exact for a power-of-two layout)
+  float gain = 64;     // G, a power of two; λG ≥ 89 (rule R2)
+  float outUnit = 16;  // magnitude of a read bit in the residual
+  WriteStrength write = WriteStrength::Full;
+  Decay decay = Decay::Off;
+};
+
+// The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).
+struct MemoryMargins {
+  double keyOn = 0;      // the hot key / query channel: λG
+  double keyOffMax = 0;  // every other key / query channel is at most this: −λG
+  double valueHot = 0;   // a hot value rail before SiLU: λGv (the cold one is −λGv)
+  double betaLogit = 0;  // b: λG (Full) or 0 (Half)
+  double gateZ = 0;      // z: λGz
+  int scratchRow = 0;    // the key row a non-writing token writes
+};
+
+// Writes the memory head into `weights`. Usage diag for a spec that does not fit the config or
+// would need a weight that bf16 cannot hold (gain not a power of two, dv/V not a power of 4);
+// OverLimit when λG < 89 or λGz < 17 (the exactness thresholds of rule R2).
+Expected<MemoryMargins> buildMemory(CircuitWeights& weights, const MemorySpec& spec);
+
+}  // namespace qgpu::circuit

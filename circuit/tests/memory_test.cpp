@@ -1,0 +1,416 @@
+// qgpu/circuit/tests/memory_test.cpp — the memory gadget (circuit/memory.h) run through model/'s
+// real decoder: one standard linear_attention layer in a tiny checkpoint, loaded by
+// model::Decoder unchanged, in fp32 and bf16, through the chunked prefill (the whole sequence as
+// one prompt, several 64-token chunks) and the recurrent decode path (one token per forward).
+//
+// What it pins down: every read of every cell returns exactly the last value written there
+// (expected values come from a plain array, not from the gadget), a never-written cell reads
+// exactly 0, and every read bit lands at one magnitude. The failing twins (beta = 1/2, decay on)
+// run the same check and must find wrong reads, so the check can fail.
+//
+// Readout: the checkpoint's untied lm_head copies the gadget's `out` dims into logits 0..V-1
+// (identity rows, a probe), so logit j is out_j times the final RMSNorm's positive scale.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <set>
+
+#include "circuit/memory.h"
+#include "circuit/weights.h"
+#include "model/decoder.h"
+
+namespace qgpu::circuit {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ComputeDtype;
+
+constexpr int kHidden = 128;
+constexpr int kAddrBits = 4;
+constexpr int kCells = 1 << kAddrBits;
+constexpr int kValueBits = 8;
+constexpr int kValues = 1 << kValueBits;
+constexpr float kUnit = 16;  // every embedding dim is 0 or ±16
+// Nonzero embedding dims: ballast + write-enable + write address + value + read address + reset.
+// A quarter of the hidden size at ±16 gives mean(x²) = 64, so the pre-norm maps ±16 to exactly
+// ±2.
+constexpr int kFieldDims = 1 + kAddrBits + kValueBits + kAddrBits + 1;
+constexpr int kBallastDims = kHidden / 4 - kFieldDims;
+constexpr double kLambda = 2.0;
+
+// Token ids: W(cell, value) writes `value` into `cell` and reads `cell`; R(cell) only reads;
+// X(cell) clears the memory (where the gadget is built with its reset field) and reads `cell`.
+int64_t writeToken(int cell, int value) {
+  return cell * kValues + value;
+}
+int64_t readToken(int cell) {
+  return kCells * kValues + cell;
+}
+int64_t resetToken(int cell) {
+  return kCells * kValues + kCells + cell;
+}
+constexpr int64_t kVocab = kCells * kValues + 2 * kCells;
+
+struct Op {
+  bool write = false;
+  int cell = 0;
+  int value = 0;
+  bool reset = false;  // clears every cell before the read (never together with write)
+  int64_t token() const {
+    return write ? writeToken(cell, value) : reset ? resetToken(cell) : readToken(cell);
+  }
+};
+
+// After the layer a read of a written cell adds V dims at ±16: mean(x²) = (32 + V)·256/128, so
+// the probe shows ±16/√(that) for every bit. The decision threshold is 0; a bit closer to 0 than
+// half the nominal size counts as wrong.
+const double kNominal = kUnit / std::sqrt((kHidden / 4 + kValueBits) * kUnit * kUnit / kHidden);
+
+std::string tempDir(const std::string& name) {
+  fs::path p =
+      fs::temp_directory_path() / ("qgpu_circuit_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+model::Qwen35Config gadgetConfig() {
+  model::Qwen35Config c;
+  c.vocabSize = kVocab;
+  c.hiddenSize = kHidden;
+  c.intermediateSize = 8;  // the MLP stays zero: it adds exactly 0
+  c.layerTypes = {model::LayerType::Linear};
+  c.numAttentionHeads = 1;
+  c.numKeyValueHeads = 1;
+  c.headDim = 8;
+  c.linearNumKeyHeads = 1;
+  c.linearNumValueHeads = 1;
+  c.linearKeyHeadDim = 128;
+  c.linearValueHeadDim = 128;
+  c.linearConvKernelDim = 4;
+  c.tieWordEmbeddings = false;  // the lm_head is the probe
+  c.maxPositionEmbeddings = 4096;
+  c.dtype = "float32";
+  return c;
+}
+
+struct Built {
+  std::string dir;
+  MemoryMargins margins;
+};
+
+// The gadget's checkpoint: embedding rows for every token, the memory head, the probe.
+// `resettable` connects the reset field to the gadget; without it X tokens only read.
+Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
+                      bool resettable = false) {
+  CircuitWeights w(gadgetConfig());
+  FieldAllocator alloc(kHidden);
+  MemorySpec s;
+  s.ballast = alloc.take("ballast", kBallastDims).value();
+  s.writeEnable = alloc.take("we", 1).value();
+  s.writeAddr = alloc.take("waddr", kAddrBits).value();
+  s.value = alloc.take("value", kValueBits).value();
+  s.readAddr = alloc.take("raddr", kAddrBits).value();
+  s.out = alloc.take("out", kValueBits).value();
+  const Field reset = alloc.take("reset", 1).value();
+  if (resettable) s.reset = reset;
+  s.lambda = kLambda;
+  s.write = write;
+  s.decay = decay;
+  auto margins = buildMemory(w, s);
+  EXPECT_TRUE(margins.ok()) << margins.error().message;
+
+  const std::string embed = w.globalTensor("embed_tokens.weight");
+  auto bits = [&](int64_t row, const Field& f, int v) {
+    for (int i = 0; i < f.dims; ++i)
+      ASSERT_TRUE(w.set(embed, row, f.at(i), (v >> i) & 1 ? kUnit : -kUnit).ok());
+  };
+  for (int64_t t = 0; t < kVocab; ++t) {
+    const bool isWrite = t < kCells * kValues;
+    const int wcell = isWrite ? static_cast<int>(t / kValues) : 0;
+    const int value = isWrite ? static_cast<int>(t % kValues) : 0;
+    const bool isReset = t >= resetToken(0);
+    const int rcell =
+        isWrite ? wcell : static_cast<int>(isReset ? t - resetToken(0) : t - readToken(0));
+    EXPECT_TRUE(w.set(embed, t, reset.at(0), isReset ? kUnit : -kUnit).ok());
+    for (int i = 0; i < kBallastDims; ++i)
+      EXPECT_TRUE(w.set(embed, t, s.ballast.at(i), kUnit).ok());
+    EXPECT_TRUE(w.set(embed, t, s.writeEnable.at(0), isWrite ? kUnit : -kUnit).ok());
+    bits(t, s.writeAddr, wcell);
+    bits(t, s.value, value);
+    bits(t, s.readAddr, rcell);
+  }
+  for (int j = 0; j < kValueBits; ++j)
+    EXPECT_TRUE(w.set("lm_head.weight", j, s.out.at(j), 1.0f).ok());
+  auto exact = w.checkBf16Exact();
+  EXPECT_TRUE(exact.ok()) << exact.error().message;
+  Built b{tempDir(name), margins.ok() ? margins.value() : MemoryMargins{}};
+  auto written = w.write(b.dir);
+  EXPECT_TRUE(written.ok()) << written.error().message;
+  return b;
+}
+
+// Empty reads, then every cell filled (0 and 255 among the values), then random writes and reads.
+std::vector<Op> program(uint32_t seed, int randomOps) {
+  std::mt19937 rng(seed);
+  std::vector<Op> ops = {{false, 0, 0}, {false, 5, 0}, {false, kCells - 1, 0}};
+  for (int c = 0; c < kCells; ++c) {
+    const int v = c == 0 ? 0 : c == 1 ? kValues - 1 : static_cast<int>(rng() % kValues);
+    ops.push_back({true, c, v});
+  }
+  for (int i = 0; i < randomOps; ++i) {
+    const bool write = rng() % 2 == 0;
+    ops.push_back(
+        {write, static_cast<int>(rng() % kCells), write ? static_cast<int>(rng() % kValues) : 0});
+  }
+  return ops;
+}
+
+struct Stats {
+  int reads = 0;
+  int wrong = 0;         // reads that are wrongValue or weak
+  int wrongValue = 0;    // the signs decode to another value (or an empty cell is not exactly 0)
+  int weak = 0;          // some bit is closer to the threshold 0 than half the nominal size
+  double minBit = 1e30;  // smallest |logit| of a bit of a written cell
+  double maxBit = 0;
+  std::set<float> magnitudes;  // distinct |logit| over all bits of written cells
+  std::string firstWrong;
+};
+
+Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& rows) {
+  Stats st;
+  std::array<int, kCells> mem;
+  mem.fill(-1);  // never written
+  for (size_t p = 0; p < ops.size(); ++p) {
+    const Op& op = ops[p];
+    if (op.reset) mem.fill(-1);
+    if (op.write) mem[static_cast<size_t>(op.cell)] = op.value;
+    const int expected = mem[static_cast<size_t>(op.cell)];
+    ++st.reads;
+    bool ok = true, strong = true;
+    int got = 0;
+    for (int j = 0; j < kValueBits; ++j) {
+      const float l = rows[p][static_cast<size_t>(j)];
+      if (expected < 0) {
+        ok = ok && l == 0.0f;
+        continue;
+      }
+      const double mag = std::fabs(l);
+      st.minBit = std::min(st.minBit, mag);
+      st.maxBit = std::max(st.maxBit, mag);
+      st.magnitudes.insert(static_cast<float>(mag));
+      if (mag < kNominal / 2) strong = false;
+      if (l > 0) got |= 1 << j;
+    }
+    if (expected >= 0 && got != expected) ok = false;
+    st.wrongValue += ok ? 0 : 1;
+    st.weak += strong ? 0 : 1;
+    if (!ok || !strong) {
+      if (st.wrong == 0) {
+        st.firstWrong = "position " + std::to_string(p) + " cell " + std::to_string(op.cell) +
+                        ": expected " + std::to_string(expected) + ", read " + std::to_string(got) +
+                        ", bit logits";
+        for (int j = 0; j < kValueBits; ++j)
+          st.firstWrong += " " + std::to_string(rows[p][static_cast<size_t>(j)]);
+      }
+      ++st.wrong;
+    }
+  }
+  return st;
+}
+
+// Prefill: the whole sequence as one prompt (chunked rule, 5 chunks). Decode: one token per
+// forward (the first takes the chunked rule, every later one the recurrent rule and the conv
+// window). Mixed, what the model leg does: a 100-token prompt (crossing a chunk boundary), then
+// a 40-token continuation through the chunked rule from the cached state, then one token per
+// forward.
+enum class Path { Prefill, Decode, Mixed };
+constexpr Path kPaths[] = {Path::Prefill, Path::Decode, Path::Mixed};
+
+std::vector<std::vector<float>> run(model::Decoder& dec, const std::vector<Op>& ops, Path path) {
+  dec.reset();
+  std::vector<int64_t> tokens;
+  for (const Op& op : ops) tokens.push_back(op.token());
+  std::vector<std::vector<float>> rows;
+  auto keep = [&](const model::Logits& l, int64_t r) {
+    auto row = l.row(r);
+    rows.emplace_back(row.begin(), row.begin() + kValueBits);
+  };
+  auto forward = [&](size_t begin, size_t end, bool all) {
+    auto logits = dec.forward(std::span<const int64_t>(tokens.data() + begin, end - begin), all);
+    EXPECT_TRUE(logits.ok()) << logits.error().message;
+    for (int64_t r = 0; logits.ok() && r < logits.value().rows; ++r) keep(logits.value(), r);
+  };
+  const size_t n = tokens.size();
+  size_t oneByOneFrom = 0;
+  if (path == Path::Prefill) {
+    forward(0, n, true);
+    oneByOneFrom = n;
+  } else if (path == Path::Mixed) {
+    forward(0, 100, true);
+    forward(100, 140, true);
+    oneByOneFrom = 140;
+  }
+  for (size_t t = oneByOneFrom; t < n; ++t) forward(t, t + 1, false);
+  return rows;
+}
+
+std::unique_ptr<model::Decoder> load(const std::string& dir, ComputeDtype dtype) {
+  auto dec = model::Decoder::load(dir, {dtype, "cpu"});
+  EXPECT_TRUE(dec.ok()) << dec.error().message;
+  return dec.ok() ? std::move(dec).value() : nullptr;
+}
+
+const char* pathName(Path p) {
+  return p == Path::Prefill ? "prefill" : p == Path::Decode ? "decode" : "mixed";
+}
+
+TEST(MemoryGadget, EveryReadOfEveryCellIsExactInFp32AndBf16OnBothPaths) {
+  Built b = buildCheckpoint("exact", WriteStrength::Full, Decay::Off);
+  EXPECT_EQ(b.margins.keyOn, 128.0);
+  EXPECT_EQ(b.margins.keyOffMax, -128.0);
+  const std::vector<Op> ops = program(7, 300);  // 319 tokens: 5 chunks of 64
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    std::vector<std::vector<float>> byPath[3];
+    for (Path path : kPaths) {
+      auto rows = run(*dec, ops, path);
+      ASSERT_EQ(rows.size(), ops.size());
+      Stats st = check(ops, rows);
+      EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                             << st.firstWrong;
+      // Constant-norm dual rail: every bit of every read lands at one magnitude.
+      EXPECT_EQ(st.magnitudes.size(), 1u) << computeDtypeName(dtype) << " " << pathName(path);
+      EXPECT_NEAR(st.minBit, kNominal, kNominal * 1e-2);
+      std::cout << "[memory gadget] " << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                << st.reads << " reads, " << st.wrong << " wrong, bit magnitudes "
+                << st.magnitudes.size() << " distinct, smallest " << st.minBit << " (nominal "
+                << kNominal << ", threshold 0, margin " << st.minBit / kNominal << " x nominal)\n";
+      byPath[static_cast<int>(path)] = std::move(rows);
+    }
+    // One-hot keys and power-of-two rows make the chunked solve add and subtract exact values:
+    // all paths agree bit for bit.
+    EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
+    EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
+  }
+}
+
+// Failing twins: the same program and check on a gadget with one rule broken must find wrong reads.
+void expectCorrupt(const std::string& name, WriteStrength write, Decay decay) {
+  Built b = buildCheckpoint(name, write, decay);
+  const std::vector<Op> ops = program(7, 300);
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    for (Path path : kPaths) {
+      Stats st = check(ops, run(*dec, ops, path));
+      EXPECT_GT(st.wrong, 0) << name << " " << computeDtypeName(dtype) << " " << pathName(path);
+      std::cout << "[memory twin " << name << "] " << computeDtypeName(dtype) << " "
+                << pathName(path) << ": " << st.wrong << " of " << st.reads << " reads wrong ("
+                << st.wrongValue << " wrong values, " << st.weak
+                << " with a bit below half size); first: " << st.firstWrong << "\n";
+    }
+  }
+}
+
+TEST(MemoryGadget, FailingTwinBetaHalfCorruptsReads) {
+  expectCorrupt("beta_half", WriteStrength::Half, Decay::Off);
+}
+
+TEST(MemoryGadget, FailingTwinDecayOnCorruptsReads) {
+  expectCorrupt("decay_half", WriteStrength::Full, Decay::Half);
+}
+
+// Decay scales a row uniformly, so the signs survive until the row underflows: 200 tokens at
+// 1/2 per token take 256 below the smallest float, and the read returns the wrong value 0. The
+// exact gadget reads the same program back; that is the twin.
+TEST(MemoryGadget, DecayOnLosesAValueAfterALongGap) {
+  std::vector<Op> ops = {{true, 3, 0xa5}};
+  for (int i = 0; i < 200; ++i) ops.push_back({false, i % 2 == 0 ? 7 : 9, 0});
+  ops.push_back({false, 3, 0});
+  for (Decay decay : {Decay::Off, Decay::Half}) {
+    Built b = buildCheckpoint(decay == Decay::Off ? "gap_exact" : "gap_decay", WriteStrength::Full,
+                              decay);
+    for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+      auto dec = load(b.dir, dtype);
+      ASSERT_NE(dec, nullptr);
+      for (Path path : kPaths) {
+        Stats st = check(ops, run(*dec, ops, path));
+        if (decay == Decay::Off)
+          EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                                 << st.firstWrong;
+        else
+          EXPECT_GT(st.wrongValue, 0) << computeDtypeName(dtype) << " " << pathName(path);
+      }
+    }
+  }
+}
+
+// Decay as an exact reset (docs/circuit.md §2.1): one X token clears all 16 cells, on every path,
+// including two resets inside one 64-token chunk, one at a chunk's first position and one inside
+// the mixed path's cached 40-token continuation (position 119). The twin:
+// the same program on the gadget without the reset connection reads stale values.
+std::vector<Op> resetProgram() {
+  std::mt19937 rng(11);
+  std::vector<Op> ops;
+  auto fill = [&] {
+    for (int c = 0; c < kCells; ++c) ops.push_back({true, c, static_cast<int>(rng() % kValues)});
+  };
+  fill();                              // positions 0..15
+  ops.push_back({false, 3, 0, true});  // 16: reset, cell 3 now reads 0 (empty)
+  for (int c = 0; c < kCells; ++c) ops.push_back({false, c, 0});  // every cell empty
+  fill();                                                         // ..48
+  while (ops.size() < 64) ops.push_back({false, static_cast<int>(rng() % kCells), 0});
+  ops.push_back({false, 9, 0, true});  // 64: first position of the second chunk
+  ops.push_back({true, 2, 77});
+  ops.push_back({false, 2, 0, true});  // a reset right after a write: 2 reads empty
+  for (int c = 0; c < kCells; ++c) ops.push_back({false, c, 0});
+  fill();
+  for (int i = 0; i < 60; ++i) {
+    if (i == 20) ops.push_back({false, 4, 0, true});  // 119: inside the mixed path's continuation
+    const bool write = rng() % 2 == 0;
+    ops.push_back(
+        {write, static_cast<int>(rng() % kCells), write ? static_cast<int>(rng() % kValues) : 0});
+  }
+  return ops;
+}
+
+TEST(MemoryGadget, ResetTokenClearsEveryCellExactlyOnEveryPath) {
+  Built b = buildCheckpoint("reset", WriteStrength::Full, Decay::Off, /*resettable=*/true);
+  const std::vector<Op> ops = resetProgram();
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    std::vector<std::vector<float>> byPath[3];
+    for (Path path : kPaths) {
+      auto rows = run(*dec, ops, path);
+      Stats st = check(ops, rows);
+      EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                             << st.firstWrong;
+      EXPECT_EQ(st.magnitudes.size(), 1u) << computeDtypeName(dtype) << " " << pathName(path);
+      std::cout << "[memory reset] " << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                << st.reads << " reads, " << st.wrong << " wrong, " << st.magnitudes.size()
+                << " magnitude(s)\n";
+      byPath[static_cast<int>(path)] = std::move(rows);
+    }
+    EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
+    EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
+  }
+}
+
+TEST(MemoryGadget, FailingTwinWithoutResetReadsStaleValues) {
+  Built b = buildCheckpoint("noreset", WriteStrength::Full, Decay::Off, /*resettable=*/false);
+  const std::vector<Op> ops = resetProgram();
+  auto dec = load(b.dir, ComputeDtype::F32);
+  ASSERT_NE(dec, nullptr);
+  for (Path path : kPaths) EXPECT_GT(check(ops, run(*dec, ops, path)).wrongValue, 0);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
