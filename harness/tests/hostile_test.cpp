@@ -149,6 +149,8 @@ std::string runSetup(const json& step, const fs::path& dir) {
     int fd = open(path("sparse").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || ftruncate(fd, step.at("bytes").get<off_t>()) != 0) return "sparse file failed";
     close(fd);
+  } else if (step.contains("remove")) {
+    fs::remove(path("remove"));
   } else if (step.contains("extend")) {
     // Grows a file to `bytes` without writing them (the new bytes read as zeros, no disk used).
     if (truncate(path("extend").c_str(), step.at("bytes").get<off_t>()) != 0) return "extend failed";
