@@ -165,7 +165,9 @@ class Generator {
  private:
   // ---- Blocks and regions ----
 
-  int available() const { return kMaxBlocks - static_cast<int>(prog_.blocks.size()) - reserved_; }
+  int available() const {
+    return pol_.maxBlocks - static_cast<int>(prog_.blocks.size()) - reserved_;
+  }
   int addBlock(uint64_t mult) {
     prog_.blocks.emplace_back();
     mult_.push_back(mult);
@@ -557,6 +559,8 @@ Status validate(const Policy& p) {
   QGPU_GEN_POLICY_FIELDS(QGPU_GEN_CHECK_PROB)
 #undef QGPU_GEN_CHECK_PROB
   if (p.maxRegions < 1) return bad("maxRegions must be >= 1");
+  if (p.maxBlocks < 2 || p.maxBlocks > kMaxBlocks)
+    return bad("maxBlocks must be in 2.." + std::to_string(kMaxBlocks));
   if (p.maxDepth < 0) return bad("maxDepth must be >= 0");
   if (p.maxArmRegions < 1) return bad("maxArmRegions must be >= 1");
   if (p.minOps < 0 || p.maxOps < p.minOps || p.maxOps > kMaxOpsPerBlock)

@@ -44,6 +44,7 @@ inline constexpr int kGeneratorVersion = 1;
   /* ---- Program shape ---- */                                                                    \
   X(int, maxRegions, 6,                                                                            \
     "top-level control-flow regions between the entry and the exit block (1..)")                   \
+  X(int, maxBlocks, 32, "blocks per program, at most (2..kMaxBlocks; the exit block included)")    \
   X(int, maxDepth, 2, "nesting depth of regions inside if arms and loop bodies (0: flat)")         \
   X(int, maxArmRegions, 2, "regions in one if arm or loop body (1..)")                             \
   X(int, minOps, 1, "random ops per block, at least (structural ops come on top)")                 \

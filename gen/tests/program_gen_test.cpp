@@ -74,6 +74,8 @@ TEST(ProgramGenPolicy, RefusesFieldsOutOfRange) {
   refused([](Policy& p) { p.maxBlockX = kMaxThreadsPerBlock + 1; }, "maxBlockX");
   refused([](Policy& p) { p.minGrid = 0; }, "minGrid");
   refused([](Policy& p) { p.maxTrips = 0; }, "maxTrips");
+  refused([](Policy& p) { p.maxBlocks = 1; }, "maxBlocks");
+  refused([](Policy& p) { p.maxBlocks = kMaxBlocks + 1; }, "maxBlocks");
   refused([](Policy& p) { p.maxSharedWords = kSharedWords + 1; }, "maxSharedWords");
   refused([](Policy& p) { p.wAlu = p.wCmp = p.wSel = p.wPred = p.wMem = p.wWarp = 0; }, "weight 0");
 }
@@ -127,12 +129,14 @@ TEST(ProgramGen, EveryCaseVerifies) {
   policies[1].maxDepth = 0;
   policies[2].maxDepth = 4, policies[2].maxRegions = 12, policies[2].maxArmRegions = 3;
   policies[3].minOps = 0, policies[3].maxOps = 1, policies[3].guardProb = 1.0;
+  policies.push_back(Policy{});
+  policies.back().maxBlocks = 2;  // the smallest: one region and the exit block
   for (const Policy& p : policies) {
     for (uint64_t s = 0; s < 500; ++s) {
       const Case c = gen(p, s);
       const Status ok = verify(c.program, c.launch);
       ASSERT_TRUE(ok.ok()) << c.header << ": " << ok.error().message;
-      ASSERT_LE(c.program.blocks.size(), static_cast<size_t>(kMaxBlocks));
+      ASSERT_LE(c.program.blocks.size(), static_cast<size_t>(p.maxBlocks));
     }
   }
 }
