@@ -71,24 +71,29 @@ class Rng {
   uint64_t s_;
 };
 
+[[noreturn]] void generatorBug(const std::string& header, const std::string& why,
+                               const Program* program) {
+  std::fprintf(stderr, "qgpu-gen: generator bug (%s)\n  case: %s\n", why.c_str(), header.c_str());
+  if (program) std::fprintf(stderr, "%s", print(*program).c_str());
+  std::abort();
+}
+
 // The ops of each class, in table order: the generator's only view of oracle/isa.def.
 const std::array<std::vector<Op>, kNumClasses>& opsByClass() {
   static const auto table = [] {
     std::array<std::vector<Op>, kNumClasses> t;
     for (int i = 0; i < kNumOps; ++i) {
       const Op op = static_cast<Op>(i);
-      t[static_cast<size_t>(opInfo(op).cls)].push_back(op);
+      const auto cls = static_cast<size_t>(opInfo(op).cls);
+      if (cls >= t.size())  // a class added to OpClass after Warp: kNumClasses and randomOp
+        generatorBug(
+            "-", std::string("op class of '") + opInfo(op).mnemonic + "' is new to the generator",
+            nullptr);
+      t[cls].push_back(op);
     }
     return t;
   }();
   return table;
-}
-
-[[noreturn]] void generatorBug(const std::string& header, const std::string& why,
-                               const Program* program) {
-  std::fprintf(stderr, "qgpu-gen: generator bug (%s)\n  case: %s\n", why.c_str(), header.c_str());
-  if (program) std::fprintf(stderr, "%s", print(*program).c_str());
-  std::abort();
 }
 
 // Where a region's control leaves it: the terminator slot of a block (taken or next) that is
@@ -373,7 +378,7 @@ class Generator {
     return choices[rng_.below(static_cast<uint32_t>(n))];
   }
   Op pickOp(OpClass cls) {
-    const auto& ops = opsByClass()[static_cast<size_t>(cls)];
+    const auto& ops = ops_[static_cast<size_t>(cls)];
     return ops[rng_.below(static_cast<uint32_t>(ops.size()))];
   }
 
@@ -405,7 +410,7 @@ class Generator {
                                            pol_.wMem, pol_.wLocal, pol_.wWarp};
     if (prog_.spillSlots == 0) w[static_cast<size_t>(OpClass::Local)] = 0;
     for (size_t k = 0; k < w.size(); ++k) {
-      if (opsByClass()[k].empty()) w[k] = 0;
+      if (ops_[k].empty()) w[k] = 0;
     }
     const int pick = rng_.weighted(w);
     if (pick < 0)
@@ -525,6 +530,7 @@ class Generator {
   }
 
   const Policy& pol_;
+  const std::array<std::vector<Op>, kNumClasses>& ops_ = opsByClass();
   Rng rng_;
   std::string header_;
   Program prog_;
