@@ -353,7 +353,7 @@ std::string print(const Instr& in) {
     case OpClass::Pred:
       args.push_back(pred(in.dstPred));
       if (in.op == Op::PConst) args.push_back(operand(in.src[0]));
-      for (int s = 0; s < info.numSources; ++s) args.push_back(pred(in.psrc[s]));
+      for (int s = 0; s < info.numPredSources; ++s) args.push_back(pred(in.psrc[s]));
       break;
     case OpClass::Mem:
       out += in.space == Space::Shared ? ".shared" : ".global";

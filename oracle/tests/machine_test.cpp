@@ -288,6 +288,14 @@ TEST(MachinePrint, ImmediatesPrintSignedOrHex) {
   EXPECT_EQ(print(alu(Op::And, 1, R(1), I(0xffff0000u))), "and r1, r1, 0xffff0000");
 }
 
+// Found by gen_program_test (ListingShowsEveryOperandOfEveryGeneratedOp): the listing printed
+// numSources predicate sources, so "pand p1, p0, p2" printed as "pand p1".
+TEST(MachinePrint, PredicateOpsShowTheirPredicateSources) {
+  EXPECT_EQ(print(pop(Op::PAnd, 1, 0, 2)), "pand p1, p0, p2");
+  EXPECT_EQ(print(pop(Op::PNot, 3, 4)), "pnot p3, p4");
+  EXPECT_EQ(print(pconst(5, true)), "pconst p5, 1");
+}
+
 TEST(MachineOps, ShapeTableMatchesIsaDef) {
   EXPECT_EQ(numGeneralSources(Op::Mad), 3);
   EXPECT_EQ(numGeneralSources(Op::PAnd), 0);
