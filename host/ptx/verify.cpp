@@ -329,8 +329,9 @@ class Verifier {
     }
     if (atLeast ? have >= want : have == want) return Ok{};
     return bad(in, o.loc, "operand " + std::to_string(n) + " '" + r->name + "' is " + dotted(r->type) +
-                              "; this slot needs a " + (atLeast ? "register of at least " : "") +
-                              std::to_string(want) + "-bit" + (atLeast ? "s" : " register"));
+                              "; this slot needs " +
+                              (atLeast ? "a register of at least " + std::to_string(want) + " bits"
+                                       : "a " + std::to_string(want) + "-bit register"));
   }
 
   // `[reg+off]` / `[var+off]` of ld/st/atom in state space `space` (None = generic).
