@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "harness/pipeline.h"
+#include "host/lower/tests/huge_ptx.h"
 #include "host/ptx/parser.h"
 
 namespace {
@@ -72,5 +73,29 @@ BENCHMARK_CAPTURE(compileAndLower, clang_matmul, Compiler::Clang)
     ->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(compileAndLower, nvcc_matmul, Compiler::Nvcc)
     ->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Parse + lower of inputs at the front end's 4 MiB cap (host/lower/tests/huge_ptx.h): each must be
+// answered in about a second (OverLimit for shapes that cannot fit, a small program for code that
+// is unreachable or dead). Before the fix these took minutes.
+void parseAndLowerHuge(benchmark::State& state, qgpu::lower::testing::HugeShape shape) {
+  const std::string text = qgpu::lower::testing::hugePtx(shape, qgpu::ptx::kMaxInputBytes);
+  for (auto _ : state) {
+    auto module = qgpu::ptx::parse(text, "huge.ptx");
+    if (!module.ok()) {
+      state.SkipWithError(module.error().str().c_str());
+      return;
+    }
+    qgpu::lower::LowerOptions options{"big", {0}};
+    auto program = qgpu::lower::lower(*module, options);
+    benchmark::DoNotOptimize(program);
+  }
+  state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
+}
+using qgpu::lower::testing::HugeShape;
+BENCHMARK_CAPTURE(parseAndLowerHuge, straight_4MiB, HugeShape::Straight)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(parseAndLowerHuge, branches_4MiB, HugeShape::Branches)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(parseAndLowerHuge, diamonds_4MiB, HugeShape::Diamonds)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(parseAndLowerHuge, unreachable_4MiB, HugeShape::Unreachable)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(parseAndLowerHuge, empty_jumps_4MiB, HugeShape::EmptyJumps)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -57,6 +57,18 @@ void foldExitBlocks(machine::Program& program) {
   blocks = std::move(kept);
 }
 
+// The ops of the program after cleanup. From here on no pass drops an op before finalize checks
+// the block count: simplification merges blocks, if-conversion moves ops into the branching
+// block, finalize adds predicate saves and reloads and splits blocks to at most 16 ops, and only
+// then counts blocks (the allocator's dead-code removal comes later). So more ops than the ROM
+// holds (kMaxBlocks x kMaxOpsPerBlock) always ends in that OverLimit; saying so here spares the
+// passes whose cost grows with the program.
+size_t opCount(const VFunc& f) {
+  size_t n = 0;
+  for (const VBlock& b : f.blocks) n += b.ops.size();
+  return n;
+}
+
 }  // namespace
 
 Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& options, LowerStats* stats) {
@@ -65,20 +77,28 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
   QGPU_TRY(vf, translate(flat, &tinfo));
   cleanup(vf);
   simplifyCfg(vf);
+  // Refuse what cannot fit before the passes whose cost grows with the program (if-conversion,
+  // splitting, colouring, each retried): see opCount().
+  constexpr size_t kRomOps = size_t{machine::kMaxBlocks} * machine::kMaxOpsPerBlock;
+  if (size_t need = opCount(vf); need > kRomOps)
+    return makeDiag(ErrorKind::OverLimit,
+                    "kernel `" + flat.name + "` has " + std::to_string(need) +
+                        " operations after cleanup; the program ROM holds " + std::to_string(kRomOps) + " (" +
+                        std::to_string(machine::kMaxBlocks) + " blocks of " +
+                        std::to_string(machine::kMaxOpsPerBlock) + " ops)");
   VFunc beforeLayout = vf;
   QGPU_CHECK(layout(vf));
-  FinalizeInfo finfo;
-  auto result = finalize(vf, &finfo);
-  if (!result.ok() && finfo.tooManyBlocks) {
+  FinalizeResult fin = finalize(vf);
+  if (!fin.result.ok() && fin.tooManyBlocks) {
     // Too many blocks: fold small branch arms into guarded ops and try once more.
     vf = std::move(beforeLayout);
     for (int k = 0; k < 256 && ifConvert(vf); ++k) simplifyCfg(vf);
     QGPU_CHECK(layout(vf));
-    finfo = FinalizeInfo{};
-    result = finalize(vf, &finfo);
+    fin = finalize(vf);
   }
-  if (!result.ok()) return result.error();
-  machine::Program program = std::move(result).value();
+  if (!fin.result.ok()) return fin.result.error();
+  Finalized finalized = std::move(fin.result).value();
+  machine::Program program = std::move(finalized.program);
   foldExitBlocks(program);
   auto status = machine::verify(program);
   if (!status.ok())
@@ -91,8 +111,8 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
     stats->machineBlocks = static_cast<int>(program.blocks.size());
     stats->machineOps = 0;
     for (const auto& b : program.blocks) stats->machineOps += static_cast<int>(b.ops.size());
-    stats->maxLive = finfo.maxLive;
-    stats->spillSlots = finfo.spillSlots;
+    stats->maxLive = finalized.maxLive;
+    stats->spillSlots = finalized.spillSlots;
   }
   return program;
 }

@@ -5,8 +5,11 @@
 // machine::verify(), or a Diag:
 //   PtxUnsupported — a construct outside the supported subset (names it and its source line);
 //   OverLimit      — the program does not fit the machine (names the limit and by how much);
+//                    more ops after cleanup than the ROM holds is refused before the costly passes
+//                    (docs/lowering.md §4), so any input within the front end's cap is answered fast;
 //   PtxInvalid     — inconsistent input (no such entry, wrong number of parameters, ...);
-//   Internal       — a lowering bug caught by machine::verify() on the result.
+//   Internal       — a lowering bug: machine::verify() rejected the result, or register allocation
+//                    or spill-code fitting did not converge.
 // The passes, their contracts and what is refused are described in docs/lowering.md.
 // Plain C++: no CUDA, no LibTorch.
 #pragma once

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "host/lower/vir.h"
 
@@ -163,16 +164,32 @@ bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
     int cap = std::max(1, budget[blk.origin]);
     const auto& ops = blk.ops;
     const int n = static_cast<int>(ops.size());
-    // predLive[k]: some predicate defined before op k is read at or after op k.
+    // predLive[k]: some predicate defined before op k is read at or after op k, i.e. k lies in
+    // (first definition, last read] of some predicate (the terminator reads at n). One pass with a
+    // difference array: linear in the block, which may hold 10^5 ops before splitting.
     std::vector<bool> predLive(n + 1, false);
-    for (int k = 1; k < n; ++k) {
-      std::set<int> defd;
-      for (int j = 0; j < k; ++j)
-        if (ops[j].dstPred != kNone) defd.insert(ops[j].dstPred);
-      bool live = false;
-      for (int j = k; j < n && !live; ++j) forPredUses(ops[j], [&](int p) { live = live || defd.count(p); });
-      if (blk.term.kind == TermKind::Branch && defd.count(blk.term.pred)) live = true;
-      predLive[k] = live;
+    {
+      std::unordered_map<int, std::pair<int, int>> span;  // pred -> (first def, last read)
+      auto read = [&](int p, int at) {
+        auto it = span.find(p);
+        if (it != span.end()) it->second.second = std::max(it->second.second, at);
+      };
+      for (int j = 0; j < n; ++j) {
+        forPredUses(ops[j], [&](int p) { read(p, j); });
+        if (ops[j].dstPred != kNone) span.emplace(ops[j].dstPred, std::make_pair(j, -1));
+      }
+      if (blk.term.kind == TermKind::Branch) read(blk.term.pred, n);
+      std::vector<int> delta(n + 2, 0);
+      for (const auto& [p, s] : span)
+        if (s.second > s.first) {
+          ++delta[s.first + 1];
+          --delta[s.second + 1];
+        }
+      int open = 0;
+      for (int k = 0; k <= n; ++k) {
+        open += delta[k];
+        predLive[k] = k >= 1 && k < n && open > 0;
+      }
     }
     // Never split between a predicate definition and the `selp` that saves it (step 1).
     auto savesPrevious = [&](int k) {
@@ -465,7 +482,8 @@ Expected<Allocation> allocate(VFunc& f) {
       }
     }
   }
-  return makeDiag(ErrorKind::OverLimit, "register allocation did not converge");
+  return makeDiag(ErrorKind::Internal,
+                  "lowering: register allocation did not converge after 64 rounds of spilling (a qgpu bug)");
 }
 
 machine::Operand mop(const VOperand& o, const std::vector<int>& colour) {
@@ -572,10 +590,57 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
   return blocks;
 }
 
+// Renumbers the vregs and predicate vregs that the ops still use densely, keeping their order (so
+// every choice below that goes by index is the same). Translation numbers vregs by PTX register,
+// and cleanup leaves most of them unused: without this, liveness sets and the interference
+// matrix would be sized by the 10^5 registers a large input declares, not by the program.
+void compactRegisters(VFunc& f) {
+  std::vector<int> reg(f.numRegs, kNone), pred(f.numPreds, kNone);
+  auto useReg = [&](int v) { if (v != kNone) reg[v] = 0; };
+  auto usePred = [&](int p) { if (p != kNone) pred[p] = 0; };
+  for (const VBlock& b : f.blocks) {
+    for (const VInstr& i : b.ops) {
+      useReg(i.dst);
+      for (const VOperand& o : i.src)
+        if (o.isReg()) useReg(o.reg);
+      usePred(i.dstPred);
+      usePred(i.guard);
+      for (int p : i.psrc) usePred(p);
+    }
+    if (b.term.kind == TermKind::Branch) usePred(b.term.pred);
+  }
+  std::vector<bool> noSpill;
+  int nr = 0, np = 0;
+  for (int v = 0; v < f.numRegs; ++v)
+    if (reg[v] != kNone) {
+      reg[v] = nr++;
+      noSpill.push_back(f.noSpill[v]);
+    }
+  for (int p = 0; p < f.numPreds; ++p)
+    if (pred[p] != kNone) pred[p] = np++;
+  auto mapReg = [&](int& v) { if (v != kNone) v = reg[v]; };
+  auto mapPred = [&](int& p) { if (p != kNone) p = pred[p]; };
+  for (VBlock& b : f.blocks) {
+    for (VInstr& i : b.ops) {
+      mapReg(i.dst);
+      for (VOperand& o : i.src)
+        if (o.isReg()) mapReg(o.reg);
+      mapPred(i.dstPred);
+      mapPred(i.guard);
+      for (int& p : i.psrc) mapPred(p);
+    }
+    if (b.term.kind == TermKind::Branch) mapPred(b.term.pred);
+  }
+  f.numRegs = nr;
+  f.numPreds = np;
+  f.noSpill = std::move(noSpill);
+}
+
 }  // namespace
 
-Expected<machine::Program> finalize(const VFunc& input, FinalizeInfo* info) {
+FinalizeResult finalize(const VFunc& input) {
   VFunc base = input;
+  compactRegisters(base);
   for (size_t b = 0; b < base.blocks.size(); ++b) base.blocks[b].origin = static_cast<int>(b);
   std::vector<int> budget(base.blocks.size(), kOpsPerBlock);
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -584,17 +649,21 @@ Expected<machine::Program> finalize(const VFunc& input, FinalizeInfo* info) {
     for (int round = 0;; ++round) {
       globalisePreds(g, held);
       if (!splitBlocks(g, budget)) break;
-      if (round > 32) return makeDiag(ErrorKind::Internal, "lowering: block splitting did not converge");
+      if (round > 32) return {makeDiag(ErrorKind::Internal, "lowering: block splitting did not converge")};
     }
     if (static_cast<int>(g.blocks.size()) > machine::kMaxBlocks) {
-      if (info) info->tooManyBlocks = true;
-      return makeDiag(ErrorKind::OverLimit,
-                      "kernel `" + g.name + "` needs " + std::to_string(g.blocks.size()) +
-                          " program blocks; the machine has " + std::to_string(machine::kMaxBlocks) + " (" +
-                          std::to_string(g.blocks.size() - machine::kMaxBlocks) + " too many)");
+      return {makeDiag(ErrorKind::OverLimit,
+                       "kernel `" + g.name + "` needs " + std::to_string(g.blocks.size()) +
+                           " program blocks; the machine has " + std::to_string(machine::kMaxBlocks) + " (" +
+                           std::to_string(g.blocks.size() - machine::kMaxBlocks) + " too many)"),
+              /*tooManyBlocks=*/true};
     }
-    QGPU_TRY(alloc, allocate(g));
-    QGPU_TRY(blocks, emit(g, alloc));
+    auto allocated = allocate(g);
+    if (!allocated) return {allocated.error()};
+    Allocation& alloc = *allocated;
+    auto emitted = emit(g, alloc);
+    if (!emitted) return {emitted.error()};
+    std::vector<machine::Block>& blocks = *emitted;
     bool overflow = false;
     for (size_t b = 0; b < blocks.size(); ++b) {
       int excess = static_cast<int>(blocks[b].ops.size()) - kOpsPerBlock;
@@ -605,23 +674,21 @@ Expected<machine::Program> finalize(const VFunc& input, FinalizeInfo* info) {
     }
     if (overflow) continue;
     if (g.sharedWords + static_cast<uint32_t>(alloc.slots) > static_cast<uint32_t>(machine::kSharedWords))
-      return makeDiag(ErrorKind::OverLimit,
-                      "kernel `" + g.name + "` needs " + std::to_string(g.sharedWords) + " words of shared memory and " +
-                          std::to_string(alloc.slots) + " spill slots per thread; the machine has " +
-                          std::to_string(machine::kSharedWords) + " words (" +
-                          std::to_string(g.sharedWords + alloc.slots - machine::kSharedWords) + " over for one thread)");
+      return {makeDiag(ErrorKind::OverLimit,
+                       "kernel `" + g.name + "` needs " + std::to_string(g.sharedWords) + " words of shared memory and " +
+                           std::to_string(alloc.slots) + " spill slots per thread; the machine has " +
+                           std::to_string(machine::kSharedWords) + " words (" +
+                           std::to_string(g.sharedWords + alloc.slots - machine::kSharedWords) + " over for one thread)")};
     machine::Program p;
     p.name = g.name;
     p.blocks = std::move(blocks);
     p.sharedWords = static_cast<uint8_t>(g.sharedWords);
     p.spillSlots = static_cast<uint8_t>(alloc.slots);
-    if (info) {
-      info->maxLive = alloc.maxLive;
-      info->spillSlots = alloc.slots;
-    }
-    return p;
+    return {Finalized{std::move(p), alloc.maxLive, alloc.slots}};
   }
-  return makeDiag(ErrorKind::OverLimit, "kernel `" + input.name + "`: spill code does not fit 16-op blocks");
+  // Budgets only shrink (to 2 ops, whose spill code fits 16), so this is an allocator bug.
+  return {makeDiag(ErrorKind::Internal,
+                   "lowering: kernel `" + input.name + "`: spill code still overflows 16-op blocks after 32 attempts")};
 }
 
 }  // namespace qgpu::lower

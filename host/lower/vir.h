@@ -128,12 +128,17 @@ Status layout(VFunc& f);                // reorders blocks; PtxUnsupported if ir
 std::vector<std::vector<int>> successors(const VFunc& f);
 
 // ---- Pass 6: finalize (regalloc.cpp) ----
-struct FinalizeInfo {
-  int maxLive = 0;
-  int spillSlots = 0;
-  bool tooManyBlocks = false;  // set with the OverLimit error when blocks, not ops, overflowed
+struct Finalized {
+  machine::Program program;
+  int maxLive = 0;     // most general vregs live at one point (before spilling)
+  int spillSlots = 0;  // per-thread spill slots used
 };
-Expected<machine::Program> finalize(const VFunc& f, FinalizeInfo* info = nullptr);
+struct FinalizeResult {
+  Expected<Finalized> result;  // the program, or why there is none
+  bool tooManyBlocks = false;  // the failure is OverLimit on the block count alone (not ops,
+                               // registers or memory), so if-conversion may make it fit
+};
+FinalizeResult finalize(const VFunc& f);
 
 // Operand helpers shared by the passes.
 bool hasSideEffects(machine::Op op);  // must be kept even when its result is unused

@@ -10,7 +10,8 @@
 //                    immediates, module-level variables (.global/.const/.extern/.shared), vector
 //                    operands, and inputs over the limits below;
 //   PtxInvalid     — consistent syntax but inconsistent declarations: undeclared register,
-//                    duplicate register or label, unknown label or callee, wrong operand count.
+//                    duplicate register or label, unknown label or callee, wrong operand count,
+//                    operand types or widths that ptxas refuses (verify()'s kTypeRules).
 // Performance directives (.maxntid, .reqntid, .minnctapersm, .maxnreg), `.pragma`, `.loc` and
 // `.file` are accepted and dropped. Immediates: decimal must fit int64; hex/octal/binary literals
 // up to 64 bits are bit patterns (0xFFFFFFFFFFFFFFFF reads as -1).
