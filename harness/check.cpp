@@ -8,7 +8,6 @@
 
 #include "gpu/runner.h"
 #include "harness/gpu_cases.h"
-#include "harness/cli/command.h"
 
 namespace qgpu::harness {
 
@@ -40,7 +39,8 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
   r.backend = Backend::Gpu;
   r.ptxDigest = interp.result.ptxDigest;
   if (!runner) {
-    r.verdict = Verdict::Inconclusive;
+    r.verdict = Verdict::Inconclusive;  // whatever kept the device from opening: nothing ran
+    r.error = ErrorKind::NoDevice;
     r.detail = description_;
     return r;
   }
@@ -52,8 +52,8 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
   gpu::GpuLaunch launch = gpuLaunch(spec, interp.kernel);
   auto result = runner->run(launch);
   if (!result.ok()) {
-    r.verdict = result.error().kind == ErrorKind::NoDevice ? Verdict::Inconclusive
-                                                           : Verdict::Mismatch;
+    r.verdict = caseVerdict(result.error());  // a driver failure: as when recorded (outcome.h)
+    r.error = result.error().kind;
     r.detail = result.error().str();
     return r;
   }
@@ -121,7 +121,7 @@ std::string formatReport(const CheckReport& report, bool verbose) {
   std::ostringstream out;
   for (const CaseResult& c : report.cases) {
     bool noDeviceSkip = c.backend == Backend::Gpu && c.verdict == Verdict::Inconclusive &&
-                        c.detail.rfind("no device", 0) == 0;
+                        c.error == ErrorKind::NoDevice;
     if (c.verdict == Verdict::Match && !verbose) continue;
     if (noDeviceSkip && !verbose) continue;
     out << verdictName(c.verdict) << "  " << c.kernel << " [" << c.compiler << ", "
@@ -168,12 +168,6 @@ nlohmann::json toJson(const CheckReport& report) {
           {"tallies", tallies}, {"cases", cases}};
 }
 
-int exitCodeFor(const CheckReport& report) {
-  Tally t = report.total();
-  if (t[Verdict::Mismatch] > 0) return cli::kExitMismatch;
-  if (t[Verdict::HarnessError] > 0) return cli::kExitHarnessError;
-  if (t[Verdict::Match] == 0) return cli::kExitInconclusive;
-  return cli::kExitOk;
-}
+int exitCodeFor(const CheckReport& report) { return exitCode(report.total()); }
 
 }  // namespace qgpu::harness

@@ -57,15 +57,6 @@ Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compile
   return built;
 }
 
-Verdict verdictForBuildError(const Diag& diag) {
-  switch (diag.kind) {
-    case ErrorKind::ToolMissing:
-    case ErrorKind::PtxUnsupported:
-    case ErrorKind::OverLimit: return Verdict::Inconclusive;
-    default: return Verdict::HarnessError;
-  }
-}
-
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
                          const oracle::RunOptions& options) {
   InterpCase c;
@@ -77,7 +68,10 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   auto built = buildKernel(spec, compiler);
   if (!built.ok()) {
     c.buildError = built.error();
-    r.verdict = verdictForBuildError(c.buildError);
+    // common/outcome.h: a missing tool or a construct the machine cannot run is inconclusive;
+    // anything else wrong with a catalog kernel is a harness error.
+    r.verdict = caseVerdict(c.buildError);
+    r.error = c.buildError.kind;
     r.detail = c.buildError.str();
     return c;
   }
@@ -108,7 +102,9 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
     return c;
   }
   if (c.run.status != oracle::RunStatus::Finished) {
-    r.verdict = Verdict::Mismatch;
+    // A fault is a mismatch (the reference finishes); a step limit is a timeout: inconclusive.
+    r.verdict = caseVerdict(c.run.fault);
+    r.error = c.run.fault.kind;
     r.detail = describeFault(c.run);
     return c;
   }
@@ -139,16 +135,6 @@ Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
     return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + nameOrPath + "' (looked for " +
                                           path + "); `qgpu check --list` lists them");
   return kernels::parseKernelFile(path);
-}
-
-const char* verdictName(Verdict v) {
-  switch (v) {
-    case Verdict::Match: return "match";
-    case Verdict::Mismatch: return "mismatch";
-    case Verdict::Inconclusive: return "inconclusive";
-    case Verdict::HarnessError: return "harness-error";
-  }
-  return "?";
 }
 
 const char* backendName(Backend b) {

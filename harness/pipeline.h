@@ -40,10 +40,6 @@ Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compile
 Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 Status lowerKernel(BuiltKernel& built);
 
-// The verdict a build error implies: a missing tool or an unsupported construct is inconclusive
-// (the case could not be decided); anything else in a catalog kernel is a harness error.
-Verdict verdictForBuildError(const Diag& diag);
-
 struct InterpCase {
   CaseResult result;
   oracle::RunResult run;        // the first of the two runs (valid when the build succeeded)

@@ -42,7 +42,7 @@ struct GpuOptions {
 int fail(const Diag& d) {
   if (d.kind != ErrorKind::NoDevice) return reportError(d);
   std::fprintf(stderr, "qgpu: skipped (inconclusive): %s\n", d.str().c_str());
-  return kExitInconclusive;
+  return exitCode(d);
 }
 
 std::string root(const CommonOptions& common) {
@@ -74,7 +74,7 @@ Expected<gpu::Inputs> catalogInputs(const CommonOptions& common, const GpuOption
 }
 
 void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>& rows,
-               const gpu::Tally& tally, const std::vector<std::string>& notRecorded,
+               const Tally& tally, int stale, const std::vector<std::string>& notRecorded,
                const std::string& gpuName) {
   if (common.json) {
     nlohmann::ordered_json o;
@@ -83,14 +83,16 @@ void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>
     for (const auto& r : rows) {
       o["cases"].push_back({{"kernel", r.kernel},
                             {"compiler", r.compiler},
-                            {"verdict", gpu::verdictName(r.comparison.verdict)},
+                            {"verdict", verdictName(r.comparison.verdict)},
+                            {"stale", r.comparison.stale},
                             {"detail", r.comparison.detail}});
     }
     o["notRecorded"] = notRecorded;
-    o["match"] = tally.match;
-    o["mismatch"] = tally.mismatch;
-    o["stale"] = tally.stale;
-    o["inconclusive"] = tally.inconclusive;
+    o["match"] = tally[Verdict::Match];
+    o["mismatch"] = tally[Verdict::Mismatch];
+    o["inconclusive"] = tally[Verdict::Inconclusive];
+    o["stale"] = stale;
+    o["harnessError"] = tally[Verdict::HarnessError];
     std::printf("%s\n", o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
@@ -98,7 +100,8 @@ void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>
     std::printf("%s\n", gpu::verdictLine(r.kernel, r.compiler, r.comparison).c_str());
   }
   for (const auto& n : notRecorded) std::printf("not recorded %s\n", n.c_str());
-  std::printf("GPU (%s) vs interpreter: %s\n", gpuName.c_str(), tally.summary().c_str());
+  std::printf("GPU (%s) vs interpreter: %s\n", gpuName.c_str(),
+              gpu::summary(tally, stale).c_str());
 }
 
 int runInfo() {
@@ -131,20 +134,22 @@ int runRecord(const CommonOptions& common, const GpuOptions& o) {
   gpu::Recording rec;
   rec.provenance = gpu::collectProvenance(runner->device(), inputs->commit, "qgpu gpu record");
   std::vector<gpu::RecordingRow> rows;
-  gpu::Tally tally;
+  Tally tally;
+  int stale = 0;
   for (const auto& c : inputs->cases) {
     gpu::RecordedCase rc = gpu::recordCase(*runner, c.kernel, c.compiler, c.launch);
     gpu::CaseComparison cmp = gpu::compareCase(rc, c.digest, c.expectation(), c.launch.unordered);
     tally.add(cmp.verdict);
+    stale += cmp.stale;
     rows.push_back({c.kernel, c.compiler, cmp});
     rec.cases.push_back(std::move(rc));
   }
   std::string path = o.out.empty() ? root(common) + "/reports/gpu/recording.json" : o.out;
   auto wrote = gpu::writeRecording(rec, path);
   if (!wrote.ok()) return fail(wrote.error());
-  printRows(common, rows, tally, {}, runner->device().name);
+  printRows(common, rows, tally, stale, {}, runner->device().name);
   if (!common.json) std::printf("wrote %s\n", path.c_str());
-  return tally.exitCode();
+  return exitCode(tally);
 }
 
 int runCompare(const CommonOptions& common, const GpuOptions& o) {
@@ -157,8 +162,9 @@ int runCompare(const CommonOptions& common, const GpuOptions& o) {
                                                            : o.inputs);
   if (!current.ok()) return fail(current.error());
   gpu::RecordingReport report = gpu::compareRecording(*rec, *current, harness::interpretCase);
-  printRows(common, report.rows, report.tally, report.notRecorded, rec->provenance.gpu);
-  return report.tally.exitCode();
+  printRows(common, report.rows, report.tally, report.stale, report.notRecorded,
+            rec->provenance.gpu);
+  return exitCode(report.tally);
 }
 
 }  // namespace

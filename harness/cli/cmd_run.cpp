@@ -82,17 +82,11 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
       std::cout << "trace: " << interp.run.trace.size() << " tokens, " << interp.run.blockExecs
                 << " steps, " << interp.result.traceDigest << "\n";
     }
-    std::cout << harness::verdictName(shown.verdict) << " [" << o.compiler << ", "
+    std::cout << verdictName(shown.verdict) << " [" << o.compiler << ", "
               << harness::backendName(shown.backend) << "]"
               << (shown.detail.empty() ? "" : ": " + shown.detail) << "\n";
   }
-  switch (shown.verdict) {
-    case harness::Verdict::Match: return kExitOk;
-    case harness::Verdict::Mismatch: return kExitMismatch;
-    case harness::Verdict::Inconclusive: return kExitInconclusive;
-    case harness::Verdict::HarnessError: return kExitHarnessError;
-  }
-  return kExitHarnessError;
+  return exitCode(shown.verdict);
 }
 
 }  // namespace

@@ -12,22 +12,7 @@ std::string& storedCommandLine() {
 
 int reportError(const Diag& diag) {
   std::fprintf(stderr, "qgpu: %s\n", diag.str().c_str());
-  switch (diag.kind) {
-    case ErrorKind::Io:  // a file the user named cannot be read or written
-    case ErrorKind::Usage:
-    case ErrorKind::KernelFile:
-    case ErrorKind::CompileFailed:
-    case ErrorKind::PtxSyntax:
-    case ErrorKind::PtxInvalid:
-    case ErrorKind::PtxUnsupported:
-    case ErrorKind::OverLimit:
-    case ErrorKind::TraceInvalid:
-    case ErrorKind::Checkpoint: return kExitUsage;
-    case ErrorKind::NoDevice: return kExitInconclusive;
-    case ErrorKind::MachineFault:
-    case ErrorKind::StepLimit: return kExitMismatch;
-    default: return kExitHarnessError;
-  }
+  return exitCode(diag);
 }
 
 Expected<std::vector<host::Compiler>> parseCompilers(const std::string& name) {

@@ -12,9 +12,8 @@
 
 namespace qgpu::cli {
 
-// Prints "qgpu: <diag>" on stderr and returns the exit code its kind implies: bad input (usage,
-// files that cannot be read or written, malformed kernels, PTX, traces, checkpoints) is 2, a
-// machine fault or step limit 1, no device 4, anything else (a qgpu bug, a tool failing) 3.
+// Prints "qgpu: <diag>" on stderr and returns the exit code its kind implies (common/outcome.h:
+// bad input 2, inconclusive 4, mismatch 1, harness error 3).
 int reportError(const Diag& diag);
 
 // "clang" / "nvcc" / "both" -> compilers; Usage error otherwise.

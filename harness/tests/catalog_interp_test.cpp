@@ -68,15 +68,17 @@ TEST(CatalogInterpSuite, WrongExpectationIsAMismatch) {
   EXPECT_NE(result.result.detail.find("out"), std::string::npos) << result.result.detail;
 }
 
-// A kernel the machine cannot run to completion is a mismatch with the machine's reason.
-TEST(CatalogInterpSuite, StepLimitIsAMismatchWithItsReason) {
+// A kernel the machine cannot run to completion in the step limit timed out: inconclusive
+// (common/outcome.h), with the machine's reason — never a match, never a mismatch.
+TEST(CatalogInterpSuite, StepLimitIsInconclusiveWithItsReason) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
   auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/collatz.cu");
   ASSERT_TRUE(spec.ok()) << spec.error().str();
   oracle::RunOptions tiny;
   tiny.maxSteps = 3;
   InterpCase result = runInterpCase(*spec, host::Compiler::Clang, tiny);
-  EXPECT_EQ(result.result.verdict, Verdict::Mismatch);
+  EXPECT_EQ(result.result.verdict, Verdict::Inconclusive);
+  EXPECT_EQ(result.result.error, ErrorKind::StepLimit);
   EXPECT_NE(result.result.detail.find("did not finish"), std::string::npos) << result.result.detail;
 }
 
@@ -90,7 +92,7 @@ TEST(CatalogInterpSuite, MalformedCudaIsAHarnessErrorWithLocation) {
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.error().kind, ErrorKind::CompileFailed);
   EXPECT_GT(built.error().loc.line, 0u) << built.error().str();
-  EXPECT_EQ(verdictForBuildError(built.error()), Verdict::HarnessError);
+  EXPECT_EQ(caseVerdict(built.error()), Verdict::HarnessError);
 }
 
 }  // namespace
