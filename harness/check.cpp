@@ -44,12 +44,12 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = description_;
     return r;
   }
-  if (!interp.built || interp.run.status != oracle::RunStatus::Finished) {
+  if (!interp.run.ok() || interp.run->status != oracle::RunStatus::Finished) {
     r.verdict = Verdict::Inconclusive;
     r.detail = "no interpreter result to compare with";
     return r;
   }
-  gpu::GpuLaunch launch = gpuLaunch(spec, interp.kernel);
+  gpu::GpuLaunch launch = gpuLaunch(spec, *interp.kernel);
   auto result = runner->run(launch);
   if (!result.ok()) {
     r.verdict = caseVerdict(result.error());  // a driver failure: as when recorded (outcome.h)
@@ -62,7 +62,7 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = "out-of-bounds write on the GPU: " + result->guardReport;
     return r;
   }
-  std::vector<uint32_t> expected(interp.run.global.begin(), interp.run.global.end());
+  std::vector<uint32_t> expected(interp.run->global.begin(), interp.run->global.end());
   auto diff = gpu::firstDifference(result->global, expected, launch.unordered);
   if (!diff) {
     r.verdict = Verdict::Match;

@@ -47,6 +47,8 @@ Status lowerKernel(BuiltKernel& built) {
   lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
   QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
+  // lower() verified the program alone; the launch decides whether its spills fit (OverLimit).
+  QGPU_CHECK(machine::verify(program, built.image.toMachineLaunch()));
   built.program = std::move(program);
   return Ok{};
 }
@@ -65,55 +67,50 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   r.compiler = host::compilerName(compiler);
   r.backend = Backend::Interp;
 
-  auto built = buildKernel(spec, compiler);
-  if (!built.ok()) {
-    c.buildError = built.error();
-    // common/outcome.h: a missing tool or a construct the machine cannot run is inconclusive;
-    // anything else wrong with a catalog kernel is a harness error.
-    r.verdict = caseVerdict(c.buildError);
-    r.error = c.buildError.kind;
-    r.detail = c.buildError.str();
+  auto fail = [&](const Diag& d) -> InterpCase& {
+    r.verdict = caseVerdict(d);
+    r.error = d.kind;
+    r.detail = d.str();
     return c;
-  }
-  c.kernel = std::move(built).value();
-  c.built = true;
-  r.ptxDigest = c.kernel.ptxDigest;
-  r.machineBlocks = static_cast<int>(c.kernel.program.blocks.size());
-  r.spillSlots = c.kernel.stats.spillSlots;
+  };
+  c.kernel = buildKernel(spec, compiler);
+  // common/outcome.h: a missing tool or a construct (or launch) the machine cannot run is
+  // inconclusive; anything else wrong with a catalog kernel is a harness error.
+  if (!c.kernel.ok()) return fail(c.kernel.error());
+  const BuiltKernel& kernel = *c.kernel;
+  r.ptxDigest = kernel.ptxDigest;
+  r.machineBlocks = static_cast<int>(kernel.program.blocks.size());
+  r.spillSlots = kernel.stats.spillSlots;
 
-  machine::Launch launch = c.kernel.image.toMachineLaunch();
-  auto first = oracle::run(c.kernel.program, launch, options);
-  auto second = oracle::run(c.kernel.program, launch, options);
+  machine::Launch launch = kernel.image.toMachineLaunch();
+  auto first = oracle::run(kernel.program, launch, options);
+  auto second = oracle::run(kernel.program, launch, options);
+  // buildKernel verified the program with this launch: a refusal here is a qgpu bug.
   if (!first.ok() || !second.ok()) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = "the lowered program does not verify: " +
-               (first.ok() ? second.error() : first.error()).str();
-    return c;
+    Diag d = first.ok() ? second.error() : first.error();
+    return fail(makeDiag(ErrorKind::Internal, "a built program was refused: " + d.str()));
+  }
+  const oracle::RunResult& run = first.value();
+  const oracle::RunResult& again = second.value();
+  r.traceDigest = digestString(trace::digest(run.trace));
+  r.traceTokens = run.trace.size();
+  r.steps = run.blockExecs;
+  r.laneInstrs = run.laneInstrs;
+  if (again.trace != run.trace || again.global != run.global || again.status != run.status) {
+    c.run = makeDiag(ErrorKind::Internal,
+                     "interpreter self-check failed: two runs of the same program differ");
+    return fail(c.run.error());
   }
   c.run = std::move(first).value();
-  const oracle::RunResult& again = second.value();
-  r.traceDigest = digestString(trace::digest(c.run.trace));
-  r.traceTokens = c.run.trace.size();
-  r.steps = c.run.blockExecs;
-  r.laneInstrs = c.run.laneInstrs;
-  if (again.trace != c.run.trace || again.global != c.run.global || again.status != c.run.status) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = "interpreter self-check failed: two runs of the same program differ";
-    return c;
-  }
-  if (c.run.status != oracle::RunStatus::Finished) {
+  if (c.run->status != oracle::RunStatus::Finished) {
     // A fault is a mismatch (the reference finishes); a step limit is a timeout: inconclusive.
-    r.verdict = caseVerdict(c.run.fault);
-    r.error = c.run.fault.kind;
-    r.detail = describeFault(c.run);
+    r.verdict = caseVerdict(c.run->fault);
+    r.error = c.run->fault.kind;
+    r.detail = describeFault(*c.run);
     return c;
   }
-  auto differences = kernels::checkOutputs(spec, c.kernel.image, c.run.global);
-  if (!differences.ok()) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = differences.error().str();
-    return c;
-  }
+  auto differences = kernels::checkOutputs(spec, kernel.image, c.run->global);
+  if (!differences.ok()) return fail(differences.error());
   if (differences->empty()) {
     r.verdict = Verdict::Match;
   } else {

@@ -30,22 +30,31 @@ struct BuiltKernel {
   kernels::LaunchImage image;   // global memory, parameter values, launch shape
 };
 
-// Compiles, parses and lowers. The Diag's kind says which stage failed.
+// Compiles, parses, lowers and verifies the program with its launch (machine::verify(program,
+// launch): spill slots × threads must fit in shared memory next to the program's shared words,
+// which lowering alone, without the launch, cannot check). The Diag's kind says which stage failed.
 Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 
 // buildKernel in its two halves, for callers that keep the PTX when lowering fails (the GPU leg,
 // gpu_cases.h: the GPU can run PTX the machine cannot). `compileKernel` does layout, compile,
 // parse and finds the entry (program and stats left empty); `lowerKernel` lowers `module` at
-// `entry` with `image.params` into `program` and `stats`.
+// `entry` with `image.params` into `program` and `stats`, then verifies it with the launch.
 Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 Status lowerKernel(BuiltKernel& built);
 
+// A case that failed to build has no run: both are Expected, so an unbuilt kernel's memory (or a
+// run that is no reference) cannot be read by mistake.
 struct InterpCase {
   CaseResult result;
-  oracle::RunResult run;        // the first of the two runs (valid when the build succeeded)
-  bool built = false;
-  Diag buildError;              // why the build failed (when !built)
-  BuiltKernel kernel;
+  // The built kernel (compiled, lowered, verified with its launch), or why the build failed.
+  Expected<BuiltKernel> kernel = notBuilt();
+  // The first of the two runs, or why there is none: the build failed, or the two runs differ (a
+  // nondeterministic interpreter is no reference). A run that faulted or hit the step limit is a
+  // value (its status says so).
+  Expected<oracle::RunResult> run = notBuilt();
+
+  bool built() const { return kernel.ok(); }
+  static Diag notBuilt() { return makeDiag(ErrorKind::Internal, "the case was not built"); }
 };
 
 // Builds the kernel, runs it twice in the interpreter (the two runs must agree token for token and

@@ -47,7 +47,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   // The interpreter case always runs: it is the reference the GPU is compared with.
   harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions);
   // A kernel the user gave that does not build is bad input, reported with its location.
-  if (!interp.built) return reportError(interp.buildError);
+  if (!interp.built()) return reportError(interp.kernel.error());
   harness::CheckReport report;
   report.cases.push_back(interp.result);
   if (o.backend == "gpu") {
@@ -61,25 +61,26 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
 
   if (common.json) {
     nlohmann::json out = harness::toJson(report);
-    if (interp.built) {
+    // No run (the interpreter's self-check failed): no arrays to show, only the verdict.
+    if (interp.run.ok()) {
       nlohmann::json arrays = nlohmann::json::object();
-      for (const kernels::ArrayRange& range : interp.kernel.image.arrays)
+      for (const kernels::ArrayRange& range : interp.kernel->image.arrays)
         arrays[spec->params[range.param].name] = std::vector<uint32_t>(
-            interp.run.global.begin() + range.firstWord,
-            interp.run.global.begin() + range.firstWord + range.words);
+            interp.run->global.begin() + range.firstWord,
+            interp.run->global.begin() + range.firstWord + range.words);
       out["arrays"] = arrays;
       if (o.trace) {
         std::vector<std::string> names;
-        for (trace::Token t : interp.run.trace) names.push_back(trace::tokenName(t));
+        for (trace::Token t : interp.run->trace) names.push_back(trace::tokenName(t));
         out["trace"] = names;
       }
     }
     std::cout << out.dump(2) << "\n";
   } else {
-    if (interp.built) {
-      printArrays(*spec, interp.kernel.image, interp.run.global);
-      if (o.trace) std::cout << trace::pretty(interp.run.trace);
-      std::cout << "trace: " << interp.run.trace.size() << " tokens, " << interp.run.blockExecs
+    if (interp.run.ok()) {
+      printArrays(*spec, interp.kernel->image, interp.run->global);
+      if (o.trace) std::cout << trace::pretty(interp.run->trace);
+      std::cout << "trace: " << interp.run->trace.size() << " tokens, " << interp.run->blockExecs
                 << " steps, " << interp.result.traceDigest << "\n";
     }
     std::cout << verdictName(shown.verdict) << " [" << o.compiler << ", "

@@ -35,9 +35,9 @@ TEST_P(CatalogInterp, MatchesExpectedOutputs) {
   InterpCase result = runInterpCase(*spec, c.compiler);
   EXPECT_EQ(result.result.verdict, Verdict::Match)
       << verdictName(result.result.verdict) << ": " << result.result.detail;
-  if (result.built) {
-    EXPECT_LE(result.kernel.program.blocks.size(), size_t{machine::kMaxBlocks});
-    EXPECT_GT(result.run.trace.size(), 0u);
+  if (result.run.ok()) {
+    EXPECT_LE(result.kernel->program.blocks.size(), size_t{machine::kMaxBlocks});
+    EXPECT_GT(result.run->trace.size(), 0u);
   }
 }
 
@@ -93,6 +93,36 @@ TEST(CatalogInterpSuite, MalformedCudaIsAHarnessErrorWithLocation) {
   EXPECT_EQ(built.error().kind, ErrorKind::CompileFailed);
   EXPECT_GT(built.error().loc.line, 0u) << built.error().str();
   EXPECT_EQ(caseVerdict(built.error()), Verdict::HarnessError);
+}
+
+// Spill slots × threads overflowing shared memory is only visible with the launch (lower() checks
+// the program alone): the case must not count as built, it has no run to read, and it is
+// inconclusive (OverLimit: it does not fit the machine), never compared against zeros.
+std::string dataDir() { return std::string(QGPU_SOURCE_DIR) + "/harness/tests/data"; }
+
+TEST(CatalogInterpSuite, SpillsOverflowingSharedMemoryAtTheLaunchLeaveTheCaseUnbuilt) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(dataDir() + "/spill_overflows/spill_overflow.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  InterpCase c = runInterpCase(*spec, host::Compiler::Clang);
+  EXPECT_FALSE(c.built());
+  ASSERT_FALSE(c.kernel.ok());
+  EXPECT_EQ(c.kernel.error().kind, ErrorKind::OverLimit) << c.kernel.error().str();
+  EXPECT_NE(c.kernel.error().message.find("spill"), std::string::npos) << c.kernel.error().str();
+  EXPECT_FALSE(c.run.ok());  // nothing to compare a GPU result with
+  EXPECT_EQ(c.result.verdict, Verdict::Inconclusive);
+}
+
+// The twin: the same kernel at block=4 fits (112 + 1 × 4 words) and matches.
+TEST(CatalogInterpSuite, SpillsThatFitAtTheLaunchBuildAndMatch) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(dataDir() + "/spill_fits/spill_overflow.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  InterpCase c = runInterpCase(*spec, host::Compiler::Clang);
+  ASSERT_TRUE(c.built()) << c.result.detail;
+  EXPECT_GT(c.kernel->stats.spillSlots, 0);  // the pair tests what it says only if there are spills
+  ASSERT_TRUE(c.run.ok());
+  EXPECT_EQ(c.result.verdict, Verdict::Match) << c.result.detail;
 }
 
 }  // namespace
