@@ -51,10 +51,13 @@ RecordedCase recordCase(Runner& runner, const std::string& kernel, const std::st
   auto result = runner.run(launch);
   if (!result.ok()) {
     const Diag& d = result.error();
-    // Runner::run reports nondeterminism as a Device error with this message prefix (runner.h).
-    bool nondet = d.message.rfind("nondeterministic result", 0) == 0;
-    rc.status = nondet ? CaseStatus::Nondeterministic : CaseStatus::DeviceError;
+    rc.status = CaseStatus::DeviceError;
     rc.detail = std::string(kindName(d.kind)) + ": " + d.message;
+    return rc;
+  }
+  if (!result->deterministic) {  // a finding; the recording keeps no image for it
+    rc.status = CaseStatus::Nondeterministic;
+    rc.detail = "nondeterministic result: " + result->nondeterminismReport;
     return rc;
   }
   rc.global = result->global;

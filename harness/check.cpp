@@ -57,6 +57,11 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = result.error().str();
     return r;
   }
+  if (!result->deterministic) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = "nondeterministic result on the GPU: " + result->nondeterminismReport;
+    return r;
+  }
   if (!result->guardsIntact) {
     r.verdict = Verdict::Mismatch;
     r.detail = "out-of-bounds write on the GPU: " + result->guardReport;
