@@ -67,6 +67,14 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = "out-of-bounds write on the GPU: " + result->guardReport;
     return r;
   }
+  // A write outside every array is a finding on the GPU too, whatever the interpreter did.
+  auto stray = writesOutsideArrays(interp.kernel->image, launch.global, result->global);
+  if (!stray.empty()) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = "write outside every array on the GPU: " + stray.front() +
+               (stray.size() > 1 ? " (and " + std::to_string(stray.size() - 1) + " more)" : "");
+    return r;
+  }
   std::vector<uint32_t> expected(interp.run->global.begin(), interp.run->global.end());
   auto diff = gpu::firstDifference(result->global, expected, launch.unordered);
   if (!diff) {

@@ -1,6 +1,8 @@
 // qgpu/harness/pipeline.cpp — compile → parse → lower → interpret, with verdicts.
 #include "harness/pipeline.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/digest.h"
@@ -111,6 +113,8 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   }
   auto differences = kernels::checkOutputs(spec, kernel.image, c.run->global);
   if (!differences.ok()) return fail(differences.error());
+  for (std::string& d : writesOutsideArrays(kernel.image, kernel.image.global, c.run->global))
+    differences->push_back(std::move(d));
   if (differences->empty()) {
     r.verdict = Verdict::Match;
   } else {
@@ -120,6 +124,30 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
       r.detail += " (and " + std::to_string(differences->size() - 1) + " more)";
   }
   return c;
+}
+
+std::vector<std::string> writesOutsideArrays(const kernels::LaunchImage& image,
+                                             std::span<const uint32_t> initial,
+                                             std::span<const uint32_t> final) {
+  std::vector<bool> inArray(std::max(initial.size(), final.size()), false);
+  for (const kernels::ArrayRange& a : image.arrays)
+    for (uint32_t k = a.firstWord; k < a.firstWord + a.words && k < inArray.size(); ++k)
+      inArray[k] = true;
+  std::vector<std::string> out;
+  auto hex = [](uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return std::string(buf);
+  };
+  for (size_t w = 0; w < inArray.size(); ++w) {
+    if (inArray[w]) continue;
+    bool have = w < initial.size() && w < final.size();
+    if (have && initial[w] == final[w]) continue;
+    out.push_back("word " + std::to_string(w) + " (no parameter's) changed: " +
+                  (w < initial.size() ? hex(initial[w]) : "-") + " -> " +
+                  (w < final.size() ? hex(final[w]) : "-"));
+  }
+  return out;
 }
 
 Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,

@@ -6,7 +6,9 @@
 // the kernel file's expected outputs (computed by kernels/reference, never by a qgpu leg).
 #pragma once
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "common/diag.h"
 #include "harness/verdict.h"
@@ -59,9 +61,19 @@ struct InterpCase {
 
 // Builds the kernel, runs it twice in the interpreter (the two runs must agree token for token and
 // word for word, else HarnessError: a nondeterministic interpreter cannot be a reference), and
-// compares the final memory with the expected outputs.
+// compares the final memory with the expected outputs and every word outside the arrays with its
+// initial value (writesOutsideArrays).
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
                          const oracle::RunOptions& options = {});
+
+// A kernel may write only its out/inout arrays. The words of global memory that belong to no array
+// parameter (gaps, the memory after the arrays) and differ between `initial` and `final`, one
+// message per word: "word 9 (no parameter's) changed: 0x00000000 -> 0x00000007". Words of `in`
+// arrays are kernels::checkOutputs's (it names the array and index). Both legs call it: the
+// interpreter's final memory (runInterpCase) and the GPU's (GpuSession::compare).
+std::vector<std::string> writesOutsideArrays(const kernels::LaunchImage& image,
+                                             std::span<const uint32_t> initial,
+                                             std::span<const uint32_t> final);
 
 // Resolves a kernel argument: a path to a .cu file, or the name of a catalog kernel.
 Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,

@@ -125,5 +125,43 @@ TEST(CatalogInterpSuite, SpillsThatFitAtTheLaunchBuildAndMatch) {
   EXPECT_EQ(c.result.verdict, Verdict::Match) << c.result.detail;
 }
 
+// A store to a word that belongs to no parameter (out[4] of a 4-word `out`, inside memory) is a
+// mismatch that names the word, though every array holds what it should.
+TEST(CatalogInterpSuite, AWriteOutsideEveryArrayIsAMismatch) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(dataDir() + "/stray_write/stray_write.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  InterpCase c = runInterpCase(*spec, host::Compiler::Clang);
+  EXPECT_EQ(c.result.verdict, Verdict::Mismatch);
+  EXPECT_NE(c.result.detail.find("(no parameter's) changed: 0x00000000 -> 0x00000007"),
+            std::string::npos)
+      << c.result.detail;
+}
+
+// The twin: the same kernel without the stray store matches.
+TEST(CatalogInterpSuite, TheInBoundsTwinOfAStrayWriteMatches) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = kernels::parseKernelFile(dataDir() + "/stray_write_twin/stray_write.cu");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  InterpCase c = runInterpCase(*spec, host::Compiler::Clang);
+  EXPECT_EQ(c.result.verdict, Verdict::Match) << c.result.detail;
+}
+
+// writesOutsideArrays on hand-made images: array words never count, every other word does.
+TEST(WritesOutsideArrays, NamesEveryChangedWordThatBelongsToNoArray) {
+  kernels::LaunchImage image;
+  image.arrays = {{0, 2, 3}, {1, 6, 2}};  // words 2..4 and 6..7
+  std::vector<uint32_t> initial(10, 0), final(10, 0);
+  final[3] = 9;  // inside the first array: not this function's business
+  final[7] = 9;  // inside the second
+  EXPECT_TRUE(writesOutsideArrays(image, initial, final).empty());
+  final[5] = 7;  // the gap between them
+  final[9] = 1;  // after the last array
+  auto stray = writesOutsideArrays(image, initial, final);
+  ASSERT_EQ(stray.size(), 2u);
+  EXPECT_EQ(stray[0], "word 5 (no parameter's) changed: 0x00000000 -> 0x00000007");
+  EXPECT_EQ(stray[1], "word 9 (no parameter's) changed: 0x00000000 -> 0x00000001");
+}
+
 }  // namespace
 }  // namespace qgpu::harness
