@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/digest.h"
+#include "common/text.h"
 #include "host/ptx/parser.h"
 
 namespace qgpu::harness {
@@ -157,8 +158,9 @@ Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
     return kernels::parseKernelFile(nameOrPath);
   std::string path = catalogDir + "/" + nameOrPath + ".cu";
   if (!std::filesystem::exists(path, ec))
-    return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + nameOrPath + "' (looked for " +
-                                          path + "); `qgpu check --list` lists them");
+    return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + echo(nameOrPath) + "' (looked for " +
+                                          echo(path, 200) +
+                                          "); `qgpu check --list` lists them");
   return kernels::parseKernelFile(path);
 }
 

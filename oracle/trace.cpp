@@ -494,8 +494,8 @@ std::string describe(const TraceEvent& event) {
 std::string pretty(std::span<const Token> tokens) {
   std::string out;
   std::span<const Token> run = tokens;
+  size_t used = 0;  // tokens of the prompt: the run's first token is token `used`
   if (!tokens.empty() && tokens[0] == single(Family::Prog)) {
-    size_t used = 0;
     auto prompt = decodePrompt(tokens, &used);
     if (!prompt) return "prompt: " + prompt.error().message + "\n";
     out += machine::print(prompt->program);
@@ -503,11 +503,11 @@ std::string pretty(std::span<const Token> tokens) {
            std::to_string(prompt->launch.blockX) + "\n";
     run = tokens.subspan(used);
   }
-  auto events = decodeRun(run);
+  auto events = decodeRun(run, used);
   if (!events) {
     // Decode the well-formed prefix, so the reader sees where it went wrong.
     const std::string& msg = events.error().message;
-    size_t bad = static_cast<size_t>(events.error().index.value_or(0));
+    size_t bad = static_cast<size_t>(events.error().index.value_or(used) - used);
     for (size_t i = 0; i < bad && i < run.size(); ++i) out += tokenName(run[i]) + " ";
     return out + "\nerror: " + msg + "\n";
   }

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/digest.h"
+#include "common/text.h"
 #include "harness/check.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
@@ -37,7 +38,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   if (compilers->size() != 1)
     return reportError(makeDiag(ErrorKind::Usage, "run takes one compiler (clang or nvcc)"));
   if (o.backend != "interp" && o.backend != "gpu")
-    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + o.backend +
+    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + echo(o.backend) +
                                                       "' (interp or gpu; the model leg is not built yet)"));
   auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
   if (!spec.ok()) return reportError(spec.error());
@@ -75,7 +76,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
         out["trace"] = names;
       }
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dumpJson(out) << "\n";
   } else {
     if (interp.run.ok()) {
       printArrays(*spec, interp.kernel->image, interp.run->global);

@@ -72,11 +72,25 @@ expect trace-pretty 0 'warp 0' -- "$qgpu" trace dot
 "$qgpu" trace dot --ids >"$tmp/dot.ids"
 expect trace-from-ids 0 '^end$' -- "$qgpu" trace --tokens "$tmp/dot.ids"
 echo "1 2 99999" >"$tmp/bad.ids"
-expect trace-bad-ids 2 'TraceInvalid' -- "$qgpu" trace --tokens "$tmp/bad.ids"
+expect trace-bad-ids 2 'bad.ids:1:5: error\[TraceInvalid\]: token 2 ' -- "$qgpu" trace --tokens "$tmp/bad.ids"
+# A decode error names the absolute token (prompt included) and its line:column in the file.
+tr ' ' '\n' <"$tmp/dot.ids" | head -n -1 >"$tmp/cut.ids"
+expect trace-cut-ids 2 'cut.ids: error\[TraceInvalid\]: token [0-9]+ \(end of input\)' -- "$qgpu" trace --tokens "$tmp/cut.ids"
+expect trace-json 0 '"pretty": ' -- "$qgpu" --json trace --tokens "$tmp/dot.ids"
 
 expect check-one 0 'interp +clang +1 +0' -- "$qgpu" check --kernel dot --no-gpu
 expect check-list 0 '^dot ' -- "$qgpu" check --list
 expect check-unknown 2 "no catalog kernel named 'zzz'" -- "$qgpu" check --kernel zzz
+expect check-unknown-tag 2 "unknown tag 'zzz'; the catalog's tags: .*atomics" -- "$qgpu" check --tag zzz
+expect check-jobs-zero 2 'outside 1\.\.256' -- "$qgpu" check -j 0 --kernel dot --no-gpu
+expect check-jobs-negative 2 'outside 1\.\.256' -- "$qgpu" check -j -3 --kernel dot --no-gpu
+expect check-list-json 0 '"name": "dot"' -- "$qgpu" --json check --list
+# --json: errors are one object on stdout, for a failing command and for a bad command line.
+expect json-error 2 '"kind": "PtxSyntax"' -- "$qgpu" --json compile "$tmp/syntax.ptx"
+expect json-usage-error 2 '"kind": "Usage"' -- "$qgpu" --json run vadd --no-such-flag
+expect compile-json 0 '"program": ' -- "$qgpu" --json compile dot --compiler clang
+# User input echoed in messages is escaped.
+expect echo-escaped 2 'zz\\x1b\[2J' -- "$qgpu" run "$(printf 'zz\033[2J')"
 expect no-subcommand 2 '' -- "$qgpu"
 
 # The model leg's CLI, where the binary was built with LibTorch.
