@@ -158,12 +158,14 @@ std::string formatReport(const CheckReport& report, bool verbose) {
 }
 
 nlohmann::json toJson(const CaseResult& c) {
-  return {{"kernel", c.kernel},           {"compiler", c.compiler},
+  nlohmann::json j = {{"kernel", c.kernel},           {"compiler", c.compiler},
           {"backend", backendName(c.backend)}, {"verdict", verdictName(c.verdict)},
           {"detail", c.detail},           {"ptxDigest", c.ptxDigest},
           {"traceDigest", c.traceDigest}, {"traceTokens", c.traceTokens},
           {"steps", c.steps},             {"laneInstrs", c.laneInstrs},
           {"machineBlocks", c.machineBlocks}, {"spillSlots", c.spillSlots}};
+  if (c.error) j["errorKind"] = kindName(*c.error);  // the error that decided the verdict
+  return j;
 }
 
 nlohmann::json toJson(const CheckReport& report) {

@@ -5,8 +5,10 @@
 // the line:column of the token and its absolute position in the file's sequence ("token 12").
 // --json prints {"tokens": [ids], "names": [...], "pretty": "..."} (or the error object). A
 // malformed trace is exit 2 (TraceInvalid) whatever is printed: --ids, --names or the listing.
+#include <cctype>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/text.h"
