@@ -70,16 +70,18 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   r.compiler = host::compilerName(compiler);
   r.backend = Backend::Interp;
 
-  auto fail = [&](const Diag& d) -> InterpCase& {
+  auto fail = [&r](const Diag& d) {
     r.verdict = caseVerdict(d);
     r.error = d.kind;
     r.detail = d.str();
-    return c;
   };
   c.kernel = buildKernel(spec, compiler);
   // common/outcome.h: a missing tool or a construct (or launch) the machine cannot run is
   // inconclusive; anything else wrong with a catalog kernel is a harness error.
-  if (!c.kernel.ok()) return fail(c.kernel.error());
+  if (!c.kernel.ok()) {
+    fail(c.kernel.error());
+    return c;
+  }
   const BuiltKernel& kernel = *c.kernel;
   r.ptxDigest = kernel.ptxDigest;
   r.machineBlocks = static_cast<int>(kernel.program.blocks.size());
@@ -91,7 +93,8 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   // buildKernel verified the program with this launch: a refusal here is a qgpu bug.
   if (!first.ok() || !second.ok()) {
     Diag d = first.ok() ? second.error() : first.error();
-    return fail(makeDiag(ErrorKind::Internal, "a built program was refused: " + d.str()));
+    fail(makeDiag(ErrorKind::Internal, "a built program was refused: " + d.str()));
+    return c;
   }
   const oracle::RunResult& run = first.value();
   const oracle::RunResult& again = second.value();
@@ -102,7 +105,8 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   if (again.trace != run.trace || again.global != run.global || again.status != run.status) {
     c.run = makeDiag(ErrorKind::Internal,
                      "interpreter self-check failed: two runs of the same program differ");
-    return fail(c.run.error());
+    fail(c.run.error());
+    return c;
   }
   c.run = std::move(first).value();
   if (c.run->status != oracle::RunStatus::Finished) {
@@ -113,7 +117,10 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
     return c;
   }
   auto differences = kernels::checkOutputs(spec, kernel.image, c.run->global);
-  if (!differences.ok()) return fail(differences.error());
+  if (!differences.ok()) {
+    fail(differences.error());
+    return c;
+  }
   for (std::string& d : writesOutsideArrays(kernel.image, kernel.image.global, c.run->global))
     differences->push_back(std::move(d));
   if (differences->empty()) {
