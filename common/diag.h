@@ -50,12 +50,15 @@ struct Diag {
   ErrorKind kind = ErrorKind::Internal;
   std::string message;
   SourceLoc loc;
+  // When the input is a sequence (a trace's tokens): the 0-based index of the element at fault,
+  // as a field so callers never parse it back out of `message`.
+  std::optional<uint64_t> index;
 
   std::string str() const;  // "file:line:col: error[Kind]: message"
 };
 
 inline Diag makeDiag(ErrorKind kind, std::string message, SourceLoc loc = {}) {
-  return Diag{kind, std::move(message), std::move(loc)};
+  return Diag{kind, std::move(message), std::move(loc), std::nullopt};
 }
 
 // A value or a Diag. Small on purpose: C++20 has no std::expected.

@@ -51,10 +51,13 @@ RecordedCase recordCase(Runner& runner, const std::string& kernel, const std::st
   auto result = runner.run(launch);
   if (!result.ok()) {
     const Diag& d = result.error();
-    // Runner::run reports nondeterminism as a Device error with this message prefix (runner.h).
-    bool nondet = d.message.rfind("nondeterministic result", 0) == 0;
-    rc.status = nondet ? CaseStatus::Nondeterministic : CaseStatus::DeviceError;
+    rc.status = CaseStatus::DeviceError;
     rc.detail = std::string(kindName(d.kind)) + ": " + d.message;
+    return rc;
+  }
+  if (!result->deterministic) {  // a finding; the recording keeps no image for it
+    rc.status = CaseStatus::Nondeterministic;
+    rc.detail = "nondeterministic result: " + result->nondeterminismReport;
     return rc;
   }
   rc.global = result->global;
@@ -94,30 +97,16 @@ Provenance collectProvenance(const DeviceInfo& device, const std::string& commit
   return p;
 }
 
-void Tally::add(Verdict v) {
-  switch (v) {
-    case Verdict::Match: ++match; break;
-    case Verdict::Mismatch: ++mismatch; break;
-    case Verdict::Stale: ++stale; break;
-    case Verdict::Inconclusive: ++inconclusive; break;
-  }
-}
-
-int Tally::exitCode() const {
-  if (mismatch > 0) return 1;
-  if (match == 0 || stale > 0 || inconclusive > 0) return 4;
-  return 0;
-}
-
-std::string Tally::summary() const {
-  return std::to_string(match) + " match, " + std::to_string(mismatch) + " mismatch, " +
-         std::to_string(stale) + " stale, " + std::to_string(inconclusive) + " inconclusive (of " +
-         std::to_string(total()) + ")";
+std::string summary(const Tally& t, int stale) {
+  return std::to_string(t[Verdict::Match]) + " match, " + std::to_string(t[Verdict::Mismatch]) +
+         " mismatch, " + std::to_string(t[Verdict::Inconclusive]) + " inconclusive (" +
+         std::to_string(stale) + " stale), " + std::to_string(t[Verdict::HarnessError]) +
+         " harness-error (of " + std::to_string(t.total()) + ")";
 }
 
 std::string verdictLine(const std::string& kernel, const std::string& compiler,
                         const CaseComparison& c) {
-  std::string name = verdictName(c.verdict);
+  std::string name = c.stale ? "stale" : verdictName(c.verdict);
   name.resize(13, ' ');
   std::string line = name + kernel + "/" + compiler;
   if (!c.detail.empty()) line += ": " + c.detail;
@@ -138,13 +127,14 @@ RecordingReport compareRecording(const Recording& recording, const Inputs& curre
     }
     CaseComparison cmp;
     if (now == nullptr) {
-      cmp = {Verdict::Stale, "the host no longer has this kernel/compiler"};
+      cmp = {Verdict::Inconclusive, true, "stale: the host no longer has this kernel/compiler"};
     } else if (now->digest != rc.ptxDigest) {
       cmp = compareCase(rc, now->digest, std::vector<uint32_t>{});  // Stale, names both digests
     } else {
       cmp = compareCase(rc, now->digest, interpret(*now), now->launch.unordered);
     }
     report.tally.add(cmp.verdict);
+    report.stale += cmp.stale;
     report.rows.push_back({rc.kernel, rc.compiler, std::move(cmp)});
   }
   for (size_t i = 0; i < current.cases.size(); ++i) {

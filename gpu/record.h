@@ -3,9 +3,8 @@
 //
 // Contract: `recordCase` never fails: a driver error or a finding becomes the case's status and
 // detail (recording.h), so one bad kernel cannot hide the others. NoDevice is the caller's
-// business: it happens at Runner::open(), before any case runs. `Tally` counts the four verdicts
-// and maps them onto the CLI exit codes of harness/cli/command.h (duplicated here as numbers
-// because the standalone tool cannot include CLI11).
+// business: it happens at Runner::open(), before any case runs. Verdicts, their tally and its exit
+// code are common/outcome.h's (qgpu::Tally, qgpu::exitCode), the same for every leg.
 #pragma once
 
 #include <functional>
@@ -29,19 +28,9 @@ Provenance collectProvenance(const DeviceInfo& device, const std::string& commit
 // The current UTC time as ISO-8601 ("2026-11-30T01:02:03Z").
 std::string utcNow();
 
-struct Tally {
-  int match = 0;
-  int mismatch = 0;
-  int stale = 0;
-  int inconclusive = 0;
-
-  void add(Verdict v);
-  int total() const { return match + mismatch + stale + inconclusive; }
-  // 1 if anything mismatched; else 4 if anything was stale or inconclusive, or nothing was
-  // compared; else 0 (command.h's kExitMismatch / kExitInconclusive / kExitOk).
-  int exitCode() const;
-  std::string summary() const;  // "12 match, 0 mismatch, 1 stale, 0 inconclusive (of 13)"
-};
+// "12 match, 0 mismatch, 1 inconclusive (1 stale), 0 harness-error (of 13)"; `stale` counts the
+// inconclusive cases whose recording is stale.
+std::string summary(const Tally& tally, int stale);
 
 // One table row: "match        dot/clang" or "mismatch     dot/nvcc: word 5 ...".
 std::string verdictLine(const std::string& kernel, const std::string& compiler,
@@ -57,6 +46,7 @@ struct RecordingRow {
 struct RecordingReport {
   std::vector<RecordingRow> rows;       // one per recorded case, in recording order
   Tally tally;
+  int stale = 0;                         // inconclusive rows that are stale (CaseComparison::stale)
   std::vector<std::string> notRecorded;  // "kernel/compiler" of current cases with no recording
 };
 

@@ -325,53 +325,43 @@ Status writeRecording(const Recording& recording, const std::string& path) {
   return Ok{};
 }
 
-const char* verdictName(Verdict v) {
-  switch (v) {
-    case Verdict::Match: return "match";
-    case Verdict::Mismatch: return "mismatch";
-    case Verdict::Stale: return "stale";
-    case Verdict::Inconclusive: return "inconclusive";
-  }
-  return "unknown";
-}
-
 CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDigest,
                            const Expected<std::vector<uint32_t>>& interp,
                            const std::vector<WordRange>& unordered) {
   if (rec.ptxDigest != currentDigest) {
-    return {Verdict::Stale, "recorded PTX " + rec.ptxDigest + ", host now produces " + currentDigest};
+    return {Verdict::Inconclusive, true, "stale: recorded PTX " + rec.ptxDigest + ", host now produces " + currentDigest};
   }
   switch (rec.status) {
     case CaseStatus::DeviceError:
-      return {Verdict::Inconclusive, "GPU run failed: " + rec.detail};
+      return {caseVerdict(makeDiag(ErrorKind::Device, rec.detail)), false,
+              "GPU run failed: " + rec.detail};
     case CaseStatus::Nondeterministic:
-      return {Verdict::Mismatch, "GPU result nondeterministic: " + rec.detail};
+      return {Verdict::Mismatch, false, "GPU result nondeterministic: " + rec.detail};
     case CaseStatus::GuardViolation:
-      return {Verdict::Mismatch, "GPU wrote outside global memory: " + rec.detail};
+      return {Verdict::Mismatch, false, "GPU wrote outside global memory: " + rec.detail};
     case CaseStatus::Ok:
       break;
   }
   if (!interp.ok()) {
     // The host refusing a kernel (outside the subset, over the machine's limits, a tool missing)
-    // leaves nothing to compare; the interpreter failing on a kernel the GPU ran is a finding.
-    ErrorKind k = interp.error().kind;
-    bool refused = k == ErrorKind::PtxUnsupported || k == ErrorKind::OverLimit ||
-                   k == ErrorKind::ToolMissing;
-    return {refused ? Verdict::Inconclusive : Verdict::Mismatch,
-            std::string(refused ? "host cannot run it: " : "GPU ran, interpreter failed: ") +
+    // leaves nothing to compare; the interpreter faulting on a kernel the GPU ran is a finding.
+    Verdict v = caseVerdict(interp.error());
+    return {v, false,
+            std::string(v == Verdict::Inconclusive ? "host cannot run it: "
+                                                   : "GPU ran, interpreter failed: ") +
                 interp.error().str()};
   }
   const std::vector<uint32_t>& mine = *interp;
   auto diff = firstDifference(rec.global, mine, unordered);
-  if (!diff) return {Verdict::Match, ""};
+  if (!diff) return {Verdict::Match, false, ""};
   size_t k = *diff;
   if (k >= rec.global.size() || k >= mine.size()) {
-    return {Verdict::Mismatch, "image sizes differ: gpu " + std::to_string(rec.global.size()) +
+    return {Verdict::Mismatch, false, "image sizes differ: gpu " + std::to_string(rec.global.size()) +
                                    " words vs interpreter " + std::to_string(mine.size())};
   }
   for (const WordRange& r : unordered) {
     if (k == r.first) {
-      return {Verdict::Mismatch, "words " + std::to_string(r.first) + ".." +
+      return {Verdict::Mismatch, false, "words " + std::to_string(r.first) + ".." +
                                      std::to_string(r.first + r.count - 1) +
                                      " (compared as a multiset) differ: gpu has " +
                                      hex32(rec.global[k]) + "... interpreter " + hex32(mine[k]) +
@@ -380,7 +370,7 @@ CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDi
   }
   size_t count = 0;
   for (size_t w = 0; w < std::min(rec.global.size(), mine.size()); ++w) count += rec.global[w] != mine[w];
-  return {Verdict::Mismatch, "word " + std::to_string(k) + " (byte " + std::to_string(4 * k) +
+  return {Verdict::Mismatch, false, "word " + std::to_string(k) + " (byte " + std::to_string(4 * k) +
                                  "): gpu " + hex32(rec.global[k]) + " vs interpreter " +
                                  hex32(mine[k]) + " (" + std::to_string(count) +
                                  " words differ)"};

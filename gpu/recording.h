@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "common/outcome.h"
 #include "gpu/runner.h"
 
 namespace qgpu::gpu {
@@ -85,24 +86,20 @@ Expected<Recording> parseRecordingJson(const std::string& text, const std::strin
 Expected<Recording> readRecording(const std::string& path);
 Status writeRecording(const Recording& recording, const std::string& path);
 
-// ---- Comparison with the interpreter (four verdicts, never just pass/fail) ----
-enum class Verdict : uint8_t {
-  Match,         // the GPU's final image equals the interpreter's
-  Mismatch,      // they differ, or the GPU run was a finding (guard violation, nondeterminism)
-  Stale,         // the PTX changed since the recording (digest differs): nothing compared
-  Inconclusive,  // nothing to compare: the GPU run failed in the driver, or no interpreter result
-};
-const char* verdictName(Verdict v);
-
+// ---- Comparison with the interpreter (the verdicts of common/outcome.h) ----
+// Match: the GPU's final image equals the interpreter's. Mismatch: they differ, or the GPU run was
+// a finding (guard violation, nondeterminism, a driver failure: the same verdict as live, see
+// outcome.h). Inconclusive: nothing compared — the PTX changed since the recording (`stale`), or
+// the interpreter's error says the case cannot be decided here (caseVerdict).
 struct CaseComparison {
   Verdict verdict = Verdict::Inconclusive;
+  bool stale = false;  // Inconclusive because the recorded PTX is not the host's PTX now
   std::string detail;  // "word 5 (byte 20): gpu 0x00000020 vs interpreter 0x0000001f", ...
 };
 
 // Compares one recorded case with what the host produces now: the digest of the current PTX and
-// the interpreter's final image (or its error when it failed: PtxUnsupported, OverLimit and
-// ToolMissing are inconclusive, any other error a mismatch). `unordered` ranges (the
-// catalog's `compare: multiset` outputs) are compared as multisets.
+// the interpreter's final image (or its error when it failed, whose verdict is caseVerdict's).
+// `unordered` ranges (the catalog's `compare: multiset` outputs) are compared as multisets.
 CaseComparison compareCase(const RecordedCase& recorded, const std::string& currentDigest,
                            const Expected<std::vector<uint32_t>>& interpreterGlobal,
                            const std::vector<WordRange>& unordered = {});

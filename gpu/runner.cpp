@@ -410,14 +410,15 @@ Expected<GpuResult> Runner::run(const GpuLaunch& launch) {
   // The buffer starts with the guard words, so the unordered ranges shift by kGuardWords.
   std::vector<WordRange> shifted = launch.unordered;
   for (WordRange& w : shifted) w.first += kGuardWords;
+  GpuResult result;
   if (auto k = firstDifference(a, b, shifted)) {
     long offset = static_cast<long>(*k) - static_cast<long>(kGuardWords);
-    return makeDiag(ErrorKind::Device, "nondeterministic result: word " + std::to_string(offset) +
-                                           " differs (" + hex32(a[*k]) + " vs " + hex32(b[*k]) +
-                                           ") between two runs of '" + launch.entry + "'");
+    result.deterministic = false;
+    result.nondeterminismReport = "word " + std::to_string(offset) + " differs (" + hex32(a[*k]) +
+                                  " vs " + hex32(b[*k]) + ") between two runs of '" +
+                                  launch.entry + "'";
   }
 
-  GpuResult result;
   result.global.assign(a.begin() + kGuardWords, a.begin() + kGuardWords + launch.global.size());
   for (size_t k = 0; k < totalWords; ++k) {
     bool guard = k < kGuardWords || k >= kGuardWords + launch.global.size();

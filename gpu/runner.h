@@ -15,8 +15,9 @@
 //   an out-of-bounds write: `guardsIntact` is false and `guardReport` names every changed word by
 //   its word offset relative to the image (negative before it). That is a finding, not an error.
 // - `run()` runs the kernel twice from the same initial memory and compares the two final buffers
-//   (guards included). Different results are ErrorKind::Device
-//   "nondeterministic result: word K differs (x vs y)": a finding that never counts as a pass.
+//   (guards included). Different results are a finding, not an error: `deterministic` is false
+//   and `nondeterminismReport` says "word K differs (x vs y) between two runs of 'E'"; such a
+//   result never counts as a pass (its `global` is the first run's).
 // - Words inside `GpuLaunch::unordered` ranges are compared as multisets between the two runs: a
 //   kernel that appends with atomics (compaction) may legitimately order them differently.
 // - Parameter sizes come from the PTX text itself: the `.entry` declaration's `.param .u64/.b64/
@@ -67,6 +68,8 @@ struct GpuResult {
   std::vector<uint32_t> global;  // final memory image, same size as GpuLaunch::global
   bool guardsIntact = true;      // false: the kernel wrote outside the image
   std::string guardReport;       // "guard word at image offset -1 (byte -4) changed: 0xc0def00d -> 0x7"
+  bool deterministic = true;     // false: the two runs' final buffers differ
+  std::string nondeterminismReport;  // "word 1 differs (0x00000001 vs 0x00000002) between ..."
 };
 
 // The first word where `a` and `b` differ, or nullopt when they are equal. Each `unordered` range

@@ -8,7 +8,6 @@
 
 #include "gpu/runner.h"
 #include "harness/gpu_cases.h"
-#include "harness/cli/command.h"
 
 namespace qgpu::harness {
 
@@ -40,21 +39,27 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
   r.backend = Backend::Gpu;
   r.ptxDigest = interp.result.ptxDigest;
   if (!runner) {
-    r.verdict = Verdict::Inconclusive;
+    r.verdict = Verdict::Inconclusive;  // whatever kept the device from opening: nothing ran
+    r.error = ErrorKind::NoDevice;
     r.detail = description_;
     return r;
   }
-  if (!interp.built || interp.run.status != oracle::RunStatus::Finished) {
+  if (!interp.run.ok() || interp.run->status != oracle::RunStatus::Finished) {
     r.verdict = Verdict::Inconclusive;
     r.detail = "no interpreter result to compare with";
     return r;
   }
-  gpu::GpuLaunch launch = gpuLaunch(spec, interp.kernel);
+  gpu::GpuLaunch launch = gpuLaunch(spec, *interp.kernel);
   auto result = runner->run(launch);
   if (!result.ok()) {
-    r.verdict = result.error().kind == ErrorKind::NoDevice ? Verdict::Inconclusive
-                                                           : Verdict::Mismatch;
+    r.verdict = caseVerdict(result.error());  // a driver failure: as when recorded (outcome.h)
+    r.error = result.error().kind;
     r.detail = result.error().str();
+    return r;
+  }
+  if (!result->deterministic) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = "nondeterministic result on the GPU: " + result->nondeterminismReport;
     return r;
   }
   if (!result->guardsIntact) {
@@ -62,7 +67,15 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = "out-of-bounds write on the GPU: " + result->guardReport;
     return r;
   }
-  std::vector<uint32_t> expected(interp.run.global.begin(), interp.run.global.end());
+  // A write outside every array is a finding on the GPU too, whatever the interpreter did.
+  auto stray = writesOutsideArrays(interp.kernel->image, launch.global, result->global);
+  if (!stray.empty()) {
+    r.verdict = Verdict::Mismatch;
+    r.detail = "write outside every array on the GPU: " + stray.front() +
+               (stray.size() > 1 ? " (and " + std::to_string(stray.size() - 1) + " more)" : "");
+    return r;
+  }
+  std::vector<uint32_t> expected(interp.run->global.begin(), interp.run->global.end());
   auto diff = gpu::firstDifference(result->global, expected, launch.unordered);
   if (!diff) {
     r.verdict = Verdict::Match;
@@ -121,7 +134,7 @@ std::string formatReport(const CheckReport& report, bool verbose) {
   std::ostringstream out;
   for (const CaseResult& c : report.cases) {
     bool noDeviceSkip = c.backend == Backend::Gpu && c.verdict == Verdict::Inconclusive &&
-                        c.detail.rfind("no device", 0) == 0;
+                        c.error == ErrorKind::NoDevice;
     if (c.verdict == Verdict::Match && !verbose) continue;
     if (noDeviceSkip && !verbose) continue;
     out << verdictName(c.verdict) << "  " << c.kernel << " [" << c.compiler << ", "
@@ -145,12 +158,14 @@ std::string formatReport(const CheckReport& report, bool verbose) {
 }
 
 nlohmann::json toJson(const CaseResult& c) {
-  return {{"kernel", c.kernel},           {"compiler", c.compiler},
+  nlohmann::json j = {{"kernel", c.kernel},           {"compiler", c.compiler},
           {"backend", backendName(c.backend)}, {"verdict", verdictName(c.verdict)},
           {"detail", c.detail},           {"ptxDigest", c.ptxDigest},
           {"traceDigest", c.traceDigest}, {"traceTokens", c.traceTokens},
           {"steps", c.steps},             {"laneInstrs", c.laneInstrs},
           {"machineBlocks", c.machineBlocks}, {"spillSlots", c.spillSlots}};
+  if (c.error) j["errorKind"] = kindName(*c.error);  // the error that decided the verdict
+  return j;
 }
 
 nlohmann::json toJson(const CheckReport& report) {
@@ -168,12 +183,6 @@ nlohmann::json toJson(const CheckReport& report) {
           {"tallies", tallies}, {"cases", cases}};
 }
 
-int exitCodeFor(const CheckReport& report) {
-  Tally t = report.total();
-  if (t[Verdict::Mismatch] > 0) return cli::kExitMismatch;
-  if (t[Verdict::HarnessError] > 0) return cli::kExitHarnessError;
-  if (t[Verdict::Match] == 0) return cli::kExitInconclusive;
-  return cli::kExitOk;
-}
+int exitCodeFor(const CheckReport& report) { return exitCode(report.total()); }
 
 }  // namespace qgpu::harness

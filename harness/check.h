@@ -58,8 +58,7 @@ std::string formatReport(const CheckReport& report, bool verbose);
 nlohmann::json toJson(const CheckReport& report);
 nlohmann::json toJson(const CaseResult& result);
 
-// The CLI exit code for a report (harness/cli/command.h): mismatch 1, harness error 3,
-// only inconclusive 4 when nothing matched, else 0.
+// The CLI exit code for a report: common/outcome.h's exitCode of its total tally.
 int exitCodeFor(const CheckReport& report);
 
 }  // namespace qgpu::harness

@@ -1,9 +1,12 @@
 // qgpu/harness/pipeline.cpp — compile → parse → lower → interpret, with verdicts.
 #include "harness/pipeline.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/digest.h"
+#include "common/text.h"
 #include "host/ptx/parser.h"
 
 namespace qgpu::harness {
@@ -47,6 +50,8 @@ Status lowerKernel(BuiltKernel& built) {
   lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
   QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
+  // lower() verified the program alone; the launch decides whether its spills fit (OverLimit).
+  QGPU_CHECK(machine::verify(program, built.image.toMachineLaunch()));
   built.program = std::move(program);
   return Ok{};
 }
@@ -57,15 +62,6 @@ Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compile
   return built;
 }
 
-Verdict verdictForBuildError(const Diag& diag) {
-  switch (diag.kind) {
-    case ErrorKind::ToolMissing:
-    case ErrorKind::PtxUnsupported:
-    case ErrorKind::OverLimit: return Verdict::Inconclusive;
-    default: return Verdict::HarnessError;
-  }
-}
-
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
                          const oracle::RunOptions& options) {
   InterpCase c;
@@ -74,50 +70,59 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   r.compiler = host::compilerName(compiler);
   r.backend = Backend::Interp;
 
-  auto built = buildKernel(spec, compiler);
-  if (!built.ok()) {
-    c.buildError = built.error();
-    r.verdict = verdictForBuildError(c.buildError);
-    r.detail = c.buildError.str();
+  auto fail = [&r](const Diag& d) {
+    r.verdict = caseVerdict(d);
+    r.error = d.kind;
+    r.detail = d.str();
+  };
+  c.kernel = buildKernel(spec, compiler);
+  // common/outcome.h: a missing tool or a construct (or launch) the machine cannot run is
+  // inconclusive; anything else wrong with a catalog kernel is a harness error.
+  if (!c.kernel.ok()) {
+    fail(c.kernel.error());
     return c;
   }
-  c.kernel = std::move(built).value();
-  c.built = true;
-  r.ptxDigest = c.kernel.ptxDigest;
-  r.machineBlocks = static_cast<int>(c.kernel.program.blocks.size());
-  r.spillSlots = c.kernel.stats.spillSlots;
+  const BuiltKernel& kernel = *c.kernel;
+  r.ptxDigest = kernel.ptxDigest;
+  r.machineBlocks = static_cast<int>(kernel.program.blocks.size());
+  r.spillSlots = kernel.stats.spillSlots;
 
-  machine::Launch launch = c.kernel.image.toMachineLaunch();
-  auto first = oracle::run(c.kernel.program, launch, options);
-  auto second = oracle::run(c.kernel.program, launch, options);
+  machine::Launch launch = kernel.image.toMachineLaunch();
+  auto first = oracle::run(kernel.program, launch, options);
+  auto second = oracle::run(kernel.program, launch, options);
+  // buildKernel verified the program with this launch: a refusal here is a qgpu bug.
   if (!first.ok() || !second.ok()) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = "the lowered program does not verify: " +
-               (first.ok() ? second.error() : first.error()).str();
+    Diag d = first.ok() ? second.error() : first.error();
+    fail(makeDiag(ErrorKind::Internal, "a built program was refused: " + d.str()));
+    return c;
+  }
+  const oracle::RunResult& run = first.value();
+  const oracle::RunResult& again = second.value();
+  r.traceDigest = digestString(trace::digest(run.trace));
+  r.traceTokens = run.trace.size();
+  r.steps = run.blockExecs;
+  r.laneInstrs = run.laneInstrs;
+  if (again.trace != run.trace || again.global != run.global || again.status != run.status) {
+    c.run = makeDiag(ErrorKind::Internal,
+                     "interpreter self-check failed: two runs of the same program differ");
+    fail(c.run.error());
     return c;
   }
   c.run = std::move(first).value();
-  const oracle::RunResult& again = second.value();
-  r.traceDigest = digestString(trace::digest(c.run.trace));
-  r.traceTokens = c.run.trace.size();
-  r.steps = c.run.blockExecs;
-  r.laneInstrs = c.run.laneInstrs;
-  if (again.trace != c.run.trace || again.global != c.run.global || again.status != c.run.status) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = "interpreter self-check failed: two runs of the same program differ";
+  if (c.run->status != oracle::RunStatus::Finished) {
+    // A fault is a mismatch (the reference finishes); a step limit is a timeout: inconclusive.
+    r.verdict = caseVerdict(c.run->fault);
+    r.error = c.run->fault.kind;
+    r.detail = describeFault(*c.run);
     return c;
   }
-  if (c.run.status != oracle::RunStatus::Finished) {
-    r.verdict = Verdict::Mismatch;
-    r.detail = describeFault(c.run);
-    return c;
-  }
-  auto differences = kernels::checkOutputs(spec, c.kernel.image, c.run.global);
+  auto differences = kernels::checkOutputs(spec, kernel.image, c.run->global);
   if (!differences.ok()) {
-    r.verdict = Verdict::HarnessError;
-    r.detail = differences.error().str();
+    fail(differences.error());
     return c;
   }
+  for (std::string& d : writesOutsideArrays(kernel.image, kernel.image.global, c.run->global))
+    differences->push_back(std::move(d));
   if (differences->empty()) {
     r.verdict = Verdict::Match;
   } else {
@@ -129,6 +134,30 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
   return c;
 }
 
+std::vector<std::string> writesOutsideArrays(const kernels::LaunchImage& image,
+                                             std::span<const uint32_t> initial,
+                                             std::span<const uint32_t> final) {
+  std::vector<bool> inArray(std::max(initial.size(), final.size()), false);
+  for (const kernels::ArrayRange& a : image.arrays)
+    for (uint32_t k = a.firstWord; k < a.firstWord + a.words && k < inArray.size(); ++k)
+      inArray[k] = true;
+  std::vector<std::string> out;
+  auto hex = [](uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return std::string(buf);
+  };
+  for (size_t w = 0; w < inArray.size(); ++w) {
+    if (inArray[w]) continue;
+    bool have = w < initial.size() && w < final.size();
+    if (have && initial[w] == final[w]) continue;
+    out.push_back("word " + std::to_string(w) + " (no parameter's) changed: " +
+                  (w < initial.size() ? hex(initial[w]) : "-") + " -> " +
+                  (w < final.size() ? hex(final[w]) : "-"));
+  }
+  return out;
+}
+
 Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
                                             const std::string& catalogDir) {
   std::error_code ec;
@@ -136,19 +165,10 @@ Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,
     return kernels::parseKernelFile(nameOrPath);
   std::string path = catalogDir + "/" + nameOrPath + ".cu";
   if (!std::filesystem::exists(path, ec))
-    return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + nameOrPath + "' (looked for " +
-                                          path + "); `qgpu check --list` lists them");
+    return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + echo(nameOrPath) + "' (looked for " +
+                                          echo(path, 200) +
+                                          "); `qgpu check --list` lists them");
   return kernels::parseKernelFile(path);
-}
-
-const char* verdictName(Verdict v) {
-  switch (v) {
-    case Verdict::Match: return "match";
-    case Verdict::Mismatch: return "mismatch";
-    case Verdict::Inconclusive: return "inconclusive";
-    case Verdict::HarnessError: return "harness-error";
-  }
-  return "?";
 }
 
 const char* backendName(Backend b) {

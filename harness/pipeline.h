@@ -6,7 +6,9 @@
 // the kernel file's expected outputs (computed by kernels/reference, never by a qgpu leg).
 #pragma once
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "common/diag.h"
 #include "harness/verdict.h"
@@ -30,33 +32,48 @@ struct BuiltKernel {
   kernels::LaunchImage image;   // global memory, parameter values, launch shape
 };
 
-// Compiles, parses and lowers. The Diag's kind says which stage failed.
+// Compiles, parses, lowers and verifies the program with its launch (machine::verify(program,
+// launch): spill slots × threads must fit in shared memory next to the program's shared words,
+// which lowering alone, without the launch, cannot check). The Diag's kind says which stage failed.
 Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 
 // buildKernel in its two halves, for callers that keep the PTX when lowering fails (the GPU leg,
 // gpu_cases.h: the GPU can run PTX the machine cannot). `compileKernel` does layout, compile,
 // parse and finds the entry (program and stats left empty); `lowerKernel` lowers `module` at
-// `entry` with `image.params` into `program` and `stats`.
+// `entry` with `image.params` into `program` and `stats`, then verifies it with the launch.
 Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
 Status lowerKernel(BuiltKernel& built);
 
-// The verdict a build error implies: a missing tool or an unsupported construct is inconclusive
-// (the case could not be decided); anything else in a catalog kernel is a harness error.
-Verdict verdictForBuildError(const Diag& diag);
-
+// A case that failed to build has no run: both are Expected, so an unbuilt kernel's memory (or a
+// run that is no reference) cannot be read by mistake.
 struct InterpCase {
   CaseResult result;
-  oracle::RunResult run;        // the first of the two runs (valid when the build succeeded)
-  bool built = false;
-  Diag buildError;              // why the build failed (when !built)
-  BuiltKernel kernel;
+  // The built kernel (compiled, lowered, verified with its launch), or why the build failed.
+  Expected<BuiltKernel> kernel = notBuilt();
+  // The first of the two runs, or why there is none: the build failed, or the two runs differ (a
+  // nondeterministic interpreter is no reference). A run that faulted or hit the step limit is a
+  // value (its status says so).
+  Expected<oracle::RunResult> run = notBuilt();
+
+  bool built() const { return kernel.ok(); }
+  static Diag notBuilt() { return makeDiag(ErrorKind::Internal, "the case was not built"); }
 };
 
 // Builds the kernel, runs it twice in the interpreter (the two runs must agree token for token and
 // word for word, else HarnessError: a nondeterministic interpreter cannot be a reference), and
-// compares the final memory with the expected outputs.
+// compares the final memory with the expected outputs and every word outside the arrays with its
+// initial value (writesOutsideArrays).
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
                          const oracle::RunOptions& options = {});
+
+// A kernel may write only its out/inout arrays. The words of global memory that belong to no array
+// parameter (gaps, the memory after the arrays) and differ between `initial` and `final`, one
+// message per word: "word 9 (no parameter's) changed: 0x00000000 -> 0x00000007". Words of `in`
+// arrays are kernels::checkOutputs's (it names the array and index). Both legs call it: the
+// interpreter's final memory (runInterpCase) and the GPU's (GpuSession::compare).
+std::vector<std::string> writesOutsideArrays(const kernels::LaunchImage& image,
+                                             std::span<const uint32_t> initial,
+                                             std::span<const uint32_t> final);
 
 // Resolves a kernel argument: a path to a .cu file, or the name of a catalog kernel.
 Expected<kernels::KernelSpec> resolveKernel(const std::string& nameOrPath,

@@ -89,7 +89,8 @@ namespace {
 
 class Reader {
  public:
-  explicit Reader(std::span<const Token> tokens) : tokens_(tokens) {}
+  explicit Reader(std::span<const Token> tokens, size_t firstIndex = 0)
+      : tokens_(tokens), firstIndex_(firstIndex) {}
 
   bool atEnd() const { return pos_ >= tokens_.size(); }
   size_t pos() const { return pos_; }
@@ -97,12 +98,14 @@ class Reader {
 
   Diag error(const std::string& what) const { return errorAt(pos_, what); }
   Diag errorAt(size_t pos, const std::string& what) const {
-    std::string at = "token " + std::to_string(pos);
+    std::string at = "token " + std::to_string(firstIndex_ + pos);
     if (pos < tokens_.size())
       at += " (" + tokenName(tokens_[pos]) + ")";
     else
       at += " (end of input)";
-    return makeDiag(ErrorKind::TraceInvalid, at + ": " + what);
+    Diag d = makeDiag(ErrorKind::TraceInvalid, at + ": " + what);
+    d.index = firstIndex_ + pos;
+    return d;
   }
 
   // Is the next token of family f? Also rejects ids outside the vocabulary.
@@ -161,6 +164,7 @@ class Reader {
 
  private:
   std::span<const Token> tokens_;
+  size_t firstIndex_ = 0;  // the index of tokens_[0] in the caller's sequence
   size_t pos_ = 0;
 };
 
@@ -437,8 +441,8 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
 
 // ---- Run ----
 
-Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens) {
-  Reader in(tokens);
+Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex) {
+  Reader in(tokens, firstIndex);
   std::vector<TraceEvent> events;
   // Where we are inside one step: the order of its parts is fixed.
   enum class Phase { Between, Regs, Global, Shared } phase = Phase::Between;
@@ -570,8 +574,8 @@ std::string describe(const TraceEvent& event) {
 std::string pretty(std::span<const Token> tokens) {
   std::string out;
   std::span<const Token> run = tokens;
+  size_t used = 0;  // tokens of the prompt: the run's first token is token `used`
   if (!tokens.empty() && tokens[0] == single(Family::Prog)) {
-    size_t used = 0;
     auto prompt = decodePrompt(tokens, &used);
     if (!prompt) return "prompt: " + prompt.error().message + "\n";
     out += machine::print(prompt->program);
@@ -579,12 +583,11 @@ std::string pretty(std::span<const Token> tokens) {
            std::to_string(prompt->launch.blockX) + "\n";
     run = tokens.subspan(used);
   }
-  auto events = decodeRun(run);
+  auto events = decodeRun(run, used);
   if (!events) {
     // Decode the well-formed prefix, so the reader sees where it went wrong.
     const std::string& msg = events.error().message;
-    size_t bad = 0;
-    if (msg.rfind("token ", 0) == 0) bad = std::strtoull(msg.c_str() + 6, nullptr, 10);
+    size_t bad = static_cast<size_t>(events.error().index.value_or(used) - used);
     for (size_t i = 0; i < bad && i < run.size(); ++i) out += tokenName(run[i]) + " ";
     return out + "\nerror: " + msg + "\n";
   }

@@ -177,8 +177,10 @@ using TraceEvent =
 
 // Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md, including the
 // orders the interpreter writes (registers increasing, global before shared, addresses
-// increasing, exactly one final END/FAULT/LIMIT).
-Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens);
+// increasing, exactly one final END/FAULT/LIMIT). `firstIndex` is the index of tokens[0] in the
+// caller's whole sequence (the prompt's length, when the run follows a prompt): an error names
+// and carries (Diag::index) the token's index in that sequence.
+Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex = 0);
 
 // One line per event with its decoded meaning. Accepts a run, or a full trace starting with PROG
 // (then the program listing comes first). Malformed input is printed up to the error, then the

@@ -241,18 +241,22 @@ TEST(GpuCompare, ComparesMultisetOutputsWithoutOrder) {
 TEST(GpuCompare, ReportsAStaleRecordingWithoutComparing) {
   RecordedCase rc = sample().cases[0];
   CaseComparison c = compareCase(rc, ptxDigest("new ptx"), image(0));
-  EXPECT_EQ(c.verdict, Verdict::Stale);
+  EXPECT_EQ(c.verdict, Verdict::Inconclusive);
+  EXPECT_TRUE(c.stale);
+  EXPECT_FALSE(compareCase(rc, rc.ptxDigest, image(0)).stale);  // the twin: same PTX, compared
   EXPECT_NE(c.detail.find(rc.ptxDigest), std::string::npos);
 }
 
-TEST(GpuCompare, CountsGpuFindingsAsMismatchesAndDriverErrorsAsInconclusive) {
+// A driver failure is a mismatch, as it is live (harness/check.cpp GpuSession::compare):
+// common/outcome.h decides both.
+TEST(GpuCompare, CountsGpuFindingsAndDriverErrorsAsMismatches) {
   RecordedCase rc = sample().cases[0];
   rc.status = CaseStatus::GuardViolation;
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
   rc.status = CaseStatus::Nondeterministic;
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
   RecordedCase err = sample().cases[1];
-  EXPECT_EQ(compareCase(err, err.ptxDigest, image(0)).verdict, Verdict::Inconclusive);
+  EXPECT_EQ(compareCase(err, err.ptxDigest, image(0)).verdict, Verdict::Mismatch);
 }
 
 TEST(GpuCompare, CountsAnInterpreterFailureAsMismatch) {
@@ -304,12 +308,17 @@ TEST(GpuCompareRecording, SeparatesMatchesMismatchesStaleAndUnrecordedCases) {
   });
   ASSERT_EQ(r.rows.size(), 4u);
   EXPECT_EQ(r.rows[0].comparison.verdict, Verdict::Match);
-  EXPECT_EQ(r.rows[1].comparison.verdict, Verdict::Inconclusive);
-  EXPECT_EQ(r.rows[2].comparison.verdict, Verdict::Stale);
-  EXPECT_EQ(r.rows[3].comparison.verdict, Verdict::Stale);
+  EXPECT_EQ(r.rows[1].comparison.verdict, Verdict::Mismatch);  // a device error
+  EXPECT_EQ(r.rows[2].comparison.verdict, Verdict::Inconclusive);
+  EXPECT_TRUE(r.rows[2].comparison.stale);
+  EXPECT_EQ(r.rows[3].comparison.verdict, Verdict::Inconclusive);
+  EXPECT_TRUE(r.rows[3].comparison.stale);
+  EXPECT_FALSE(r.rows[1].comparison.stale);
   EXPECT_EQ(calls, 2);  // stale cases are not interpreted
   EXPECT_EQ(r.notRecorded, std::vector<std::string>{"fresh/clang"});
-  EXPECT_EQ(r.tally.summary(), "1 match, 0 mismatch, 2 stale, 1 inconclusive (of 4)");
+  EXPECT_EQ(r.stale, 2);
+  EXPECT_EQ(summary(r.tally, r.stale),
+            "1 match, 1 mismatch, 2 inconclusive (2 stale), 0 harness-error (of 4)");
 
   recorded[7] ^= 1;  // the failing twin: a different interpreter result is a mismatch
   RecordingReport bad = compareRecording(rec, now, [&](const GpuCase&) {
@@ -319,16 +328,18 @@ TEST(GpuCompareRecording, SeparatesMatchesMismatchesStaleAndUnrecordedCases) {
   EXPECT_NE(bad.rows[0].comparison.detail.find("word 7 (byte 28)"), std::string::npos);
 }
 
-TEST(GpuTally, MapsVerdictsToExitCodes) {
+// The exit codes of a tally are common/outcome.h's (tests/outcome_test.cpp); a recording's tally
+// is that Tally, so a stale case next to a match is counted and printed, not failed.
+TEST(GpuTally, UsesTheCommonExitCodes) {
   Tally t;
-  EXPECT_EQ(t.exitCode(), 4);  // nothing compared is not a pass
+  EXPECT_EQ(exitCode(t), 4);  // nothing compared is not a pass
   t.add(Verdict::Match);
-  EXPECT_EQ(t.exitCode(), 0);
-  t.add(Verdict::Stale);
-  EXPECT_EQ(t.exitCode(), 4);
+  EXPECT_EQ(exitCode(t), 0);
+  t.add(Verdict::Inconclusive);  // stale
+  EXPECT_EQ(exitCode(t), 0);
   t.add(Verdict::Mismatch);
-  EXPECT_EQ(t.exitCode(), 1);
-  EXPECT_EQ(t.summary(), "1 match, 1 mismatch, 1 stale, 0 inconclusive (of 3)");
+  EXPECT_EQ(exitCode(t), 1);
+  EXPECT_EQ(summary(t, 1), "1 match, 1 mismatch, 1 inconclusive (1 stale), 0 harness-error (of 3)");
 }
 
 }  // namespace

@@ -62,10 +62,8 @@ int main(int argc, char** argv) {
   auto runner = Runner::open();
   if (!runner.ok()) {
     const Diag& d = runner.error();
-    std::fprintf(stderr, "%s: %s\n",
-                 d.kind == ErrorKind::NoDevice ? "skipped (inconclusive)" : "harness error",
-                 d.str().c_str());
-    return d.kind == ErrorKind::NoDevice ? 4 : 3;
+    std::fprintf(stderr, "%s: %s\n", outcomeName(classify(d)), d.str().c_str());
+    return exitCode(d);
   }
   const DeviceInfo& dev = runner->device();
   std::printf("device: %s, compute capability %d.%d, CUDA driver API %d, %s\n", dev.name.c_str(),
@@ -74,10 +72,12 @@ int main(int argc, char** argv) {
   Recording rec;
   rec.provenance = collectProvenance(dev, inputs->commit, "qgpu-gpu-record");
   Tally tally;
+  int stale = 0;
   for (const GpuCase& c : inputs->cases) {
     RecordedCase rc = recordCase(*runner, c.kernel, c.compiler, c.launch);
     CaseComparison cmp = compareCase(rc, c.digest, c.expectation(), c.launch.unordered);
     tally.add(cmp.verdict);
+    stale += cmp.stale;
     std::printf("%s\n", verdictLine(c.kernel, c.compiler, cmp).c_str());
     rec.cases.push_back(std::move(rc));
   }
@@ -94,6 +94,6 @@ int main(int argc, char** argv) {
     return 3;
   }
   std::printf("GPU vs interpreter (exported at commit %s) on %s: %s\nwrote %s\n",
-              inputs->commit.c_str(), dev.name.c_str(), tally.summary().c_str(), outPath.c_str());
-  return tally.exitCode();
+              inputs->commit.c_str(), dev.name.c_str(), summary(tally, stale).c_str(), outPath.c_str());
+  return exitCode(tally);
 }

@@ -3,6 +3,9 @@
 // match, then the counts. `--report FILE` writes the full JSON report (reports/ for nightly CI).
 #include <fstream>
 #include <iostream>
+#include <set>
+
+#include "common/text.h"
 
 #include "harness/check.h"
 #include "harness/cli/command.h"
@@ -12,6 +15,8 @@
 namespace qgpu::cli {
 
 namespace {
+
+constexpr int kMaxJobs = 256;  // --jobs: worker threads
 
 struct CheckCmdOptions {
   std::string compiler = "both";
@@ -38,13 +43,34 @@ bool selected(const kernels::KernelSpec& spec, const CheckCmdOptions& o) {
 int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
   auto catalog = kernels::loadCatalog(catalogDir(common));
   if (!catalog.ok()) return reportError(catalog.error());
+  // An unknown tag would select nothing and pass for "inconclusive": it is a usage error.
+  std::set<std::string> known;
+  for (const kernels::KernelSpec& spec : *catalog)
+    for (const std::string& tag : spec.tags) known.insert(tag);
+  for (const std::string& tag : o.tags) {
+    if (known.count(tag)) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    return reportError(makeDiag(ErrorKind::Usage,
+                                "unknown tag '" + echo(tag) + "'; the catalog's tags: " + list));
+  }
+  if (o.jobs < 1 || o.jobs > kMaxJobs)
+    return reportError(makeDiag(ErrorKind::Usage, "--jobs " + std::to_string(o.jobs) +
+                                                      " is outside 1.." + std::to_string(kMaxJobs)));
   std::vector<kernels::KernelSpec> chosen;
   for (kernels::KernelSpec& spec : *catalog)
     if (selected(spec, o)) chosen.push_back(std::move(spec));
   for (const std::string& name : o.kernels)
     if (std::none_of(chosen.begin(), chosen.end(), [&](auto& s) { return s.name == name; }))
-      return reportError(makeDiag(ErrorKind::Usage, "no catalog kernel named '" + name + "'"));
+      return reportError(makeDiag(ErrorKind::Usage, "no catalog kernel named '" + echo(name) + "'"));
   if (o.list) {
+    if (common.json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const kernels::KernelSpec& spec : chosen)
+        list.push_back({{"name", spec.name}, {"summary", spec.summary}, {"tags", spec.tags}});
+      std::cout << dumpJson({{"kernels", list}}) << "\n";
+      return kExitOk;
+    }
     for (const kernels::KernelSpec& spec : chosen)
       std::printf("%-24s %s\n", spec.name.c_str(), spec.summary.c_str());
     return kExitOk;
@@ -62,11 +88,11 @@ int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
 
   if (!o.reportPath.empty()) {
     std::ofstream file(o.reportPath);
-    file << harness::toJson(report).dump(2) << "\n";
-    if (!file) return reportError(makeDiag(ErrorKind::Io, "cannot write " + o.reportPath));
+    file << dumpJson(harness::toJson(report)) << "\n";
+    if (!file) return reportError(makeDiag(ErrorKind::Io, "cannot write '" + echo(o.reportPath) + "'"));
   }
   if (common.json) {
-    std::cout << harness::toJson(report).dump(2) << "\n";
+    std::cout << dumpJson(harness::toJson(report)) << "\n";
   } else {
     std::cout << harness::formatReport(report, o.verbose);
     std::cout << chosen.size() << " kernels; " << report.total().total() << " cases\n";

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/file.h"
+#include "common/text.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
@@ -22,13 +23,19 @@ struct CompileCmdOptions {
   std::vector<int64_t> params;        // .ptx input: parameter values
 };
 
+nlohmann::json statsJson(const lower::LowerStats& s) {
+  return {{"ptxInstructions", s.ptxInstructions}, {"basicBlocks", s.basicBlocks},
+          {"machineOps", s.machineOps},           {"machineBlocks", s.machineBlocks},
+          {"maxLive", s.maxLive},                 {"spillSlots", s.spillSlots}};
+}
+
 void printStats(const lower::LowerStats& s) {
   std::cout << "// " << s.ptxInstructions << " PTX instructions in " << s.basicBlocks
             << " basic blocks -> " << s.machineOps << " machine ops in " << s.machineBlocks
             << " blocks; max live " << s.maxLive << ", spill slots " << s.spillSlots << "\n";
 }
 
-int compilePtxFile(const CompileCmdOptions& o) {
+int compilePtxFile(const CompileCmdOptions& o, const CommonOptions& common) {
   auto text = readInputFile(o.kernel, ptx::kMaxInputBytes, "PTX file");
   if (!text.ok()) return reportError(text.error());
   auto module = ptx::parse(*text, o.kernel);
@@ -39,22 +46,52 @@ int compilePtxFile(const CompileCmdOptions& o) {
   lower::LowerStats stats;
   auto program = lower::lower(*module, options, &stats);
   if (!program.ok()) return reportError(program.error());
+  if (common.json) {
+    std::cout << dumpJson({{"file", o.kernel},
+                           {"stats", statsJson(stats)},
+                           {"program", machine::print(*program)}})
+              << "\n";
+    return kExitOk;
+  }
   printStats(stats);
   std::cout << machine::print(*program);
   return kExitOk;
 }
 
 int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
-  if (o.kernel.ends_with(".ptx")) return compilePtxFile(o);
+  if (o.kernel.ends_with(".ptx")) return compilePtxFile(o, common);
   auto compilers = parseCompilers(o.compiler);
   if (!compilers.ok()) return reportError(compilers.error());
   auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
   if (!spec.ok()) return reportError(spec.error());
+  // The first failing compiler's exit code; with --json one document holds every compiler's
+  // result or error.
   int code = kExitOk;
+  nlohmann::json results = nlohmann::json::array();
   for (host::Compiler compiler : *compilers) {
     auto built = harness::buildKernel(*spec, compiler);
     if (!built.ok()) {
-      code = reportError(built.error());
+      int c = exitCode(built.error());
+      if (code == kExitOk) code = c;
+      if (common.json) {
+        std::fprintf(stderr, "qgpu: %s\n", built.error().str().c_str());
+        results.push_back(
+            {{"compiler", host::compilerName(compiler)}, {"error", errorJson(built.error())}});
+      } else {
+        reportError(built.error());
+      }
+      continue;
+    }
+    if (common.json) {
+      nlohmann::json r = {{"compiler", host::compilerName(compiler)},
+                          {"entry", built->entry},
+                          {"ptxDigest", built->ptxDigest}};
+      if (!o.programOnly) r["ptx"] = built->ptx;
+      if (!o.ptxOnly) {
+        r["stats"] = statsJson(built->stats);
+        r["program"] = machine::print(built->program);
+      }
+      results.push_back(r);
       continue;
     }
     if (!o.programOnly) {
@@ -68,6 +105,7 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
       std::cout << machine::print(built->program);
     }
   }
+  if (common.json) std::cout << dumpJson({{"kernel", spec->name}, {"results", results}}) << "\n";
   return code;
 }
 

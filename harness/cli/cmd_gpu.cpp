@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "gpu/inputs.h"
 #include "gpu/record.h"
 #include "gpu/recording.h"
@@ -38,12 +39,8 @@ struct GpuOptions {
   std::vector<std::string> kernels;  // --kernel filters
 };
 
-// NoDevice is inconclusive (shown as skipped, never as passed); the rest as every subcommand.
-int fail(const Diag& d) {
-  if (d.kind != ErrorKind::NoDevice) return reportError(d);
-  std::fprintf(stderr, "qgpu: skipped (inconclusive): %s\n", d.str().c_str());
-  return kExitInconclusive;
-}
+// NoDevice is inconclusive (reportError shows it as skipped, never as passed, exit 4).
+int fail(const Diag& d) { return reportError(d); }
 
 std::string root(const CommonOptions& common) {
   return common.sourceDir.empty() ? std::string(QGPU_SOURCE_DIR) : common.sourceDir;
@@ -62,7 +59,7 @@ Expected<std::vector<kernels::KernelSpec>> selectedKernels(const CommonOptions& 
         found = true;
       }
     }
-    if (!found) return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + name + "'");
+    if (!found) return makeDiag(ErrorKind::Usage, "no catalog kernel named '" + echo(name) + "'");
   }
   return picked;
 }
@@ -74,8 +71,8 @@ Expected<gpu::Inputs> catalogInputs(const CommonOptions& common, const GpuOption
 }
 
 void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>& rows,
-               const gpu::Tally& tally, const std::vector<std::string>& notRecorded,
-               const std::string& gpuName) {
+               const Tally& tally, int stale, const std::vector<std::string>& notRecorded,
+               const std::string& gpuName, const std::string& wrote = "") {
   if (common.json) {
     nlohmann::ordered_json o;
     o["gpu"] = gpuName;
@@ -83,14 +80,17 @@ void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>
     for (const auto& r : rows) {
       o["cases"].push_back({{"kernel", r.kernel},
                             {"compiler", r.compiler},
-                            {"verdict", gpu::verdictName(r.comparison.verdict)},
+                            {"verdict", verdictName(r.comparison.verdict)},
+                            {"stale", r.comparison.stale},
                             {"detail", r.comparison.detail}});
     }
     o["notRecorded"] = notRecorded;
-    o["match"] = tally.match;
-    o["mismatch"] = tally.mismatch;
-    o["stale"] = tally.stale;
-    o["inconclusive"] = tally.inconclusive;
+    o["match"] = tally[Verdict::Match];
+    o["mismatch"] = tally[Verdict::Mismatch];
+    o["inconclusive"] = tally[Verdict::Inconclusive];
+    o["stale"] = stale;
+    o["harnessError"] = tally[Verdict::HarnessError];
+    if (!wrote.empty()) o["wrote"] = wrote;
     std::printf("%s\n", o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
@@ -98,13 +98,23 @@ void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>
     std::printf("%s\n", gpu::verdictLine(r.kernel, r.compiler, r.comparison).c_str());
   }
   for (const auto& n : notRecorded) std::printf("not recorded %s\n", n.c_str());
-  std::printf("GPU (%s) vs interpreter: %s\n", gpuName.c_str(), tally.summary().c_str());
+  std::printf("GPU (%s) vs interpreter: %s\n", gpuName.c_str(),
+              gpu::summary(tally, stale).c_str());
 }
 
-int runInfo() {
+int runInfo(const CommonOptions& common) {
   auto runner = gpu::Runner::open();
   if (!runner.ok()) return fail(runner.error());
   const gpu::DeviceInfo& d = runner->device();
+  if (common.json) {
+    std::printf("%s\n", dumpJson({{"gpu", d.name},
+                                  {"computeCapability", std::to_string(d.ccMajor) + "." +
+                                                            std::to_string(d.ccMinor)},
+                                  {"driverApiVersion", d.driverVersion},
+                                  {"library", d.libraryPath}})
+                            .c_str());
+    return kExitOk;
+  }
   std::printf("%s, compute capability %d.%d, CUDA driver API %d, driver library %s\n",
               d.name.c_str(), d.ccMajor, d.ccMinor, d.driverVersion, d.libraryPath.c_str());
   return kExitOk;
@@ -118,6 +128,14 @@ int runExport(const CommonOptions& common, const GpuOptions& o) {
   if (!wrote.ok()) return fail(wrote.error());
   int refused = 0;
   for (const auto& c : inputs->cases) refused += c.expectedError.has_value();
+  if (common.json) {
+    std::printf("%s\n", dumpJson({{"exported", inputs->cases.size()},
+                                  {"withoutInterpreterResult", refused},
+                                  {"commit", inputs->commit},
+                                  {"dir", dir}})
+                            .c_str());
+    return kExitOk;
+  }
   std::printf("exported %zu cases (%d without an interpreter result) at commit %s to %s\n",
               inputs->cases.size(), refused, inputs->commit.c_str(), dir.c_str());
   return kExitOk;
@@ -131,20 +149,22 @@ int runRecord(const CommonOptions& common, const GpuOptions& o) {
   gpu::Recording rec;
   rec.provenance = gpu::collectProvenance(runner->device(), inputs->commit, "qgpu gpu record");
   std::vector<gpu::RecordingRow> rows;
-  gpu::Tally tally;
+  Tally tally;
+  int stale = 0;
   for (const auto& c : inputs->cases) {
     gpu::RecordedCase rc = gpu::recordCase(*runner, c.kernel, c.compiler, c.launch);
     gpu::CaseComparison cmp = gpu::compareCase(rc, c.digest, c.expectation(), c.launch.unordered);
     tally.add(cmp.verdict);
+    stale += cmp.stale;
     rows.push_back({c.kernel, c.compiler, cmp});
     rec.cases.push_back(std::move(rc));
   }
   std::string path = o.out.empty() ? root(common) + "/reports/gpu/recording.json" : o.out;
   auto wrote = gpu::writeRecording(rec, path);
   if (!wrote.ok()) return fail(wrote.error());
-  printRows(common, rows, tally, {}, runner->device().name);
+  printRows(common, rows, tally, stale, {}, runner->device().name, path);
   if (!common.json) std::printf("wrote %s\n", path.c_str());
-  return tally.exitCode();
+  return exitCode(tally);
 }
 
 int runCompare(const CommonOptions& common, const GpuOptions& o) {
@@ -157,8 +177,9 @@ int runCompare(const CommonOptions& common, const GpuOptions& o) {
                                                            : o.inputs);
   if (!current.ok()) return fail(current.error());
   gpu::RecordingReport report = gpu::compareRecording(*rec, *current, harness::interpretCase);
-  printRows(common, report.rows, report.tally, report.notRecorded, rec->provenance.gpu);
-  return report.tally.exitCode();
+  printRows(common, report.rows, report.tally, report.stale, report.notRecorded,
+            rec->provenance.gpu);
+  return exitCode(report.tally);
 }
 
 }  // namespace
@@ -185,7 +206,7 @@ Command addGpuCommand(CLI::App& root, const CommonOptions& common) {
   Command command;
   command.app = app;
   command.run = [&common, opts, info, exp, rec, cmp]() -> int {
-    if (info->parsed()) return runInfo();
+    if (info->parsed()) return runInfo(common);
     if (exp->parsed()) return runExport(common, *opts);
     if (rec->parsed()) return runRecord(common, *opts);
     if (cmp->parsed()) return runCompare(common, *opts);

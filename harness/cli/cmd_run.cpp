@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/digest.h"
+#include "common/text.h"
 #include "harness/check.h"
 #include "harness/cli/command.h"
 #include "harness/cli/steps.h"
@@ -38,7 +39,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   if (compilers->size() != 1)
     return reportError(makeDiag(ErrorKind::Usage, "run takes one compiler (clang or nvcc)"));
   if (o.backend != "interp" && o.backend != "gpu")
-    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + o.backend +
+    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + echo(o.backend) +
                                                       "' (interp or gpu; the model leg is not built yet)"));
   auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
   if (!spec.ok()) return reportError(spec.error());
@@ -48,7 +49,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   // The interpreter case always runs: it is the reference the GPU is compared with.
   harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions);
   // A kernel the user gave that does not build is bad input, reported with its location.
-  if (!interp.built) return reportError(interp.buildError);
+  if (!interp.built()) return reportError(interp.kernel.error());
   harness::CheckReport report;
   report.cases.push_back(interp.result);
   if (o.backend == "gpu") {
@@ -62,38 +63,33 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
 
   if (common.json) {
     nlohmann::json out = harness::toJson(report);
-    if (interp.built) {
+    // No run (the interpreter's self-check failed): no arrays to show, only the verdict.
+    if (interp.run.ok()) {
       nlohmann::json arrays = nlohmann::json::object();
-      for (const kernels::ArrayRange& range : interp.kernel.image.arrays)
+      for (const kernels::ArrayRange& range : interp.kernel->image.arrays)
         arrays[spec->params[range.param].name] = std::vector<uint32_t>(
-            interp.run.global.begin() + range.firstWord,
-            interp.run.global.begin() + range.firstWord + range.words);
+            interp.run->global.begin() + range.firstWord,
+            interp.run->global.begin() + range.firstWord + range.words);
       out["arrays"] = arrays;
       if (o.trace) {
         std::vector<std::string> names;
-        for (trace::Token t : interp.run.trace) names.push_back(trace::tokenName(t));
+        for (trace::Token t : interp.run->trace) names.push_back(trace::tokenName(t));
         out["trace"] = names;
       }
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dumpJson(out) << "\n";
   } else {
-    if (interp.built) {
-      printArrays(*spec, interp.kernel.image, interp.run.global);
-      if (o.trace) std::cout << trace::pretty(interp.run.trace);
-      std::cout << "trace: " << interp.run.trace.size() << " tokens, " << interp.run.blockExecs
+    if (interp.run.ok()) {
+      printArrays(*spec, interp.kernel->image, interp.run->global);
+      if (o.trace) std::cout << trace::pretty(interp.run->trace);
+      std::cout << "trace: " << interp.run->trace.size() << " tokens, " << interp.run->blockExecs
                 << " steps, " << interp.result.traceDigest << "\n";
     }
-    std::cout << harness::verdictName(shown.verdict) << " [" << o.compiler << ", "
+    std::cout << verdictName(shown.verdict) << " [" << o.compiler << ", "
               << harness::backendName(shown.backend) << "]"
               << (shown.detail.empty() ? "" : ": " + shown.detail) << "\n";
   }
-  switch (shown.verdict) {
-    case harness::Verdict::Match: return kExitOk;
-    case harness::Verdict::Mismatch: return kExitMismatch;
-    case harness::Verdict::Inconclusive: return kExitInconclusive;
-    case harness::Verdict::HarnessError: return kExitHarnessError;
-  }
-  return kExitHarnessError;
+  return exitCode(shown.verdict);
 }
 
 }  // namespace

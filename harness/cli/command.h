@@ -2,12 +2,14 @@
 //
 // Each subcommand lives in its own file `cmd_<name>.cpp` with an options struct, a function that
 // registers its flags on a CLI11 subcommand, and a run function returning the exit code. `main`
-// only dispatches. Exit codes (the contract for scripts and CI):
+// only dispatches. Exit codes (the contract for scripts and CI) and what each error kind means are
+// common/outcome.h's, decided there once:
 //   0  everything compared matched (or the command succeeded)
-//   1  at least one mismatch
+//   1  at least one mismatch (a fault, a driver failure, a differing word)
 //   2  usage error or bad input (the message names it)
-//   3  harness error (a bug or an environment failure: tool missing, I/O)
-//   4  only inconclusive results (e.g. no GPU), nothing mismatched
+//   3  harness error (a bug in qgpu, an unexpected exception)
+//   4  inconclusive: nothing mismatched and nothing matched (no GPU, a tool missing, an
+//      unsupported construct, a program over the machine's limits, a step limit)
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,15 +17,15 @@
 #include <functional>
 #include <string>
 
+#include "common/outcome.h"
+
 namespace qgpu::cli {
 
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitMismatch = 1,
-  kExitUsage = 2,
-  kExitHarnessError = 3,
-  kExitInconclusive = 4,
-};
+using qgpu::kExitHarnessError;
+using qgpu::kExitInconclusive;
+using qgpu::kExitMismatch;
+using qgpu::kExitOk;
+using qgpu::kExitUsage;
 
 // Flags every subcommand shares, defined once.
 struct CommonOptions {

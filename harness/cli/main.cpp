@@ -1,18 +1,34 @@
 // qgpu/harness/cli/main.cpp — `qgpu`: dispatches to the subcommands (one file each, command.h).
+//
+// No exception escapes: a command-line error is a usage error (exit 2), anything thrown by a
+// command (std::exception or otherwise) is reported as an Internal error, exit 3, through the one
+// error reporter (util.h), so --json gets a JSON error object for it too.
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <vector>
 
+#include "common/text.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// --json before the subcommand, looked up in argv itself: a command line that does not parse
+// still gets its error in the format it asked for.
+bool wantsJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+int run(int argc, char** argv) {
   using namespace qgpu::cli;
-  setCommandLine(argc, argv);
   CLI::App app{"qgpu: a SIMT GPU compiled into Qwen3.5 weights, and its conformance harness"};
   app.require_subcommand(1);
   static CommonOptions common;
   common.sourceDir = QGPU_SOURCE_DIR;
-  app.add_flag("--json", common.json, "Machine-readable output (JSON) on stdout");
+  app.add_flag("--json", common.json, "Machine-readable output (JSON) on stdout, errors included");
   app.add_option("--root", common.sourceDir, "The qgpu source tree (kernels/, reports/)")
       ->capture_default_str();
 
@@ -30,11 +46,31 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (wantsJson(argc, argv)) {
+      setJsonOutput(true);
+      return reportError(qgpu::makeDiag(qgpu::ErrorKind::Usage, qgpu::echo(e.what(), 400)));
+    }
+    app.exit(e);
+    return kExitUsage;
   }
+  setJsonOutput(common.json);
   for (const Command& command : commands)
     if (command.app && command.app->parsed()) return command.run();
-  std::fprintf(stderr, "qgpu: no subcommand\n");
-  return kExitUsage;
+  return reportError(qgpu::makeDiag(qgpu::ErrorKind::Usage, "no subcommand"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace qgpu::cli;
+  setCommandLine(argc, argv);
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    return reportError(qgpu::makeDiag(
+        qgpu::ErrorKind::Internal, "unexpected exception: " + qgpu::echo(e.what(), 400)));
+  } catch (...) {
+    return reportError(qgpu::makeDiag(qgpu::ErrorKind::Internal, "unexpected exception"));
+  }
 }

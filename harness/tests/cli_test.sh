@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of the `qgpu` command line: outputs and the exit-code contract of
-# harness/cli/command.h (0 ok, 1 mismatch, 2 usage/bad input, 3 harness error, 4 inconclusive).
+# common/outcome.h (0 ok, 1 mismatch, 2 usage/bad input, 3 harness error, 4 inconclusive).
 # Usage: cli_test.sh PATH/TO/qgpu
 set -u
 qgpu="$1"
@@ -38,7 +38,8 @@ expect expr-sqlen 0 '^25$' -- "$qgpu" expr "|[3, -4]|^2"
 expect expr-json 0 '"result": "32"' -- "$qgpu" --json expr "[1, 2, 3] @ [4, 5, 6]"
 expect expr-shape-error 2 'vector of 2' -- "$qgpu" expr "[1, 2] @ [1, 2, 3]"
 expect expr-syntax-error 2 'expected' -- "$qgpu" expr "[1, 2"
-expect expr-too-big 2 'OverLimit|126' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64] @ [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64]"
+# Over the machine's limits: inconclusive (common/outcome.h), exit 4.
+expect expr-too-big 4 'OverLimit|126' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64] @ [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64]"
 expect expr-wrap-text 0 'int32 wrap-around: the exact value is 4294967294' -- "$qgpu" expr "[2147483647] @ [2]"
 expect expr-wrap-json 0 '"wrapped": true' -- "$qgpu" --json expr "[2147483647] @ [2]"
 expect expr-wrap-json-exact 0 '"exact": "4294967294"' -- "$qgpu" --json expr "[2147483647] @ [2]"
@@ -82,17 +83,34 @@ expect compile-ptx 0 '\.visible \.entry' -- "$qgpu" compile dot --ptx --compiler
 "$qgpu" compile dot --ptx --compiler clang 2>/dev/null | sed -n '/^\/\/ ---- PTX/,$p' | tail -n +2 >"$tmp/dot.ptx"
 expect compile-ptx-file 0 '^B0:' -- "$qgpu" compile "$tmp/dot.ptx" --param 0 --param 12 --param 24 --param 3
 printf '.version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n\tfma.rn.f32 %%f1, %%f2, %%f3, %%f4;\n\tret;\n}\n' >"$tmp/bad.ptx"
-expect compile-bad-ptx 2 'bad.ptx:6:[0-9]+: error\[Ptx(Unsupported|Syntax|Invalid)\]' -- "$qgpu" compile "$tmp/bad.ptx"
+# Outside the supported subset: inconclusive, exit 4; malformed PTX: bad input, exit 2.
+expect compile-unsupported-ptx 4 'bad.ptx:6:[0-9]+: error\[PtxUnsupported\]' -- "$qgpu" compile "$tmp/bad.ptx"
+printf '.version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n\tret\n}\n' >"$tmp/syntax.ptx"
+expect compile-bad-ptx 2 'syntax.ptx:[0-9]+:[0-9]+: error\[PtxSyntax\]' -- "$qgpu" compile "$tmp/syntax.ptx"
 
 expect trace-pretty 0 'warp 0' -- "$qgpu" trace dot
 "$qgpu" trace dot --ids >"$tmp/dot.ids"
 expect trace-from-ids 0 '^end$' -- "$qgpu" trace --tokens "$tmp/dot.ids"
 echo "1 2 99999" >"$tmp/bad.ids"
-expect trace-bad-ids 2 'TraceInvalid' -- "$qgpu" trace --tokens "$tmp/bad.ids"
+expect trace-bad-ids 2 'bad.ids:1:5: error\[TraceInvalid\]: token 2 ' -- "$qgpu" trace --tokens "$tmp/bad.ids"
+# A decode error names the absolute token (prompt included) and its line:column in the file.
+tr ' ' '\n' <"$tmp/dot.ids" | head -n -1 >"$tmp/cut.ids"
+expect trace-cut-ids 2 'cut.ids: error\[TraceInvalid\]: token [0-9]+ \(end of input\)' -- "$qgpu" trace --tokens "$tmp/cut.ids"
+expect trace-json 0 '"pretty": ' -- "$qgpu" --json trace --tokens "$tmp/dot.ids"
 
 expect check-one 0 'interp +clang +1 +0' -- "$qgpu" check --kernel dot --no-gpu
 expect check-list 0 '^dot ' -- "$qgpu" check --list
 expect check-unknown 2 "no catalog kernel named 'zzz'" -- "$qgpu" check --kernel zzz
+expect check-unknown-tag 2 "unknown tag 'zzz'; the catalog's tags: .*atomics" -- "$qgpu" check --tag zzz
+expect check-jobs-zero 2 'outside 1\.\.256' -- "$qgpu" check -j 0 --kernel dot --no-gpu
+expect check-jobs-negative 2 'outside 1\.\.256' -- "$qgpu" check -j -3 --kernel dot --no-gpu
+expect check-list-json 0 '"name": "dot"' -- "$qgpu" --json check --list
+# --json: errors are one object on stdout, for a failing command and for a bad command line.
+expect json-error 2 '"kind": "PtxSyntax"' -- "$qgpu" --json compile "$tmp/syntax.ptx"
+expect json-usage-error 2 '"kind": "Usage"' -- "$qgpu" --json run vadd --no-such-flag
+expect compile-json 0 '"program": ' -- "$qgpu" --json compile dot --compiler clang
+# User input echoed in messages is escaped.
+expect echo-escaped 2 'zz\\x1b\[2J' -- "$qgpu" run "$(printf 'zz\033[2J')"
 expect no-subcommand 2 '' -- "$qgpu"
 
 # The model leg's CLI, where the binary was built with LibTorch.

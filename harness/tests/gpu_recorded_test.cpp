@@ -41,16 +41,17 @@ TEST(GpuRecorded, InterpreterAgreesWithTheRecordedGpuResults) {
             << ", inputs at commit " << p.commit << "\n";
   for (const RecordingRow& r : report.rows) {
     std::cout << verdictLine(r.kernel, r.compiler, r.comparison) << "\n";
-    EXPECT_NE(r.comparison.verdict, Verdict::Mismatch)
+    EXPECT_TRUE(r.comparison.verdict == Verdict::Match ||
+                r.comparison.verdict == Verdict::Inconclusive)
         << r.kernel << "/" << r.compiler << ": " << r.comparison.detail;
   }
   for (const std::string& n : report.notRecorded) std::cout << "not recorded " << n << "\n";
-  std::cout << "GPU vs interpreter: " << report.tally.summary() << "\n";
-  RecordProperty("match", report.tally.match);
-  RecordProperty("stale", report.tally.stale);
-  if (report.tally.match == 0 && report.tally.mismatch == 0) {
+  std::cout << "GPU vs interpreter: " << summary(report.tally, report.stale) << "\n";
+  RecordProperty("match", report.tally[Verdict::Match]);
+  RecordProperty("stale", report.stale);
+  if (report.tally[Verdict::Match] == 0 && report.tally[Verdict::Mismatch] == 0) {
     GTEST_SKIP() << "nothing compared: every recorded case is stale or inconclusive ("
-                 << report.tally.summary() << "); re-record with ci/gpu-record.sh";
+                 << summary(report.tally, report.stale) << "); re-record with ci/gpu-record.sh";
   }
 }
 

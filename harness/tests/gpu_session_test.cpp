@@ -40,8 +40,8 @@ TEST(GpuSession, KernelReachesTheDriverUnderItsPtxEntryName) {
   auto spec = kernels::parseKernelFile(kernels::defaultCatalogDir() + "/vadd.cu");
   ASSERT_TRUE(spec.ok());
   InterpCase interp = builtVadd();
-  ASSERT_TRUE(interp.built) << interp.result.detail;
-  ASSERT_NE(interp.kernel.entry, "vadd");  // clang keeps the C++ mangled name
+  ASSERT_TRUE(interp.built()) << interp.result.detail;
+  ASSERT_NE(interp.kernel->entry, "vadd");  // clang keeps the C++ mangled name
   CaseResult r = gpu.compare(*spec, interp);
   // The fake driver knows no kernel of that name: the failure must come from the driver's
   // function lookup, not from the host refusing the launch.

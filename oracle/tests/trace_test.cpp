@@ -218,6 +218,13 @@ void expectRunRejected(const std::vector<Token>& run, size_t index, const std::s
   EXPECT_EQ(events.error().message.rfind("token " + std::to_string(index) + " ", 0), 0u)
       << events.error().message;
   EXPECT_NE(events.error().message.find(part), std::string::npos) << events.error().message;
+  EXPECT_EQ(events.error().index, index) << part;  // the same fact as a field
+  // After a prompt of 100 tokens, the index is the token's place in the whole sequence.
+  auto shifted = decodeRun(run, 100);
+  ASSERT_FALSE(shifted.ok());
+  EXPECT_EQ(shifted.error().index, index + 100) << part;
+  EXPECT_EQ(shifted.error().message.rfind("token " + std::to_string(index + 100) + " ", 0), 0u)
+      << shifted.error().message;
 }
 
 TEST(TraceRun, DecodeRejectsMalformedRuns) {
