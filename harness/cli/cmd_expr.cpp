@@ -51,7 +51,9 @@ int runExpr(const ExprCmdOptions& o, const CommonOptions& common) {
     else
       std::fprintf(stderr, "qgpu: error[%s]: column %u: %s\n", kindName(d.kind), d.loc.column,
                    d.message.c_str());
-    return kExitUsage;
+    // --json: the same error object every subcommand prints (util.h), the text above aside.
+    if (jsonOutput()) std::cout << dumpJson({{"error", errorJson(d)}}) << "\n";
+    return exitCode(d);
   }
   harness::EvalOptions options;
   options.compiler = compilers->front();

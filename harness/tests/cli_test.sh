@@ -107,6 +107,7 @@ expect check-jobs-negative 2 'outside 1\.\.256' -- "$qgpu" check -j -3 --kernel 
 expect check-list-json 0 '"name": "dot"' -- "$qgpu" --json check --list
 # --json: errors are one object on stdout, for a failing command and for a bad command line.
 expect json-error 2 '"kind": "PtxSyntax"' -- "$qgpu" --json compile "$tmp/syntax.ptx"
+expect json-expr-error 2 '"kind": "Usage"' -- "$qgpu" --json expr "[1, 2"
 expect json-usage-error 2 '"kind": "Usage"' -- "$qgpu" --json run vadd --no-such-flag
 expect compile-json 0 '"program": ' -- "$qgpu" --json compile dot --compiler clang
 # User input echoed in messages is escaped.

@@ -22,6 +22,10 @@ struct Shape {
   size_t minDst, maxDst, minSrc, maxSrc, types;
 };
 
+bool isReduction(BarrierKind k) {
+  return k == BarrierKind::RedPopc || k == BarrierKind::RedAnd || k == BarrierKind::RedOr;
+}
+
 Shape shapeOf(const Instruction& in) {
   const Modifiers& m = in.mods;
   switch (in.op) {
@@ -37,13 +41,13 @@ Shape shapeOf(const Instruction& in) {
     case Opcode::Cvt: return {1, 1, 1, 1, 2};
     case Opcode::Setp: return {1, 2, 2, 2, 1};
     case Opcode::St: return {0, 0, 2, 2, 1};
-    case Opcode::Atom: return m.sub == "cas" ? Shape{1, 1, 3, 3, 1} : Shape{1, 1, 2, 2, 1};
+    case Opcode::Atom: return m.atom == AtomOp::Cas ? Shape{1, 1, 3, 3, 1} : Shape{1, 1, 2, 2, 1};
     case Opcode::Bra: return {0, 0, 1, 1, 0};
     case Opcode::Ret: case Opcode::Exit: return {0, 0, 0, 0, 0};
     case Opcode::Call: return {0, 1, 2, 2, 0};
     case Opcode::Bar: case Opcode::Barrier:
-      if (m.sub.rfind("red.", 0) == 0) return {1, 1, 2, 3, 1};
-      if (m.sub == "warp") return {0, 0, 1, 1, 0};
+      if (isReduction(m.barrier)) return {1, 1, 2, 3, 1};
+      if (m.barrier == BarrierKind::Warp) return {0, 0, 1, 1, 0};
       return {0, 0, 1, 2, 0};
     case Opcode::Shfl: return m.sync ? Shape{1, 2, 4, 4, 1} : Shape{1, 2, 3, 3, 1};
     case Opcode::Vote: return m.sync ? Shape{1, 1, 2, 2, 1} : Shape{1, 1, 1, 1, 1};
@@ -193,7 +197,6 @@ constexpr TypeRule kTypeRules[] = {
 // The modifier that selects an opcode's typing row. (Reads the modifier strings of ir.h; when
 // they become enums this is the one place to change.)
 Form formOf(const Instruction& in) {
-  const std::string& sub = in.mods.sub;
   switch (in.op) {
     case Opcode::Mul: case Opcode::Mad: return in.mods.wide ? Form::MulWide : Form::Plain;
     case Opcode::Setp:
@@ -203,20 +206,26 @@ Form formOf(const Instruction& in) {
         default: return Form::CmpOrdered;
       }
     case Opcode::Atom:
-      if (sub == "add") return Form::AtomAdd;
-      if (sub == "and" || sub == "or" || sub == "xor") return Form::AtomBit;
-      if (sub == "exch") return Form::AtomExch;
-      if (sub == "cas") return Form::AtomCas;
-      if (sub == "inc" || sub == "dec") return Form::AtomIncDec;
-      return Form::AtomMinMax;
+      switch (in.mods.atom) {
+        case AtomOp::Add: return Form::AtomAdd;
+        case AtomOp::And: case AtomOp::Or: case AtomOp::Xor: return Form::AtomBit;
+        case AtomOp::Exch: return Form::AtomExch;
+        case AtomOp::Cas: return Form::AtomCas;
+        case AtomOp::Inc: case AtomOp::Dec: return Form::AtomIncDec;
+        default: return Form::AtomMinMax;
+      }
     case Opcode::Shfl: return in.mods.sync ? Form::Sync : Form::Plain;
     case Opcode::Vote:
-      if (sub == "ballot") return in.mods.sync ? Form::BallotSync : Form::Ballot;
+      if (in.mods.vote == VoteMode::Ballot) return in.mods.sync ? Form::BallotSync : Form::Ballot;
       return in.mods.sync ? Form::Sync : Form::Plain;
     case Opcode::Bar: case Opcode::Barrier:
-      if (sub == "red.popc") return Form::BarRedPopc;
-      if (sub.rfind("red.", 0) == 0) return Form::BarRedPred;
-      return sub == "warp" ? Form::BarWarp : Form::BarSync;
+      switch (in.mods.barrier) {
+        case BarrierKind::RedPopc: return Form::BarRedPopc;
+        case BarrierKind::RedAnd: case BarrierKind::RedOr: return Form::BarRedPred;
+        case BarrierKind::Warp: return Form::BarWarp;
+        case BarrierKind::Sync: return Form::BarSync;
+      }
+      return Form::BarSync;
     default: return Form::Plain;
   }
 }
@@ -387,7 +396,9 @@ class Verifier {
       return bad(in, in.loc, "expects " + std::to_string(s.types) + " type suffix(es), has " +
                                  std::to_string(in.types.size()));
     if (in.op == Opcode::Setp && in.mods.cmp == CmpOp::None) return bad(in, in.loc, "needs a comparison");
-    if ((in.op == Opcode::Atom || in.op == Opcode::Shfl || in.op == Opcode::Vote) && in.mods.sub.empty())
+    if ((in.op == Opcode::Atom && in.mods.atom == AtomOp::None) ||
+        (in.op == Opcode::Shfl && in.mods.shfl == ShflMode::None) ||
+        (in.op == Opcode::Vote && in.mods.vote == VoteMode::None))
       return bad(in, in.loc, "needs an operation modifier");
     if ((in.op == Opcode::Bar || in.op == Opcode::Barrier) && in.mods.sub.rfind("red", 0) != 0 &&
         !in.mods.sync)
