@@ -302,6 +302,16 @@ TEST(HostileSuite, EveryCaseFileIsWellFormed) {
     EXPECT_TRUE(spec.contains("what") && spec["what"].is_string()) << file;
     EXPECT_TRUE(spec.contains("args") && spec["args"].is_array()) << file;
     EXPECT_TRUE(spec.contains("exit") && spec["exit"].is_number_integer()) << file;
+    // A case of the `model` subcommand must say it needs LibTorch, or a build without it fails
+    // the case instead of skipping it.
+    std::vector<std::string> args;
+    for (const json& a : spec.value("args", json::array()))
+      if (a.is_string() && a.get<std::string>() != "--json") args.push_back(a.get<std::string>());
+    const json needs = spec.value("needs", json::array());
+    if (!args.empty() && args[0] == "model") {
+      EXPECT_NE(std::find(needs.begin(), needs.end(), "torch"), needs.end())
+          << file << ": a model case needs [\"torch\"]";
+    }
   }
 }
 
