@@ -1,0 +1,86 @@
+// qgpu/circuit/tests/units_test.cpp — the torch-free checks of the SwiGLU unit writer
+// (circuit/units.h): where a unit's weights land, how constants are split for bf16 (rule R4), and
+// what is refused. The units' numerics run through model/ in the gadget tests.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "circuit/units.h"
+
+namespace qgpu::circuit {
+namespace {
+
+model::Qwen35Config oneLayer() {
+  model::Qwen35Config c;
+  c.vocabSize = 16;
+  c.hiddenSize = 64;
+  c.intermediateSize = 4;
+  c.layerTypes = {model::LayerType::Linear};
+  c.numAttentionHeads = 1;
+  c.numKeyValueHeads = 1;
+  c.headDim = 8;
+  c.linearNumKeyHeads = 1;
+  c.linearNumValueHeads = 1;
+  c.linearKeyHeadDim = 128;
+  c.linearValueHeadDim = 128;
+  c.tieWordEmbeddings = true;
+  return c;
+}
+
+float at(const CircuitWeights& w, const std::string& suffix, int row, int col) {
+  return w.get(w.layerTensor(0, suffix), row, col).value();
+}
+
+TEST(UnitWriter, PlacesGateUpRowsAndDownColumnInTheNextUnit) {
+  CircuitWeights w(oneLayer());
+  UnitWriter units(w, 0);
+  ASSERT_EQ(units.add({{{3, 64.0f}}, {{0, 1.0f}}, {{9, 0.5f}}}).value(), 0);
+  ASSERT_EQ(units.add({{{4, -64.0f}, {5, 64.0f}}, {{0, 2.0f}}, {{10, -0.25f}}}).value(), 1);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 0, 3), 64.0f);
+  EXPECT_EQ(at(w, "mlp.up_proj.weight", 0, 0), 1.0f);
+  EXPECT_EQ(at(w, "mlp.down_proj.weight", 9, 0), 0.5f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 1, 4), -64.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 1, 5), 64.0f);
+  EXPECT_EQ(at(w, "mlp.down_proj.weight", 10, 1), -0.25f);
+  EXPECT_EQ(units.used(), 2);
+}
+
+TEST(UnitWriter, RefusesAFullLayerABadDimAndANonBf16Weight) {
+  CircuitWeights w(oneLayer());
+  UnitWriter units(w, 0, 3);
+  auto bad = units.add({{{64, 1.0f}}, {}, {}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("outside the hidden size"), std::string::npos);
+  auto inexact = units.add({{{1, 64.0f * 513.0f}}, {}, {}});
+  ASSERT_FALSE(inexact.ok());
+  EXPECT_NE(inexact.error().message.find("rule R4"), std::string::npos);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 3, 1), 0.0f);  // nothing written
+  ASSERT_TRUE(units.add({{{1, 1.0f}}, {}, {}}).ok());
+  auto full = units.add({{{1, 1.0f}}, {}, {}});
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().kind, ErrorKind::Usage);
+}
+
+TEST(ConstantTerms, SplitsTenSignificantBitsIntoBf16Pieces) {
+  // The prototype's adder constant 64·513 = 32832: bf16 alone rounds it to 32768.
+  Field ballast{"ballast", 20, 4};
+  auto terms = constantTerms(-64.0 * 513.0, ballast);
+  ASSERT_TRUE(terms.ok());
+  ASSERT_EQ(terms->size(), 2u);
+  EXPECT_EQ((*terms)[0].dim, 20);
+  EXPECT_EQ((*terms)[0].weight, -32768.0f);
+  EXPECT_EQ((*terms)[1].dim, 21);
+  EXPECT_EQ((*terms)[1].weight, -64.0f);
+  EXPECT_TRUE(constantTerms(0.0, ballast)->empty());
+  EXPECT_EQ(constantTerms(96.0, ballast)->size(), 1u);
+}
+
+TEST(ConstantTerms, RefusesAConstantThatNeedsMorePiecesThanBallastDims) {
+  Field ballast{"ballast", 0, 2};
+  auto terms = constantTerms(1.0 + std::ldexp(1.0, -9) + std::ldexp(1.0, -18), ballast);
+  ASSERT_FALSE(terms.ok());
+  EXPECT_NE(terms.error().message.find("bf16 pieces"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit

@@ -1,0 +1,60 @@
+// qgpu/circuit/units.h — SwiGLU units: the MLP half of a decoder layer, one unit at a time.
+//
+// A Qwen3.5 MLP computes, from the post-attention pre-normed residual h (every ±1-unit dim of x is
+// ±λ in h, docs/circuit.md R3), down(silu(gate·h) ⊙ (up·h)) and adds it to the residual. A circuit
+// writes it as a list of independent units; unit u is the triple
+//   gate_u = Σ w·h[dim]   (gate_proj row u)     — the decision, λ·N with N an exact integer (R1)
+//   up_u   = Σ w·h[dim]   (up_proj row u)       — usually a constant: a weight on a ballast dim
+//   x[dim] += w · silu(gate_u) · up_u           (down_proj column u)
+// so that a unit with gate ≤ −88.8 adds exactly 0 (silu = −0, R2) and a unit with gate ≥ 17 adds
+// exactly w·gate·up. Gadgets build units; `UnitWriter` places them in consecutive MLP rows of one
+// layer and refuses what the layer cannot hold.
+//
+// Constants: a ballast dim holds +1 unit on every circuit token, so a constant c in a row is a
+// weight c on a ballast dim. bf16 keeps 8 significant bits (R4): `constantTerms` splits c over
+// several ballast dims, each piece bf16-exact; the fp32 accumulator adds the exact products
+// exactly while the sum stays below 2^24 of the smallest piece's ulp.
+#pragma once
+
+#include <vector>
+
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+struct Term {
+  int dim = 0;        // residual dim
+  float weight = 0;   // bf16-exact (rule R4)
+};
+
+struct Unit {
+  std::vector<Term> gate;
+  std::vector<Term> up;
+  std::vector<Term> down;
+};
+
+// Writes units into consecutive rows of one layer's MLP (gate_proj, up_proj rows; down_proj
+// columns). Rows already used by another writer are the caller's business: one writer per layer.
+class UnitWriter {
+ public:
+  UnitWriter(CircuitWeights& weights, int layer, int firstUnit = 0);
+  // The unit's index. Usage diag when the layer has no free unit, a dim is outside the hidden
+  // size, or a weight is not bf16-representable (then nothing is written).
+  Expected<int> add(const Unit& unit);
+  int used() const { return next_ - first_; }
+  int next() const { return next_; }
+
+ private:
+  CircuitWeights& w_;
+  int layer_;
+  int first_;
+  int next_;
+};
+
+// c as terms on the ballast dims (each dim +1 unit on every token): pieces of at most 8
+// significant bits, largest first, one per dim. Usage diag when c needs more pieces than the
+// ballast has dims, or c is not a multiple of 2^-24 of its largest piece (it could not be exact).
+Expected<std::vector<Term>> constantTerms(double c, const Field& ballast);
+
+}  // namespace qgpu::circuit
