@@ -12,4 +12,4 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   clang-14 llvm-14 libclang-rt-14-dev \
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libicu-dev \
-  libtorch-dev >/dev/null
+  libtorch-dev libopenblas0-pthread >/dev/null

@@ -336,6 +336,9 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
   }
   if (impl->device.is_cuda() && !torch::cuda::is_available())
     return makeDiag(ErrorKind::NoDevice, "LibTorch has no CUDA device", SourceLoc{});
+  if (options.cpuThreads < 0)
+    return makeDiag(ErrorKind::Usage, "cpuThreads must be 0 (LibTorch's default) or positive");
+  if (options.cpuThreads > 0) torch::set_num_threads(options.cpuThreads);
 
   std::map<std::string, Tensor> weights;
   bool anyView = false;  // whether some weight still points into the mapping

@@ -33,6 +33,12 @@ const char* computeDtypeName(ComputeDtype dtype);
 struct DecoderOptions {
   ComputeDtype dtype = ComputeDtype::F32;
   std::string device = "cpu";  // a LibTorch device string: "cpu", "cuda", "cuda:1"
+  // LibTorch's intra-op (OpenMP) threads, set process-wide when the decoder loads; 0 leaves
+  // LibTorch's default. The matrix products run in the BLAS's own thread pool (OpenBLAS, see
+  // README "Dependencies"), so LibTorch's pool only runs small element-wise ops; two pools on
+  // two cores spun against each other (OMP_NUM_THREADS=2: 1.6 decode tokens/s against 22 with
+  // one LibTorch thread, hidden 512, 8 layers), hence 1.
+  int cpuThreads = 1;
 };
 
 // Logits of some positions, row-major [rows, vocab], always float32.

@@ -49,6 +49,7 @@ struct ModelGenerateOptions {
   int64_t maxNewTokens = 32;
   std::string dtype = "f32";
   std::string device = "cpu";
+  int threads = 1;
 };
 
 struct ModelTinyOptions {
@@ -233,6 +234,7 @@ int runGenerate(const ModelGenerateOptions& o, const CommonOptions& common) {
   if (o.dtype != "f32" && o.dtype != "bf16") return report(makeDiag(ErrorKind::Usage, "--dtype must be f32 or bf16"));
   options.dtype = o.dtype == "bf16" ? ComputeDtype::BF16 : ComputeDtype::F32;
   options.device = o.device;
+  options.cpuThreads = o.threads;
   std::optional<BpeTokenizer> bpe;
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::path(o.dir) / "tokenizer.json", ec)) {
@@ -335,6 +337,9 @@ Command addModelCommand(CLI::App& root, const CommonOptions& common) {
       ->check(CLI::Range(int64_t{1}, kMaxNewTokens));
   genApp->add_option("--dtype", gen->dtype, "Compute dtype: f32 or bf16");
   genApp->add_option("--device", gen->device, "LibTorch device: cpu, cuda, cuda:N");
+  genApp->add_option("--threads", gen->threads,
+                     "LibTorch intra-op threads (0: LibTorch's default; the BLAS has its own pool)")
+      ->check(CLI::Range(0, 256));
 
   auto tiny = std::make_shared<ModelTinyOptions>();
   auto* tinyApp = app->add_subcommand("tiny", "Write a seeded random Qwen3.5 checkpoint");

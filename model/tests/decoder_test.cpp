@@ -275,6 +275,23 @@ TEST(Decoder, RejectsTokenOutsideVocabulary) {
   EXPECT_EQ((*d)->position(), 0);  // a rejected call changes nothing
 }
 
+TEST(Decoder, ThreadSettingDoesNotChangeLogitsAndNegativeIsRefused) {
+  HfFixture fx = loadFixture("mixed4");
+  std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
+  auto one = Decoder::load(dir, DecoderOptions{ComputeDtype::F32, "cpu", 1});
+  ASSERT_TRUE(one.ok());
+  auto a = (*one)->forward(fx.prompt, true);
+  auto two = Decoder::load(dir, DecoderOptions{ComputeDtype::F32, "cpu", 2});
+  ASSERT_TRUE(two.ok());
+  auto b = (*two)->forward(fx.prompt, true);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->data, b->data);  // element-wise ops split over threads round alike
+  auto bad = Decoder::load(dir, DecoderOptions{ComputeDtype::F32, "cpu", -1});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_TRUE(Decoder::load(dir).ok());  // back to the default of one thread
+}
+
 // Load-time checks: each names the file and the tensor.
 class CorruptCheckpoint : public ::testing::Test {
  protected:
