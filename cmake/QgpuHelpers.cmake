@@ -35,4 +35,14 @@ function(qgpu_test name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                                           SKIP_RETURN_CODE 77
                                           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if("cpu" IN_LIST ARG_LABELS)
+    qgpu_cpu_test_target(${name})
+  endif()
+endfunction()
+
+# `qgpu_cpu_tests` builds what `ctest -L cpu` runs and nothing else (ci/sanitize.sh builds only
+# it). A cpu test that is not a qgpu_test (a command line of a tool) names its tool here.
+add_custom_target(qgpu_cpu_tests)
+function(qgpu_cpu_test_target target)
+  add_dependencies(qgpu_cpu_tests ${target})
 endfunction()
