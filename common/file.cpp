@@ -26,6 +26,17 @@ Diag ioError(const std::string& path, std::string message) {
   return makeDiag(ErrorKind::Io, std::move(message), SourceLoc{path, 0, 0});
 }
 
+Diag refuseType(const std::string& path, std::string_view what, mode_t mode) {
+  return ioError(path, "cannot read " + std::string(what) + ": it is " + typeName(mode) +
+                           ", not a regular file");
+}
+
+Diag refuseSize(const std::string& path, std::string_view what, const std::string& size,
+                uint64_t maxBytes) {
+  return ioError(path, std::string(what) + " is " + size + " bytes, over the limit of " +
+                           std::to_string(maxBytes) + " bytes");
+}
+
 // Closes the descriptor on every path out of readInputFile.
 struct Fd {
   int fd = -1;
@@ -36,36 +47,35 @@ struct Fd {
 
 }  // namespace
 
+Expected<uint64_t> regularFileSize(const std::string& path, uint64_t maxBytes,
+                                   std::string_view what) {
+  // stat before open: opening a FIFO for reading would block until a writer comes.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return ioError(path, "cannot read " + std::string(what) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuseType(path, what, st.st_mode);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > maxBytes) return refuseSize(path, what, std::to_string(size), maxBytes);
+  return size;
+}
+
 Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
                                     std::string_view what) {
   const std::string name(what);
   const std::string cap = std::to_string(maxBytes);
-  auto refuseType = [&](mode_t mode) {
-    return ioError(path, "cannot read " + name + ": it is " + typeName(mode) +
-                             ", not a regular file");
-  };
-  auto refuseSize = [&](const std::string& size) {
-    return ioError(path, name + " is " + size + " bytes, over the limit of " + cap + " bytes");
-  };
-
-  // stat before open: opening a FIFO for reading would block until a writer comes.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return refuseType(st.st_mode);
-  if (static_cast<unsigned long long>(st.st_size) > maxBytes)
-    return refuseSize(std::to_string(st.st_size));
+  QGPU_CHECK(regularFileSize(path, maxBytes, what));
 
   // The path may have been replaced since the stat: O_NONBLOCK keeps a FIFO from blocking the
   // open, and fstat checks what was actually opened.
+  struct stat st {};
   Fd file;
   file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (file.fd < 0) return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
   if (::fstat(file.fd, &st) != 0)
     return ioError(path, "cannot read " + name + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return refuseType(st.st_mode);
+  if (!S_ISREG(st.st_mode)) return refuseType(path, what, st.st_mode);
   if (static_cast<unsigned long long>(st.st_size) > maxBytes)
-    return refuseSize(std::to_string(st.st_size));
+    return refuseSize(path, what, std::to_string(st.st_size), maxBytes);
 
   // Read at most maxBytes + 1 bytes: one byte more than the cap proves the file grew past it.
   std::string text;
@@ -74,7 +84,7 @@ Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
   size_t got = 0;
   for (;;) {
     if (got == text.size()) {
-      if (got > maxBytes) return refuseSize("more than " + cap);
+      if (got > maxBytes) return refuseSize(path, what, "more than " + cap, maxBytes);
       text.resize(std::min(maxBytes + 1, text.size() * 2 + 4096));
     }
     ssize_t n = ::read(file.fd, text.data() + got, text.size() - got);
@@ -85,7 +95,7 @@ Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
-  if (got > maxBytes) return refuseSize("more than " + cap);
+  if (got > maxBytes) return refuseSize(path, what, "more than " + cap, maxBytes);
   text.resize(got);
   return text;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,11 @@ namespace qgpu {
 
 Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
                                     std::string_view what);
+
+// The stat half of readInputFile, for a file that is mapped rather than read (checkpoint
+// weights): its size, or the same refusals (not a regular file; over `maxBytes`) with the same
+// wording. The caller still checks what it opens with fstat.
+Expected<uint64_t> regularFileSize(const std::string& path, uint64_t maxBytes,
+                                   std::string_view what);
 
 }  // namespace qgpu

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file.h"
 #include "model/json_text.h"
 
 namespace qgpu::model {
@@ -30,56 +31,8 @@ Diag ioFail(const std::string& file, const std::string& what) {
 
 }  // namespace
 
-Status checkRegularFile(const std::string& path, uint64_t maxBytes, uint64_t* size) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return ioFail(path, "cannot open");
-  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISCHR(st.st_mode)  ? "a character device"
-                     : S_ISBLK(st.st_mode)  ? "a block device"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                     : S_ISREG(st.st_mode)  ? nullptr
-                                            : "not a regular file";
-  if (what != nullptr)
-    return makeDiag(ErrorKind::Io, std::string("is ") + what + ", not a regular file", SourceLoc{path});
-  const auto bytes = static_cast<uint64_t>(st.st_size);
-  if (bytes > maxBytes)
-    return makeDiag(ErrorKind::Io, "is " + std::to_string(bytes) + " bytes, over the " +
-                                       std::to_string(maxBytes) + "-byte limit for this file",
-                    SourceLoc{path});
-  if (size != nullptr) *size = bytes;
-  return Ok{};
-}
-
 Expected<std::string> readTextFile(const std::string& path) {
-  // stat first: opening a FIFO would block, /dev/zero never ends, and a huge (sparse) file would
-  // be read into memory whole. Then open without blocking and check the opened file again, so a
-  // file swapped after the stat cannot slip through.
-  uint64_t size = 0;
-  QGPU_CHECK(checkRegularFile(path, kMaxTextFileBytes, &size));
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ioFail(path, "cannot open");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxTextFileBytes) {
-    ::close(fd);
-    return makeDiag(ErrorKind::Io, "changed into something other than a small regular file while opening",
-                    SourceLoc{path});
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return ioFail(path, "read failed");
-    }
-    if (n == 0) break;  // the file shrank since fstat
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
-  return text;
+  return readInputFile(path, kMaxTextFileBytes, "checkpoint file");
 }
 
 Status writeTextFile(const std::string& path, const std::string& text) {
@@ -93,7 +46,7 @@ Status writeTextFile(const std::string& path, const std::string& text) {
 Expected<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
   // A directory, FIFO or device is refused before open() (which would block on a FIFO); the size
   // is not capped, as the file is mapped, not read.
-  QGPU_CHECK(checkRegularFile(path, UINT64_MAX, nullptr));
+  QGPU_CHECK(regularFileSize(path, UINT64_MAX, "safetensors file"));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ioFail(path, "cannot open");
   struct stat st {};

@@ -95,13 +95,9 @@ Status writeCheckpointTensors(const std::string& dir, const std::vector<StTensor
 // the official Qwen3.5 tokenizer.json is about 13 MB.
 inline constexpr uint64_t kMaxTextFileBytes = 64ull << 20;
 
-// Checks with stat(), before anything opens it, that `path` is a regular file of at most
-// `maxBytes` bytes (its size in `*size` when given): a directory, FIFO, device or socket, or a
-// larger file, is an Io error naming the path.
-Status checkRegularFile(const std::string& path, uint64_t maxBytes, uint64_t* size);
-
-// Whole-file helpers used by the loaders and the tests. readTextFile refuses what
-// checkRegularFile(path, kMaxTextFileBytes) refuses.
+// Whole-file helpers used by the loaders and the tests. readTextFile is common/file.h's
+// readInputFile with the cap kMaxTextFileBytes: a directory, FIFO, device or socket, or a larger
+// file, is an Io error naming the path, refused before anything opens it.
 Expected<std::string> readTextFile(const std::string& path);
 Status writeTextFile(const std::string& path, const std::string& text);
 

@@ -109,6 +109,23 @@ TEST_F(ReadInputFile, RefusesAMissingFileWithTheReason) {
 
 // /proc files stat as empty regular files yet yield text: the stat passes, so only the bounded
 // read can catch that there is more than the cap (as for a file that grows after the stat).
+TEST_F(ReadInputFile, RegularFileSizeGivesTheSizeAndTheSameRefusals) {
+  auto size = regularFileSize(write("w.safetensors", std::string(10, 'x')), 10, "weights file");
+  ASSERT_TRUE(size.ok()) << size.error().str();
+  EXPECT_EQ(*size, 10u);
+  auto over = regularFileSize(write("big.safetensors", std::string(11, 'x')), 10, "weights file");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().message.find("weights file is 11 bytes, over the limit of 10 bytes"),
+            std::string::npos)
+      << over.error().message;
+  auto directory = regularFileSize(dir_, UINT64_MAX, "weights file");
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.error().kind, ErrorKind::Io);
+  EXPECT_NE(directory.error().message.find("cannot read weights file: it is a directory"),
+            std::string::npos)
+      << directory.error().message;
+}
+
 TEST(ReadInputFileBound, StopsAReadThatOutgrowsItsStatAtTheCap) {
   struct stat st {};
   ASSERT_EQ(::stat("/proc/self/maps", &st), 0);

@@ -175,17 +175,17 @@ TEST_F(ModelCli, CheckpointFilesThatAreNotRegularFilesAreIoErrors) {
   fs::create_directories(ck + "/model.safetensors");
   CliRun d = qgpu("model info " + ck);
   EXPECT_EQ(d.exit, 2);
-  EXPECT_NE(d.err.find("model.safetensors: error[Io]: is a directory"), std::string::npos) << d.err;
+  EXPECT_NE(d.err.find("model.safetensors: error[Io]: cannot read safetensors file: it is a directory"), std::string::npos) << d.err;
   fs::remove(ck + "/model.safetensors");
   ASSERT_EQ(::mkfifo((ck + "/model.safetensors").c_str(), 0600), 0);
   CliRun f = qgpu("model generate " + ck + " --ids 1 -n 1");
   EXPECT_EQ(f.exit, 2);
-  EXPECT_NE(f.err.find("error[Io]: is a FIFO"), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find("error[Io]: cannot read safetensors file: it is a FIFO"), std::string::npos) << f.err;
   fs::remove(ck + "/config.json");
   fs::create_symlink("/dev/zero", ck + "/config.json");
   CliRun z = qgpu("model info " + ck);
   EXPECT_EQ(z.exit, 2);
-  EXPECT_NE(z.err.find("config.json: error[Io]: is a character device"), std::string::npos) << z.err;
+  EXPECT_NE(z.err.find("config.json: error[Io]: cannot read checkpoint file: it is a character device"), std::string::npos) << z.err;
 }
 
 }  // namespace
