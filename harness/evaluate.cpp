@@ -164,10 +164,6 @@ Expected<Value> launch(const ExprNode& node, const std::vector<Value>& args,
   return result;
 }
 
-uint32_t wrapMul(int32_t a, int32_t b) {
-  return static_cast<uint32_t>(a) * static_cast<uint32_t>(b);
-}
-
 // The operands of `node`, moved out of `values` (each node is the operand of one operation).
 std::vector<Value> takeArgs(const ExprNode& node, std::vector<Value>& values) {
   std::vector<Value> args;
@@ -176,12 +172,6 @@ std::vector<Value> takeArgs(const ExprNode& node, std::vector<Value>& values) {
 }
 
 using Int128 = __int128;
-
-// Checked 128-bit arithmetic: false when the exact result does not fit.
-bool mulAdd(Int128& sum, Int128 a, Int128 b) {
-  Int128 product;
-  return !__builtin_mul_overflow(a, b, &product) && !__builtin_add_overflow(sum, product, &sum);
-}
 
 std::string int128String(Int128 v) {
   if (v == 0) return "0";
@@ -201,34 +191,67 @@ struct Exact {
   std::vector<Int128> data;
 };
 
-// One operation in exact arithmetic; false when a result leaves the 128-bit range.
-bool exactOperation(const ExprNode& node, const std::vector<Exact>& a, Exact& r) {
+// The two host arithmetics the operations below run in: int32 with wrap-around (what the
+// machine computes) and overflow-checked 128-bit integers (the exact value). `add`/`mul` return
+// false when the result does not fit (never, for the wrapping one).
+struct Wrap32 {
+  using T = int32_t;
+  static bool add(T a, T b, T& out) {
+    out = static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+    return true;
+  }
+  static bool sub(T a, T b, T& out) {
+    out = static_cast<T>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+    return true;
+  }
+  static bool mul(T a, T b, T& out) {
+    out = static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+    return true;
+  }
+};
+struct Checked128 {
+  using T = Int128;
+  static bool add(T a, T b, T& out) { return !__builtin_add_overflow(a, b, &out); }
+  static bool sub(T a, T b, T& out) { return !__builtin_sub_overflow(a, b, &out); }
+  static bool mul(T a, T b, T& out) { return !__builtin_mul_overflow(a, b, &out); }
+};
+
+template <typename Arith>
+bool mulAdd(typename Arith::T& sum, typename Arith::T a, typename Arith::T b) {
+  typename Arith::T product;
+  return Arith::mul(a, b, product) && Arith::add(sum, product, sum);
+}
+
+// One operation of the expression language in arithmetic `Arith` over matrices `M` (Value or
+// Exact: rows, cols, data); false when a result does not fit.
+template <typename Arith, typename M>
+bool operate(const ExprNode& node, const std::vector<M>& a, M& r) {
+  using T = typename Arith::T;
   switch (node.kind) {
     case ExprKind::Dot:
     case ExprKind::SqLen: {
-      const Exact& u = a[0];
-      const Exact& v = node.kind == ExprKind::Dot ? a[1] : a[0];
-      Int128 sum = 0;
+      const M& u = a[0];
+      const M& v = node.kind == ExprKind::Dot ? a[1] : a[0];
+      T sum = 0;
       for (size_t i = 0; i < u.data.size(); ++i)
-        if (!mulAdd(sum, u.data[i], v.data[i])) return false;
+        if (!mulAdd<Arith>(sum, u.data[i], v.data[i])) return false;
       r.data.push_back(sum);
       return true;
     }
     case ExprKind::Add:
     case ExprKind::Sub:
       for (size_t i = 0; i < a[0].data.size(); ++i) {
-        Int128 out;
-        bool overflow = node.kind == ExprKind::Add
-                            ? __builtin_add_overflow(a[0].data[i], a[1].data[i], &out)
-                            : __builtin_sub_overflow(a[0].data[i], a[1].data[i], &out);
-        if (overflow) return false;
+        T out;
+        const bool fits = node.kind == ExprKind::Add ? Arith::add(a[0].data[i], a[1].data[i], out)
+                                                     : Arith::sub(a[0].data[i], a[1].data[i], out);
+        if (!fits) return false;
         r.data.push_back(out);
       }
       return true;
     case ExprKind::Scale:
-      for (Int128 x : a[1].data) {
-        Int128 out;
-        if (__builtin_mul_overflow(a[0].data[0], x, &out)) return false;
+      for (T x : a[1].data) {
+        T out;
+        if (!Arith::mul(a[0].data[0], x, out)) return false;
         r.data.push_back(out);
       }
       return true;
@@ -238,9 +261,9 @@ bool exactOperation(const ExprNode& node, const std::vector<Exact>& a, Exact& r)
       uint32_t cols = node.kind == ExprKind::MatMul ? a[1].cols : 1;
       for (uint32_t i = 0; i < rows; ++i)
         for (uint32_t j = 0; j < cols; ++j) {
-          Int128 sum = 0;
+          T sum = 0;
           for (uint32_t k = 0; k < inner; ++k)
-            if (!mulAdd(sum, a[0].data[i * inner + k], a[1].data[k * cols + j])) return false;
+            if (!mulAdd<Arith>(sum, a[0].data[i * inner + k], a[1].data[k * cols + j])) return false;
           r.data.push_back(sum);
         }
       return true;
@@ -278,44 +301,8 @@ Value hostValue(const ExprTree& expr) {
       continue;
     }
     std::vector<Value> a = takeArgs(node, values);
-    Value& r = values[n];
-    r = shapeOf(node);
-    auto push = [&](uint32_t word) { r.data.push_back(static_cast<int32_t>(word)); };
-    switch (node.kind) {
-      case ExprKind::Dot:
-      case ExprKind::SqLen: {
-        const Value& u = a[0];
-        const Value& v = node.kind == ExprKind::Dot ? a[1] : a[0];
-        uint32_t sum = 0;
-        for (size_t i = 0; i < u.data.size(); ++i) sum += wrapMul(u.data[i], v.data[i]);
-        push(sum);
-        break;
-      }
-      case ExprKind::Add:
-      case ExprKind::Sub:
-        for (size_t i = 0; i < a[0].data.size(); ++i) {
-          uint32_t x = static_cast<uint32_t>(a[0].data[i]), y = static_cast<uint32_t>(a[1].data[i]);
-          push(node.kind == ExprKind::Add ? x + y : x - y);
-        }
-        break;
-      case ExprKind::Scale:
-        for (int32_t x : a[1].data) push(wrapMul(a[0].data[0], x));
-        break;
-      case ExprKind::MatMul:
-      case ExprKind::MatVec: {
-        uint32_t rows = a[0].rows, inner = a[0].cols;
-        uint32_t cols = node.kind == ExprKind::MatMul ? a[1].cols : 1;
-        for (uint32_t i = 0; i < rows; ++i)
-          for (uint32_t j = 0; j < cols; ++j) {
-            uint32_t sum = 0;
-            for (uint32_t k = 0; k < inner; ++k)
-              sum += wrapMul(a[0].data[i * inner + k], a[1].data[k * cols + j]);
-            push(sum);
-          }
-        break;
-      }
-      case ExprKind::Literal: break;
-    }
+    values[n] = shapeOf(node);
+    operate<Wrap32>(node, a, values[n]);  // wrap-around arithmetic always fits
   }
   return std::move(values.back());
 }
@@ -333,7 +320,7 @@ ExactValue exactValue(const ExprTree& expr) {
     }
     std::vector<Exact> a;
     for (uint32_t i : node.args) a.push_back(std::move(values[i]));
-    if (!exactOperation(node, a, r)) {
+    if (!operate<Checked128>(node, a, r)) {
       ExactValue unknown;
       unknown.rows = expr.root().rows;
       unknown.cols = expr.root().cols;
