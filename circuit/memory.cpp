@@ -23,8 +23,10 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
     return usage("layer " + std::to_string(s.layer) + " is not a linear_attention layer");
   if (s.head < 0 || s.head >= c.linearNumValueHeads)
     return usage("value head " + std::to_string(s.head) + " does not exist");
-  if (A < 1 || A > 6 || s.readAddr.dims != A || (int64_t{1} << A) + 1 > dk)
-    return usage("address fields need 1..6 equal dims and 2^A + 1 <= key head dim");
+  const int64_t rowsNeeded = (int64_t{1} << A) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0);
+  if (A < 1 || A > 7 || s.readAddr.dims != A || rowsNeeded > dk)
+    return usage("address fields need 1..7 equal dims and 2^A (+ 1 for a scratch row) <= key "
+                 "head dim");
   if (V < 1 || 2 * V > dv || s.out.dims != V)
     return usage("value and out fields need V dims, 2V <= value head dim");
   if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
@@ -42,7 +44,7 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   m.valueHot = s.lambda * Gv;
   m.betaLogit = s.write == WriteStrength::Full ? s.lambda * G : 0.0;
   m.gateZ = s.lambda * Gz;
-  m.scratchRow = 1 << A;
+  m.scratchRow = s.noWrite == NoWrite::ScratchRow ? 1 << A : -1;
   // Rule R2: off pre-activations must reach −88.8 (silu, sigmoid exactly 0), on ones 17.
   if (m.keyOn < 89.0 || m.gateZ < 17.0)
     return makeDiag(ErrorKind::OverLimit, "memory gadget: λ·G = " + std::to_string(m.keyOn) +
@@ -72,9 +74,11 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
     QGPU_CHECK(w.set(qkv, qBase + r, bal, static_cast<float>(-(A - 1) * G)));
     QGPU_CHECK(useChannel(qBase + r));
   }
-  // The scratch row takes every non-writing token's write.
-  QGPU_CHECK(w.set(qkv, kBase + m.scratchRow, s.writeEnable.at(0), static_cast<float>(-G)));
-  QGPU_CHECK(useChannel(kBase + m.scratchRow));
+  // The scratch row takes every non-writing token's write (with ZeroKey, nothing does).
+  if (s.noWrite == NoWrite::ScratchRow) {
+    QGPU_CHECK(w.set(qkv, kBase + m.scratchRow, s.writeEnable.at(0), static_cast<float>(-G)));
+    QGPU_CHECK(useChannel(kBase + m.scratchRow));
+  }
   // Value: dual rail.
   for (int j = 0; j < V; ++j) {
     QGPU_CHECK(w.set(qkv, vBase + 2 * j, s.value.at(j), static_cast<float>(Gv)));

@@ -9,7 +9,8 @@
 // Inputs, read from the pre-normed residual h = RMSNorm(x)·(1 + 0). Every input dim holds ±1 unit
 // in x, which the pre-norm maps to exactly ±λ (λ = `spec.lambda`, a property of the caller's
 // constant-norm layout: docs/circuit.md R3); the first dim of `ballast` holds +λ on every token:
-//   we        1 sign bit: +1 = write, −1 = no write (the token writes the scratch row instead)
+//   we        1 sign bit: +1 = write, −1 = no write (the token writes the scratch row instead, or,
+//             with `noWrite = ZeroKey`, no row at all)
 //   waddr     A sign bits, the cell to write (bit i: +1 = 1)
 //   value     V sign bits, the value to write
 //   raddr     A sign bits, the cell to read
@@ -22,6 +23,10 @@
 //   key channel r < 2^A :  k_r = G·(Σ_i s_i(r)·waddr_i + we − A·ballast)  = λG·N, N = +1 iff
 //                          waddr = r and we = +1, else N ≤ −1
 //   key channel 2^A     :  k_s = −G·we                                    = λG·(∓1): scratch row
+//                          (ScratchRow only; with ZeroKey a non-writing token's key channels are
+//                          all ≤ −λG, so SiLU makes the key exactly 0, its L2 norm is
+//                          0·rsqrt(eps) = 0 and the delta rule adds β·(v − S·0)·0ᵀ = 0: no row
+//                          changes, and all 2^A ≤ dk rows hold cells)
 //   query channel r     :  q_r = G·(Σ_i s_i(r)·raddr_i − (A − 1)·ballast) = λG·N, N = +1 iff
 //                          raddr = r, else N ≤ −1
 //   value channel 2j    :  v = +Gv·value_j ;  channel 2j+1: v = −Gv·value_j   (dual rail)
@@ -60,6 +65,12 @@ enum class WriteStrength : uint8_t {
   Half,  // beta = 1/2: a failing twin
 };
 
+// What a token that does not write (we = −1) does to the head.
+enum class NoWrite : uint8_t {
+  ScratchRow,  // writes a reserved row (row 2^A): 2^A + 1 ≤ dk, so at most 64 cells of 128
+  ZeroKey,     // writes nothing: its key is exactly 0 (rule R6's "a key exactly 0"); 2^A ≤ dk
+};
+
 enum class Decay : uint8_t {
   Off,   // exp(g) = 1 exactly (the gadget)
   Half,  // exp(g) = 1/2 per token: a failing twin
@@ -70,7 +81,7 @@ struct MemorySpec {
   int head = 0;        // value head (its key head is head / (Hv / Hk))
   Field ballast;       // dims[0] is +1 unit on every token
   Field writeEnable;   // 1 dim
-  Field writeAddr;     // A dims, 1 ≤ A ≤ 6 and 2^A + 1 ≤ key head dim
+  Field writeAddr;     // A dims, 1 ≤ A ≤ 7; 2^A + 1 ≤ key head dim (ScratchRow), 2^A ≤ (ZeroKey)
   Field value;         // V dims, 2V ≤ value head dim, dv/V a power of 4 (out_proj exact, R4)
   Field readAddr;      // A dims
   Field out;           // V dims, written by out_proj
@@ -80,6 +91,7 @@ struct MemorySpec {
   float outUnit = 16;  // magnitude of a read bit in the residual
   WriteStrength write = WriteStrength::Full;
   Decay decay = Decay::Off;
+  NoWrite noWrite = NoWrite::ScratchRow;
 };
 
 // The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).
@@ -89,7 +101,7 @@ struct MemoryMargins {
   double valueHot = 0;   // a hot value rail before SiLU: λGv (the cold one is −λGv)
   double betaLogit = 0;  // b: λG (Full) or 0 (Half)
   double gateZ = 0;      // z: λGz
-  int scratchRow = 0;    // the key row a non-writing token writes
+  int scratchRow = -1;   // the key row a non-writing token writes; −1 with NoWrite::ZeroKey
 };
 
 // Writes the memory head into `weights`. Usage diag for a spec that does not fit the config or

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -31,38 +32,48 @@ namespace fs = std::filesystem;
 using model::ComputeDtype;
 
 constexpr int kHidden = 128;
-constexpr int kAddrBits = 4;
-constexpr int kCells = 1 << kAddrBits;
 constexpr int kValueBits = 8;
 constexpr int kValues = 1 << kValueBits;
 constexpr float kUnit = 16;  // every embedding dim is 0 or ±16
-// Nonzero embedding dims: ballast + write-enable + write address + value + read address + reset.
-// A quarter of the hidden size at ±16 gives mean(x²) = 64, so the pre-norm maps ±16 to exactly
-// ±2.
-constexpr int kFieldDims = 1 + kAddrBits + kValueBits + kAddrBits + 1;
-constexpr int kBallastDims = kHidden / 4 - kFieldDims;
 constexpr double kLambda = 2.0;
 
-// Token ids: W(cell, value) writes `value` into `cell` and reads `cell`; R(cell) only reads;
-// X(cell) clears the memory (where the gadget is built with its reset field) and reads `cell`.
-int64_t writeToken(int cell, int value) {
-  return cell * kValues + value;
-}
-int64_t readToken(int cell) {
-  return kCells * kValues + cell;
-}
-int64_t resetToken(int cell) {
-  return kCells * kValues + kCells + cell;
-}
-constexpr int64_t kVocab = kCells * kValues + 2 * kCells;
+// The memory's address width and how a non-writing token leaves it alone; the token ids follow.
+// W(cell, value) writes `value` into `cell` and reads `cell`; R(cell) only reads; X(cell) clears
+// the memory (where the gadget is built with its reset field) and reads `cell`.
+// `valueStride` > 1 keeps the vocabulary small for wide memories: only multiples of the stride
+// (plus 255) are written, each 8-bit value still written as 8 bits.
+struct Geometry {
+  int addrBits = 4;
+  NoWrite noWrite = NoWrite::ScratchRow;
+  int valueStride = 1;
+
+  int cells() const { return 1 << addrBits; }
+  int choices() const { return kValues / valueStride + (valueStride > 1 ? 1 : 0); }
+  int valueOf(int choice) const { return std::min(choice * valueStride, kValues - 1); }
+  int randomValue(std::mt19937& rng) const { return valueOf(static_cast<int>(rng() % choices())); }
+  int64_t writeToken(int cell, int value) const {
+    const int choice = value == kValues - 1 ? choices() - 1 : value / valueStride;
+    return int64_t{cell} * choices() + choice;
+  }
+  int64_t readToken(int cell) const { return int64_t{cells()} * choices() + cell; }
+  int64_t resetToken(int cell) const { return int64_t{cells()} * choices() + cells() + cell; }
+  int64_t vocab() const { return int64_t{cells()} * choices() + 2 * cells(); }
+  // Nonzero embedding dims: ballast + write-enable + write address + value + read address +
+  // reset. A quarter of the hidden size at ±16 gives mean(x²) = 64, so the pre-norm maps ±16 to
+  // exactly ±2.
+  int ballastDims() const { return kHidden / 4 - (1 + addrBits + kValueBits + addrBits + 1); }
+};
+const Geometry kSmall{};                           // 16 cells and a scratch row
+const Geometry kFull{7, NoWrite::ZeroKey, 17};     // 128 cells: every row of the head
+constexpr int kCells = 16;                         // kSmall's cells (the hand-made programs)
 
 struct Op {
   bool write = false;
   int cell = 0;
   int value = 0;
   bool reset = false;  // clears every cell before the read (never together with write)
-  int64_t token() const {
-    return write ? writeToken(cell, value) : reset ? resetToken(cell) : readToken(cell);
+  int64_t token(const Geometry& g) const {
+    return write ? g.writeToken(cell, value) : reset ? g.resetToken(cell) : g.readToken(cell);
   }
 };
 
@@ -79,9 +90,9 @@ std::string tempDir(const std::string& name) {
   return p.string();
 }
 
-model::Qwen35Config gadgetConfig() {
+model::Qwen35Config gadgetConfig(const Geometry& g) {
   model::Qwen35Config c;
-  c.vocabSize = kVocab;
+  c.vocabSize = g.vocab();
   c.hiddenSize = kHidden;
   c.intermediateSize = 8;  // the MLP stays zero: it adds exactly 0
   c.layerTypes = {model::LayerType::Linear};
@@ -107,21 +118,22 @@ struct Built {
 // The gadget's checkpoint: embedding rows for every token, the memory head, the probe.
 // `resettable` connects the reset field to the gadget; without it X tokens only read.
 Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
-                      bool resettable = false) {
-  CircuitWeights w(gadgetConfig());
+                      bool resettable = false, const Geometry& g = kSmall) {
+  CircuitWeights w(gadgetConfig(g));
   FieldAllocator alloc(kHidden);
   MemorySpec s;
-  s.ballast = alloc.take("ballast", kBallastDims).value();
+  s.ballast = alloc.take("ballast", g.ballastDims()).value();
   s.writeEnable = alloc.take("we", 1).value();
-  s.writeAddr = alloc.take("waddr", kAddrBits).value();
+  s.writeAddr = alloc.take("waddr", g.addrBits).value();
   s.value = alloc.take("value", kValueBits).value();
-  s.readAddr = alloc.take("raddr", kAddrBits).value();
+  s.readAddr = alloc.take("raddr", g.addrBits).value();
   s.out = alloc.take("out", kValueBits).value();
   const Field reset = alloc.take("reset", 1).value();
   if (resettable) s.reset = reset;
   s.lambda = kLambda;
   s.write = write;
   s.decay = decay;
+  s.noWrite = g.noWrite;
   auto margins = buildMemory(w, s);
   EXPECT_TRUE(margins.ok()) << margins.error().message;
 
@@ -130,15 +142,15 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
     for (int i = 0; i < f.dims; ++i)
       ASSERT_TRUE(w.set(embed, row, f.at(i), (v >> i) & 1 ? kUnit : -kUnit).ok());
   };
-  for (int64_t t = 0; t < kVocab; ++t) {
-    const bool isWrite = t < kCells * kValues;
-    const int wcell = isWrite ? static_cast<int>(t / kValues) : 0;
-    const int value = isWrite ? static_cast<int>(t % kValues) : 0;
-    const bool isReset = t >= resetToken(0);
+  for (int64_t t = 0; t < g.vocab(); ++t) {
+    const bool isWrite = t < g.readToken(0);
+    const int wcell = isWrite ? static_cast<int>(t / g.choices()) : 0;
+    const int value = isWrite ? g.valueOf(static_cast<int>(t % g.choices())) : 0;
+    const bool isReset = t >= g.resetToken(0);
     const int rcell =
-        isWrite ? wcell : static_cast<int>(isReset ? t - resetToken(0) : t - readToken(0));
+        isWrite ? wcell : static_cast<int>(isReset ? t - g.resetToken(0) : t - g.readToken(0));
     EXPECT_TRUE(w.set(embed, t, reset.at(0), isReset ? kUnit : -kUnit).ok());
-    for (int i = 0; i < kBallastDims; ++i)
+    for (int i = 0; i < g.ballastDims(); ++i)
       EXPECT_TRUE(w.set(embed, t, s.ballast.at(i), kUnit).ok());
     EXPECT_TRUE(w.set(embed, t, s.writeEnable.at(0), isWrite ? kUnit : -kUnit).ok());
     bits(t, s.writeAddr, wcell);
@@ -156,17 +168,18 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
 }
 
 // Empty reads, then every cell filled (0 and 255 among the values), then random writes and reads.
-std::vector<Op> program(uint32_t seed, int randomOps) {
+std::vector<Op> program(uint32_t seed, int randomOps, const Geometry& g = kSmall) {
   std::mt19937 rng(seed);
-  std::vector<Op> ops = {{false, 0, 0}, {false, 5, 0}, {false, kCells - 1, 0}};
-  for (int c = 0; c < kCells; ++c) {
-    const int v = c == 0 ? 0 : c == 1 ? kValues - 1 : static_cast<int>(rng() % kValues);
+  const int cells = g.cells();
+  std::vector<Op> ops = {{false, 0, 0}, {false, 5, 0}, {false, cells - 1, 0}};
+  for (int c = 0; c < cells; ++c) {
+    const int v = c == 0 ? 0 : c == 1 ? kValues - 1 : g.randomValue(rng);
     ops.push_back({true, c, v});
   }
   for (int i = 0; i < randomOps; ++i) {
     const bool write = rng() % 2 == 0;
     ops.push_back(
-        {write, static_cast<int>(rng() % kCells), write ? static_cast<int>(rng() % kValues) : 0});
+        {write, static_cast<int>(rng() % cells), write ? g.randomValue(rng) : 0});
   }
   return ops;
 }
@@ -184,11 +197,10 @@ struct Stats {
 
 Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& rows) {
   Stats st;
-  std::array<int, kCells> mem;
-  mem.fill(-1);  // never written
+  std::vector<int> mem(256, -1);  // never written (room for every cell of every geometry)
   for (size_t p = 0; p < ops.size(); ++p) {
     const Op& op = ops[p];
-    if (op.reset) mem.fill(-1);
+    if (op.reset) std::fill(mem.begin(), mem.end(), -1);
     if (op.write) mem[static_cast<size_t>(op.cell)] = op.value;
     const int expected = mem[static_cast<size_t>(op.cell)];
     ++st.reads;
@@ -232,10 +244,11 @@ Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& r
 enum class Path { Prefill, Decode, Mixed };
 constexpr Path kPaths[] = {Path::Prefill, Path::Decode, Path::Mixed};
 
-std::vector<std::vector<float>> run(model::Decoder& dec, const std::vector<Op>& ops, Path path) {
+std::vector<std::vector<float>> run(model::Decoder& dec, const std::vector<Op>& ops, Path path,
+                                    const Geometry& g = kSmall) {
   dec.reset();
   std::vector<int64_t> tokens;
-  for (const Op& op : ops) tokens.push_back(op.token());
+  for (const Op& op : ops) tokens.push_back(op.token(g));
   std::vector<std::vector<float>> rows;
   auto keep = [&](const model::Logits& l, int64_t r) {
     auto row = l.row(r);
@@ -298,6 +311,85 @@ TEST(MemoryGadget, EveryReadOfEveryCellIsExactInFp32AndBf16OnBothPaths) {
     // all paths agree bit for bit.
     EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
     EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
+  }
+}
+
+// All 128 rows of the head hold cells: a non-writing token's key is exactly 0 (NoWrite::ZeroKey),
+// so it changes no row. 128 empty reads' worth of cells filled, then 600 random writes and reads
+// (875 tokens, 14 chunks); the read-only tokens are half of them, so a zero key that wrote
+// anything would corrupt a cell.
+TEST(MemoryGadget, FullHeadWithZeroKeyNoWriteIsExactInFp32AndBf16OnBothPaths) {
+  Built b = buildCheckpoint("full", WriteStrength::Full, Decay::Off, false, kFull);
+  EXPECT_EQ(b.margins.scratchRow, -1);
+  const std::vector<Op> ops = program(5, 744, kFull);
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    std::vector<std::vector<float>> byPath[3];
+    for (Path path : kPaths) {
+      auto rows = run(*dec, ops, path, kFull);
+      ASSERT_EQ(rows.size(), ops.size());
+      Stats st = check(ops, rows);
+      EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
+                             << st.firstWrong;
+      EXPECT_EQ(st.magnitudes.size(), 1u) << computeDtypeName(dtype) << " " << pathName(path);
+      std::cout << "[memory full head] " << computeDtypeName(dtype) << " " << pathName(path)
+                << ": " << st.reads << " reads of 128 cells, " << st.wrong << " wrong, "
+                << st.magnitudes.size() << " magnitude(s), smallest bit " << st.minBit << "\n";
+      byPath[static_cast<int>(path)] = std::move(rows);
+    }
+    EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
+    EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
+  }
+}
+
+// The twin: ZeroKey relies on every off key channel being exactly 0 after SiLU. Pushing one
+// channel's off level up to −0.05·λG (−6.4: SiLU leaks −0.011, which the L2 norm renormalises to
+// a full-strength key, P§3.1 D1) makes every non-writing token whose write address is 0 (the
+// read-only tokens) overwrite cell 0. fp32 only: the leak constant is not bf16-exact on purpose.
+TEST(MemoryGadget, FailingTwinZeroKeyWithALeakyChannelCorruptsACell) {
+  CircuitWeights w(gadgetConfig(kSmall));
+  FieldAllocator alloc(kHidden);
+  MemorySpec s;
+  s.ballast = alloc.take("ballast", kSmall.ballastDims()).value();
+  s.writeEnable = alloc.take("we", 1).value();
+  s.writeAddr = alloc.take("waddr", kSmall.addrBits).value();
+  s.value = alloc.take("value", kValueBits).value();
+  s.readAddr = alloc.take("raddr", kSmall.addrBits).value();
+  s.out = alloc.take("out", kValueBits).value();
+  s.lambda = kLambda;
+  s.noWrite = NoWrite::ZeroKey;
+  ASSERT_TRUE(buildMemory(w, s).ok());
+  // Key channel 0 is row linearKeyDim() of in_proj_qkv (one key head): its constant −A·G becomes
+  // (−A + 0.95)·G, so N = −0.05 for a non-writing token addressed at 0.
+  const std::string qkv = w.layerTensor(0, "linear_attn.in_proj_qkv.weight");
+  const int64_t key0 = w.config().linearKeyDim();
+  ASSERT_TRUE(w.set(qkv, key0, s.ballast.at(0), (-kSmall.addrBits + 0.95f) * s.gain).ok());
+  const std::string embed = w.globalTensor("embed_tokens.weight");
+  for (int64_t t = 0; t < kSmall.vocab(); ++t) {
+    const bool isWrite = t < kSmall.readToken(0);
+    const int wcell = isWrite ? static_cast<int>(t / kValues) : 0;
+    const int rcell = isWrite ? wcell : static_cast<int>(t - kSmall.readToken(0)) % kCells;
+    for (int i = 0; i < s.ballast.dims; ++i) ASSERT_TRUE(w.set(embed, t, s.ballast.at(i), kUnit).ok());
+    ASSERT_TRUE(w.set(embed, t, s.writeEnable.at(0), isWrite ? kUnit : -kUnit).ok());
+    for (int i = 0; i < kSmall.addrBits; ++i) {
+      ASSERT_TRUE(w.set(embed, t, s.writeAddr.at(i), (wcell >> i) & 1 ? kUnit : -kUnit).ok());
+      ASSERT_TRUE(w.set(embed, t, s.readAddr.at(i), (rcell >> i) & 1 ? kUnit : -kUnit).ok());
+    }
+    for (int i = 0; i < kValueBits; ++i)
+      ASSERT_TRUE(w.set(embed, t, s.value.at(i), ((isWrite ? t % kValues : 0) >> i) & 1 ? kUnit : -kUnit).ok());
+  }
+  for (int j = 0; j < kValueBits; ++j) ASSERT_TRUE(w.set("lm_head.weight", j, s.out.at(j), 1.0f).ok());
+  const std::string dir = tempDir("leaky_zero_key");
+  ASSERT_TRUE(w.write(dir).ok());
+  auto dec = load(dir, ComputeDtype::F32);
+  ASSERT_NE(dec, nullptr);
+  const std::vector<Op> ops = program(7, 300);
+  for (Path path : kPaths) {
+    Stats st = check(ops, run(*dec, ops, path));
+    EXPECT_GT(st.wrongValue, 0) << pathName(path);
+    std::cout << "[memory twin leaky zero key] f32 " << pathName(path) << ": " << st.wrongValue
+              << " of " << st.reads << " reads wrong; first: " << st.firstWrong << "\n";
   }
 }
 
