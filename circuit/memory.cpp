@@ -14,46 +14,18 @@ Diag usage(const std::string& message) {
 
 }  // namespace
 
-Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
+namespace {
+
+// One bank of the memory: value head `head`, rows for addresses whose top bits are `bank`.
+Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m, int head,
+                 int bank, int rowBits, float cOut) {
   const model::Qwen35Config& c = w.config();
   const int A = s.writeAddr.dims, V = s.value.dims;
-  const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
-  if (s.layer < 0 || s.layer >= c.numLayers() ||
-      c.layerTypes[static_cast<size_t>(s.layer)] != model::LayerType::Linear)
-    return usage("layer " + std::to_string(s.layer) + " is not a linear_attention layer");
-  if (s.head < 0 || s.head >= c.linearNumValueHeads)
-    return usage("value head " + std::to_string(s.head) + " does not exist");
-  const int64_t rowsNeeded = (int64_t{1} << A) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0);
-  if (A < 1 || A > 7 || s.readAddr.dims != A || rowsNeeded > dk)
-    return usage("address fields need 1..7 equal dims and 2^A (+ 1 for a scratch row) <= key "
-                 "head dim");
-  if (V < 1 || 2 * V > dv || s.out.dims != V)
-    return usage("value and out fields need V dims, 2V <= value head dim");
-  if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
-    return usage("the reset field has 0 or 1 dim and excludes the decay twin");
-  if (s.writeEnable.dims != 1 || s.ballast.dims < 1)
-    return usage("write-enable needs 1 dim, ballast at least 1");
-
+  const int64_t dv = c.linearValueHeadDim, dk = c.linearKeyHeadDim;
   const double G = s.gain, Gv = 2.0 * G, Gz = G / 2.0;
-  int exponent = 0;
-  if (!(s.gain > 0) || std::frexp(s.gain, &exponent) != 0.5f)
-    return usage("gain must be a power of two");
-  MemoryMargins m;
-  m.keyOn = s.lambda * G;
-  m.keyOffMax = -s.lambda * G;
-  m.valueHot = s.lambda * Gv;
-  m.betaLogit = s.write == WriteStrength::Full ? s.lambda * G : 0.0;
-  m.gateZ = s.lambda * Gz;
-  m.scratchRow = s.noWrite == NoWrite::ScratchRow ? 1 << A : -1;
-  // Rule R2: off pre-activations must reach −88.8 (silu, sigmoid exactly 0), on ones 17.
-  if (m.keyOn < 89.0 || m.gateZ < 17.0)
-    return makeDiag(ErrorKind::OverLimit, "memory gadget: λ·G = " + std::to_string(m.keyOn) +
-                                              ", λ·G/2 = " + std::to_string(m.gateZ) +
-                                              " miss the exactness thresholds 89 / 17 (rule R2)");
-
-  const int kh = s.head / static_cast<int>(c.linearNumValueHeads / c.linearNumKeyHeads);
+  const int kh = head / static_cast<int>(c.linearNumValueHeads / c.linearNumKeyHeads);
   const int64_t qBase = kh * dk, kBase = c.linearKeyDim() + kh * dk;
-  const int64_t vBase = 2 * c.linearKeyDim() + s.head * dv;
+  const int64_t vBase = 2 * c.linearKeyDim() + head * dv;
   const int bal = s.ballast.at(0);
   const int64_t K = c.linearConvKernelDim;
   const std::string qkv = w.layerTensor(s.layer, "linear_attn.in_proj_qkv.weight");
@@ -61,16 +33,17 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   auto sign = [](int r, int i) { return (r >> i) & 1 ? 1.0f : -1.0f; };
   auto useChannel = [&](int64_t ch) { return w.set(conv, ch, K - 1, 1.0f); };
 
-  for (int r = 0; r < (1 << A); ++r) {
-    // Key: the write decoder, gated by the write-enable bit.
+  for (int r = 0; r < (1 << rowBits); ++r) {
+    const int addr = (bank << rowBits) | r;  // the cell this row holds
+    // Key: the write decoder over all A bits (the bank's bits fixed), gated by write-enable.
     for (int i = 0; i < A; ++i)
-      QGPU_CHECK(w.set(qkv, kBase + r, s.writeAddr.at(i), static_cast<float>(G) * sign(r, i)));
+      QGPU_CHECK(w.set(qkv, kBase + r, s.writeAddr.at(i), static_cast<float>(G) * sign(addr, i)));
     QGPU_CHECK(w.set(qkv, kBase + r, s.writeEnable.at(0), static_cast<float>(G)));
     QGPU_CHECK(w.set(qkv, kBase + r, bal, static_cast<float>(-A * G)));
     QGPU_CHECK(useChannel(kBase + r));
     // Query: the read decoder.
     for (int i = 0; i < A; ++i)
-      QGPU_CHECK(w.set(qkv, qBase + r, s.readAddr.at(i), static_cast<float>(G) * sign(r, i)));
+      QGPU_CHECK(w.set(qkv, qBase + r, s.readAddr.at(i), static_cast<float>(G) * sign(addr, i)));
     QGPU_CHECK(w.set(qkv, qBase + r, bal, static_cast<float>(-(A - 1) * G)));
     QGPU_CHECK(useChannel(qBase + r));
   }
@@ -87,35 +60,91 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
     QGPU_CHECK(useChannel(vBase + 2 * j + 1));
   }
   // Write strength and decay.
-  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_b.weight"), s.head, bal,
+  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_b.weight"), head, bal,
                    s.write == WriteStrength::Full ? static_cast<float>(G) : 0.0f));
   // A_log = −1000 switches decay off; with a reset field, A_log = 0 and a = ±λG pick exp(g) = 1
   // or exactly 0 per token (header maths); the Half twin has A_log = 0 and a = 0.
   const bool resettable = s.reset.dims == 1;
-  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.A_log"), s.head, 0,
+  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.A_log"), head, 0,
                    s.decay == Decay::Off && !resettable ? -1000.0f : 0.0f));
   if (resettable)
-    QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_a.weight"), s.head, s.reset.at(0),
+    QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_a.weight"), head, s.reset.at(0),
                      static_cast<float>(G)));
-  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.dt_bias"), s.head, 0, 0.0f));
+  QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.dt_bias"), head, 0, 0.0f));
   // Output gate and norm: silu(z) = λGz on every channel, the shared norm weight 1.
   const std::string z = w.layerTensor(s.layer, "linear_attn.in_proj_z.weight");
   for (int64_t ch = 0; ch < dv; ++ch)
-    QGPU_CHECK(w.set(z, s.head * dv + ch, bal, static_cast<float>(Gz)));
+    QGPU_CHECK(w.set(z, head * dv + ch, bal, static_cast<float>(Gz)));
   QGPU_CHECK(w.fill(w.layerTensor(s.layer, "linear_attn.norm.weight"), 1.0f));
-  // out_proj: out_j = c·(y_2j − y_2j+1), c = outUnit / (√(128/V)·λGz).
+  // out_proj: out_j = c·(y_2j − y_2j+1); every bank adds into the same out dims.
+  const std::string outProj = w.layerTensor(s.layer, "linear_attn.out_proj.weight");
+  for (int j = 0; j < V; ++j) {
+    QGPU_CHECK(w.set(outProj, s.out.at(j), head * dv + 2 * j, cOut));
+    QGPU_CHECK(w.set(outProj, s.out.at(j), head * dv + 2 * j + 1, -cOut));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
+  const model::Qwen35Config& c = w.config();
+  const int A = s.writeAddr.dims, V = s.value.dims;
+  const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
+  if (s.layer < 0 || s.layer >= c.numLayers() ||
+      c.layerTypes[static_cast<size_t>(s.layer)] != model::LayerType::Linear)
+    return usage("layer " + std::to_string(s.layer) + " is not a linear_attention layer");
+  int bankBits = 0;
+  if (s.banks < 1 || (s.banks & (s.banks - 1)) != 0)
+    return usage("banks must be a power of two, not " + std::to_string(s.banks));
+  while ((1 << bankBits) < s.banks) ++bankBits;
+  if (s.banks > 1 && s.noWrite != NoWrite::ZeroKey)
+    return usage("a memory of several banks needs NoWrite::ZeroKey (one scratch row per bank "
+                 "would be written by every non-writing token)");
+  if (s.head < 0 || s.head + s.banks > c.linearNumValueHeads)
+    return usage("value heads " + std::to_string(s.head) + ".." +
+                 std::to_string(s.head + s.banks - 1) + " do not exist");
+  if (c.linearNumValueHeads != c.linearNumKeyHeads && s.banks > 1)
+    return usage("banks need one key head per value head");
+  const int rowBits = A - bankBits;
+  const int64_t rowsNeeded =
+      (int64_t{1} << rowBits) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0);
+  if (rowBits < 1 || rowBits > 7 || s.readAddr.dims != A || rowsNeeded > dk)
+    return usage("address fields need equal dims, 1..7 of them per bank, and 2^rows (+ 1 for a "
+                 "scratch row) <= key head dim");
+  if (V < 1 || 2 * V > dv || s.out.dims != V)
+    return usage("value and out fields need V dims, 2V <= value head dim");
+  if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
+    return usage("the reset field has 0 or 1 dim and excludes the decay twin");
+  if (s.writeEnable.dims != 1 || s.ballast.dims < 1)
+    return usage("write-enable needs 1 dim, ballast at least 1");
+
+  const double G = s.gain, Gz = G / 2.0;
+  int exponent = 0;
+  if (!(s.gain > 0) || std::frexp(s.gain, &exponent) != 0.5f)
+    return usage("gain must be a power of two");
+  MemoryMargins m;
+  m.keyOn = s.lambda * G;
+  m.keyOffMax = -s.lambda * G;
+  m.valueHot = s.lambda * 2.0 * G;
+  m.betaLogit = s.write == WriteStrength::Full ? s.lambda * G : 0.0;
+  m.gateZ = s.lambda * Gz;
+  m.scratchRow = s.noWrite == NoWrite::ScratchRow ? 1 << rowBits : -1;
+  // Rule R2: off pre-activations must reach −88.8 (silu, sigmoid exactly 0), on ones 17.
+  if (m.keyOn < 89.0 || m.gateZ < 17.0)
+    return makeDiag(ErrorKind::OverLimit, "memory gadget: λ·G = " + std::to_string(m.keyOn) +
+                                              ", λ·G/2 = " + std::to_string(m.gateZ) +
+                                              " miss the exactness thresholds 89 / 17 (rule R2)");
+  // c = outUnit / (√(128/V)·λGz); rule R4 for the one weight that is not a multiple of G:
+  // √(128/V) must be a power of two.
   const double hot = std::sqrt(static_cast<double>(dv) / V);
   const float cOut = static_cast<float>(s.outUnit / (hot * m.gateZ));
-  // Rule R4 for the one weight that is not a multiple of G: √(128/V) must be a power of two.
   if (model::bf16ToFloat(model::floatToBf16(cOut)) != cOut)
     return usage("out_proj weight " + std::to_string(cOut) + " = outUnit / (√(" +
                  std::to_string(dv) + "/" + std::to_string(V) +
                  ")·λG/2) is not bf16-representable (rule R4): choose V with dv/V a power of 4");
-  const std::string outProj = w.layerTensor(s.layer, "linear_attn.out_proj.weight");
-  for (int j = 0; j < V; ++j) {
-    QGPU_CHECK(w.set(outProj, s.out.at(j), s.head * dv + 2 * j, cOut));
-    QGPU_CHECK(w.set(outProj, s.out.at(j), s.head * dv + 2 * j + 1, -cOut));
-  }
+  for (int bank = 0; bank < s.banks; ++bank)
+    QGPU_CHECK(buildBank(w, s, m, s.head + bank, bank, rowBits, cOut));
   return m;
 }
 

@@ -47,6 +47,14 @@
 // silu(z) = λGz; out_proj column pair (2j, 2j+1) → out_j with weights ±c,
 // c = outUnit / (√(128/V)·λGz). Decisions: the sign of (rail 2j − rail 2j+1).
 //
+// Banks: with `banks` = 2^B > 1 the memory spans value heads head .. head + 2^B − 1 (each with
+// its own key head), the top B address bits pick the head and the low A − B bits the row. Every
+// key and query channel of bank k also matches k's bits: N = Σ_i s_i(addr)·addr_i (over all A
+// bits, the bank's bits fixed to k) + we − A·ballast, so the other banks' keys and queries are
+// exactly 0 — a zero query reads exactly 0 (0 through the gated norm), a zero key writes nothing
+// (NoWrite::ZeroKey is required) — and the banks' out_proj columns add into one `out`: the sum is
+// the selected bank's read plus exact zeros.
+//
 // Failing-twin knobs (they break one rule each and must corrupt reads): `write = Half` sets
 // b = 0 (beta = ½: a write leaves half of the old row, R6); `decay = Half` sets A_log = 0
 // (exp(g) = exp(−softplus(0)) = ½ per token: rows fade until the norm's eps takes over, R5).
@@ -81,7 +89,8 @@ struct MemorySpec {
   int head = 0;        // value head (its key head is head / (Hv / Hk))
   Field ballast;       // dims[0] is +1 unit on every token
   Field writeEnable;   // 1 dim
-  Field writeAddr;     // A dims, 1 ≤ A ≤ 7; 2^A + 1 ≤ key head dim (ScratchRow), 2^A ≤ (ZeroKey)
+  Field writeAddr;     // A dims, 1 ≤ A − B ≤ 7 (B = log2 banks); 2^(A−B) + 1 ≤ key head dim
+                       // (ScratchRow), 2^(A−B) ≤ key head dim (ZeroKey)
   Field value;         // V dims, 2V ≤ value head dim, dv/V a power of 4 (out_proj exact, R4)
   Field readAddr;      // A dims
   Field out;           // V dims, written by out_proj
@@ -92,6 +101,7 @@ struct MemorySpec {
   WriteStrength write = WriteStrength::Full;
   Decay decay = Decay::Off;
   NoWrite noWrite = NoWrite::ScratchRow;
+  int banks = 1;       // a power of two; value heads head .. head + banks − 1; > 1 needs ZeroKey
 };
 
 // The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).

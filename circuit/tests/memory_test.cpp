@@ -46,10 +46,14 @@ struct Geometry {
   int addrBits = 4;
   NoWrite noWrite = NoWrite::ScratchRow;
   int valueStride = 1;
+  int banks = 1;  // value heads (one key head each)
 
   int cells() const { return 1 << addrBits; }
-  int choices() const { return kValues / valueStride + (valueStride > 1 ? 1 : 0); }
-  int valueOf(int choice) const { return std::min(choice * valueStride, kValues - 1); }
+  // Multiples of the stride up to 255, then 255 itself (stride 1: every value once).
+  int choices() const { return valueStride == 1 ? kValues : (kValues - 1) / valueStride + 2; }
+  int valueOf(int choice) const {
+    return choice == choices() - 1 ? kValues - 1 : choice * valueStride;
+  }
   int randomValue(std::mt19937& rng) const { return valueOf(static_cast<int>(rng() % choices())); }
   int64_t writeToken(int cell, int value) const {
     const int choice = value == kValues - 1 ? choices() - 1 : value / valueStride;
@@ -65,6 +69,7 @@ struct Geometry {
 };
 const Geometry kSmall{};                           // 16 cells and a scratch row
 const Geometry kFull{7, NoWrite::ZeroKey, 17};     // 128 cells: every row of the head
+const Geometry kBanked{9, NoWrite::ZeroKey, 33, 4}; // 512 cells over 4 heads (the ROM's size)
 constexpr int kCells = 16;                         // kSmall's cells (the hand-made programs)
 
 struct Op {
@@ -99,8 +104,8 @@ model::Qwen35Config gadgetConfig(const Geometry& g) {
   c.numAttentionHeads = 1;
   c.numKeyValueHeads = 1;
   c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
+  c.linearNumKeyHeads = g.banks;
+  c.linearNumValueHeads = g.banks;
   c.linearKeyHeadDim = 128;
   c.linearValueHeadDim = 128;
   c.linearConvKernelDim = 4;
@@ -134,6 +139,7 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
   s.write = write;
   s.decay = decay;
   s.noWrite = g.noWrite;
+  s.banks = g.banks;
   auto margins = buildMemory(w, s);
   EXPECT_TRUE(margins.ok()) << margins.error().message;
 
@@ -197,7 +203,7 @@ struct Stats {
 
 Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& rows) {
   Stats st;
-  std::vector<int> mem(256, -1);  // never written (room for every cell of every geometry)
+  std::vector<int> mem(1024, -1);  // never written (room for every cell of every geometry)
   for (size_t p = 0; p < ops.size(); ++p) {
     const Op& op = ops[p];
     if (op.reset) std::fill(mem.begin(), mem.end(), -1);
@@ -314,33 +320,71 @@ TEST(MemoryGadget, EveryReadOfEveryCellIsExactInFp32AndBf16OnBothPaths) {
   }
 }
 
-// All 128 rows of the head hold cells: a non-writing token's key is exactly 0 (NoWrite::ZeroKey),
-// so it changes no row. 128 empty reads' worth of cells filled, then 600 random writes and reads
-// (875 tokens, 14 chunks); the read-only tokens are half of them, so a zero key that wrote
-// anything would corrupt a cell.
-TEST(MemoryGadget, FullHeadWithZeroKeyNoWriteIsExactInFp32AndBf16OnBothPaths) {
-  Built b = buildCheckpoint("full", WriteStrength::Full, Decay::Off, false, kFull);
+// Every cell of a wide geometry filled, then random writes and reads; 0 wrong, one magnitude,
+// all paths alike. Half of the random tokens only read, so a zero key that wrote anything, or a
+// bank that answered a query meant for another, would corrupt a cell.
+void expectExactWide(const std::string& name, const Geometry& g, int randomOps) {
+  Built b = buildCheckpoint(name, WriteStrength::Full, Decay::Off, false, g);
   EXPECT_EQ(b.margins.scratchRow, -1);
-  const std::vector<Op> ops = program(5, 744, kFull);
+  const std::vector<Op> ops = program(5, randomOps, g);
   for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
     auto dec = load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
     std::vector<std::vector<float>> byPath[3];
     for (Path path : kPaths) {
-      auto rows = run(*dec, ops, path, kFull);
+      auto rows = run(*dec, ops, path, g);
       ASSERT_EQ(rows.size(), ops.size());
       Stats st = check(ops, rows);
-      EXPECT_EQ(st.wrong, 0) << computeDtypeName(dtype) << " " << pathName(path) << ": "
-                             << st.firstWrong;
+      EXPECT_EQ(st.wrong, 0) << name << " " << computeDtypeName(dtype) << " " << pathName(path)
+                             << ": " << st.firstWrong;
       EXPECT_EQ(st.magnitudes.size(), 1u) << computeDtypeName(dtype) << " " << pathName(path);
-      std::cout << "[memory full head] " << computeDtypeName(dtype) << " " << pathName(path)
-                << ": " << st.reads << " reads of 128 cells, " << st.wrong << " wrong, "
-                << st.magnitudes.size() << " magnitude(s), smallest bit " << st.minBit << "\n";
+      std::cout << "[memory " << name << "] " << computeDtypeName(dtype) << " " << pathName(path)
+                << ": " << st.reads << " reads of " << g.cells() << " cells in " << g.banks
+                << " head(s), " << st.wrong << " wrong, " << st.magnitudes.size()
+                << " magnitude(s), smallest bit " << st.minBit << "\n";
       byPath[static_cast<int>(path)] = std::move(rows);
     }
     EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
     EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
   }
+}
+
+// All 128 rows of the head hold cells: a non-writing token's key is exactly 0 (NoWrite::ZeroKey),
+// so it changes no row (431 tokens, 7 chunks).
+TEST(MemoryGadget, FullHeadWithZeroKeyNoWriteIsExactInFp32AndBf16OnBothPaths) {
+  expectExactWide("full head", kFull, 300);
+}
+
+// 512 cells over 4 heads: the top two address bits pick the head; the other heads' keys and
+// queries are exactly 0 and their reads add exact zeros to the out field (615 tokens).
+TEST(MemoryGadget, FourBanksOf128CellsAreExactInFp32AndBf16OnBothPaths) {
+  expectExactWide("4 banks", kBanked, 100);
+}
+
+TEST(MemoryGadget, BanksNeedZeroKeyAndAPowerOfTwo) {
+  Geometry g = kBanked;
+  CircuitWeights w(gadgetConfig(g));
+  FieldAllocator alloc(kHidden);
+  MemorySpec s;
+  s.ballast = alloc.take("ballast", g.ballastDims()).value();
+  s.writeEnable = alloc.take("we", 1).value();
+  s.writeAddr = alloc.take("waddr", g.addrBits).value();
+  s.value = alloc.take("value", kValueBits).value();
+  s.readAddr = alloc.take("raddr", g.addrBits).value();
+  s.out = alloc.take("out", kValueBits).value();
+  s.banks = 4;
+  auto scratch = buildMemory(w, s);  // ScratchRow with banks
+  ASSERT_FALSE(scratch.ok());
+  EXPECT_NE(scratch.error().message.find("ZeroKey"), std::string::npos);
+  s.noWrite = NoWrite::ZeroKey;
+  s.banks = 3;
+  EXPECT_FALSE(buildMemory(w, s).ok());
+  s.banks = 8;  // 8 heads do not exist in a 4-head layer
+  EXPECT_FALSE(buildMemory(w, s).ok());
+  s.banks = 2;  // 2^(9 - 1) = 256 rows per head > 128
+  EXPECT_FALSE(buildMemory(w, s).ok());
+  s.banks = 4;
+  EXPECT_TRUE(buildMemory(w, s).ok());
 }
 
 // The twin: ZeroKey relies on every off key channel being exactly 0 after SiLU. Pushing one
