@@ -30,6 +30,8 @@ struct CheckReport {
   std::vector<CaseResult> cases;  // kernel order, then compiler, then backend
   std::map<std::pair<Backend, std::string>, Tally> tallies;  // (backend, compiler) -> counts
   std::string gpuDevice;          // the GPU used, or why none was ("no device: ...")
+  std::string gpuName;            // the device's name when one was opened, else empty
+  int gpuDriverVersion = 0;       // the CUDA driver's version number when a device was opened
   Tally total() const;
 };
 
@@ -40,6 +42,8 @@ class GpuSession {
   GpuSession();                       // tries to open the GPU
   ~GpuSession();
   bool available() const;
+  std::string deviceName() const;     // empty when none
+  int driverVersion() const;          // 0 when none
   const std::string& description() const { return description_; }  // device, or why none
   // Runs the kernel the interpreter case built and compares the whole memory with the
   // interpreter's final memory (multiset for unordered outputs).
