@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -153,12 +154,19 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
     for (host::Compiler c : options.compilers) jobs.push_back({k, c});
   std::vector<InterpCase> interp(jobs.size());
   std::atomic<size_t> next{0};
+  std::mutex reporting;  // onCase is never called concurrently
+  auto finished = [&](const CaseResult& c) {
+    if (!options.onCase) return;
+    std::lock_guard<std::mutex> lock(reporting);
+    options.onCase(c);
+  };
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       Stopwatch watch;
       interp[i] = runInterpCase(catalog[jobs[i].kernel], jobs[i].compiler, options.run);
       if (interp[i].kernel.ok()) recordBuild(interp[i].result, *interp[i].kernel);
       watch.stop(interp[i].result);
+      finished(interp[i].result);
     }
   };
   int workers = std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size())));
@@ -186,6 +194,7 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
     g.inputDigest = built.inputDigest;
     g.gridX = built.gridX;
     g.blockX = built.blockX;
+    finished(g);
     report.cases.push_back(std::move(g));
   }
   for (const CaseResult& c : report.cases) report.tallies[{c.backend, c.compiler}].add(c.verdict);

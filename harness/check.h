@@ -6,6 +6,7 @@
 // the interpreter's; with no GPU they are inconclusive ("no device"), never passed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,9 @@ struct CheckOptions {
   bool gpu = true;       // try the GPU backend (inconclusive when there is none)
   int jobs = 2;          // kernels built and interpreted in parallel
   oracle::RunOptions run;
+  // Called once per case as it finishes (interpreter cases in the order they finish, then the
+  // GPU's), never concurrently; the partial reports of harness/cli/cmd_check.cpp use it.
+  std::function<void(const CaseResult&)> onCase;
 };
 
 struct CheckReport {

@@ -153,6 +153,19 @@ int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
   options.gpu = !o.noGpu;
   options.jobs = o.jobs;
   options.run.maxSteps = o.maxSteps;
+  // ... and rewritten as cases finish, at most once a second (each write is a whole atomic
+  // rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
+  std::map<std::string, size_t> jobOf;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) jobOf[plan.kernels[k]] = k;
+  auto lastWrite = std::chrono::steady_clock::now();
+  if (o.outputs.any())
+    options.onCase = [&](const harness::CaseResult& c) {
+      run.cases.push_back({jobOf[c.kernel], c});
+      auto now = std::chrono::steady_clock::now();
+      if (now - lastWrite < std::chrono::seconds(1)) return;
+      lastWrite = now;
+      (void)writeReportOutputs(o.outputs, run, processCpuSeconds());
+    };
   harness::CheckReport report = harness::runCheck(mine, options);
   int code = harness::exitCodeFor(report);
 

@@ -2,8 +2,9 @@
 // `check` and `report merge`: --report (JSON), --junit, --html, --manifest (check only).
 //
 // Every file is written atomically (harness/report/atomic_file.h). `check` writes each requested
-// file twice: at the start, marked partial and with no cases (so a run killed mid-way leaves
-// files that say they are partial, never a stale or torn report), and at the end, complete.
+// file at the start, marked partial and with no cases, again (still partial) at most once a
+// second as cases finish, and at the end, complete: a run killed mid-way leaves files that say
+// they are partial and hold the cases done so far, never a stale or torn report.
 #pragma once
 
 #include <CLI/CLI.hpp>
