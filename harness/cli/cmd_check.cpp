@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -62,6 +61,19 @@ Expected<report::ShardSpec> chooseShard(const std::string& flag) {
   if (!env) return report::ShardSpec{};
   QGPU_CHECK(report::touchShardStatusFile());
   return *env;
+}
+
+// The plan kernels (indices) of `shard`: round robin, or balanced by the durations of the run
+// report at `balancePath` (shard.h).
+Expected<std::vector<size_t>> jobsOfShard(const report::Plan& plan, report::ShardSpec shard,
+                                          const std::string& balancePath) {
+  std::optional<std::map<std::string, double>> durations;
+  if (!balancePath.empty()) {
+    QGPU_TRY(previous, report::readReport(balancePath));
+    durations = report::durationsFromReport(previous);
+  }
+  return report::shardJobs(
+      report::assignShards(plan, shard.total, durations ? &*durations : nullptr), shard.index);
 }
 
 bool selected(const kernels::KernelSpec& spec, const CheckCmdOptions& o) {
@@ -123,14 +135,9 @@ int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
   for (host::Compiler c : *compilers) plan.compilers.push_back(host::compilerName(c));
   plan.gpu = !o.noGpu;
   plan.maxSteps = o.maxSteps;
-  std::optional<std::map<std::string, double>> durations;
-  if (!o.balance.empty()) {
-    auto previous = report::readReport(o.balance);
-    if (!previous.ok()) return reportError(previous.error());
-    durations = report::durationsFromReport(*previous);
-  }
-  std::vector<size_t> jobs = report::shardJobs(
-      report::assignShards(plan, shard->total, durations ? &*durations : nullptr), shard->index);
+  auto shardJobs = jobsOfShard(plan, *shard, o.balance);
+  if (!shardJobs.ok()) return reportError(shardJobs.error());
+  const std::vector<size_t>& jobs = *shardJobs;
   std::vector<kernels::KernelSpec> mine;
   for (size_t job : jobs) mine.push_back(chosen[job]);
 
