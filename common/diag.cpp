@@ -21,6 +21,7 @@ const char* kindName(ErrorKind kind) {
     case ErrorKind::Checkpoint: return "Checkpoint";
     case ErrorKind::Device: return "Device";
     case ErrorKind::NoDevice: return "NoDevice";
+    case ErrorKind::ReportInvalid: return "ReportInvalid";
     case ErrorKind::Internal: return "Internal";
   }
   return "Unknown";

@@ -32,6 +32,8 @@ enum class ErrorKind : uint8_t {
   Checkpoint,      // a model checkpoint is corrupt or inconsistent
   Device,          // a GPU driver call failed
   NoDevice,        // no GPU or driver is available (an inconclusive result, not a failure)
+  ReportInvalid,   // a run report is corrupt, foreign (another tool or schema version), or does
+                   // not fit the others it is merged with (commit, catalog, plan, cases)
   Internal,        // a bug in qgpu itself
 };
 

@@ -26,7 +26,8 @@ Outcome classify(ErrorKind kind) {
     case ErrorKind::PtxSyntax:
     case ErrorKind::PtxInvalid:
     case ErrorKind::TraceInvalid:
-    case ErrorKind::Checkpoint: return Outcome::BadInput;
+    case ErrorKind::Checkpoint:
+    case ErrorKind::ReportInvalid: return Outcome::BadInput;
     case ErrorKind::PtxUnsupported:
     case ErrorKind::OverLimit:
     case ErrorKind::StepLimit:

@@ -10,8 +10,8 @@
 // What each error kind means — decided once, in `classify` (outcome.cpp), documented here and in
 // README.md "Exit codes":
 //   BadInput      Usage, Io, KernelFile, CompileFailed, PtxSyntax, PtxInvalid, TraceInvalid,
-//                 Checkpoint — the input is malformed (a command line, a file, a kernel, PTX that
-//                 ptxas would reject, a trace, a checkpoint).
+//                 Checkpoint, ReportInvalid — the input is malformed (a command line, a file, a
+//                 kernel, PTX that ptxas would reject, a trace, a checkpoint, a run report).
 //   Inconclusive  PtxUnsupported, OverLimit (the program or its launch does not fit the machine:
 //                 registers, blocks, shared memory for spills × threads), StepLimit (a timeout),
 //                 ToolMissing (clang-14 / nvcc / ptxas not installed), NoDevice — valid input

@@ -1,11 +1,16 @@
 // qgpu/harness/check.cpp — catalog conformance runs.
 #include "harness/check.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "common/digest.h"
 #include "gpu/runner.h"
 #include "harness/gpu_cases.h"
 
@@ -30,6 +35,49 @@ GpuSession::GpuSession() : impl_(std::make_unique<Impl>()) {
 GpuSession::~GpuSession() = default;
 
 bool GpuSession::available() const { return impl_->runner.has_value(); }
+std::string GpuSession::deviceName() const {
+  return impl_->runner ? impl_->runner->device().name : std::string();
+}
+int GpuSession::driverVersion() const {
+  return impl_->runner ? impl_->runner->device().driverVersion : 0;
+}
+
+namespace {
+
+// Wall and thread-CPU seconds since construction, into a case (the manifest's per-case times).
+// The thread's CPU clock: a compiler subprocess's time is not ours to count.
+class Stopwatch {
+ public:
+  Stopwatch() : wall0_(std::chrono::steady_clock::now()) {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0_);
+  }
+  void stop(CaseResult& r) const {
+    timespec cpu1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    r.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    r.cpuSeconds = double(cpu1.tv_sec - cpu0_.tv_sec) + 1e-9 * double(cpu1.tv_nsec - cpu0_.tv_nsec);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall0_;
+  timespec cpu0_{};
+};
+
+// The evidence a manifest records of what was built: program and input digests, the launch.
+void recordBuild(CaseResult& r, const BuiltKernel& kernel) {
+  r.programDigest = digestString(fnv1a64(machine::print(kernel.program)));
+  uint64_t h = kFnvOffset;
+  auto words = [&h](const uint32_t* p, size_t n) {
+    h = fnv1a64(std::string_view(reinterpret_cast<const char*>(p), n * sizeof(uint32_t)), h);
+  };
+  words(kernel.image.global.data(), kernel.image.global.size());
+  words(kernel.image.params.data(), kernel.image.params.size());
+  r.inputDigest = digestString(h);
+  r.gridX = kernel.image.gridX;
+  r.blockX = kernel.image.blockX;
+}
+
+}  // namespace
 
 CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase& interp) {
   gpu::Runner* runner = impl_->runner ? &*impl_->runner : nullptr;
@@ -106,9 +154,20 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
     for (host::Compiler c : options.compilers) jobs.push_back({k, c});
   std::vector<InterpCase> interp(jobs.size());
   std::atomic<size_t> next{0};
+  std::mutex reporting;  // onCase is never called concurrently
+  auto finished = [&](const CaseResult& c) {
+    if (!options.onCase) return;
+    std::lock_guard<std::mutex> lock(reporting);
+    options.onCase(c);
+  };
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < jobs.size();)
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      Stopwatch watch;
       interp[i] = runInterpCase(catalog[jobs[i].kernel], jobs[i].compiler, options.run);
+      if (interp[i].kernel.ok()) recordBuild(interp[i].result, *interp[i].kernel);
+      watch.stop(interp[i].result);
+      finished(interp[i].result);
+    }
   };
   int workers = std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size())));
   std::vector<std::thread> threads;
@@ -121,10 +180,22 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
   if (options.gpu) {
     gpu = std::make_unique<GpuSession>();
     report.gpuDevice = gpu->description();
+    report.gpuName = gpu->deviceName();
+    report.gpuDriverVersion = gpu->driverVersion();
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     report.cases.push_back(interp[i].result);
-    if (gpu) report.cases.push_back(gpu->compare(catalog[jobs[i].kernel], interp[i]));
+    if (!gpu) continue;
+    Stopwatch watch;
+    CaseResult g = gpu->compare(catalog[jobs[i].kernel], interp[i]);
+    watch.stop(g);
+    const CaseResult& built = interp[i].result;  // the GPU ran the same program on the same input
+    g.programDigest = built.programDigest;
+    g.inputDigest = built.inputDigest;
+    g.gridX = built.gridX;
+    g.blockX = built.blockX;
+    finished(g);
+    report.cases.push_back(std::move(g));
   }
   for (const CaseResult& c : report.cases) report.tallies[{c.backend, c.compiler}].add(c.verdict);
   return report;

@@ -6,6 +6,7 @@
 // the interpreter's; with no GPU they are inconclusive ("no device"), never passed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,12 +25,17 @@ struct CheckOptions {
   bool gpu = true;       // try the GPU backend (inconclusive when there is none)
   int jobs = 2;          // kernels built and interpreted in parallel
   oracle::RunOptions run;
+  // Called once per case as it finishes (interpreter cases in the order they finish, then the
+  // GPU's), never concurrently; the partial reports of harness/cli/cmd_check.cpp use it.
+  std::function<void(const CaseResult&)> onCase;
 };
 
 struct CheckReport {
   std::vector<CaseResult> cases;  // kernel order, then compiler, then backend
   std::map<std::pair<Backend, std::string>, Tally> tallies;  // (backend, compiler) -> counts
   std::string gpuDevice;          // the GPU used, or why none was ("no device: ...")
+  std::string gpuName;            // the device's name when one was opened, else empty
+  int gpuDriverVersion = 0;       // the CUDA driver's version number when a device was opened
   Tally total() const;
 };
 
@@ -40,6 +46,8 @@ class GpuSession {
   GpuSession();                       // tries to open the GPU
   ~GpuSession();
   bool available() const;
+  std::string deviceName() const;     // empty when none
+  int driverVersion() const;          // 0 when none
   const std::string& description() const { return description_; }  // device, or why none
   // Runs the kernel the interpreter case built and compares the whole memory with the
   // interpreter's final memory (multiset for unordered outputs).

@@ -38,6 +38,12 @@ struct CaseResult {
   uint64_t laneInstrs = 0;
   int machineBlocks = 0;
   int spillSlots = 0;
+  // Provenance (harness/report/manifest.h), filled by runCheck as far as the case got.
+  std::string programDigest; // FNV-1a 64 of the lowered machine program's text (machine::print)
+  std::string inputDigest;   // FNV-1a 64 of the launch's initial global memory and parameters
+  uint32_t gridX = 0, blockX = 0;  // the launch (0 when the case was not built)
+  double wallSeconds = 0;    // wall time of this case (build + both interpreter runs, or the GPU run)
+  double cpuSeconds = 0;     // CPU time of qgpu's own thread for it (compiler subprocesses excluded)
 };
 
 }  // namespace qgpu::harness

@@ -35,6 +35,7 @@ const Row kTable[] = {
     {ErrorKind::Checkpoint, Outcome::BadInput, Verdict::HarnessError, 2},
     {ErrorKind::Device, Outcome::Mismatch, Verdict::Mismatch, 1},
     {ErrorKind::NoDevice, Outcome::Inconclusive, Verdict::Inconclusive, 4},
+    {ErrorKind::ReportInvalid, Outcome::BadInput, Verdict::HarnessError, 2},
     {ErrorKind::Internal, Outcome::HarnessError, Verdict::HarnessError, 3},
 };
 

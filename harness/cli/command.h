@@ -47,5 +47,6 @@ Command addTraceCommand(CLI::App& root, const CommonOptions& common);
 Command addCheckCommand(CLI::App& root, const CommonOptions& common);
 Command addModelCommand(CLI::App& root, const CommonOptions& common);  // model/ (LibTorch builds)
 Command addGpuCommand(CLI::App& root, const CommonOptions& common);
+Command addReportCommand(CLI::App& root, const CommonOptions& common);  // `report merge`
 
 }  // namespace qgpu::cli

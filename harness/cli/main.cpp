@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
   std::vector<Command> commands = {
       addCheckCommand(app, common),   addCompileCommand(app, common),
       addRunCommand(app, common),     addExprCommand(app, common),
-      addTraceCommand(app, common),
+      addTraceCommand(app, common),   addReportCommand(app, common),
 #ifdef QGPU_HAVE_GPU_CLI
       addGpuCommand(app, common),
 #endif

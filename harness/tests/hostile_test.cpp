@@ -58,6 +58,8 @@ const std::set<std::string> kRequiredClasses = {
     "unbuilt-case", "verdict",
     // every input parser
     "kernel-file", "ptx-syntax", "trace-tokens",
+    // issue 10: run reports (merge, --balance) and shard selection
+    "report-file", "shard-spec",
 };
 
 struct ChildResult {

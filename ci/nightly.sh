@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The nightly conformance run under one command: builds qgpu, runs the full catalog on every leg
+# this machine has (both compilers; the interpreter; the GPU when there is one, else its cases
+# are inconclusive with the reason), writes every report (docs/reports.md), runs the fuzzers for
+# their nightly budget and the benchmarks. Everything lands in $QGPU_NIGHTLY_OUT (default
+# build/nightly/): run.json, run.xml, run.html, run.txt, manifest-run.json, bench.json, fuzz.log.
+#
+# Sharded (a CI matrix, a Kubernetes indexed job, a Slurm array): set QGPU_SHARD=i/n (0-based), or
+# GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; each shard writes shard-<i>.json (+ .xml, .html, .txt,
+# manifest-shard-<i>.json)
+# and skips the fuzzers and benchmarks unless QGPU_NIGHTLY_ALL_SHARDS=1 (shard 0 runs them).
+# QGPU_BALANCE=REPORT balances the shards by a previous run report's times. Merge the shards with
+#   build/harness/qgpu report merge shard-*.json --out run.json --junit run.xml --html run.html
+#
+# Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_NIGHTLY_BENCH=0 skips
+# the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
+# error, 4 inconclusive only), else 5 when a fuzzer or the benchmarks failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${QGPU_NIGHTLY_OUT:-build/nightly}"
+mkdir -p "$out"
+shard="${QGPU_SHARD:-}"
+if [ -z "$shard" ] && [ -n "${GTEST_TOTAL_SHARDS:-}" ]; then
+  shard="${GTEST_SHARD_INDEX:-}/${GTEST_TOTAL_SHARDS}"
+fi
+# qgpu reads --shard; the variables must not also shard it a second way.
+unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX
+
+bench=ON
+[ "${QGPU_NIGHTLY_BENCH:-1}" = 0 ] && bench=OFF
+bash ci/build.sh -DQGPU_BENCH="$bench" || exit 3
+
+args=(check --verbose)
+name=run
+first_shard=1
+if [ -n "$shard" ]; then
+  args+=(--shard "$shard")
+  name="shard-${shard%%/*}"
+  [ "${shard%%/*}" = 0 ] || first_shard=0
+fi
+[ -n "${QGPU_BALANCE:-}" ] && args+=(--balance "$QGPU_BALANCE")
+args+=(--report "$out/$name.json" --junit "$out/$name.xml" --html "$out/$name.html"
+       --manifest "$out/manifest-$name.json")  # not $name*: merge globs shard-*.json
+start=$(date +%s)
+./build/harness/qgpu "${args[@]}" | tee "$out/$name.txt"
+code=${PIPESTATUS[0]}
+echo "conformance: exit $code in $(( $(date +%s) - start )) s; reports in $out/$name.*"
+
+extras_failed=0
+if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
+  seconds="${QGPU_FUZZ_SECONDS:-600}"
+  if [ "$seconds" != 0 ]; then
+    QGPU_FUZZ_SECONDS="$seconds" bash ci/fuzz.sh >"$out/fuzz.log" 2>&1 || extras_failed=1
+    echo "fuzzers: $([ $extras_failed = 0 ] && echo ok || echo FAILED) ($out/fuzz.log)"
+  fi
+  if [ "$bench" = ON ] && [ -x build/bench/qgpu_bench ]; then
+    build/bench/qgpu_bench --benchmark_repetitions=5 --benchmark_out="$out/bench.json" \
+      --benchmark_out_format=json >"$out/bench.txt" 2>&1 || extras_failed=1
+    echo "benchmarks: $out/bench.json"
+  fi
+fi
+if [ "$code" = 0 ] && [ "$extras_failed" = 1 ]; then exit 5; fi
+exit "$code"

@@ -1,0 +1,30 @@
+// qgpu/harness/report/manifest.h — the provenance manifest of a run: proof of what ran, where,
+// with what, on which inputs, and what it produced (schema "qgpu-manifest" version 1,
+// docs/reports.md).
+//
+// One document per run or shard: the provenance (commit and dirty flag, host, toolchain, GPU,
+// checkpoint), the command line, the plan and shard, the run's times, and per case the program
+// digest (the lowered machine program's text), the launch, the input digest (initial global
+// memory and parameter values), the trace digest (trace::digest) and length, the seeds (none for
+// catalog cases: their inputs are fixed by the kernel files), the verdict and the case's wall and
+// CPU times. Written by `qgpu check --manifest FILE`, atomically; `partial` is true until the run
+// finished.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/json_report.h"
+
+namespace qgpu::report {
+
+inline constexpr const char* kManifestMagic = "qgpu-manifest";
+inline constexpr int kManifestVersion = 1;
+
+// `commandLine`: the exact command that reproduces the run; `cpuSeconds`: the process's CPU
+// time (user + system, its threads and waited-for children: the compilers) for the run.
+nlohmann::json manifestJson(const RunReport& report, const std::string& commandLine,
+                            double cpuSeconds);
+
+}  // namespace qgpu::report
