@@ -12,7 +12,7 @@
 //     generator then aborts with a message naming it; gen_program_test covers every class).
 //   - Programs terminate by construction: the control flow is a sequence of regions laid out in
 //     increasing block order (every edge goes forward) except loop back edges, and a loop's trip
-//     count is a committed counter register set to 1..maxTrips in its preheader and decremented
+//     count is a counter register set to 1..maxTrips in its preheader and decremented
 //     to zero in its latch; no other op writes that register. `Case::stepBound` is the number of
 //     steps (EXEC events) the run can take at most; running with maxSteps = stepBound never
 //     reaches StepLimit (gen_program_test pins that).
