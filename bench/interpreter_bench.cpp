@@ -36,7 +36,6 @@ Program loopKernel() {
   b0.ops = {op(Op::Mov, 1, Operand::s(Special::TidX)),
             op(Op::Add, 2, Operand::s(Special::TidX), I(1000))};
   b0.term = Terminator{TermKind::Jump, kNoPred, false, 0, 1};
-  b0.commit = (1u << 1) | (1u << 2);
   // B1: the loop body, 10 ops.
   Block b1;
   Instr cmp;
@@ -54,7 +53,6 @@ Program loopKernel() {
             op(Op::Sub, 2, R(2), I(1)),
             cmp};
   b1.term = Terminator{TermKind::Branch, 0, false, 1, 2};
-  b1.commit = (1u << 1) | (1u << 2) | (1u << 7) | (1u << 8);
   // B2: global[tid] = r7.
   Block b2;
   Instr st;

@@ -4,9 +4,11 @@
 // a few are out of the vocabulary. Properties checked (a violation aborts):
 //   - decodeRun, decodePrompt and pretty never crash on any input;
 //   - a prompt that decodes re-encodes to exactly the same tokens (one encoding per program);
-//   - the interpreter, run on a decoded prompt, writes a run that decodeRun accepts.
+//   - the interpreter, run on a decoded prompt, writes a run that decodeRun accepts, with one
+//     EX per step it counted (a faulting step included).
 #include <cstdint>
 #include <cstdlib>
+#include <variant>
 #include <vector>
 
 #include "oracle/interpreter.h"
@@ -33,6 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.maxSteps = 2000;
   auto result = oracle::run(prompt->program, prompt->launch, options);
   if (!result.ok()) abort();  // decodePrompt verified the program
-  if (!trace::decodeRun(result->trace).ok()) abort();
+  auto events = trace::decodeRun(result->trace);
+  if (!events.ok()) abort();
+  uint64_t execs = 0;
+  for (const trace::TraceEvent& e : *events) execs += std::holds_alternative<trace::Exec>(e) ? 1 : 0;
+  if (execs != result->blockExecs) abort();
   return 0;
 }

@@ -8,7 +8,7 @@
 //
 // Registers: r1..r12 are data registers (random ops write only these, or r0); r13..r15 are loop
 // counters, one per loop nesting level, written only by the loop's preheader (1..K) and latch
-// (decrement), and always committed. That is the whole termination argument.
+// (decrement). That is the whole termination argument.
 #include "gen/program_gen.h"
 
 #include <algorithm>
@@ -115,8 +115,6 @@ struct Ctx {
 struct BlockGen {
   Block block;
   uint8_t preds = 0;      // predicates written so far (bit p)
-  uint16_t written = 0;   // data registers written (bit r)
-  uint16_t counters = 0;  // loop counters written (always committed)
 };
 
 enum class Region : uint8_t { Straight, If, IfElse, Loop, Barrier, EarlyExit };
@@ -179,12 +177,6 @@ class Generator {
     return static_cast<int>(prog_.blocks.size()) - 1;
   }
   void finish(int index, BlockGen& g, Terminator term) {
-    uint16_t commit = g.counters;
-    for (int r = kFirstDataReg; r <= kLastDataReg; ++r) {
-      if ((g.written >> r & 1) && rng_.chance(pol_.commitProb))
-        commit |= static_cast<uint16_t>(1u << r);
-    }
-    g.block.commit = commit;
     g.block.term = term;
     prog_.blocks[static_cast<size_t>(index)] = std::move(g.block);
   }
@@ -288,7 +280,6 @@ class Generator {
       Operand x = divergent ? laneDependent() : uniformOperand();
       g.block.ops.push_back(aluOp(Op::RemU, rc, x, Operand::i(static_cast<uint32_t>(trips))));
       g.block.ops.push_back(aluOp(Op::Add, rc, Operand::r(rc), Operand::i(1)));
-      g.counters |= static_cast<uint16_t>(1u << rc);
       finish(pre, g, Terminator{TermKind::Jump, kNoPred, false, 0, static_cast<uint8_t>(pre + 1)});
     }
     Ctx body = ctx;
@@ -304,7 +295,6 @@ class Generator {
     BlockGen g;
     randomOps(g, opCount(2));
     g.block.ops.push_back(aluOp(Op::Sub, rc, Operand::r(rc), Operand::i(1)));
-    g.counters |= static_cast<uint16_t>(1u << rc);
     const uint8_t p = static_cast<uint8_t>(rng_.below(kPreds));
     // Either "set.ne p, rc, 0; br p ? body : next" or "set.eq p, rc, 0; br p ? next : body".
     const bool ne = rng_.chance(0.5);
@@ -458,7 +448,6 @@ class Generator {
     }
     if (g.preds != 0 && rng_.chance(pol_.guardProb))
       in.guard = Guard{writtenPred(g), rng_.chance(pol_.negateProb)};
-    if (info.dst == DstKind::Reg && in.dst != 0) g.written |= static_cast<uint16_t>(1u << in.dst);
     if (info.dst == DstKind::Pred) g.preds |= static_cast<uint8_t>(1u << in.dstPred);
     g.block.ops.push_back(in);
   }
@@ -524,7 +513,6 @@ class Generator {
       g.block.ops.push_back(aluOp(Op::Shl, t, src, Operand::i(2)));
       g.block.ops.push_back(aluOp(Op::And, t, Operand::r(t), Operand::i(mask << 2)));
     }
-    g.written |= static_cast<uint16_t>(1u << t);
     in.src[0] = Operand::r(t);
     in.offset = 4 * base;
   }

@@ -12,7 +12,7 @@
 //     generator then aborts with a message naming it; gen_program_test covers every class).
 //   - Programs terminate by construction: the control flow is a sequence of regions laid out in
 //     increasing block order (every edge goes forward) except loop back edges, and a loop's trip
-//     count is a committed counter register set to 1..maxTrips in its preheader and decremented
+//     count is a counter register set to 1..maxTrips in its preheader and decremented
 //     to zero in its latch; no other op writes that register. `Case::stepBound` is the number of
 //     steps (EXEC events) the run can take at most; running with maxSteps = stepBound never
 //     reaches StepLimit (gen_program_test pins that).
@@ -36,7 +36,7 @@
 namespace qgpu::gen {
 
 // Bump when the same (policy, seed) can give a different case.
-inline constexpr int kGeneratorVersion = 1;
+inline constexpr int kGeneratorVersion = 2;  // 2: no commit masks
 
 // The policy's fields: X(type, name, default, "one-line meaning"). describe() prints them all and
 // parsePolicy() reads them back, so a new field is printed and replayable with no other change.
@@ -75,8 +75,6 @@ inline constexpr int kGeneratorVersion = 1;
   X(double, specialProb, 0.15, "a source operand is a special register (else a register)")         \
   X(double, smallImmProb, 0.7, "an immediate is in -16..16 rather than any 32-bit value")          \
   X(double, r0DstProb, 0.03, "an op's destination register is r0 (result discarded)")              \
-  X(double, commitProb, 0.6,                                                                       \
-    "each data register a block writes is committed (counters always are)")                        \
   X(double, width4ShflProb, 0.8,                                                                   \
     "a shuffle's c operand is a 4-lane width (0x1c1f / 0x1c00), else random")                      \
   /* ---- Memory ---- */                                                                           \
@@ -117,7 +115,7 @@ struct Case {
 // The case for (policy, seed); Usage if the policy does not validate.
 Expected<Case> generateProgram(const Policy& policy, uint64_t seed);
 
-// One line that replays the case: "qgpu-gen program v1 seed=S policy: maxRegions=6 ...".
+// One line that replays the case: "qgpu-gen program v2 seed=S policy: maxRegions=6 ...".
 std::string describe(const Policy& policy, uint64_t seed);
 // Reads "name=value" pairs separated by spaces (the part of describe() after "policy:", or any
 // subset of the fields; the rest keep their defaults). Usage for an unknown name or a bad value.

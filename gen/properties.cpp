@@ -136,6 +136,63 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
     return Ok{};
   };
 
+  // One op's records: its memrec (a memory-writing op with executing lanes), its regrec, its
+  // predrec, or NOP when it has none of these (docs/trace.md, "What one op writes").
+  auto expectOp = [&](const oracle::StepEffects& fx, const oracle::OpEffects& op) -> Status {
+    const std::string name = "op " + std::to_string(op.index) + " of B" + std::to_string(fx.block);
+    bool any = false;
+    const bool memWrite = op.mem == MemEffect::Write || op.mem == MemEffect::ReadWrite;
+    if (memWrite && op.exec != 0) {
+      any = true;
+      const std::string what = name + "'s memory write in lanes " + std::to_string(op.exec);
+      if (k >= events.size() || !std::holds_alternative<tk::MemWrite>(events[k])) return at(what);
+      const tk::MemWrite& w = std::get<tk::MemWrite>(events[k]);
+      if (w.space != op.space || w.lanes != op.exec) return at(what);
+      size_t j = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        if (!(op.exec >> l & 1)) continue;
+        const tk::WordValue want{op.words[static_cast<size_t>(l)], op.values[static_cast<size_t>(l)]};
+        if (j >= w.accesses.size() || !(w.accesses[j] == want))
+          return at(what + ": lane " + std::to_string(l) + " word " + std::to_string(want.word) +
+                    " = " + hex(want.value));
+        ++j;
+      }
+      ++k;
+    }
+    if (op.writesReg) {
+      any = true;
+      const std::string what = name + "'s write of r" + std::to_string(op.reg);
+      if (k >= events.size() || !std::holds_alternative<tk::RegWrite>(events[k])) return at(what);
+      const tk::RegWrite& w = std::get<tk::RegWrite>(events[k]);
+      if (w.reg != op.reg) return at(what);
+      size_t v = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        if (!(fx.mask >> l & 1)) continue;
+        const uint32_t want = op.regs[static_cast<size_t>(l)];
+        const size_t idx = w.uniform ? 0 : v++;
+        if (idx >= w.values.size() || w.values[idx] != want)
+          return at(what + " = " + hex(want) + " in lane " + std::to_string(l));
+      }
+      if (!w.uniform && v != w.values.size()) return at(what + " with one value per active lane");
+      ++k;
+    }
+    if (op.writesPred) {
+      any = true;
+      const tk::PredWrite want{op.pred, op.predBits};
+      if (k >= events.size() || !std::holds_alternative<tk::PredWrite>(events[k]) ||
+          !(std::get<tk::PredWrite>(events[k]) == want))
+        return at(name + "'s write of p" + std::to_string(op.pred) + " = bits " +
+                  std::to_string(op.predBits));
+      ++k;
+    }
+    if (!any) {
+      if (k >= events.size() || !std::holds_alternative<tk::NoEffect>(events[k]))
+        return at(name + "'s NOP");
+      ++k;
+    }
+    return Ok{};
+  };
+
   for (;; ++step) {
     const oracle::StepEvent& e = execution.next();
     switch (e.kind) {
@@ -144,50 +201,18 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
           return at("CTA");
         ++k;
         break;
-      case oracle::EventKind::Step: {
+      case oracle::EventKind::Step:
+      case oracle::EventKind::Fault: {
         const oracle::StepEffects& fx = e.step;
         QGPU_CHECK(expectExec(fx));
-        for (uint32_t m = fx.commit; m != 0; m &= m - 1) {
-          const int r = std::countr_zero(m);
-          const std::string name = "the write-back of r" + std::to_string(r);
-          if (k >= events.size() || !std::holds_alternative<tk::RegWrite>(events[k]))
-            return at(name);
-          const tk::RegWrite& w = std::get<tk::RegWrite>(events[k]);
-          if (w.reg != r) return at(name);
-          size_t v = 0;
-          for (int l = 0; l < kLanes; ++l) {
-            if (!(fx.mask >> l & 1)) continue;
-            const uint32_t want = fx.regs[static_cast<size_t>(r)][static_cast<size_t>(l)];
-            const size_t idx = w.uniform ? 0 : v++;
-            if (idx >= w.values.size() || w.values[idx] != want)
-              return at(name + " = " + hex(want) + " in lane " + std::to_string(l));
-          }
-          if (!w.uniform && v != w.values.size())
-            return at(name + " with one value per active lane");
+        for (int i = 0; i < fx.numOps; ++i) QGPU_CHECK(expectOp(fx, fx.ops[static_cast<size_t>(i)]));
+        if (e.kind == oracle::EventKind::Fault) {
+          if (k >= events.size() || !std::holds_alternative<tk::Faulted>(events[k]))
+            return at("FAULT");
           ++k;
         }
-        int j = 0;  // next expected change
-        while (k < events.size() && std::holds_alternative<tk::MemWrite>(events[k])) {
-          const tk::MemWrite& w = std::get<tk::MemWrite>(events[k]);
-          for (size_t i = 0; i < w.values.size(); ++i, ++j) {
-            if (j >= fx.numChanges) return at("no further memory change");
-            const oracle::WordChange& ch = fx.changes[static_cast<size_t>(j)];
-            if (ch.space != w.space || ch.word != w.addr + i || ch.value != w.values[i])
-              return at(std::string(ch.space == Space::Global ? "global" : "shared") + " word " +
-                        std::to_string(ch.word) + " = " + hex(ch.value));
-          }
-          ++k;
-        }
-        if (j != fx.numChanges)
-          return at(std::to_string(fx.numChanges - j) + " more memory changes");
         break;
       }
-      case oracle::EventKind::Fault:
-        QGPU_CHECK(expectExec(e.step));
-        if (k >= events.size() || !std::holds_alternative<tk::Faulted>(events[k]))
-          return at("FAULT");
-        ++k;
-        break;
       case oracle::EventKind::Finished:
         if (k >= events.size() || !std::holds_alternative<tk::Finished>(events[k]))
           return at("END");
@@ -212,15 +237,13 @@ Status checkTraceComplete(const Case& c, std::span<const tk::Token> run,
   if (!decoded.ok()) return fail(kProp, c, "the run does not decode: " + decoded.error().message);
   std::array<uint32_t, kGlobalWords> memory = c.launch.global;
   for (const tk::TraceEvent& e : *decoded) {
-    if (std::holds_alternative<tk::Faulted>(e)) return Ok{};
     const auto* w = std::get_if<tk::MemWrite>(&e);
     if (!w || w->space != Space::Global) continue;
-    for (size_t i = 0; i < w->values.size(); ++i) {
-      const size_t word = w->addr + i;
-      if (word >= memory.size())
+    for (const tk::WordValue& a : w->accesses) {
+      if (a.word >= memory.size())
         return fail(kProp, c,
-                    "the trace writes global word " + std::to_string(word) + ", past the end");
-      memory[word] = w->values[i];
+                    "the trace writes global word " + std::to_string(a.word) + ", past the end");
+      memory[a.word] = a.value;
     }
   }
   for (int w = 0; w < kGlobalWords; ++w) {

@@ -35,12 +35,13 @@ Status checkTerminates(const Case& c, const oracle::RunResult& r);
 // "prompt-round-trip": decodePrompt(prompt) gives back the case's program and launch.
 Status checkPromptDecodes(const Case& c, std::span<const trace::Token> prompt);
 // "trace-matches-steps": decodeRun(run) decodes, and its events are Execution::next()'s, event by
-// event: CTA starts; EX/WM = block, warp, mask; the register writes = the committed registers
-// with their per-lane values; the memory runs = the step's net memory changes; the final event.
+// event: CTA starts; EX/WM = block, warp, mask; per op of the step its records = its OpEffects
+// (memory write per executing lane, register values per active lane, predicate bits, or NOP);
+// a fault's earlier ops and FAULT; the final event.
 Status checkTraceMatchesSteps(const Case& c, std::span<const trace::Token> run);
-// "trace-complete": the initial global memory with the decoded trace's global writes applied
-// equals `finalGlobal`. Not checked for a run that ends in FAULT: the faulting step's earlier
-// lanes' stores stay in memory (docs/machine.md §4) but the trace writes nothing of that step.
+// "trace-complete": the initial global memory with the decoded trace's global writes applied in
+// order equals `finalGlobal`. Also for a run that ends in FAULT: a faulting op changes nothing
+// (docs/machine.md §4) and the ops before it are in the trace.
 Status checkTraceComplete(const Case& c, std::span<const trace::Token> run,
                           const std::array<uint32_t, machine::kGlobalWords>& finalGlobal);
 

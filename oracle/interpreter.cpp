@@ -1,9 +1,11 @@
 // qgpu/oracle/interpreter.cpp — the machine's reference semantics (docs/machine.md §4–§6).
 //
-// Layout of the hot loop: per step, the active lanes' registers are copied into a block-local
-// array `lane[l][0..31]` (0..15 registers, 16..21 special registers), so an operand is one index;
-// predicates are 4-bit lane masks; ops dispatch on a switch; nothing is allocated per op. At
-// block end the registers named in `commit` are copied back and the step's effects recorded.
+// Layout of the hot loop: per step, the active lanes' registers are copied into a working array
+// `lane[l][0..31]` (0..15 registers, 16..21 special registers), so an operand is one index;
+// predicates are 4-bit lane masks; ops dispatch on a switch; nothing is allocated per op. Every
+// register write takes effect when its op executes (there are no block-local reverts): the
+// working array is the register file of the running warp, copied back whole at step end (also
+// at a fault). With the trace on, each op's effects are recorded as it completes (OpEffects).
 //
 // The machine is an `Execution` advanced one event at a time; `run` drives it to the end and is
 // one consumer of its events (the token trace, appendTrace), the circuit's tests another.
@@ -149,8 +151,7 @@ class Execution::Machine {
     fx.warp = static_cast<uint8_t>(w);
     fx.block = static_cast<uint8_t>(b);
     fx.mask = static_cast<uint8_t>(m);
-    fx.commit = 0;
-    fx.numChanges = 0;
+    fx.numOps = 0;
     fx.barrier = false;
     if (blk.term.kind == TermKind::Barrier && m != live_[w]) {
       return fault(makeDiag(ErrorKind::MachineFault,
@@ -158,7 +159,7 @@ class Execution::Machine {
                                 " reached the barrier while live lanes " + laneMask(live_[w] & ~m) +
                                 " are at other blocks (undefined behaviour in CUDA)"));
     }
-    // Block-local registers and specials for each lane.
+    // The running warp's registers and specials for each lane.
     for (int l = 0; l < kLanes; ++l) {
       if (!(m >> l & 1)) continue;
       const int t = w * kLanes + l;
@@ -172,10 +173,9 @@ class Execution::Machine {
     }
     // Predicates start unset; an unset predicate reads false (verify() forbids reading one).
     uint8_t preds[kPreds] = {};
-    ++epoch_;
-    ntouched_ = 0;
 
     const int active = std::popcount(m);
+    bool ok = true;
     for (size_t i = 0; i < blk.ops.size(); ++i) {
       const Instr& in = blk.ops[i];
       laneInstrs_ += static_cast<uint64_t>(active);
@@ -184,20 +184,30 @@ class Execution::Machine {
         const uint32_t g = preds[in.guard.pred];
         om &= in.guard.negate ? ~g : g;
       }
-      if (om == 0) continue;
-      if (!execOp(in, om, preds, w, b, static_cast<int>(i))) return false;
-    }
-
-    // Terminator: commit live-outs, move the lanes.
-    if (opt_.recordTrace) recordEffects(blk.commit, m);
-    for (int l = 0; l < kLanes; ++l) {
-      if (!(m >> l & 1)) continue;
-      const int t = w * kLanes + l;
-      for (uint32_t c = blk.commit; c != 0; c &= c - 1) {
-        const int r = std::countr_zero(c);
-        regs_[t][r] = lane_[l][r];
+      rec_ = nullptr;
+      if (opt_.recordTrace) {
+        rec_ = &fx.ops[fx.numOps];
+        *rec_ = OpEffects{};
+        rec_->index = static_cast<uint8_t>(i);
+        rec_->exec = static_cast<uint8_t>(om);
+      }
+      if (om != 0 && !execOp(in, om, preds, w, b, static_cast<int>(i))) {
+        ok = false;  // the faulting op has no effects and no record
+        break;
+      }
+      if (rec_ != nullptr) {
+        recordOp(in, m, preds);
+        ++fx.numOps;
       }
     }
+    rec_ = nullptr;
+    // Every write took effect: the working registers go back to the register file.
+    for (int l = 0; l < kLanes; ++l) {
+      if (m >> l & 1) std::copy(lane_[l], lane_[l] + kRegs, regs_[w * kLanes + l].begin());
+    }
+    if (!ok) return false;
+
+    // Terminator: move the lanes.
     const Terminator& term = blk.term;
     for (int l = 0; l < kLanes; ++l) {
       if (!(m >> l & 1)) continue;
@@ -225,6 +235,33 @@ class Execution::Machine {
       fx.barrier = true;
     }
     return true;
+  }
+
+  // The register and predicate parts of the record of the op that just ran (its memory accesses
+  // were recorded as they happened).
+  void recordOp(const Instr& in, uint32_t m, const uint8_t* preds) {
+    OpEffects& rec = *rec_;
+    const OpInfo& info = opInfo(in.op);
+    rec.mem = info.mem;
+    rec.space = info.cls == OpClass::Local ? Space::Shared : in.space;
+    if (info.dst == DstKind::Reg && in.dst != 0) {
+      rec.writesReg = true;
+      rec.reg = in.dst;
+      for (int l = 0; l < kLanes; ++l) {
+        if (m >> l & 1) rec.regs[static_cast<size_t>(l)] = lane_[l][in.dst];
+      }
+    }
+    if (info.dst == DstKind::Pred) {
+      rec.writesPred = true;
+      rec.pred = in.dstPred;
+      rec.predBits = preds[in.dstPred];
+    }
+  }
+  // One lane's memory access: the word and its value after the access.
+  void recordAccess(int l, int word, uint32_t valueAfter) {
+    if (rec_ == nullptr) return;
+    rec_->words[static_cast<size_t>(l)] = static_cast<uint8_t>(word);
+    rec_->values[static_cast<size_t>(l)] = valueAfter;
   }
 
   uint32_t src(const Operand& o, int l) const {
@@ -285,11 +322,13 @@ class Execution::Machine {
       case OpClass::Local:
         for (int l = 0; l < kLanes; ++l) {
           if (!(om >> l & 1)) continue;
+          // verify(program, launch) keeps every slot inside shared memory: no fault here.
           const int word = p_.sharedWords + in.offset * nthreads_ + w * kLanes + l;
           if (in.op == Op::LdLocal)
             setReg(l, in.dst, shared_[word]);
           else
-            store(Space::Shared, word, src(in.src[0], l));
+            shared_[word] = src(in.src[0], l);
+          recordAccess(l, word, shared_[word]);
         }
         return true;
       case OpClass::Warp: {
@@ -326,74 +365,44 @@ class Execution::Machine {
   bool execMem(const Instr& in, uint32_t om, int w, int b, int i) {
     const int words = in.space == Space::Global ? kGlobalWords : p_.sharedWords;
     uint32_t* mem = in.space == Space::Global ? global_.data() : shared_.data();
+    const MemEffect effect = opInfo(in.op).mem;
+    // Op-level fault atomicity: every executing lane's address is checked before any lane acts,
+    // so a faulting op changes nothing and the lowest faulting lane is named.
+    uint32_t addr[kLanes] = {};
+    for (int l = 0; l < kLanes; ++l) {
+      if (!(om >> l & 1)) continue;
+      addr[l] = src(in.src[0], l) + static_cast<uint32_t>(in.offset);
+      if (addr[l] % 4 != 0 || addr[l] / 4 >= static_cast<uint32_t>(words)) {
+        const char* access = effect == MemEffect::Read    ? "load"
+                             : effect == MemEffect::Write ? "store"
+                                                          : "atomic";
+        std::string why = addr[l] % 4 != 0 ? "is not a multiple of 4"
+                                           : "is out of range: " + std::string(spaceName(in.space)) +
+                                                 " memory has " + std::to_string(words) + " words (" +
+                                                 std::to_string(4 * words) + " bytes)";
+        return fault(makeDiag(ErrorKind::MachineFault,
+                              where(w, l, b, i) + ": " + spaceName(in.space) + " " + access +
+                                  " at byte address " + std::to_string(addr[l]) + " (" +
+                                  std::to_string(static_cast<int32_t>(addr[l])) + ") " + why));
+      }
+    }
     // Lanes in order 0..3: stores to one address leave the highest lane's value; atomics are
     // serialised and each sees the previous lane's result.
     for (int l = 0; l < kLanes; ++l) {
       if (!(om >> l & 1)) continue;
-      const uint32_t addr = src(in.src[0], l) + static_cast<uint32_t>(in.offset);
-      if (addr % 4 != 0 || addr / 4 >= static_cast<uint32_t>(words)) {
-        const MemEffect effect = opInfo(in.op).mem;
-        const char* access = effect == MemEffect::Read    ? "load"
-                             : effect == MemEffect::Write ? "store"
-                                                          : "atomic";
-        std::string why = addr % 4 != 0 ? "is not a multiple of 4"
-                                        : "is out of range: " + std::string(spaceName(in.space)) +
-                                              " memory has " + std::to_string(words) + " words (" +
-                                              std::to_string(4 * words) + " bytes)";
-        return fault(makeDiag(ErrorKind::MachineFault,
-                              where(w, l, b, i) + ": " + spaceName(in.space) + " " + access +
-                                  " at byte address " + std::to_string(addr) + " (" +
-                                  std::to_string(static_cast<int32_t>(addr)) + ") " + why));
-      }
-      const int word = static_cast<int>(addr / 4);
-      const MemEffect effect = opInfo(in.op).mem;
+      const int word = static_cast<int>(addr[l] / 4);
       if (effect == MemEffect::Read) {
         setReg(l, in.dst, mem[word]);
       } else if (effect == MemEffect::Write) {
-        store(in.space, word, src(in.src[1], l));
+        mem[word] = src(in.src[1], l);
       } else {
         const uint32_t old = mem[word];
-        store(in.space, word,
-              evalAtomic(in.op, old, src(in.src[1], l), src(in.src[2], l)).value_or(old));
+        mem[word] = evalAtomic(in.op, old, src(in.src[1], l), src(in.src[2], l)).value_or(old);
         setReg(l, in.dst, old);
       }
+      recordAccess(l, word, mem[word]);
     }
     return true;
-  }
-
-  // Writes a word, remembering its value at block start for the trace's net memory changes.
-  void store(Space space, int word, uint32_t value) {
-    const int s = space == Space::Global ? 0 : 1;
-    uint32_t* mem = s == 0 ? global_.data() : shared_.data();
-    if (opt_.recordTrace && stamp_[s][word] != epoch_) {
-      stamp_[s][word] = epoch_;
-      before_[s][word] = mem[word];
-      touched_[ntouched_++] = static_cast<uint16_t>(s * 256 + word);
-    }
-    mem[word] = value;
-  }
-
-  // ---- Effects ----
-
-  // The committed registers and the net memory changes of the step that just ran.
-  void recordEffects(uint16_t commit, uint32_t m) {
-    StepEffects& fx = ev_.step;
-    fx.commit = commit;
-    for (uint32_t c = commit; c != 0; c &= c - 1) {
-      const int r = std::countr_zero(c);
-      for (int l = 0; l < kLanes; ++l) {
-        if (m >> l & 1) fx.regs[static_cast<size_t>(r)][static_cast<size_t>(l)] = lane_[l][r];
-      }
-    }
-    // Words that differ from their value at block start, sorted: global (0..) before shared.
-    std::sort(touched_, touched_ + ntouched_);
-    for (int k = 0; k < ntouched_; ++k) {
-      const int s = touched_[k] / 256, word = touched_[k] % 256;
-      const uint32_t now = s == 0 ? global_[word] : shared_[word];
-      if (now != before_[s][word])
-        fx.changes[fx.numChanges++] = {s == 0 ? Space::Global : Space::Shared,
-                                       static_cast<uint8_t>(word), now};
-    }
   }
 
   std::string where(int w, int l, int b, int i) const {
@@ -435,12 +444,7 @@ class Execution::Machine {
   bool waiting_[kMaxWarps] = {};
   uint32_t lane_[kLanes][kLaneSlots] = {};
 
-  // Net-change tracking: at most 16 ops x 4 lanes stores per step.
-  uint32_t epoch_ = 0;
-  uint32_t stamp_[2][kSharedWords > kGlobalWords ? kSharedWords : kGlobalWords] = {};
-  uint32_t before_[2][kSharedWords > kGlobalWords ? kSharedWords : kGlobalWords] = {};
-  uint16_t touched_[kMaxOpsPerBlock * kLanes] = {};
-  int ntouched_ = 0;
+  OpEffects* rec_ = nullptr;  // the record of the running op (trace on), else null
 };
 
 Execution::Execution(std::unique_ptr<Machine> machine) : machine_(std::move(machine)) {}
@@ -463,46 +467,56 @@ const std::array<uint32_t, kGlobalWords>& Execution::global() const { return mac
 uint64_t Execution::blockExecs() const { return machine_->blockExecs(); }
 uint64_t Execution::laneInstrs() const { return machine_->laneInstrs(); }
 
-// ---- The token trace of an event (docs/trace.md §3) ----
+// ---- The token trace of an event (docs/trace.md, "What one op writes") ----
 
 namespace {
 
-void appendStepTrace(const StepEffects& fx, std::vector<tk::Token>& out) {
-  for (uint32_t c = fx.commit; c != 0; c &= c - 1) {
-    const int r = std::countr_zero(c);
-    const auto& values = fx.regs[static_cast<size_t>(r)];
+// The record of one op (docs/trace.md, "What one op writes"): a memrec iff it writes memory in
+// some lane, a regrec iff it writes a register, a predrec iff it writes a predicate, else NOP.
+void appendOpRecord(const OpEffects& op, uint32_t mask, std::vector<tk::Token>& out) {
+  bool wrote = false;
+  const bool memWrite = op.mem == MemEffect::Write || op.mem == MemEffect::ReadWrite;
+  if (memWrite && op.exec != 0) {
+    out.push_back(op.space == Space::Global ? tk::mg(op.exec) : tk::ms(op.exec));
+    for (int l = 0; l < kLanes; ++l) {
+      if (!(op.exec >> l & 1)) continue;
+      tk::appendValue(out, op.words[static_cast<size_t>(l)]);
+      tk::appendValue(out, op.values[static_cast<size_t>(l)]);
+    }
+    wrote = true;
+  }
+  if (op.writesReg) {
     uint32_t first = 0;
     bool uniform = true, seen = false;
     for (int l = 0; l < kLanes; ++l) {
-      if (!(fx.mask >> l & 1)) continue;
-      if (!seen) first = values[static_cast<size_t>(l)];
-      uniform &= values[static_cast<size_t>(l)] == first;
+      if (!(mask >> l & 1)) continue;
+      if (!seen) first = op.regs[static_cast<size_t>(l)];
+      uniform &= op.regs[static_cast<size_t>(l)] == first;
       seen = true;
     }
     if (uniform) {
-      out.push_back(tk::wu(r));
+      out.push_back(tk::wu(op.reg));
       tk::appendValue(out, first);
     } else {
-      out.push_back(tk::wr(r));
+      out.push_back(tk::wr(op.reg));
       for (int l = 0; l < kLanes; ++l) {
-        if (fx.mask >> l & 1) tk::appendValue(out, values[static_cast<size_t>(l)]);
+        if (mask >> l & 1) tk::appendValue(out, op.regs[static_cast<size_t>(l)]);
       }
     }
+    wrote = true;
   }
-  // Net memory changes in runs of up to 4 consecutive words of one space.
-  for (int k = 0; k < fx.numChanges;) {
-    const WordChange& first = fx.changes[static_cast<size_t>(k)];
-    int len = 1;
-    while (k + len < fx.numChanges && len < 4) {
-      const WordChange& c = fx.changes[static_cast<size_t>(k + len)];
-      if (c.space != first.space || c.word != first.word + len) break;
-      ++len;
-    }
-    out.push_back(first.space == Space::Global ? tk::stg(len) : tk::sts(len));
-    tk::appendValue(out, first.word);
-    for (int j = 0; j < len; ++j) tk::appendValue(out, fx.changes[static_cast<size_t>(k + j)].value);
-    k += len;
+  if (op.writesPred) {
+    out.push_back(tk::wp(op.pred));
+    tk::appendValue(out, op.predBits);
+    wrote = true;
   }
+  if (!wrote) out.push_back(tk::single(tk::Family::Nop));
+}
+
+void appendStepTrace(const StepEffects& fx, std::vector<tk::Token>& out) {
+  out.push_back(tk::ex(fx.block));
+  out.push_back(tk::wm(fx.warp, fx.mask));
+  for (int i = 0; i < fx.numOps; ++i) appendOpRecord(fx.ops[static_cast<size_t>(i)], fx.mask, out);
 }
 
 }  // namespace
@@ -513,16 +527,13 @@ void appendTrace(const StepEvent& event, std::vector<tk::Token>& out) {
       out.push_back(tk::single(tk::Family::Cta));
       return;
     case EventKind::Step:
-      out.push_back(tk::ex(event.step.block));
-      out.push_back(tk::wm(event.step.warp, event.step.mask));
       appendStepTrace(event.step, out);
       return;
     case EventKind::Finished:
       out.push_back(tk::single(tk::Family::End));
       return;
     case EventKind::Fault:
-      out.push_back(tk::ex(event.step.block));
-      out.push_back(tk::wm(event.step.warp, event.step.mask));
+      appendStepTrace(event.step, out);  // the ops before the faulting one
       out.push_back(tk::single(tk::Family::FaultTok));
       return;
     case EventKind::StepLimit:

@@ -19,12 +19,13 @@
 
 namespace qgpu::oracle {
 
-// The most run tokens one step (one EXEC of a block) can write: EX and WM (2); the write-back of
-// at most 15 registers, each WR and 4 lane values of at most 7 tokens (15 x 29 = 435); and the net
-// memory changes, at most kMaxOpsPerBlock x kLanes = 64 distinct words (the interpreter's touched_
-// set), the worst case 64 runs of one word, each STG/STS, a word address < 256 (2 tokens) and a
-// value (7 tokens) (64 x 10 = 640). 2 + 435 + 640 = 1077, and a FAULT token for a step that traps.
-inline constexpr uint64_t kMaxStepTokens = 1078;
+// The most run tokens one step (one EXEC of a block) can write (docs/trace.md, "What one op
+// writes"): EX and WM (2); then one record per op, at most kMaxOpsPerBlock = 16 of them. The
+// longest record is an atomic's: its memrec, MG/MS (1) and per executing lane (at most 4) a word
+// index < 126 (2 tokens) and a value (at most 7 tokens): 1 + 4 x 9 = 37; then its regrec, WR (1)
+// and 4 values of at most 7 tokens: 29. 2 + 16 x (37 + 29) = 1058. A step that traps writes
+// FAULT instead of the faulting op's record, so it stays below that.
+inline constexpr uint64_t kMaxStepTokens = 1058;
 
 // The largest step limit the CLI accepts (`--max-steps`, harness/cli/steps.h).
 inline constexpr uint64_t kMaxRunSteps = 100'000'000;
@@ -59,29 +60,46 @@ struct RunResult {
 // ---- Stepping: the machine one step at a time ----
 //
 // A step is one EXEC: warp `warp` of CTA `cta` runs block `block` with the active lanes `mask`.
-// Its effects are what the token trace encodes (docs/trace.md), as values: the circuit's tests
-// compare machine state per step against these, and the trace is one consumer of them
-// (appendTrace).
+// Its effects are given per op, as values: the circuit executes one op per forward pass and its
+// tests compare machine state per op against these; the token trace is one consumer of them
+// (appendTrace: one record per op, docs/trace.md).
 
-// A global or shared word whose value at the end of the step differs from its value before it.
-struct WordChange {
+// What one op of a step did. Every op of the block has one, in op order, also an op whose guard
+// is false in every active lane (exec = 0).
+struct OpEffects {
+  uint8_t index = 0;  // the op's index in the block
+  uint8_t exec = 0;   // executing lanes: active and guard-true (bit l = lane l)
+  // The op writes register `reg` (its dst, 1..15; an op with dst r0 writes none): regs[l] is the
+  // value `reg` holds after the op in every active lane l (guard-false lanes: their unchanged
+  // value). Inactive lanes' entries are 0.
+  bool writesReg = false;
+  uint8_t reg = 0;
+  std::array<uint32_t, machine::kLanes> regs{};
+  // The op writes predicate `pred` (its dstPred): predBits = the lanes whose `pred` is true after
+  // the op (inactive lanes 0).
+  bool writesPred = false;
+  uint8_t pred = machine::kNoPred;
+  uint8_t predBits = 0;
+  // The op accesses memory (ld/st/atom: `space`; ldl/stl: Shared, the spill slots): per executing
+  // lane l, the word index words[l] (global: 0..125; shared incl. spill slots: docs/machine.md
+  // §4) and values[l], the word's value after that lane's access (load: the value read; store:
+  // the stored value; atomic: the value after that lane's update). Lanes outside `exec`: 0.
+  machine::MemEffect mem = machine::MemEffect::None;
   machine::Space space = machine::Space::Global;
-  uint8_t word = 0;
-  uint32_t value = 0;  // the new value
-  bool operator==(const WordChange&) const = default;
+  std::array<uint8_t, machine::kLanes> words{};
+  std::array<uint32_t, machine::kLanes> values{};
+  bool operator==(const OpEffects&) const = default;
 };
 
 struct StepEffects {
   uint32_t cta = 0;
   uint8_t warp = 0;
   uint8_t block = 0;
-  uint8_t mask = 0;     // bit l = lane l active
-  uint16_t commit = 0;  // the block's committed registers (bit r = register r)
-  // regs[r][l]: the value register r holds after the step in active lane l (r in commit).
-  std::array<std::array<uint32_t, machine::kLanes>, machine::kRegs> regs{};
-  // Net memory changes, sorted: global before shared, words increasing.
-  std::array<WordChange, machine::kMaxOpsPerBlock * machine::kLanes> changes{};
-  uint8_t numChanges = 0;
+  uint8_t mask = 0;  // bit l = lane l active
+  // The ops executed, in order: all of the block's ops for a Step; for a Fault, the ops before the
+  // faulting one (none for a divergent barrier, which faults before the block runs).
+  std::array<OpEffects, machine::kMaxOpsPerBlock> ops{};
+  uint8_t numOps = 0;
   // Where each active lane goes next: a block index, or machine::kExitTarget when it exits.
   std::array<uint8_t, machine::kLanes> nextBlock{};
   bool barrier = false;  // the warp now waits at a barrier
@@ -91,18 +109,19 @@ enum class EventKind : uint8_t {
   CtaStart,   // CTA `cta` (> 0) starts: the previous one finished
   Step,       // one EXEC, `step` holds its effects
   Finished,   // every thread of every CTA exited (final)
-  Fault,      // the machine trapped in the step `step` names (its effects are not applied; final)
+  Fault,      // the machine trapped in the step `step` names, at op step.numOps: the earlier ops'
+              // effects stand, the faulting op has none (final)
   StepLimit,  // maxSteps steps without finishing (final)
 };
 
 struct StepEvent {
   EventKind kind = EventKind::Finished;
-  StepEffects step;  // Step; Fault: cta, warp, block and mask of the faulting step
+  StepEffects step;  // Step; Fault: the faulting step, its ops before the faulting one
   Diag fault;        // Fault, StepLimit: kind MachineFault or StepLimit, with where and why
 };
 
-// One run of a verified program, advanced one event at a time. The effects are recorded only when
-// `options.recordTrace` is set (otherwise `regs` and `changes` stay empty; the rest is filled).
+// One run of a verified program, advanced one event at a time. The per-op effects are recorded
+// only when `options.recordTrace` is set (otherwise `numOps` is 0; the rest is filled).
 class Execution {
  public:
   static Expected<Execution> start(const machine::Program& program, const machine::Launch& launch,
@@ -128,8 +147,8 @@ class Execution {
   std::unique_ptr<Machine> machine_;
 };
 
-// The trace tokens of one event (docs/trace.md): EX WM, the register write-backs and memory runs
-// of a step; CTA; END; EX WM FAULT; LIMIT.
+// The trace tokens of one event (docs/trace.md): EX WM and one record per op of a step; CTA; END;
+// EX WM, the records of the ops before the faulting one, FAULT; LIMIT.
 void appendTrace(const StepEvent& event, std::vector<trace::Token>& out);
 
 // Runs `program` under `launch`. Returns a Diag only if verify(program, launch) fails; faults and

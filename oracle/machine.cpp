@@ -239,9 +239,6 @@ Status verifyBlock(const Program& program, size_t b) {
       return invalid(where + ": terminator kind " + std::to_string(static_cast<int>(t.kind)) +
                      " does not exist");
   }
-  if (block.commit & 1u) {
-    return invalid(blockWhere + ": commit names r0, which always reads zero");
-  }
   return Ok{};
 }
 
@@ -389,13 +386,6 @@ std::string print(const Program& program) {
     const Block& block = program.blocks[b];
     out += "B" + std::to_string(b) + ":\n";
     for (const Instr& in : block.ops) out += "  " + print(in) + "\n";
-    if (block.commit != 0) {
-      out += "  commit";
-      for (int r = 0; r < kRegs; ++r) {
-        if (block.commit & (1u << r)) out += " " + reg(static_cast<uint8_t>(r));
-      }
-      out += "\n";
-    }
     const Terminator& t = block.term;
     switch (t.kind) {
       case TermKind::Jump:

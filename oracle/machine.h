@@ -150,10 +150,6 @@ struct Terminator {
 struct Block {
   std::vector<Instr> ops;
   Terminator term;
-  // Registers committed at block end (bit r = register r). Writes to other registers are
-  // block-local temporaries and are gone when the block ends; committed registers are the
-  // block's live-outs and appear in the trace (docs/trace.md).
-  uint16_t commit = 0;
   bool operator==(const Block&) const = default;
 };
 

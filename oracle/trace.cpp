@@ -55,6 +55,17 @@ std::vector<Token> encodeValue(uint32_t value) {
   return out;
 }
 
+namespace {
+
+// A lane mask as a binary number, lane 3 first: 0111 = lanes 0..2.
+std::string maskBits(int mask) {
+  std::string bits;
+  for (int l = machine::kLanes - 1; l >= 0; --l) bits += (mask >> l & 1) ? '1' : '0';
+  return bits;
+}
+
+}  // namespace
+
 std::string tokenName(Token t) {
   if (t >= kVocabSize) return "?" + std::to_string(t);
   const Family f = familyOf(t);
@@ -63,18 +74,17 @@ std::string tokenName(Token t) {
   switch (f) {
     case Family::Ex:
       return name + "(" + std::to_string(i) + ")";
-    case Family::Wm: {
-      const int mask = i % kLaneMasks + 1;
-      std::string bits;
-      for (int l = 3; l >= 0; --l) bits += (mask >> l & 1) ? '1' : '0';
-      return name + "(w" + std::to_string(i / kLaneMasks) + "," + bits + ")";
-    }
+    case Family::Wm:
+      return name + "(w" + std::to_string(i / kLaneMasks) + "," + maskBits(i % kLaneMasks + 1) +
+             ")";
     case Family::Wr:
     case Family::Wu:
       return name + "(r" + std::to_string(i + 1) + ")";
-    case Family::Stg:
-    case Family::Sts:
-      return name + "(" + std::to_string(i + 1) + ")";
+    case Family::Wp:
+      return name + "(p" + std::to_string(i) + ")";
+    case Family::Mg:
+    case Family::Ms:
+      return name + "(" + maskBits(i + 1) + ")";
     case Family::C:
     case Family::T:
       return name + "(" + std::to_string(i >= kChunkValues / 2 ? i - kChunkValues : i) + ")";
@@ -241,8 +251,6 @@ const Field<Block> kBlockFields[] = {
     ranged<Block>("op count", 0, machine::kMaxOpsPerBlock,
                   [](const Block& b) { return static_cast<int64_t>(b.ops.size()); },
                   [](Block& b, int64_t v) { b.ops.resize(static_cast<size_t>(v)); }),
-    ranged<Block>("commit mask", 0, 0xffff, [](const Block& b) { return int64_t{b.commit}; },
-                  [](Block& b, int64_t v) { b.commit = static_cast<uint16_t>(v); }),
 };
 
 // OPW: the fields before the three operands, then (after them) the ones that follow.
@@ -444,84 +452,91 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
 Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex) {
   Reader in(tokens, firstIndex);
   std::vector<TraceEvent> events;
-  // Where we are inside one step: the order of its parts is fixed.
-  enum class Phase { Between, Regs, Global, Shared } phase = Phase::Between;
-  int activeLanes = 0;
-  int lastReg = 0;
-  int nextAddr = 0;  // the next run of this space must start above the previous one's end
+  bool inStep = false;  // after EX WM, until the next EX, CTA or the end: records may follow
+  int mask = 0;         // the step's active lanes (WM)
   while (true) {
     if (in.atEnd()) return in.error("the run ends without END, FAULT or LIMIT");
     const Token t = in.peek();
     if (t >= kVocabSize)
       return in.error("not a qgpu token (vocabulary has " + std::to_string(kVocabSize) + ")");
     const Family f = familyOf(t);
+    const size_t at = in.pos();
+    const bool record = f == Family::Wr || f == Family::Wu || f == Family::Wp ||
+                        f == Family::Mg || f == Family::Ms || f == Family::Nop;
+    if (record && !inStep) return in.error("an op's record outside a step (records follow EX WM)");
     switch (f) {
       case Family::Ex: {
         const int block = indexOf(t);
         in.skip();
         QGPU_TRY(wmIndex, in.expect(Family::Wm));
-        const int mask = wmIndex % kLaneMasks + 1;
+        mask = wmIndex % kLaneMasks + 1;
         events.push_back(Exec{static_cast<uint8_t>(block), static_cast<uint8_t>(wmIndex / kLaneMasks),
                               static_cast<uint8_t>(mask)});
-        activeLanes = __builtin_popcount(static_cast<unsigned>(mask));
-        phase = Phase::Regs;
-        lastReg = 0;
+        inStep = true;
         break;
       }
       case Family::Wr:
       case Family::Wu: {
-        const size_t at = in.pos();
-        if (phase != Phase::Regs)
-          return in.error("a register write-back outside a step or after memory writes");
         const int reg = indexOf(t) + 1;
-        if (reg <= lastReg) return in.error("registers must come in increasing order");
         in.skip();
-        RegWrite w{static_cast<uint8_t>(reg), f == Family::Wu, {}};
-        const int n = f == Family::Wu ? 1 : activeLanes;
+        RegWrite w{static_cast<uint8_t>(reg), f == Family::Wu, static_cast<uint8_t>(mask), {}};
+        const int n = f == Family::Wu ? 1 : std::popcount(static_cast<unsigned>(mask));
         for (int i = 0; i < n; ++i) {
           QGPU_TRY(v, in.value("register value"));
           w.values.push_back(v);
         }
-        if (f == Family::Wr && n > 1) {
+        if (f == Family::Wr && n == 1)
+          return in.errorAt(at, "a one-lane register write must be written as WU");
+        if (f == Family::Wr) {
           bool allSame = true;
           for (uint32_t x : w.values) allSame &= x == w.values[0];
           if (allSame) return in.errorAt(at, "WR with equal values must be written as WU");
         }
-        if (f == Family::Wr && n == 1)
-          return in.errorAt(at, "a one-lane write-back must be written as WU");
-        lastReg = reg;
         events.push_back(std::move(w));
         break;
       }
-      case Family::Stg:
-      case Family::Sts: {
-        const Phase want = f == Family::Stg ? Phase::Global : Phase::Shared;
-        if (phase == Phase::Between) return in.error("a memory write outside a step");
-        if (phase > want) return in.error("global writes must come before shared writes");
-        if (phase < want) nextAddr = 0;
-        phase = want;
-        const int n = indexOf(t) + 1;
+      case Family::Wp: {
+        const int pred = indexOf(t);
         in.skip();
-        const int words = f == Family::Stg ? machine::kGlobalWords : machine::kSharedWords;
-        QGPU_TRY(addr, in.ranged("word address", nextAddr, words - n));
-        MemWrite w{
-            f == Family::Stg ? Space::Global : Space::Shared, static_cast<uint8_t>(addr), {}};
-        for (int i = 0; i < n; ++i) {
-          QGPU_TRY(v, in.value("memory word"));
-          w.values.push_back(v);
+        const size_t bitsAt = in.pos();
+        QGPU_TRY(bits, in.ranged("predicate bits", 0, kLaneMasks));
+        if ((bits & ~mask) != 0)
+          return in.errorAt(bitsAt, "predicate bits " + maskBits(static_cast<int>(bits)) +
+                                        " name lanes outside the active lanes " + maskBits(mask));
+        events.push_back(PredWrite{static_cast<uint8_t>(pred), static_cast<uint8_t>(bits)});
+        break;
+      }
+      case Family::Mg:
+      case Family::Ms: {
+        const int lanes = indexOf(t) + 1;
+        if ((lanes & ~mask) != 0)
+          return in.error("memory write lanes " + maskBits(lanes) +
+                          " outside the active lanes " + maskBits(mask));
+        in.skip();
+        const bool global = f == Family::Mg;
+        const int words = global ? machine::kGlobalWords : machine::kSharedWords;
+        MemWrite w{global ? Space::Global : Space::Shared, static_cast<uint8_t>(lanes), {}};
+        for (int i = 0; i < std::popcount(static_cast<unsigned>(lanes)); ++i) {
+          QGPU_TRY(word, in.ranged(global ? "global word index" : "shared word index", 0, words - 1));
+          QGPU_TRY(v, in.value("memory value"));
+          w.accesses.push_back(WordValue{static_cast<uint8_t>(word), v});
         }
-        // A run is at most kMaxMemRun words; a shorter run ends at a gap.
-        nextAddr = static_cast<int>(addr) + n + (n < kMaxMemRun ? 1 : 0);
         events.push_back(std::move(w));
         break;
       }
+      case Family::Nop:
+        in.skip();
+        events.push_back(NoEffect{});
+        break;
       case Family::Cta:
         in.skip();
         events.push_back(CtaStart{});
-        phase = Phase::Between;
+        inStep = false;
         break;
-      case Family::End:
       case Family::FaultTok:
+        if (!inStep) return in.error("FAULT outside a step (a fault happens at an op)");
+        [[fallthrough]];
+      case Family::End:
       case Family::Limit: {
         in.skip();
         if (f == Family::End) events.push_back(Finished{});
@@ -537,7 +552,9 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_
 }
 
 std::string describe(const TraceEvent& event) {
+  auto signedText = [](uint32_t v) { return std::to_string(static_cast<int32_t>(v)); };
   struct Visitor {
+    decltype(signedText)& num;
     std::string operator()(const Exec& e) const {
       std::string lanes;
       for (int l = 0; l < machine::kLanes; ++l) {
@@ -547,28 +564,32 @@ std::string describe(const TraceEvent& event) {
              lanes;
     }
     std::string operator()(const RegWrite& w) const {
-      std::string out = "  r" + std::to_string(w.reg) + " =";
-      if (w.uniform)
-        out += " " + std::to_string(static_cast<int32_t>(w.values[0])) + " (all lanes)";
-      else {
-        for (uint32_t v : w.values) out += " " + std::to_string(static_cast<int32_t>(v));
+      std::string out = tokenName(w.uniform ? wu(w.reg) : wr(w.reg));
+      if (w.uniform) return out + " all=" + (w.values.empty() ? "?" : num(w.values[0]));
+      size_t k = 0;
+      for (int l = 0; l < machine::kLanes && k < w.values.size(); ++l) {
+        if (w.lanes >> l & 1) out += " lane" + std::to_string(l) + "=" + num(w.values[k++]);
       }
       return out;
     }
+    std::string operator()(const PredWrite& w) const {
+      return tokenName(wp(w.pred)) + " " + maskBits(w.bits);
+    }
     std::string operator()(const MemWrite& w) const {
-      std::string out =
-          std::string("  ") + (w.space == Space::Global ? "global" : "shared") + "[" +
-          std::to_string(w.addr) +
-          (w.values.size() > 1 ? ".." + std::to_string(w.addr + w.values.size() - 1) : "") + "] =";
-      for (uint32_t v : w.values) out += " " + std::to_string(static_cast<int32_t>(v));
+      std::string out = w.lanes >= 1 && w.lanes <= kLaneMasks
+                            ? tokenName(w.space == Space::Global ? mg(w.lanes) : ms(w.lanes))
+                            : std::string(w.space == Space::Global ? "MG" : "MS");
+      for (const WordValue& a : w.accesses)
+        out += " [" + std::to_string(a.word) + "]=" + num(a.value);
       return out;
     }
+    std::string operator()(const NoEffect&) const { return "NOP"; }
     std::string operator()(const CtaStart&) const { return "cta (next CTA starts)"; }
     std::string operator()(const Finished&) const { return "end"; }
     std::string operator()(const Faulted&) const { return "fault"; }
     std::string operator()(const LimitReached&) const { return "step limit"; }
   };
-  return std::visit(Visitor{}, event);
+  return std::visit(Visitor{signedText}, event);
 }
 
 std::string pretty(std::span<const Token> tokens) {
@@ -591,7 +612,12 @@ std::string pretty(std::span<const Token> tokens) {
     for (size_t i = 0; i < bad && i < run.size(); ++i) out += tokenName(run[i]) + " ";
     return out + "\nerror: " + msg + "\n";
   }
-  for (const TraceEvent& e : *events) out += describe(e) + "\n";
+  // Records are indented under their step's exec line.
+  for (const TraceEvent& e : *events) {
+    const bool record = std::holds_alternative<RegWrite>(e) || std::holds_alternative<PredWrite>(e) ||
+                        std::holds_alternative<MemWrite>(e) || std::holds_alternative<NoEffect>(e);
+    out += (record ? "  " : "") + describe(e) + "\n";
+  }
   return out;
 }
 

@@ -28,13 +28,12 @@ namespace qgpu::trace {
 
 using Token = uint16_t;
 
-// The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the two
-// choices of the trace itself. Revising the trace for the circuit changes these, not literals.
+// The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the
+// chunk width of the trace itself. Revising the trace for the circuit changes these, not literals.
 inline constexpr int kChunkBits = 5;                       // bits per value chunk (C, T)
 inline constexpr int kChunkValues = 1 << kChunkBits;       // tokens per chunk family
 // Chunks of the longest value: 32 bits plus the sign bit the top chunk carries (7 for 5 bits).
 inline constexpr int kMaxValueChunks = (32 + 1 + kChunkBits - 1) / kChunkBits;
-inline constexpr int kMaxMemRun = 4;                       // words per STG/STS run
 inline constexpr int kLaneMasks = (1 << machine::kLanes) - 1;  // non-empty active-lane masks
 inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is never written)
 
@@ -50,10 +49,12 @@ inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is
   X(Run, "RUN", 1)                            /* end of the prompt, start of the run */           \
   X(Ex, "EX", machine::kMaxBlocks)            /* run: EX(b) executes block b */                   \
   X(Wm, "WM", machine::kMaxWarps * kLaneMasks)/* run: WM(w,m) warp w, active lane mask m != 0 */  \
-  X(Wr, "WR", kWritableRegs)                  /* run: WR(r) register r written back, one value/lane */\
-  X(Wu, "WU", kWritableRegs)                  /* run: WU(r) uniform write-back, one value */      \
-  X(Stg, "STG", kMaxMemRun)                   /* run: STG(n) n consecutive global words changed */\
-  X(Sts, "STS", kMaxMemRun)                   /* run: STS(n) n consecutive shared words changed */\
+  X(Wr, "WR", kWritableRegs)                  /* run: WR(r) the op wrote r, one value per active lane */\
+  X(Wu, "WU", kWritableRegs)                  /* run: WU(r) the op wrote r, one value for all lanes */\
+  X(Wp, "WP", machine::kPreds)                /* run: WP(p) the op wrote predicate p, its lane bits */\
+  X(Mg, "MG", kLaneMasks)                     /* run: MG(e) the op wrote global words in lanes e */\
+  X(Ms, "MS", kLaneMasks)                     /* run: MS(e) the op wrote shared words in lanes e */\
+  X(Nop, "NOP", 1)                            /* run: the op has nothing to show */               \
   X(Cta, "CTA", 1)                            /* run: the next CTA starts */                      \
   X(End, "END", 1)                            /* run: finished */                                 \
   X(FaultTok, "FAULT", 1)                     /* run: the machine trapped */                      \
@@ -112,11 +113,14 @@ constexpr Token wr(int reg) {
 constexpr Token wu(int reg) {
   return tok(Family::Wu, reg - 1);
 }
-constexpr Token stg(int n) {
-  return tok(Family::Stg, n - 1);
+constexpr Token wp(int pred) {
+  return tok(Family::Wp, pred);
 }
-constexpr Token sts(int n) {
-  return tok(Family::Sts, n - 1);
+constexpr Token mg(int lanes) {  // lanes: the executing-lane mask, 1..15
+  return tok(Family::Mg, lanes - 1);
+}
+constexpr Token ms(int lanes) {
+  return tok(Family::Ms, lanes - 1);
 }
 constexpr Token single(Family f) {
   return tok(f, 0);
@@ -127,7 +131,8 @@ int valueLength(uint32_t value);  // 1..7 tokens
 void appendValue(std::vector<Token>& out, uint32_t value);
 std::vector<Token> encodeValue(uint32_t value);
 
-// "EX(3)", "WM(w0,0111)" (mask as a binary number, lane 3 first), "WR(r5)", "T(-3)", "C(7)".
+// "EX(3)", "WM(w0,0111)" (mask as a binary number, lane 3 first), "WR(r5)", "WP(p2)", "MG(0111)",
+// "NOP", "T(-3)", "C(7)".
 std::string tokenName(Token t);
 
 // ---- Prompt ----
@@ -148,17 +153,36 @@ struct Exec {
   uint8_t mask = 0;  // bit l = lane l active
   bool operator==(const Exec&) const = default;
 };
+// One op's register write: the values of all active lanes after the op, in lane order.
 struct RegWrite {
   uint8_t reg = 0;
   bool uniform = false;
+  uint8_t lanes = 0;             // the step's active lanes (from WM), whose values these are
   std::vector<uint32_t> values;  // one per active lane in lane order (uniform: one)
   bool operator==(const RegWrite&) const = default;
 };
+// One op's predicate write.
+struct PredWrite {
+  uint8_t pred = 0;
+  uint8_t bits = 0;  // bit l: predicate `pred` is true in lane l after the op
+  bool operator==(const PredWrite&) const = default;
+};
+// One word access of one lane of a memory-writing op.
+struct WordValue {
+  uint8_t word = 0;    // word index (global 0..125; shared, spill slots included, 0..125)
+  uint32_t value = 0;  // the word's value after this lane's access
+  bool operator==(const WordValue&) const = default;
+};
+// One op's memory write (store, atomic, spill store): per executing lane in lane order.
 struct MemWrite {
   machine::Space space = machine::Space::Global;
-  uint8_t addr = 0;              // word index of values[0]
-  std::vector<uint32_t> values;  // 1..4 consecutive words
+  uint8_t lanes = 0;  // executing lanes, 1..15
+  std::vector<WordValue> accesses;  // popcount(lanes) of them
   bool operator==(const MemWrite&) const = default;
+};
+// An op with nothing to show (NOP).
+struct NoEffect {
+  bool operator==(const NoEffect&) const = default;
 };
 struct CtaStart {
   bool operator==(const CtaStart&) const = default;
@@ -172,12 +196,14 @@ struct Faulted {
 struct LimitReached {
   bool operator==(const LimitReached&) const = default;
 };
-using TraceEvent =
-    std::variant<Exec, RegWrite, MemWrite, CtaStart, Finished, Faulted, LimitReached>;
+using TraceEvent = std::variant<Exec, RegWrite, PredWrite, MemWrite, NoEffect, CtaStart, Finished,
+                                Faulted, LimitReached>;
 
-// Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md, including the
-// orders the interpreter writes (registers increasing, global before shared, addresses
-// increasing, exactly one final END/FAULT/LIMIT). `firstIndex` is the index of tokens[0] in the
+// Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md: records only
+// inside a step, value counts from WM's and MG/MS's masks, MG/MS lanes within the active lanes,
+// word indices inside memory, WP bits within the active lanes, WU exactly for equal values,
+// FAULT only inside a step, exactly one final END/FAULT/LIMIT. (How many records a step has is
+// the program's business: decodeRun does not see the prompt.) `firstIndex` is the index of tokens[0] in the
 // caller's whole sequence (the prompt's length, when the run follows a prompt): an error names
 // and carries (Diag::index) the token's index in that sequence.
 Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex = 0);

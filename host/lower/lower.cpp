@@ -10,7 +10,7 @@ namespace qgpu::lower {
 
 namespace {
 
-// The last pass: a block with no ops, no commit and an Exit terminator only makes lanes exit.
+// The last pass: a block with no ops and an Exit terminator only makes lanes exit.
 // Branches to it take kExitTarget instead (the lanes exit on the spot, which also spares the trace
 // an EXEC of that block), jumps to it become Exit, and the block goes once nothing reaches it.
 // Removing blocks keeps the others in their order, so the layout's min-PC property holds.
@@ -20,7 +20,7 @@ void foldExitBlocks(machine::Program& program) {
   using machine::TermKind;
   std::vector<Block>& blocks = program.blocks;
   auto exitOnly = [&](uint8_t b) {
-    return b != kExitTarget && blocks[b].ops.empty() && blocks[b].commit == 0 &&
+    return b != kExitTarget && blocks[b].ops.empty() &&
            blocks[b].term.kind == TermKind::Exit;
   };
   for (Block& block : blocks) {

@@ -12,9 +12,8 @@
 //      coloured is spilled to its own per-thread slot: `stl` after each definition, `ldl` into a
 //      fresh one-op temporary before each use, and colouring is retried. No register is reserved
 //      for spilling: the temporaries live for one op and are never spilled again;
-//   4. each block commits the registers it writes that hold values live out of it;
-//   5. predicates are allocated to p0..p7 per block;
-//   6. if spill code pushed a block over 16 ops, that block's budget is lowered by the excess and
+//   4. predicates are allocated to p0..p7 per block;
+//   5. if spill code pushed a block over 16 ops, that block's budget is lowered by the excess and
 //      the attempt restarts from step 1.
 #include <algorithm>
 #include <map>
@@ -502,9 +501,6 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
   for (size_t b = 0; b < f.blocks.size(); ++b) {
     const auto& vb = f.blocks[b];
     machine::Block mb;
-    uint32_t liveRegs = 0;
-    a.liveOut[b].each([&](int v) { if (a.colour[v] >= 0) liveRegs |= 1u << (a.colour[v] + 1); });
-    uint32_t written = 0;
     std::map<int, uint8_t> pmap;
     uint32_t pused = 0;
     const int n = static_cast<int>(vb.ops.size());
@@ -539,7 +535,6 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
       mi.offset = i.offset;
       if (i.dst != kNone && !a.deadDef[b][k]) {
         mi.dst = static_cast<uint8_t>(a.colour[i.dst] + 1);
-        written |= 1u << mi.dst;
       }
       // Predicates whose last read was this op are free for its destination.
       for (auto it = pmap.begin(); it != pmap.end();) {
@@ -584,7 +579,6 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
       mb.term.taken = static_cast<uint8_t>(t.taken);
     }
     if (t.next != kNone) mb.term.next = static_cast<uint8_t>(t.next);
-    mb.commit = static_cast<uint16_t>(written & liveRegs & ~1u);
     blocks.push_back(std::move(mb));
   }
   return blocks;

@@ -132,14 +132,8 @@ inline Terminator exitTerm() {
   return {};
 }
 
-inline uint16_t commit(std::initializer_list<int> regs) {
-  uint16_t m = 0;
-  for (int r : regs) m = static_cast<uint16_t>(m | (1u << r));
-  return m;
-}
-
-inline Block block(std::initializer_list<Instr> ops, Terminator term, uint16_t commitMask = 0) {
-  return Block{std::vector<Instr>(ops), term, commitMask};
+inline Block block(std::initializer_list<Instr> ops, Terminator term) {
+  return Block{std::vector<Instr>(ops), term};
 }
 
 inline Launch launch(uint32_t gridX, uint32_t blockX) {

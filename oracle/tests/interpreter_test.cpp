@@ -149,7 +149,7 @@ TEST(Interpreter, PredicateLogic) {
                     pop(Op::POr, 3, 0, 1), pop(Op::PXor, 4, 0, 1), pop(Op::PNot, 5, 0),
                     pop(Op::PMov, 6, 1), selp(1, I(1), I(0), 2), selp(2, I(1), I(0), 3),
                     selp(3, I(1), I(0), 4), selp(4, I(1), I(0), 5), selp(5, I(1), I(0), 6)},
-                   jmp(1), commit({1, 2, 3, 4, 5}));
+                   jmp(1));
   Block b1 = block(
       {st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2)), st(Space::Global, I(8), R(3)),
        st(Space::Global, I(12), R(4)), st(Space::Global, I(16), R(5))},
@@ -166,8 +166,8 @@ TEST(Interpreter, PredicateLogic) {
 Program diamond() {
   return Program{"diamond",
                  {block({cmp(Op::SetLtU, 0, Tid(), I(2))}, br(0, 1, 2)),
-                  block({alu(Op::Mov, 1, I(10))}, jmp(3), commit({1})),
-                  block({alu(Op::Mov, 1, I(20))}, jmp(3), commit({1})),
+                  block({alu(Op::Mov, 1, I(10))}, jmp(3)),
+                  block({alu(Op::Mov, 1, I(20))}, jmp(3)),
                   block({alu(Op::Shl, 2, Tid(), I(2)), st(Space::Global, R(2), R(1))}, exitTerm())},
                  0,
                  0};
@@ -190,10 +190,10 @@ TEST(Interpreter, LoopWithPerLaneTripCounts) {
   // r2 = tid + 1; do { r1 += r2; r2 -= 1; } while (r2 != 0); global[tid] = r1.
   // Lane t sums t+1 .. 1: 1, 3, 6, 10.
   Program p{"loop",
-            {block({alu(Op::Add, 2, Tid(), I(1))}, jmp(1), commit({2})),
+            {block({alu(Op::Add, 2, Tid(), I(1))}, jmp(1)),
              block({alu(Op::Add, 1, R(1), R(2)), alu(Op::Sub, 2, R(2), I(1)),
                     cmp(Op::SetNe, 0, R(2), I(0))},
-                   br(0, 1, 2), commit({1, 2})),
+                   br(0, 1, 2)),
              block({alu(Op::Shl, 3, Tid(), I(2)), st(Space::Global, R(3), R(1))}, exitTerm())},
             0,
             0};
@@ -213,16 +213,16 @@ TEST(Interpreter, LoopWithPerLaneTripCounts) {
   EXPECT_EQ(masks, (std::vector<uint8_t>{0xf, 0xf, 0xe, 0xc, 0x8, 0xf}));
 }
 
-TEST(Interpreter, UncommittedWritesRevertAtBlockEnd) {
-  // B0 writes r1 (committed) and r2 (not); reads within B0 see r2.
-  Program p{"commit",
-            {block({alu(Op::Mov, 2, I(7)), alu(Op::Add, 1, R(2), I(1))}, jmp(1), commit({1})),
+TEST(Interpreter, EveryRegisterWriteOutlivesItsBlock) {
+  // B0 writes r1 and r2; both keep their values into B1 (there are no block-local reverts).
+  Program p{"persist",
+            {block({alu(Op::Mov, 2, I(7)), alu(Op::Add, 1, R(2), I(1))}, jmp(1)),
              block({st(Space::Global, I(0), R(1)), st(Space::Global, I(4), R(2))}, exitTerm())},
             0,
             0};
   RunResult r = runOk(p, launch(1, 1));
   EXPECT_EQ(r.global[0], 8u);  // 7 + 1, read within the block
-  EXPECT_EQ(r.global[1], 0u);  // r2 reverted to its initial 0
+  EXPECT_EQ(r.global[1], 7u);  // r2 written in B0, read in B1
 }
 
 TEST(Interpreter, RegisterZeroDiscardsWrites) {
@@ -481,12 +481,13 @@ TEST(Interpreter, SpillSlotsLiveAfterUserSharedMemory) {
   RunResult r = runOk(p, launch(1, 2));
   EXPECT_EQ(r.global[0], 7u);
   EXPECT_EQ(r.global[1], 8u);
-  // The spill store shows as STS(2) at shared words 1, 2 with 7, 8.
+  // The spill store shows as MS(0011) at shared words 1, 2 with 7, 8 (after WR(r1) 7 8).
   using namespace trace;
-  const std::vector<Token> want = {
-      ex(0), wm(0, 3), sts(2), tok(Family::T, 1), tok(Family::T, 7), tok(Family::T, 8)};
+  auto T = [](int d) { return tok(Family::T, d); };
+  const std::vector<Token> want = {ex(0), wm(0, 3), wr(1), T(7), T(8),
+                                   ms(3), T(1),     T(7),  T(2), T(8)};
   ASSERT_GE(r.trace.size(), want.size());
-  EXPECT_EQ(std::vector<Token>(r.trace.begin(), r.trace.begin() + 6), want);
+  EXPECT_EQ(std::vector<Token>(r.trace.begin(), r.trace.begin() + 10), want);
 }
 
 TEST(Interpreter, OutOfRangeGlobalStoreFaultsNamingWhere) {
@@ -503,8 +504,10 @@ TEST(Interpreter, OutOfRangeGlobalStoreFaultsNamingWhere) {
   EXPECT_EQ(r.trace, (std::vector<Token>{ex(0), wm(0, 1), single(Family::FaultTok)}));
 }
 
-TEST(Interpreter, FaultNamesTheFaultingLaneAndKeepsEarlierLanesStores) {
+TEST(Interpreter, FaultNamesTheFaultingLaneAndStoresNoLaneOfTheOp) {
   // Address tid * 200: lanes 0..2 are in range (word 100 at most), lane 3 (byte 600) is not.
+  // Op-level fault atomicity: the addresses of all lanes are checked first, so lanes 0..2 store
+  // nothing either (docs/machine.md §4).
   Program p{"lane",
             {block({alu(Op::Mul, 1, Tid(), I(200)), st(Space::Global, R(1), I(9))}, exitTerm())},
             0,
@@ -513,7 +516,24 @@ TEST(Interpreter, FaultNamesTheFaultingLaneAndKeepsEarlierLanesStores) {
   ASSERT_EQ(r.status, RunStatus::Fault);
   EXPECT_NE(r.fault.message.find("lane 3"), std::string::npos) << r.fault.message;
   EXPECT_NE(r.fault.message.find("600"), std::string::npos) << r.fault.message;
-  EXPECT_EQ(r.global[100], 9u);
+  EXPECT_EQ(r.global[0], 0u);
+  EXPECT_EQ(r.global[50], 0u);
+  EXPECT_EQ(r.global[100], 0u);
+}
+
+TEST(Interpreter, FaultingAtomicUpdatesNoLane) {
+  // Address tid >> 1 = 0, 0, 1, 1: lanes 0, 1 would add to word 0; lane 2's byte 1 is misaligned:
+  // no lane's atomic happens and the lowest faulting lane (2) is named, not lane 3 (also
+  // misaligned).
+  Program p{"atomfault",
+            {block({alu(Op::ShrU, 1, Tid(), I(1)), atom(Op::AtomAdd, Space::Global, 2, R(1), I(5))},
+                   exitTerm())},
+            0,
+            0};
+  RunResult r = runOk(p, launch(1, 4));
+  ASSERT_EQ(r.status, RunStatus::Fault);
+  EXPECT_NE(r.fault.message.find("lane 2 (thread 2)"), std::string::npos) << r.fault.message;
+  EXPECT_EQ(r.global[0], 0u);
 }
 
 TEST(Interpreter, OutOfRangeSharedLoadFaults) {
@@ -589,6 +609,21 @@ TEST(Interpreter, ExactStepBudgetIsEnough) {
   EXPECT_EQ(runOk(p, launch(1, 1), o).status, RunStatus::StepLimit);
 }
 
+// kMaxStepTokens is reached, not only bounded: 16 atomics in 4 lanes at word 100 (2-token index)
+// adding 2^31 to 2^30 make the word alternate 2^30, -2^30 (7 tokens each, lane after lane), and
+// the old values alternate too (a WR of four 7-token values): 2 + 16 x (37 + 29) tokens.
+TEST(Interpreter, TheLongestStepWritesExactlyKMaxStepTokens) {
+  Block b;
+  for (int i = 0; i < kMaxOpsPerBlock; ++i)
+    b.ops.push_back(atom(Op::AtomAdd, Space::Global, 1, I(400), I(0x80000000u)));
+  Program p{"longest", {b}, 0, 0};
+  Launch l = launch(1, 4);
+  l.global[100] = 0x40000000u;
+  RunResult r = runOk(p, l);
+  EXPECT_EQ(r.trace.size(), 2 + 16 * (37 + 29) + 1u);  // and END
+  EXPECT_EQ(r.trace.size(), kMaxStepTokens + 1);
+}
+
 TEST(Interpreter, RefusesUnverifiedPrograms) {
   Program p{"bad", {block({}, jmp(5))}, 0, 0};
   auto r = run(p, launch(1, 1));
@@ -622,18 +657,20 @@ using namespace qgpu::machine::build;
 using qgpu::oracle::EventKind;
 using qgpu::oracle::Execution;
 using qgpu::oracle::StepEvent;
-using qgpu::oracle::WordChange;
+using qgpu::oracle::OpEffects;
 
-// Block 0: r1 = tid * 2; global[tid] = r1; r2 = 7 (not committed); exit. Two CTAs of 3 threads.
+// Block 0: r1 = tid * 2; r3 = tid * 4; global[tid] = r1; @p0 r2 = 7 with p0 = tid < 1; exit.
+// Two CTAs of 3 threads.
 Program doubler() {
   return Program{"doubler",
                  {block({alu(Op::Mul, 1, Tid(), I(2)), alu(Op::Mul, 3, Tid(), I(4)),
-                         st(Space::Global, R(3), R(1)), alu(Op::Mov, 2, I(7))},
-                        exitTerm(), commit({1}))},
+                         st(Space::Global, R(3), R(1)), cmp(Op::SetLtU, 0, Tid(), I(1)),
+                         guard(alu(Op::Mov, 2, I(7)), 0)},
+                        exitTerm())},
                  0, 0};
 }
 
-TEST(Execution, StepReportsCommittedRegistersChangesAndNextBlocks) {
+TEST(Execution, StepReportsEachOpsEffectsAndNextBlocks) {
   auto exec = Execution::start(doubler(), launch(2, 3));
   ASSERT_TRUE(exec.ok()) << exec.error().str();
   const StepEvent& first = exec->next();
@@ -642,14 +679,32 @@ TEST(Execution, StepReportsCommittedRegistersChangesAndNextBlocks) {
   EXPECT_EQ(first.step.warp, 0);
   EXPECT_EQ(first.step.block, 0);
   EXPECT_EQ(first.step.mask, 0b0111);
-  EXPECT_EQ(first.step.commit, 1u << 1);  // r2 and r3 are block-local: not committed
-  EXPECT_EQ(first.step.regs[1][0], 0u);
-  EXPECT_EQ(first.step.regs[1][1], 2u);
-  EXPECT_EQ(first.step.regs[1][2], 4u);
-  // global[0] = 0 is no change; words 1 and 2 are.
-  ASSERT_EQ(first.step.numChanges, 2);
-  EXPECT_EQ(first.step.changes[0], (WordChange{Space::Global, 1, 2}));
-  EXPECT_EQ(first.step.changes[1], (WordChange{Space::Global, 2, 4}));
+  ASSERT_EQ(first.step.numOps, 5);
+  OpEffects mul1;
+  mul1.index = 0;
+  mul1.exec = 0b0111;
+  mul1.writesReg = true;
+  mul1.reg = 1;
+  mul1.regs = {0, 2, 4, 0};
+  EXPECT_EQ(first.step.ops[0], mul1);
+  EXPECT_EQ(first.step.ops[1].regs, (std::array<uint32_t, 4>{0, 4, 8, 0}));
+  OpEffects store;
+  store.index = 2;
+  store.exec = 0b0111;
+  store.mem = MemEffect::Write;
+  store.words = {0, 1, 2, 0};
+  store.values = {0, 2, 4, 0};  // word 0 is stored with its old value 0: still an access
+  EXPECT_EQ(first.step.ops[2], store);
+  EXPECT_TRUE(first.step.ops[3].writesPred);
+  EXPECT_EQ(first.step.ops[3].pred, 0);
+  EXPECT_EQ(first.step.ops[3].predBits, 0b0001);
+  OpEffects guarded;
+  guarded.index = 4;
+  guarded.exec = 0b0001;  // the guard holds in lane 0 only
+  guarded.writesReg = true;
+  guarded.reg = 2;
+  guarded.regs = {7, 0, 0, 0};  // lanes 1, 2 keep their 0
+  EXPECT_EQ(first.step.ops[4], guarded);
   for (int l = 0; l < 3; ++l) EXPECT_EQ(first.step.nextBlock[static_cast<size_t>(l)], kExitTarget);
   EXPECT_FALSE(first.step.barrier);
 
@@ -657,13 +712,30 @@ TEST(Execution, StepReportsCommittedRegistersChangesAndNextBlocks) {
   const StepEvent& second = exec->next();
   ASSERT_EQ(second.kind, EventKind::Step);
   EXPECT_EQ(second.step.cta, 1u);
-  EXPECT_EQ(second.step.numChanges, 0);  // the same values again: no net change
+  EXPECT_EQ(second.step.numOps, 5);
+  EXPECT_EQ(second.step.ops[2].values, (std::array<uint32_t, 4>{0, 2, 4, 0}));  // same stores
   EXPECT_EQ(exec->next().kind, EventKind::Finished);
   EXPECT_TRUE(exec->done());
   EXPECT_EQ(exec->next().kind, EventKind::Finished);  // final events repeat
   EXPECT_EQ(exec->global()[2], 4u);
   EXPECT_EQ(exec->blockExecs(), 2u);
-  EXPECT_EQ(exec->laneInstrs(), 2u * 4 * 3);
+  EXPECT_EQ(exec->laneInstrs(), 2u * 5 * 3);
+}
+
+TEST(Execution, FaultGivesTheOpsBeforeTheFaultingOne) {
+  Program p{"oob2",
+            {block({alu(Op::Mov, 1, I(3)), st(Space::Global, I(4 * kGlobalWords), I(1)),
+                    alu(Op::Mov, 2, I(4))},
+                   exitTerm())},
+            0,
+            0};
+  auto exec = Execution::start(p, launch(1, 1));
+  ASSERT_TRUE(exec.ok());
+  const StepEvent& event = exec->next();
+  EXPECT_EQ(event.kind, EventKind::Fault);
+  ASSERT_EQ(event.step.numOps, 1);  // op 0 only; op 1 faulted, op 2 never ran
+  EXPECT_EQ(event.step.ops[0].reg, 1);
+  EXPECT_EQ(event.step.ops[0].regs[0], 3u);
 }
 
 TEST(Execution, FaultNamesTheStepAndEndsTheRun) {

@@ -15,7 +15,7 @@ using namespace build;
 Program base() {
   return Program{"k",
                  {block({cmp(Op::SetLtU, 0, Tid(), I(2)), alu(Op::Add, 1, Tid(), I(4))},
-                        br(0, 1, 1), commit({1})),
+                        br(0, 1, 1)),
                   block({st(Space::Global, I(0), R(1))}, exitTerm())},
                  0,
                  0};
@@ -214,12 +214,6 @@ TEST(MachineVerify, RejectsPredicateOnJump) {
   expectInvalid(p, ErrorKind::ProgramInvalid, "only a branch has a predicate");
 }
 
-TEST(MachineVerify, RejectsCommitOfRegisterZero) {
-  Program p = base();
-  p.blocks[0].commit |= 1;
-  expectInvalid(p, ErrorKind::ProgramInvalid, "commit names r0");
-}
-
 TEST(MachineVerify, RejectsSharedMemoryOverflowWithLaunch) {
   Program p = base();
   p.sharedWords = 62;
@@ -256,7 +250,7 @@ TEST(MachinePrint, ListsBlocksOpsCommitsAndTerminators) {
                     atom(Op::AtomCas, Space::Global, 5, I(0), R(1), R(2)),
                     shfl(Op::ShflDown, 6, R(5), I(1), I(0x1c1f)), ballot(7, 1),
                     alu(Op::Mov, 8, S(Special::CtaidX))},
-                   br(1, 2, 1, true), commit({3, 7})),
+                   br(1, 2, 1, true)),
              block({stl(0, R(3)), ldl(2, 0)}, bar(2)), block({}, jmp(3)), block({}, exitTerm())},
             4,
             1};
@@ -271,7 +265,6 @@ TEST(MachinePrint, ListsBlocksOpsCommitsAndTerminators) {
             "  shfl.down r6, r5, 1, 0x1c1f\n"
             "  vote.ballot r7, p1\n"
             "  mov r8, %ctaid.x\n"
-            "  commit r3 r7\n"
             "  br !p1 ? B2 : B1\n"
             "B1:\n"
             "  stl slot0, r3\n"

@@ -37,15 +37,23 @@ TEST(TraceVocabulary, FamilyBasesAndSize) {
   EXPECT_EQ(wm(3, 15), 98);
   EXPECT_EQ(wr(1), 99);
   EXPECT_EQ(wu(1), 114);
-  EXPECT_EQ(stg(1), 129);
-  EXPECT_EQ(sts(4), 136);
-  EXPECT_EQ(single(Family::Cta), 137);
-  EXPECT_EQ(kEnd, 138);
-  EXPECT_EQ(single(Family::FaultTok), 139);
-  EXPECT_EQ(single(Family::Limit), 140);
-  EXPECT_EQ(C(0), 141);
-  EXPECT_EQ(T(0), 173);
-  EXPECT_EQ(kVocabSize, 205);
+  EXPECT_EQ(wu(15), 128);
+  EXPECT_EQ(wp(0), 129);
+  EXPECT_EQ(wp(7), 136);
+  EXPECT_EQ(mg(1), 137);
+  EXPECT_EQ(mg(15), 151);
+  EXPECT_EQ(ms(1), 152);
+  EXPECT_EQ(ms(15), 166);
+  EXPECT_EQ(single(Family::Nop), 167);
+  EXPECT_EQ(single(Family::Cta), 168);
+  EXPECT_EQ(kEnd, 169);
+  EXPECT_EQ(single(Family::FaultTok), 170);
+  EXPECT_EQ(single(Family::Limit), 171);
+  EXPECT_EQ(C(0), 172);
+  EXPECT_EQ(C(31), 203);
+  EXPECT_EQ(T(0), 204);
+  EXPECT_EQ(T(-1), 235);
+  EXPECT_EQ(kVocabSize, 236);
 }
 
 TEST(TraceVocabulary, TokenNames) {
@@ -54,11 +62,14 @@ TEST(TraceVocabulary, TokenNames) {
   EXPECT_EQ(tokenName(wm(2, 8)), "WM(w2,1000)");
   EXPECT_EQ(tokenName(wr(5)), "WR(r5)");
   EXPECT_EQ(tokenName(wu(15)), "WU(r15)");
-  EXPECT_EQ(tokenName(stg(4)), "STG(4)");
+  EXPECT_EQ(tokenName(wp(2)), "WP(p2)");
+  EXPECT_EQ(tokenName(mg(7)), "MG(0111)");
+  EXPECT_EQ(tokenName(ms(8)), "MS(1000)");
+  EXPECT_EQ(tokenName(single(Family::Nop)), "NOP");
   EXPECT_EQ(tokenName(T(-3)), "T(-3)");
   EXPECT_EQ(tokenName(C(7)), "C(7)");
   EXPECT_EQ(tokenName(single(Family::Gmem)), "GMEM");
-  EXPECT_EQ(tokenName(kVocabSize), "?205");
+  EXPECT_EQ(tokenName(kVocabSize), "?236");
 }
 
 TEST(TraceValues, BoundariesUseTheFewestChunks) {
@@ -119,52 +130,28 @@ TEST(TraceValues, DecodeRejectsMalformedValues) {
 Program diamond() {
   return Program{"diamond",
                  {block({cmp(Op::SetLtU, 0, Tid(), I(2))}, br(0, 1, 2)),
-                  block({alu(Op::Mov, 1, I(10))}, jmp(3), commit({1})),
-                  block({alu(Op::Mov, 1, I(20))}, jmp(3), commit({1})),
+                  block({alu(Op::Mov, 1, I(10))}, jmp(3)),
+                  block({alu(Op::Mov, 1, I(20))}, jmp(3)),
                   block({alu(Op::Shl, 2, Tid(), I(2)), st(Space::Global, R(2), R(1))}, exitTerm())},
                  0,
                  0};
 }
 
-TEST(TraceRun, DiamondTraceIsExact) {
+TEST(TraceRun, DiamondTraceIsExactPerOp) {
   auto r = oracle::run(diamond(), launch(1, 4));
   ASSERT_TRUE(r.ok());
-  // Hand-computed ids: EX(b) = 7 + b, WM(w0,m) = 39 + m - 1, WU(r1) = 114, STG(4) = 132,
-  // T(d) = 173 + d, C(0) = 141, END = 138. 20 = 00000 10100 -> C(0) T(20).
-  const std::vector<Token> want = {7,   53,                  // EX(0) WM(w0,1111)
-                                   8,   41,  114, 183,       // EX(1) WM(w0,0011) WU(r1) 10
-                                   9,   50,  114, 141, 193,  // EX(2) WM(w0,1100) WU(r1) 20
-                                   10,  53,  132, 173, 183,
-                                   183, 141, 193, 141, 193,  // STG(4) 0: 10 10 20 20
-                                   138};
-  EXPECT_EQ(r->trace, want) << pretty(r->trace);
-}
-
-TEST(TraceRun, NonUniformWritesUseWrAndMemoryRunsSplitAtFourAndAtGaps) {
-  // Six threads over two warps: r1 = tid + 1 (committed: WR), stored to words t, t + 4, t + 12.
-  // Warp 0 changes words 0..7 (two runs of 4) and 12..15; warp 1 (tids 4, 5) changes 4..5,
-  // 8..9 and 16..17. Word 20 is stored with its old value: no net change, so no token.
-  Program p{"runs",
-            {block({alu(Op::Add, 1, Tid(), I(1)), alu(Op::Shl, 2, Tid(), I(2)),
-                    st(Space::Global, R(2), R(1)), st(Space::Global, R(2), R(1), 16),
-                    st(Space::Global, R(2), R(1), 48), st(Space::Global, I(80), I(0))},
-                   exitTerm(), commit({1}))},
-            0,
-            0};
-  auto r = oracle::run(p, launch(1, 6));
-  ASSERT_TRUE(r.ok());
+  // Hand-computed ids: EX(b) = 7 + b, WM(w0,m) = 39 + m - 1, WR(r) = 98 + r, WU(r) = 113 + r,
+  // WP(p) = 129 + p, MG(e) = 137 + e - 1, C(d) = 172 + d, T(d) = 204 + d, END = 169.
+  // 20 = 00000 10100 -> C(0) T(20).
   const std::vector<Token> want = {
-      ex(0),  wm(0, 15), wr(1), T(1), T(2), T(3), T(4),  // warp 0
-      stg(4), T(0),      T(1),  T(2), T(3), T(4),        // words 0..3
-      stg(4), T(4),      T(1),  T(2), T(3), T(4),        // words 4..7: a run holds at most 4
-      stg(4), T(12),     T(1),  T(2), T(3), T(4),        // words 12..15
-      ex(0),  wm(1, 3),  wr(1), T(5), T(6),              // warp 1, lanes 0,1
-      stg(2), T(4),      T(5),  T(6),                    // words 4..5
-      stg(2), T(8),      T(5),  T(6),                    // words 8..9
-      stg(2), C(0),      T(16), T(5), T(6),              // words 16..17 (16 = 00000 10000)
-      kEnd};
+      7,   53,  129, 207,                      // EX(0) WM(w0,1111) WP(p0) 0011
+      8,   41,  114, 214,                      // EX(1) WM(w0,0011) WU(r1) 10
+      9,   50,  114, 172, 224,                 // EX(2) WM(w0,1100) WU(r1) 20
+      10,  53,  100, 204, 208, 212, 216,       // EX(3) WM(w0,1111) WR(r2) 0 4 8 12
+      151, 204, 214, 205, 214,                 // MG(1111) [0]=10 [1]=10
+      206, 172, 224, 207, 172, 224,            //          [2]=20 [3]=20
+      169};                                    // END
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
-  EXPECT_TRUE(decodeRun(r->trace).ok());
 }
 
 TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
@@ -181,34 +168,234 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
   auto r = oracle::run(p, l);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->global[6], 32u);
-  // EX(0) WM(w0,0111) STG(1) T(6) C(1) T(0) END; 32 = 00001 00000.
-  EXPECT_EQ(r->trace, (std::vector<Token>{7, 45, 129, 179, 142, 173, 138}));
-  EXPECT_EQ(encodePrompt(p, l).size(), 111u);
+  // EX(0) WM(w0,0111)
+  // WR(r1) T(0) T(4) T(8)                  shl: 0 4 8
+  // WR(r2) T(1) T(2) T(3)                  ld: 1 2 3
+  // WR(r3) T(4) T(5) T(6)                  ld: 4 5 6
+  // WR(r2) T(4) T(10) C(0) T(18)           mul: 4 10 18 (18 = 00000 10010)
+  // MG(0111) T(6) T(4) T(6) T(14) T(6) C(1) T(0)   atom.add r0: word 6 = 4, 14, 32 in lane order
+  // END                                     (exit writes nothing): 28 tokens.
+  const std::vector<Token> want = {7,   45,  99,  204, 208, 212, 100, 205, 206, 207,
+                                   101, 208, 209, 210, 100, 208, 214, 172, 222, 143,
+                                   210, 208, 210, 218, 210, 173, 204, 169};
+  EXPECT_EQ(r->trace, want) << pretty(r->trace);
+  EXPECT_EQ(encodePrompt(p, l).size(), 110u);
+}
+
+// Runs `p` (which must verify) and compares its run tokens with `want`.
+void expectTrace(const Program& p, const Launch& l, const std::vector<Token>& want,
+                 const oracle::RunOptions& options = {}) {
+  auto r = oracle::run(p, l, options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trace, want) << pretty(r->trace);
+  EXPECT_TRUE(decodeRun(r->trace).ok());
+}
+
+TEST(TraceRun, GuardFalseLanesShowTheirUnchangedValueInWr) {
+  const Program p{"guards",
+                  {block({alu(Op::Mov, 1, Tid()), cmp(Op::SetLtU, 0, Tid(), I(2)),
+                          guard(alu(Op::Add, 1, R(1), I(10)), 0),
+                          guard(alu(Op::Mov, 2, I(7)), 0, true)},
+                         exitTerm())},
+                  0,
+                  0};
+  expectTrace(p, launch(1, 4),
+              {ex(0), wm(0, 15),
+               wr(1), T(0), T(1), T(2), T(3),     // mov r1, %tid.x
+               wp(0), T(3),                       // p0 = lanes 0,1
+               wr(1), T(10), T(11), T(2), T(3),   // @p0: lanes 2,3 unchanged
+               wr(2), T(0), T(0), T(7), T(7),     // @!p0: lanes 0,1 unchanged (0)
+               kEnd});
+}
+
+TEST(TraceRun, GuardedPredicateWritesKeepTheOtherLanesBits) {
+  const Program p{"preds",
+                  {block({cmp(Op::SetLtU, 0, Tid(), I(2)),
+                          guard(cmp(Op::SetEq, 1, Tid(), I(1)), 0),
+                          guard(cmp(Op::SetNe, 1, Tid(), I(5)), 0, true)},
+                         exitTerm())},
+                  0,
+                  0};
+  expectTrace(p, launch(1, 4),
+              {ex(0), wm(0, 15), wp(0), T(3),  // 0011
+               wp(1), T(2),                    // lanes 0,1 execute: lane 1 true -> 0010
+               wp(1), T(14),                   // lanes 2,3 execute, both true -> 1110
+               kEnd});
+}
+
+TEST(TraceRun, StoreOfAnUnchangedValueIsStillWritten) {
+  const Program p{"same", {block({st(Space::Global, I(20), I(7))}, exitTerm())}, 0, 0};
+  Launch l = launch(1, 1);
+  l.global[5] = 7;
+  expectTrace(p, l, {ex(0), wm(0, 1), mg(1), T(5), T(7), kEnd});
+}
+
+TEST(TraceRun, StoresOfTwoLanesToOneWordShowBothInLaneOrder) {
+  const Program p{"race",
+                  {block({alu(Op::Add, 1, Tid(), I(1)), st(Space::Global, I(0), R(1))},
+                         exitTerm())},
+                  0,
+                  0};
+  auto r = oracle::run(p, launch(1, 2));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->global[0], 2u);  // the highest lane's value
+  EXPECT_EQ(r->trace, (std::vector<Token>{ex(0), wm(0, 3), wr(1), T(1), T(2), mg(3), T(0), T(1),
+                                          T(0), T(2), kEnd}))
+      << pretty(r->trace);
+}
+
+TEST(TraceRun, AtomicsOfAllLanesChainInLaneOrderThenTheOldValues) {
+  // word 1 = 100; each lane adds tid + 1: 101, 103, 106, 110; old values 100, 101, 103, 106.
+  const Program p{"atomics",
+                  {block({alu(Op::Add, 2, Tid(), I(1)),
+                          atom(Op::AtomAdd, Space::Global, 1, I(4), R(2))},
+                         exitTerm())},
+                  0,
+                  0};
+  Launch l = launch(1, 4);
+  l.global[1] = 100;  // 00011 00100
+  expectTrace(p, l,
+              {ex(0), wm(0, 15), wr(2), T(1), T(2), T(3), T(4),
+               mg(15), T(1), C(3), T(5), T(1), C(3), T(7), T(1), C(3), T(10), T(1), C(3), T(14),
+               wr(1), C(3), T(4), C(3), T(5), C(3), T(7), C(3), T(10),
+               kEnd});
+}
+
+TEST(TraceRun, CasThatFailsShowsTheUnchangedWord) {
+  // word 2 = 3; atom.cas [8], 3, 9 in two lanes: lane 0 finds 3 and writes 9, lane 1 finds 9 and
+  // fails (the word stays 9). Old values 3, 9.
+  const Program p{"cas",
+                  {block({atom(Op::AtomCas, Space::Global, 2, I(8), I(3), I(9))}, exitTerm())},
+                  0,
+                  0};
+  Launch l = launch(1, 2);
+  l.global[2] = 3;
+  expectTrace(p, l,
+              {ex(0), wm(0, 3), mg(3), T(2), T(9), T(2), T(9), wr(2), T(3), T(9), kEnd});
+}
+
+TEST(TraceRun, SpillStoreIsMsAtTheSlotsSharedWord) {
+  // sharedWords 1, blockX 2: slot 1 of thread t is shared word 1 + 1 x 2 + t = 3 + t.
+  const Program p{"spill",
+                  {block({alu(Op::Add, 1, Tid(), I(7)), stl(1, R(1)), ldl(2, 1)}, exitTerm())},
+                  1,
+                  2};
+  expectTrace(p, launch(1, 2),
+              {ex(0), wm(0, 3), wr(1), T(7), T(8), ms(3), T(3), T(7), T(4), T(8), wr(2), T(7),
+               T(8), kEnd});
+}
+
+TEST(TraceRun, ShuffleAndVoteRecords) {
+  const Program p{"warp",
+                  {block({alu(Op::Mul, 1, Tid(), I(10)),
+                          shfl(Op::ShflDown, 2, R(1), I(1), I(0x1c1f)),
+                          cmp(Op::SetGtU, 0, Tid(), I(1)), ballot(3, 0), vote(Op::VoteAny, 1, 0),
+                          vote(Op::VoteAll, 2, 0)},
+                         exitTerm())},
+                  0,
+                  0};
+  expectTrace(p, launch(1, 4),
+              {ex(0), wm(0, 15),
+               wr(1), T(0), T(10), C(0), T(20), C(0), T(30),         // 0 10 20 30
+               wr(2), T(10), C(0), T(20), C(0), T(30), C(0), T(30),  // down 1; lane 3 keeps its own
+               wp(0), T(12),                                         // 1100
+               wu(3), T(12),                                         // ballot 0b1100
+               wp(1), T(15),                                         // any: all lanes true
+               wp(2), T(0),                                          // all: false
+               kEnd});
+}
+
+TEST(TraceRun, OpsWithNothingToShowAreNop) {
+  // A load and an add into r0: NOP. An op whose guard is false in every lane: a store is NOP,
+  // a register write shows the unchanged values, an atomic with a dst only its regrec.
+  const Program p{"nops",
+                  {block({ld(Space::Global, 0, I(0)), alu(Op::Add, 0, Tid(), I(1)),
+                          pconst(0, false), guard(st(Space::Global, I(0), I(1)), 0),
+                          guard(alu(Op::Add, 1, R(1), I(1)), 0),
+                          guard(atom(Op::AtomAdd, Space::Global, 2, I(0), I(1)), 0),
+                          guard(atom(Op::AtomAdd, Space::Global, 0, I(0), I(1)), 0)},
+                         exitTerm())},
+                  0,
+                  0};
+  auto r = oracle::run(p, launch(1, 2));
+  ASSERT_TRUE(r.ok());
+  const Token nop = single(Family::Nop);
+  EXPECT_EQ(r->trace, (std::vector<Token>{ex(0), wm(0, 3), nop, nop, wp(0), T(0), nop, wu(1),
+                                          T(0), wu(2), T(0), nop, kEnd}))
+      << pretty(r->trace);
+  EXPECT_EQ(r->global[0], 0u);
+}
+
+TEST(TraceRun, FaultInLaneTwoStoresNothingAndFollowsTheEarlierRecords) {
+  // op 0 stores 5 to word 0 in every lane; op 1: r2 = tid x 252 = 0, 252, 504, 756 bytes; op 2
+  // stores 9 to [r2]: lane 2's word 126 is out of range (lane 3's too), so no lane stores.
+  const Program p{"fault",
+                  {block({st(Space::Global, I(0), I(5)), alu(Op::Mul, 2, Tid(), I(252)),
+                          st(Space::Global, R(2), I(9))},
+                         exitTerm())},
+                  0,
+                  0};
+  auto r = oracle::run(p, launch(1, 4));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, oracle::RunStatus::Fault);
+  EXPECT_NE(r->fault.message.find("lane 2 (thread 2), block 0 op 2"), std::string::npos)
+      << r->fault.message;
+  EXPECT_EQ(r->global[0], 5u);   // op 0 stands
+  EXPECT_EQ(r->global[63], 0u);  // lane 1's store of op 2 did not happen
+  // 252 = 00111 11100, 504 = 01111 11000, 756 = 00000 10111 10100.
+  EXPECT_EQ(r->trace, (std::vector<Token>{ex(0), wm(0, 15), mg(15), T(0), T(5), T(0), T(5), T(0),
+                                          T(5), T(0), T(5), wr(2), T(0), C(7), T(28), C(15),
+                                          T(24), C(0), C(23), T(20), single(Family::FaultTok)}))
+      << pretty(r->trace);
+}
+
+TEST(TraceRun, LimitReplacesTheNextStep) {
+  const Program p{"spin", {block({alu(Op::Add, 1, R(1), I(1))}, jmp(0))}, 0, 0};
+  oracle::RunOptions options;
+  options.maxSteps = 2;
+  expectTrace(p, launch(1, 1),
+              {ex(0), wm(0, 1), wu(1), T(1), ex(0), wm(0, 1), wu(1), T(2),
+               single(Family::Limit)},
+              options);
+}
+
+TEST(TraceRun, CtaBeforeEachCtaAfterTheFirst) {
+  const Program p{"ctas", {block({alu(Op::Mov, 1, S(Special::CtaidX))}, exitTerm())}, 0, 0};
+  expectTrace(p, launch(2, 1),
+              {ex(0), wm(0, 1), wu(1), T(0), single(Family::Cta), ex(0), wm(0, 1), wu(1), T(1),
+               kEnd});
 }
 
 TEST(TraceRun, DecodeRunGivesTypedEvents) {
+  const Token nop = single(Family::Nop);
   const std::vector<Token> run = {
-      ex(2), wm(1, 5), wr(3), T(1),   T(-2), wu(4), T(7), stg(1),
-      T(9),  C(0),     T(16), sts(2), T(0),  T(1),  T(2), single(Family::Cta),
-      kEnd};
+      ex(2),  wm(1, 5), wr(3), T(1),  T(-2),  wu(4), T(7), wp(1), T(4), mg(1),
+      T(9),   C(0),     T(16), ms(5), T(0),   T(1),  T(2), T(3),  nop,  single(Family::Cta),
+      ex(0),  wm(0, 1), single(Family::FaultTok)};
   auto events = decodeRun(run);
   ASSERT_TRUE(events.ok()) << events.error().message;
   const std::vector<TraceEvent> want = {Exec{2, 1, 5},
-                                        RegWrite{3, false, {1, static_cast<uint32_t>(-2)}},
-                                        RegWrite{4, true, {7}},
-                                        MemWrite{Space::Global, 9, {16}},
-                                        MemWrite{Space::Shared, 0, {1, 2}},
+                                        RegWrite{3, false, 5, {1, static_cast<uint32_t>(-2)}},
+                                        RegWrite{4, true, 5, {7}},
+                                        PredWrite{1, 4},
+                                        MemWrite{Space::Global, 1, {{9, 16}}},
+                                        MemWrite{Space::Shared, 5, {{0, 1}, {2, 3}}},
+                                        NoEffect{},
                                         CtaStart{},
-                                        Finished{}};
+                                        Exec{0, 0, 1},
+                                        Faulted{}};
   EXPECT_EQ(*events, want);
   EXPECT_EQ(pretty(run),
             "exec B2 warp 1 lanes 0,2\n"
-            "  r3 = 1 -2\n"
-            "  r4 = 7 (all lanes)\n"
-            "  global[9] = 16\n"
-            "  shared[0..1] = 1 2\n"
+            "  WR(r3) lane0=1 lane2=-2\n"
+            "  WU(r4) all=7\n"
+            "  WP(p1) 0100\n"
+            "  MG(0001) [9]=16\n"
+            "  MS(0101) [0]=1 [2]=3\n"
+            "  NOP\n"
             "cta (next CTA starts)\n"
-            "end\n");
+            "exec B0 warp 0 lanes 0\n"
+            "fault\n");
 }
 
 void expectRunRejected(const std::vector<Token>& run, size_t index, const std::string& part) {
@@ -227,30 +414,85 @@ void expectRunRejected(const std::vector<Token>& run, size_t index, const std::s
       << shifted.error().message;
 }
 
-TEST(TraceRun, DecodeRejectsMalformedRuns) {
+// One test per rule of the run grammar (docs/trace.md): each names the token it refuses.
+TEST(TraceRunRejects, ARunWithoutItsFinalToken) {
   expectRunRejected({}, 0, "without END");
-  expectRunRejected({ex(0), wm(0, 1)}, 2, "without END");
+  expectRunRejected({ex(0), wm(0, 1), single(Family::Nop)}, 3, "without END");
+}
+
+TEST(TraceRunRejects, ExWithoutWm) {
   expectRunRejected({ex(0), kEnd}, 1, "expected WM");
+}
+
+TEST(TraceRunRejects, TokensThatAreNotRunTokens) {
   expectRunRejected({wm(0, 1), kEnd}, 0, "not a run token");
-  expectRunRejected({ex(0), wm(0, 1), 999, kEnd}, 2, "not a qgpu token");
-  expectRunRejected({kEnd, kEnd}, 1, "after the end");
-  expectRunRejected({wu(1), T(0), kEnd}, 0, "outside a step");
-  expectRunRejected({ex(0), wm(0, 3), wr(1), T(4), T(4), kEnd}, 2, "must be written as WU");
-  expectRunRejected({ex(0), wm(0, 1), wu(2), T(0), wu(1), T(0), kEnd}, 4, "increasing order");
-  expectRunRejected({ex(0), wm(0, 1), sts(1), T(0), T(0), stg(1), T(0), T(0), kEnd}, 5,
-                    "global writes must come before shared");
-  expectRunRejected({ex(0), wm(0, 1), stg(1), T(0), T(0), wu(1), T(0), kEnd}, 5,
-                    "after memory writes");
-  expectRunRejected({ex(0), wm(0, 1), stg(2), T(5), T(0), T(0), stg(1), T(7), T(0), kEnd}, 7,
-                    "word address");  // word 7 is adjacent to run 5..6: must have been merged
-  expectRunRejected({ex(0), wm(0, 1), stg(4), C(3), T(-2), T(0), T(0), T(0), T(0), kEnd}, 3,
-                    "word address");  // 3*32 + 30 = 126: beyond memory
   expectRunRejected({single(Family::Prog), kEnd}, 0, "not a run token");
+  expectRunRejected({ex(0), wm(0, 1), T(0), kEnd}, 2, "not a run token");  // a stray value
+  expectRunRejected({ex(0), wm(0, 1), 999, kEnd}, 2, "not a qgpu token");
+}
+
+TEST(TraceRunRejects, TokensAfterTheEnd) {
+  expectRunRejected({kEnd, kEnd}, 1, "after the end");
+  expectRunRejected({single(Family::Limit), ex(0), wm(0, 1), kEnd}, 1, "after the end");
+}
+
+TEST(TraceRunRejects, RecordsOutsideAStep) {
+  expectRunRejected({wu(1), T(0), kEnd}, 0, "outside a step");
+  expectRunRejected({ex(0), wm(0, 1), single(Family::Cta), single(Family::Nop), kEnd}, 3,
+                    "outside a step");
+  expectRunRejected({mg(1), T(0), T(0), kEnd}, 0, "outside a step");
+}
+
+TEST(TraceRunRejects, WrWithEqualValuesOrOneLane) {
+  expectRunRejected({ex(0), wm(0, 3), wr(1), T(4), T(4), kEnd}, 2, "must be written as WU");
+  expectRunRejected({ex(0), wm(0, 4), wr(1), T(4), kEnd}, 2, "one-lane register write");
+}
+
+TEST(TraceRunRejects, WrWithFewerValuesThanActiveLanes) {
+  expectRunRejected({ex(0), wm(0, 7), wr(1), T(1), T(2), kEnd}, 5, "expected a value");
+}
+
+TEST(TraceRunRejects, PredicateBitsOutOfRange) {
+  expectRunRejected({ex(0), wm(0, 15), wp(0), C(0), T(16), kEnd}, 3, "outside 0..15");
+  expectRunRejected({ex(0), wm(0, 15), wp(0), T(-1), kEnd}, 3, "outside 0..15");
+}
+
+TEST(TraceRunRejects, PredicateBitsOutsideTheActiveLanes) {
+  expectRunRejected({ex(0), wm(0, 3), wp(0), T(4), kEnd}, 3, "outside the active lanes 0011");
+}
+
+TEST(TraceRunRejects, MemoryWriteLanesOutsideTheActiveLanes) {
+  expectRunRejected({ex(0), wm(0, 3), mg(4), T(0), T(0), kEnd}, 2, "outside the active lanes");
+  expectRunRejected({ex(0), wm(0, 3), ms(7), T(0), T(0), T(0), T(0), T(0), T(0), kEnd}, 2,
+                    "outside the active lanes");
+}
+
+TEST(TraceRunRejects, WordIndexOutsideMemory) {
+  // 3 x 32 + 30 = 126: one past the last word.
+  expectRunRejected({ex(0), wm(0, 1), mg(1), C(3), T(-2), T(0), kEnd}, 3, "global word index");
+  expectRunRejected({ex(0), wm(0, 1), ms(1), C(3), T(-2), T(0), kEnd}, 3, "shared word index");
+  expectRunRejected({ex(0), wm(0, 1), mg(1), T(-1), T(0), kEnd}, 3, "global word index");
+}
+
+TEST(TraceRunRejects, MemoryWriteWithFewerAccessesThanLanes) {
+  expectRunRejected({ex(0), wm(0, 3), mg(3), T(0), T(1), kEnd}, 5, "expected a value");
+}
+
+TEST(TraceRunRejects, FaultOutsideAStep) {
+  expectRunRejected({single(Family::FaultTok)}, 0, "FAULT outside a step");
+  expectRunRejected({ex(0), wm(0, 1), single(Family::Cta), single(Family::FaultTok)}, 3,
+                    "FAULT outside a step");
 }
 
 TEST(TraceRun, FaultAndLimitEndTheRun) {
   EXPECT_TRUE(decodeRun(std::vector<Token>{ex(0), wm(0, 1), single(Family::FaultTok)}).ok());
+  EXPECT_TRUE(decodeRun(std::vector<Token>{ex(0), wm(0, 1), wu(1), T(0),
+                                           single(Family::FaultTok)})
+                  .ok());
   EXPECT_TRUE(decodeRun(std::vector<Token>{single(Family::Limit)}).ok());
+  EXPECT_TRUE(decodeRun(std::vector<Token>{ex(0), wm(0, 1), single(Family::Cta),
+                                           single(Family::Limit)})
+                  .ok());
 }
 
 // A program that touches every field of Instr, Terminator and Block.
@@ -263,7 +505,7 @@ Program everything() {
                          pop(Op::PXor, 5, 3, 3), selp(6, S(Special::WarpId), I(0), 5),
                          shfl(Op::ShflBfly, 7, R(6), I(1), I(0x1c1f)), vote(Op::VoteAll, 6, 5),
                          ballot(8, 6), stl(1, R(8)), ldl(9, 1), pconst(7, true)},
-                        br(7, 1, 2, true), commit({1, 2, 15})),
+                        br(7, 1, 2, true)),
                   block({}, bar(2)), block({}, jmp(3)), block({}, exitTerm())},
                  7,
                  2};
@@ -306,7 +548,7 @@ TEST(TracePrompt, SmallestPromptIsExact) {
   Launch l = launch(1, 1);
   l.global[3] = 100;                                      // 00011 00100
   const std::vector<Token> want = {0, T(1), T(0),  T(0),  // PROG 1 block, 0 shared, 0 spill
-                                   1, T(0), T(0),         // BLK 0 ops, commit 0
+                                   1, T(0),               // BLK 0 ops
                                    3, T(3), T(-1), T(0), T(0), T(0),  // TERM exit, no pred
                                    4, T(1), T(1),                     // LAUNCH 1 x 1
                                    5, T(3), T(1),  C(3), T(4),        // GMEM word 3: 1 word, 100
@@ -324,7 +566,7 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
   // A program that decodes but breaks verify(): jump to a missing block.
   Program bad{"", {block({}, jmp(0))}, 0, 0};
   std::vector<Token> tokens = encodePrompt(bad, launch(1, 1));
-  tokens[12] = T(1);  // TERM(7) jmp pred negate taken next(12): next 0 -> 1
+  tokens[11] = T(1);  // TERM(6) jmp pred negate taken next(11): next 0 -> 1
   auto got = decodePrompt(tokens);
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.error().message.find("invalid program"), std::string::npos) << got.error().message;
@@ -340,14 +582,14 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
 }
 
 TEST(TracePrompt, DecodeRejectsNonCanonicalMemoryRuns) {
-  // Base: word 3 = 100 as in SmallestPromptIsExact; the GMEM section is at tokens 17..20.
+  // Base: word 3 = 100 as in SmallestPromptIsExact; the GMEM section is at tokens 16..19.
   Program p{"", {block({}, exitTerm())}, 0, 0};
   Launch l = launch(1, 1);
   l.global[3] = 100;
   const std::vector<Token> good = encodePrompt(p, l);
   ASSERT_TRUE(decodePrompt(good).ok());
   auto withGmem = [&](std::vector<Token> gmem) {
-    std::vector<Token> t(good.begin(), good.begin() + 17);
+    std::vector<Token> t(good.begin(), good.begin() + 16);
     t.insert(t.end(), gmem.begin(), gmem.end());
     t.push_back(single(Family::Run));
     return decodePrompt(t);
@@ -372,9 +614,8 @@ TEST(TracePretty, FullTraceListsProgramThenRun) {
   const std::string text = pretty(full);
   EXPECT_NE(text.find("B3:\n  shl r2, %tid.x, 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("launch grid 1 block 4\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("exec B2 warp 0 lanes 2,3\n  r1 = 20 (all lanes)\n"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("global[0..3] = 10 10 20 20\nend\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("exec B2 warp 0 lanes 2,3\n  WU(r1) all=20\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  MG(1111) [0]=10 [1]=10 [2]=20 [3]=20\nend\n"), std::string::npos) << text;
 }
 
 TEST(TracePretty, MalformedRunShowsThePrefixAndTheError) {
@@ -462,7 +703,6 @@ Program randomProgram() {
       if (writesPred(in.op)) written = static_cast<uint8_t>(written | (1u << in.dstPred));
       block.ops.push_back(in);
     }
-    block.commit = static_cast<uint16_t>(*rc::gen::arbitrary<uint16_t>() & 0xfffe);
     const auto target = [&] {
       return *rc::gen::inRange<uint8_t>(0, static_cast<uint8_t>(nblocks));
     };

@@ -379,13 +379,11 @@ TEST(LowerGolden, PrintOfASmallKernelIsStable) {
 B0:
   set.ge.u p0, %tid.x, 3
   mov r2, -1
-  commit r2
   br p0 ? B2 : B1
 B1:
   mul r1, %tid.x, 4
   ld.global r1, [r1]
   mul r2, r1, 3
-  commit r2
   jmp B2
 B2:
   mul r1, %tid.x, 4
