@@ -26,9 +26,20 @@
 // `__noinline__` keeps a device function out of line: the PTX gets a .func and a call.uni.
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ __inline__ __attribute__((always_inline))
+// `__launch_bounds__(maxThreads[, minBlocks])` -> clang's attribute (PTX `.maxntid`, `.minnctapersm`;
+// the lowering ignores both: the launch line decides the block size).
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 // `__restrict__` is a clang keyword already (const __restrict__ loads become ld.global.nc).
 
 #define __QGPU_DEVICE__ static __device__ __forceinline__
+
+// ---- <cstdint> names, NULL and CUDA's `uint` ----
+// The host C headers are on clang's path (only the CUDA SDK's are left out), so the fixed-width
+// names come from <stdint.h> exactly as nvcc's headers bring them in; `uint` is glibc's
+// <sys/types.h> typedef, which nvcc's headers include.
+#include <stddef.h>
+#include <stdint.h>
+typedef unsigned int uint;
 
 // ---- Built-in index variables: threadIdx, blockIdx, blockDim, gridDim ----
 // As in clang's own __clang_cuda_builtin_vars.h: each is an object whose .x/.y/.z are properties
@@ -67,10 +78,17 @@ extern const __device__ __qgpu_blockIdx_t blockIdx;
 extern const __device__ __qgpu_blockDim_t blockDim;
 extern const __device__ __qgpu_gridDim_t gridDim;
 
-// warpSize is the constant 32, as in clang's CUDA headers (nvcc reads WARP_SZ instead). The qgpu
-// machine has 4-lane warps, so kernels must not compute lane layouts from warpSize: warp-level
-// kernels pass width 4 and mask 0xf explicitly and run in blocks of 4 threads.
-static constexpr int warpSize = 32;
+// warpSize reads PTX's WARP_SZ, as nvcc's does (clang's own headers fold it to the constant 32):
+// one source, one answer under both compilers — 4 on the qgpu machine, 32 on a GPU. The asm is
+// not volatile, so repeated reads are one `mov.u32 %r, WARP_SZ`. Kernels that derive lane layouts
+// from it run as 4-lane code here; the lowering flags those that assume 32 lanes
+// (docs/lowering.md, "32-lane assumptions").
+__QGPU_DEVICE__ int __qgpu_warp_size(void) {
+  int size;
+  asm("mov.u32 %0, WARP_SZ;" : "=r"(size));
+  return size;
+}
+#define warpSize (__qgpu_warp_size())
 
 // ---- Barriers ----
 // __syncthreads() -> __nvvm_barrier_sync(0) (PTX `barrier.sync 0`), NOT clang's builtin

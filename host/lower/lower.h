@@ -29,6 +29,8 @@ struct LowerOptions {
   std::vector<uint32_t> params;  // one value per entry .param, in order: a pointer is the BYTE
                                  // address of its array in machine global memory; a scalar is
                                  // its value
+  uint32_t dynamicSharedWords = 0;  // words of dynamic shared memory the launch gives (the
+                                    // kernel file's `shared=W`): the `.extern .shared` arrays
 };
 
 struct LowerStats {

@@ -104,7 +104,9 @@ struct FlatFunction {
   std::vector<ptx::RegInfo> regs;
   std::vector<ptx::Instruction> body;
   std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
-  std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees
+  std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees,
+                                           // then the module-scope ones the body names
+  uint32_t dynamicSharedWords = 0;         // LowerOptions::dynamicSharedWords
   std::map<std::string, uint64_t> params;  // entry param name -> value
   std::map<std::string, int> paramBits;    // entry param name -> declared width
   std::string file;

@@ -262,6 +262,7 @@ class Verifier {
       for (const auto* list : {&f.params, &f.returns, &f.callParams})
         for (const Variable& v : *list) variables_.emplace(v.name, StateSpace::Param);
       for (const Variable& v : f.shared) variables_.emplace(v.name, StateSpace::Shared);
+      for (const Variable& v : m_.shared) variables_.emplace(v.name, StateSpace::Shared);
       QGPU_CHECK(function(f));
     }
     return Ok{};
