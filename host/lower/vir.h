@@ -119,6 +119,10 @@ struct TranslateInfo {
 };
 Expected<VFunc> translate(const FlatFunction& flat, TranslateInfo* info = nullptr);
 
+// Where the kernel assumes 32-lane warps (warp_lanes.cpp): one line per finding, naming the PTX
+// line, the instruction and what it assumes. Empty for a kernel written for 4-lane warps.
+std::vector<std::string> warp32Assumptions(const FlatFunction& flat);
+
 // ---- Pass 3/4/5: cleanup, simplify, layout (cfg.cpp) ----
 void cleanup(VFunc& f);                 // constant propagation, address folding, DCE
 void simplifyCfg(VFunc& f);             // threading, ret -> Exit, merging, unreachable removal

@@ -33,6 +33,7 @@ Diff modifiers(const Modifiers& a, const Modifiers& b, const std::string& w) {
   QGPU_FIELD(a, b, space, w);
   QGPU_FIELD(a, b, toSpace, w);
   QGPU_FIELD(a, b, nc, w);
+  QGPU_FIELD(a, b, isVolatile, w);
   QGPU_FIELD(a, b, uni, w);
   QGPU_FIELD(a, b, lo, w);
   QGPU_FIELD(a, b, hi, w);

@@ -56,6 +56,7 @@ struct Modifiers {
   StateSpace space = StateSpace::None;  // ld/st/atom/cvta (.global .shared .param; None = generic)
   bool toSpace = false;          // cvta.to.<space>
   bool nc = false;               // ld.global.nc
+  bool isVolatile = false;       // ld/st.volatile: a plain access here (docs/lowering.md)
   bool uni = false;              // bra.uni, call.uni
   bool lo = false, hi = false, wide = false;  // mul / mad
   bool sync = false;             // shfl.sync, vote.sync, barrier.sync

@@ -760,6 +760,7 @@ class Parser {
           return true;
         }
         if (op == Opcode::Ld && p == "nc") return flag(m.nc);
+        if ((op == Opcode::Ld || op == Opcode::St) && p == "volatile") return flag(m.isVolatile);
         if (op == Opcode::Cvta && p == "to") return flag(m.toSpace);
         if (op == Opcode::Atom) {
           if (auto a = atomOpFromName(p)) {
@@ -768,8 +769,21 @@ class Parser {
           }
         }
         return false;
+      case Opcode::Membar:  // membar.{cta,gl,sys}
+        if (p == "cta" || p == "gl" || p == "sys") return setSub(m, p);
+        return false;
+      case Opcode::Fence:  // fence.{sc,acq_rel}.{cta,gpu,sys}
+        if (m.sub.empty()) return (p == "sc" || p == "acq_rel") && setSub(m, p);
+        if (m.sub.find('.') == std::string::npos && (p == "cta" || p == "gpu" || p == "sys")) {
+          m.sub += ".";
+          m.sub += p;
+          return true;
+        }
+        return false;
       case Opcode::Mul:
       case Opcode::Mad:
+      case Opcode::Mul24:
+        if (op == Opcode::Mul24 && p == "wide") return false;
         if (p == "lo") return !m.hi && !m.wide && flag(m.lo);
         if (p == "hi") return !m.lo && !m.wide && flag(m.hi);
         if (p == "wide") return !m.lo && !m.hi && flag(m.wide);

@@ -196,12 +196,16 @@ class Printer {
     auto add = [&](const std::string& piece) { s += "." + piece; };
     switch (in.op) {
       case Opcode::Ld: case Opcode::St: case Opcode::Atom: case Opcode::Cvta:
+        if (m.isVolatile) add("volatile");
         if (m.toSpace) add("to");
         if (m.space != StateSpace::None) add(spaceName(m.space));
         if (m.nc) add("nc");
         if (m.atom != AtomOp::None) add(atomOpName(m.atom));
         break;
-      case Opcode::Mul: case Opcode::Mad:
+      case Opcode::Membar: case Opcode::Fence:
+        if (!m.sub.empty()) add(m.sub);
+        break;
+      case Opcode::Mul: case Opcode::Mad: case Opcode::Mul24:
         if (m.lo) add("lo");
         if (m.hi) add("hi");
         if (m.wide) add("wide");

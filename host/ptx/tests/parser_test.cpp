@@ -383,8 +383,11 @@ TEST(PtxParser, RejectsFloatImmediate) {
 TEST(PtxParser, RejectsUnknownModifier) {
   expectError(kernel("add.sat.s32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
               "unsupported modifier '.sat' on 'add'");
-  expectError(kernel("ld.volatile.global.u32 %r1, [%rd1];\nret;\n"), ErrorKind::PtxUnsupported,
-              kBodyLine, 1, "'.volatile'");
+  expectError(kernel("ld.volatile.volatile.global.u32 %r1, [%rd1];\nret;\n"), ErrorKind::PtxUnsupported,
+              kBodyLine, 1, "'.volatile'");  // once is a plain access; twice is refused
+  expectError(kernel("membar.gpu;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1, "'.gpu' on 'membar'");
+  expectError(kernel("mul24.wide.u32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
+              "'.wide' on 'mul24'");
 }
 
 TEST(PtxParser, RejectsMissingSemicolon) {
