@@ -97,6 +97,15 @@ CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase
     r.detail = "no interpreter result to compare with";
     return r;
   }
+  // A kernel whose shuffles or masks assume 32-lane warps runs as 4-lane code on the machine: the
+  // GPU runs a different program, so the two cannot agree (docs/lowering.md, "32-lane
+  // assumptions"). Inconclusive with the reason, not a mismatch.
+  if (const auto& lanes = interp.kernel->stats.assumes32Lanes; !lanes.empty()) {
+    r.verdict = Verdict::Inconclusive;
+    r.detail = "the kernel assumes 32-lane warps: " + lanes.front() +
+               (lanes.size() > 1 ? " (and " + std::to_string(lanes.size() - 1) + " more)" : "");
+    return r;
+  }
   gpu::GpuLaunch launch = gpuLaunch(spec, *interp.kernel);
   auto result = runner->run(launch);
   if (!result.ok()) {

@@ -114,6 +114,7 @@ class KernelCache {
     lower::LowerOptions lowerOptions;
     lowerOptions.entry = compiled->second.entry;
     lowerOptions.params = image.params;
+    lowerOptions.dynamicSharedWords = image.dynamicSharedWords;
     QGPU_TRY(program, lower::lower(compiled->second.module, lowerOptions));
     return &programs_.emplace(std::move(key), std::move(program)).first->second;
   }

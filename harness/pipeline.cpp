@@ -49,6 +49,7 @@ Status lowerKernel(BuiltKernel& built) {
   lower::LowerOptions lowerOptions;
   lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
+  lowerOptions.dynamicSharedWords = built.image.dynamicSharedWords;
   QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
   // lower() verified the program alone; the launch decides whether its spills fit (OverLimit).
   QGPU_CHECK(machine::verify(program, built.image.toMachineLaunch()));

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/file.h"
+#include "kernels/signature.h"
 
 namespace qgpu::kernels {
 namespace {
@@ -103,6 +104,8 @@ class Parser {
   std::string file_;
   bool requireExpect_;
   KernelSpec spec_;
+  std::string templateHeader_;  // the `template:` value, if any
+  uint32_t templateLine_ = 0;
   std::vector<std::string> lines_;
   uint32_t headerLines_ = 0;
 };
@@ -213,30 +216,33 @@ Status Parser::parseExpect(const HeaderLine& h) {
   return Ok{};
 }
 
-// grid=G block=B
+// grid=G block=B [shared=W]
 Status Parser::parseLaunch(const HeaderLine& h) {
   std::vector<std::string> w = splitWords(h.value);
-  std::optional<uint32_t> grid, block;
+  std::optional<uint32_t> grid, block, shared;
   for (const std::string& word : w) {
     size_t eq = word.find('=');
     std::string key = word.substr(0, eq);
-    if (eq == std::string::npos || (key != "grid" && key != "block")) {
-      return error(h.line, "launch needs `grid=G block=B`, found '" + word + "'");
+    if (eq == std::string::npos || (key != "grid" && key != "block" && key != "shared")) {
+      return error(h.line, "launch needs `grid=G block=B [shared=W]`, found '" + word + "'");
     }
-    auto& slot = key == "grid" ? grid : block;
+    auto& slot = key == "grid" ? grid : key == "block" ? block : shared;
     if (slot) return error(h.line, "launch gives '" + key + "' twice");
     auto n = parseInteger(std::string_view(word).substr(eq + 1));
     if (!n) return error(h.line, "bad number '" + word.substr(eq + 1) + "'");
-    uint32_t limit = key == "grid" ? kMaxGrid : kMaxBlockThreads;
-    if (*n < 1 || *n > limit) {
-      return error(h.line, key + " " + std::to_string(*n) + " out of range 1.." +
-                               std::to_string(limit));
+    uint32_t low = key == "shared" ? 0 : 1;
+    uint32_t limit = key == "grid" ? kMaxGrid : key == "block" ? kMaxBlockThreads : kSharedWords;
+    if (*n < low || *n > limit) {
+      return error(h.line, key + " " + std::to_string(*n) + " out of range " +
+                               std::to_string(low) + ".." + std::to_string(limit) +
+                               (key == "shared" ? " (words of dynamic shared memory)" : ""));
     }
     slot = static_cast<uint32_t>(*n);
   }
   if (!grid || !block) return error(h.line, "launch needs both grid= and block=");
   spec_.gridX = *grid;
   spec_.blockX = *block;
+  spec_.dynamicSharedWords = shared.value_or(0);
   return Ok{};
 }
 
@@ -258,78 +264,59 @@ Status Parser::parseCompare(const HeaderLine& h) {
   return error(h.line, "compare must be `exact` or `multiset NAME...`");
 }
 
-// The __global__ function named like the kernel: its parameters must match the param lines 1:1
-// (name, pointer vs scalar, int vs unsigned).
+// The __global__ function named like the kernel (kernels/signature.h reads it): its parameters
+// must match the param lines 1:1 (name, pointer vs scalar, signed vs unsigned 32-bit word).
 Status Parser::checkSignature() {
-  const std::string needle = "__global__";
-  auto lineOf = [&](size_t pos) {
-    return 1 + static_cast<uint32_t>(std::count(spec_.source.begin(),
-                                                spec_.source.begin() + static_cast<long>(pos), '\n'));
-  };
-  size_t at = spec_.source.find(needle);
-  if (at == std::string::npos) {
-    return error(headerLines_ + 1, "no __global__ function (one kernel per file)");
+  QGPU_TRY(sig, readSignature(spec_.source, file_, spec_.name, templateHeader_, templateLine_,
+                              headerLines_ + 1));
+  if (sig.params.size() != spec_.params.size()) {
+    return error(sig.line, "the kernel has " + std::to_string(sig.params.size()) +
+                               " parameters but " + std::to_string(spec_.params.size()) +
+                               " param lines");
   }
-  if (size_t second = spec_.source.find(needle, at + needle.size()); second != std::string::npos) {
-    return error(lineOf(second), "a kernel file holds exactly one __global__ function; "
-                                 "another starts here");
-  }
-  uint32_t line = lineOf(at);
-  size_t open = spec_.source.find('(', at);
-  size_t close = spec_.source.find(')', open == std::string::npos ? at : open);
-  if (open == std::string::npos || close == std::string::npos) {
-    return error(line, "cannot read the __global__ function's parameter list");
-  }
-  std::vector<std::string> head = splitWords(spec_.source.substr(at, open - at));
-  if (head.size() != 3 || head[1] != "void" || head[2] != spec_.name) {
-    return error(line, "the __global__ function must be `__global__ void " + spec_.name + "(`");
-  }
-  std::string list = spec_.source.substr(open + 1, close - open - 1);
-  std::vector<std::string> decls;
-  std::stringstream split(list);
-  std::string decl;
-  while (std::getline(split, decl, ',')) decls.push_back(decl);
-  if (decls.size() == 1 && splitWords(decls[0]).empty()) decls.clear();
-  if (decls.size() != spec_.params.size()) {
-    return error(line, "the kernel has " + std::to_string(decls.size()) + " parameters but " +
-                           std::to_string(spec_.params.size()) + " param lines");
-  }
-  for (size_t i = 0; i < decls.size(); ++i) {
+  for (size_t i = 0; i < sig.params.size(); ++i) {
     const ParamSpec& p = spec_.params[i];
-    std::string d = decls[i];
-    bool pointer = d.find('*') != std::string::npos;
-    std::replace(d.begin(), d.end(), '*', ' ');
-    std::vector<std::string> words = splitWords(d);
-    std::vector<std::string> typeWords;
-    for (size_t k = 0; k + 1 < words.size(); ++k) {
-      if (words[k] != "const" && words[k] != "__restrict__") typeWords.push_back(words[k]);
-    }
-    std::string name = words.empty() ? "" : words.back();
-    if (name != p.name) {
+    const SignatureParam& d = sig.params[i];
+    if (d.name != p.name) {
       return error(p.line, "param " + std::to_string(i + 1) + " is '" + p.name +
                                "' but the kernel's parameter " + std::to_string(i + 1) + " is '" +
-                               name + "'");
+                               d.name + "'");
     }
-    if (pointer != p.isArray()) {
+    if (d.pointer != p.isArray()) {
       return error(p.line, "param '" + p.name + "' is " + (p.isArray() ? "an array" : "a scalar") +
                                " but the kernel declares it " +
-                               (pointer ? "a pointer" : "by value"));
+                               (d.pointer ? "a pointer" : "by value"));
     }
-    ElemType type;
-    if (typeWords == std::vector<std::string>{"int"}) {
-      type = ElemType::I32;
-    } else if (typeWords == std::vector<std::string>{"unsigned"} ||
-               typeWords == std::vector<std::string>{"unsigned", "int"}) {
-      type = ElemType::U32;
-    } else {
-      return error(p.line, "the kernel's parameter '" + p.name + "' has an unsupported type "
-                           "(int or unsigned int, pointer or value)");
+    if (d.ctype == nullptr) {
+      return error(p.line, "the kernel's parameter '" + p.name + "' has an unsupported type '" +
+                               d.type + "' (a 32-bit integer: int, unsigned, uint32_t, ...; "
+                               "pointer or value)");
     }
+    if (d.ctype->cls != CTypeClass::Word) {
+      // Known C types the lowering cannot run yet: a construct refusal (inconclusive), not a
+      // malformed file. Reported at the kernel's source line.
+      const char* why = d.ctype->cls == CTypeClass::SubWord
+                            ? "needs byte/halfword memory, which the machine does not have yet"
+                        : d.ctype->cls == CTypeClass::Vector
+                            ? "needs vector loads and stores, which are not supported yet"
+                            : "is 64-bit; parameters and elements are 32-bit words";
+      return makeDiag(ErrorKind::PtxUnsupported,
+                      std::string("unsupported construct: ") +
+                          (d.pointer ? "array parameter '" : "parameter '") + p.name +
+                          "' of type '" + d.type + "' (" + std::to_string(d.ctype->bits) +
+                          "-bit " + (d.ctype->cls == CTypeClass::Vector ? "vector " : "") +
+                          "elements) " + why,
+                      {file_, d.line, 0});
+    }
+    ElemType type = d.ctype->isSigned ? ElemType::I32 : ElemType::U32;
     if (type != p.type) {
       return error(p.line, "param '" + p.name + "' is " + elemTypeName(p.type) +
-                               " but the kernel declares " + elemTypeName(type));
+                               " but the kernel declares " + elemTypeName(type) + " ('" + d.type +
+                               "')");
     }
   }
+  spec_.instantiation = sig.instantiation;
+  spec_.source += sig.appendInstantiation;
   return Ok{};
 }
 
@@ -375,7 +362,7 @@ Expected<KernelSpec> Parser::run() {
   std::map<std::string, uint32_t> seenOnce;  // keys that may appear once -> line
   for (const HeaderLine& h : header) {
     bool once = h.key == "qgpu-kernel" || h.key == "summary" || h.key == "launch" ||
-                h.key == "tags" || h.key == "compare";
+                h.key == "tags" || h.key == "compare" || h.key == "template";
     if (once) {
       if (auto it = seenOnce.find(h.key); it != seenOnce.end()) {
         return error(h.line, "duplicate key '" + h.key + "' (first on line " +
@@ -399,6 +386,9 @@ Expected<KernelSpec> Parser::run() {
       }
     } else if (h.key == "note") {
       spec_.notes.push_back(h.value);
+    } else if (h.key == "template") {
+      templateHeader_ = h.value;
+      templateLine_ = h.line;
     } else if (h.key != "expect" && h.key != "compare") {
       return error(h.line, "unknown key '" + h.key + "'");
     }
@@ -513,6 +503,7 @@ Expected<LaunchImage> layout(const KernelSpec& spec) {
   LaunchImage image;
   image.gridX = spec.gridX;
   image.blockX = spec.blockX;
+  image.dynamicSharedWords = spec.dynamicSharedWords;
   uint32_t next = 0;
   for (size_t i = 0; i < spec.params.size(); ++i) {
     const ParamSpec& p = spec.params[i];

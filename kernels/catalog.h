@@ -27,6 +27,7 @@ namespace qgpu::kernels {
 inline constexpr uint32_t kGlobalWords = machine::kGlobalWords;          // 126
 inline constexpr uint32_t kMaxBlockThreads = machine::kMaxThreadsPerBlock;  // 16
 inline constexpr uint32_t kMaxGrid = machine::kMaxGridBlocks;               // 16
+inline constexpr uint32_t kSharedWords = static_cast<uint32_t>(machine::kSharedWords);  // 126
 // A kernel file larger than this is refused unread (common/file.h); the catalog's are under 2 KiB.
 inline constexpr size_t kMaxKernelFileBytes = size_t{1} << 20;
 
@@ -64,11 +65,15 @@ struct KernelSpec {
   std::string path;                      // file it was read from (or the name given to parse)
   uint32_t gridX = 1;                    // CTAs, 1..16
   uint32_t blockX = 1;                   // threads per CTA, 1..16
+  uint32_t dynamicSharedWords = 0;       // `shared=W`: words of `extern __shared__` memory
+  std::string instantiation;             // a template kernel's, "reduce<int, 16>"; else empty
   std::vector<ParamSpec> params;         // in the kernel's parameter order
   std::vector<std::string> tags;         // free words for selection (`--tags atomics`)
   std::vector<std::string> multiset;     // outputs compared as multisets; the rest exactly
   std::vector<std::string> notes;        // `note:` lines
-  std::string source;                    // the whole .cu text, header included
+  std::string source;                    // the whole .cu text, header included; for a kernel
+                                         // whose `template:` line names the instantiation, the
+                                         // explicit instantiation is appended after it
 
   const ParamSpec* find(std::string_view paramName) const;
   ParamSpec* find(std::string_view paramName);
@@ -98,6 +103,7 @@ struct ArrayRange {
 struct LaunchImage {
   uint32_t gridX = 1;
   uint32_t blockX = 1;
+  uint32_t dynamicSharedWords = 0;              // the launch's `extern __shared__` words
   std::array<uint32_t, kGlobalWords> global{};  // initial global memory
   std::vector<uint32_t> params;                 // one value per kernel parameter, in order
   std::vector<ArrayRange> arrays;               // one per array parameter, in parameter order

@@ -26,9 +26,20 @@
 // `__noinline__` keeps a device function out of line: the PTX gets a .func and a call.uni.
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ __inline__ __attribute__((always_inline))
+// `__launch_bounds__(maxThreads[, minBlocks])` -> clang's attribute (PTX `.maxntid`, `.minnctapersm`;
+// the lowering ignores both: the launch line decides the block size).
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 // `__restrict__` is a clang keyword already (const __restrict__ loads become ld.global.nc).
 
 #define __QGPU_DEVICE__ static __device__ __forceinline__
+
+// ---- <cstdint> names, NULL and CUDA's `uint` ----
+// The host C headers are on clang's path (only the CUDA SDK's are left out), so the fixed-width
+// names come from <stdint.h> exactly as nvcc's headers bring them in; `uint` is glibc's
+// <sys/types.h> typedef, which nvcc's headers include.
+#include <stddef.h>
+#include <stdint.h>
+typedef unsigned int uint;
 
 // ---- Built-in index variables: threadIdx, blockIdx, blockDim, gridDim ----
 // As in clang's own __clang_cuda_builtin_vars.h: each is an object whose .x/.y/.z are properties
@@ -67,10 +78,17 @@ extern const __device__ __qgpu_blockIdx_t blockIdx;
 extern const __device__ __qgpu_blockDim_t blockDim;
 extern const __device__ __qgpu_gridDim_t gridDim;
 
-// warpSize is the constant 32, as in clang's CUDA headers (nvcc reads WARP_SZ instead). The qgpu
-// machine has 4-lane warps, so kernels must not compute lane layouts from warpSize: warp-level
-// kernels pass width 4 and mask 0xf explicitly and run in blocks of 4 threads.
-static constexpr int warpSize = 32;
+// warpSize reads PTX's WARP_SZ, as nvcc's does (clang's own headers fold it to the constant 32):
+// one source, one answer under both compilers — 4 on the qgpu machine, 32 on a GPU. The asm is
+// not volatile, so repeated reads are one `mov.u32 %r, WARP_SZ`. Kernels that derive lane layouts
+// from it run as 4-lane code here; the lowering flags those that assume 32 lanes
+// (docs/lowering.md, "32-lane assumptions").
+__QGPU_DEVICE__ int __qgpu_warp_size(void) {
+  int size;
+  asm("mov.u32 %0, WARP_SZ;" : "=r"(size));
+  return size;
+}
+#define warpSize (__qgpu_warp_size())
 
 // ---- Barriers ----
 // __syncthreads() -> __nvvm_barrier_sync(0) (PTX `barrier.sync 0`), NOT clang's builtin
@@ -207,6 +225,43 @@ __QGPU_DEVICE__ unsigned int __byte_perm(unsigned int x, unsigned int y, unsigne
   return __nvvm_prmt(x, y, s);
 }
 
+// ---- Integer multiply and difference intrinsics: clang's __nvvm_* builtins, which emit the same
+// instructions as nvcc's (mul.hi.{u,s}32, mul24.lo.{u,s}32, sad.{u,s}32). ----
+__QGPU_DEVICE__ unsigned int __umulhi(unsigned int x, unsigned int y) { return __nvvm_mulhi_ui(x, y); }
+__QGPU_DEVICE__ int __mulhi(int x, int y) { return __nvvm_mulhi_i(x, y); }
+// Low 32 bits of the product of the low 24 bits (sign-extended from bit 23 for __mul24).
+__QGPU_DEVICE__ unsigned int __umul24(unsigned int x, unsigned int y) { return __nvvm_mul24_ui(x, y); }
+__QGPU_DEVICE__ int __mul24(int x, int y) { return __nvvm_mul24_i(x, y); }
+// |x - y| + z (z + the absolute difference; wraps modulo 2^32).
+__QGPU_DEVICE__ unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) {
+  return __nvvm_sad_ui(x, y, z);
+}
+__QGPU_DEVICE__ unsigned int __sad(int x, int y, unsigned int z) {
+  return (unsigned int)__nvvm_sad_i(x, y, (int)z);
+}
+
+// ---- Memory fences: membar.cta / membar.gl / membar.sys. The lowering drops them: the qgpu
+// machine is sequentially consistent (docs/lowering.md). ----
+__QGPU_DEVICE__ void __threadfence_block(void) { __nvvm_membar_cta(); }
+__QGPU_DEVICE__ void __threadfence(void) { __nvvm_membar_gl(); }
+__QGPU_DEVICE__ void __threadfence_system(void) { __nvvm_membar_sys(); }
+
+// ---- Lane masks: the PTX special registers (inline PTX, as clang has no builtins for them) ----
+#define __QGPU_LANEMASK(NAME)                                       \
+  __QGPU_DEVICE__ unsigned int __qgpu_lanemask_##NAME(void) {      \
+    unsigned int mask;                                             \
+    asm("mov.u32 %0, %%lanemask_" #NAME ";" : "=r"(mask));         \
+    return mask;                                                   \
+  }
+__QGPU_LANEMASK(eq)
+__QGPU_LANEMASK(lt)
+__QGPU_LANEMASK(le)
+__QGPU_LANEMASK(gt)
+__QGPU_LANEMASK(ge)
+#undef __QGPU_LANEMASK
+// The lane id (PTX %laneid).
+__QGPU_DEVICE__ unsigned int __qgpu_laneid(void) { return __nvvm_read_ptx_sreg_laneid(); }
+
 // ---- Integer min/max/abs, with CUDA's overloads (mixed signedness compares as unsigned) ----
 __QGPU_DEVICE__ int min(int a, int b) { return a < b ? a : b; }
 __QGPU_DEVICE__ unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
@@ -217,5 +272,7 @@ __QGPU_DEVICE__ unsigned int max(unsigned int a, unsigned int b) { return a > b 
 __QGPU_DEVICE__ unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
 __QGPU_DEVICE__ unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
 __QGPU_DEVICE__ int abs(int a) { return __builtin_abs(a); }  // abs.s32; abs(INT_MIN) = INT_MIN
+__QGPU_DEVICE__ unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+__QGPU_DEVICE__ unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
 
 #undef __QGPU_DEVICE__

@@ -358,8 +358,11 @@ Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compile
     }
     argv = {tool, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=" + options.arch,
             "-Xclang", "-target-feature", "-Xclang", "+ptx64", "-nocudainc", "-nocudalib",
-            "-Wno-unknown-cuda-version", options.optLevel, "-S", "-include", header, "-o", ptx,
-            source};
+            "-Wno-unknown-cuda-version", options.optLevel, "-S",
+            // kernels/include (next to the dialect header's kernels/): the clang path's own
+            // <cooperative_groups.h>, found before any system copy.
+            "-I", (fs::path(header).parent_path() / "include").string(), "-include", header, "-o",
+            ptx, source};
   } else {
     argv = {tool, "-ptx", "-arch=" + options.arch, "-O3", source, "-o", ptx};
   }

@@ -8,6 +8,7 @@
 // the copy's registers and labels are renamed, its `ld.param [f_param_0]` reads %P, its
 // `st.param [func_retval0]` writes %R and its `ret` jumps to CONT. Recursion is refused.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "host/lower/vir.h"
@@ -256,6 +257,21 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
   fr.fn = entry;
   fl.stack.push_back(entry->name);
   QGPU_CHECK(fl.emitFunction(fr));
+  // Module-scope .shared variables the flat body names (directly or as an address base), in
+  // declaration order, after the functions' own: other kernels' variables take no words here.
+  std::set<std::string> named;
+  std::function<void(const ptx::Operand&)> note = [&](const ptx::Operand& o) {
+    if (o.kind == ptx::OperandKind::Symbol || (o.kind == ptx::OperandKind::Address && !o.addrIsReg))
+      named.insert(o.name);
+    for (const auto& item : o.items) note(item);
+  };
+  for (const auto& in : fl.out.body) {
+    for (const auto& o : in.srcs) note(o);
+    for (const auto& o : in.dsts) note(o);
+  }
+  for (const auto& v : module.shared)
+    if (named.count(v.name)) fl.out.shared.push_back(v);
+  fl.out.dynamicSharedWords = options.dynamicSharedWords;
   return std::move(fl.out);
 }
 

@@ -113,6 +113,7 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
     for (const auto& b : program.blocks) stats->machineOps += static_cast<int>(b.ops.size());
     stats->maxLive = finalized.maxLive;
     stats->spillSlots = finalized.spillSlots;
+    stats->assumes32Lanes = warp32Assumptions(flat);
   }
   return program;
 }

@@ -29,6 +29,8 @@ struct LowerOptions {
   std::vector<uint32_t> params;  // one value per entry .param, in order: a pointer is the BYTE
                                  // address of its array in machine global memory; a scalar is
                                  // its value
+  uint32_t dynamicSharedWords = 0;  // words of dynamic shared memory the launch gives (the
+                                    // kernel file's `shared=W`): the `.extern .shared` arrays
 };
 
 struct LowerStats {
@@ -38,6 +40,10 @@ struct LowerStats {
   int machineOps = 0;       // operations of the final program (terminators excluded)
   int maxLive = 0;          // most general virtual registers live at one point (before spilling)
   int spillSlots = 0;       // per-thread spill slots used
+  // Where the kernel assumes 32-lane warps (a shuffle width over 4, a member mask naming lanes
+  // above 3): it runs as 4-lane code here, so a comparison with a real GPU is inconclusive with
+  // these reasons, not a mismatch. One line per finding; empty for 4-lane code.
+  std::vector<std::string> assumes32Lanes;
 };
 
 Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& options,

@@ -55,7 +55,12 @@ Status instruction(Ctx& c) {
       return tr::translateMemory(c);
     case Opcode::Shfl: case Opcode::Vote: case Opcode::Bar: case Opcode::Barrier:
       return tr::translateWarp(c);
-    case Opcode::Activemask: case Opcode::Call: case Opcode::Exit: case Opcode::Ret: case Opcode::Bra:
+    case Opcode::Activemask:
+      return tr::translateWarp(c);
+    case Opcode::Membar: case Opcode::Fence:
+      // The machine is sequentially consistent (docs/lowering.md, "Fences"): nothing to order.
+      return Ok{};
+    case Opcode::Call: case Opcode::Exit: case Opcode::Ret: case Opcode::Bra:
       return c.unsupported(std::string("opcode ") + ptx::spelling(in.op) + " here");
     default:
       break;

@@ -152,6 +152,7 @@ struct Ctx {
   Diag invalid(const std::string& why) const;
   int regBits(const ptx::Operand& o) const { return vals.regBits(o.reg); }
   Expected<VOperand> special(const std::string& name) const;
+  Expected<VOperand> laneMask(const std::string& name);  // %lanemask_*, computed from %laneid
   // The low 32 bits (or the normalised 16-bit value, for width 16) of a source operand.
   Expected<VOperand> val(const ptx::Operand& o, int width);
   // The high 32 bits of a 64-bit source (register, address base or immediate); 0 when provably so.

@@ -186,6 +186,32 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       em.selp(d.lo, VOperand::i(0xffffffffu), VOperand::r(t), p);
       return Ok{};
     }
+    case Opcode::Mul24: {
+      // mul24.lo: the low 32 bits of the product of the low 24 bits of each input (sign-extended
+      // from bit 23 for .s32). The product's low 32 bits do not depend on the signedness of the
+      // multiplication, so one mul of the extended inputs is exact.
+      QGPU_CHECK(nsrc(2));
+      if (w != 32) return c.unsupported("non-32-bit mul24");
+      if (!m.lo) return c.unsupported("mul24.hi");
+      int a = em.tmp(), b = em.tmp();
+      em.alu(sgn ? Op::BfeS : Op::BfeU, a, s[0], VOperand::i(0), VOperand::i(24));
+      em.alu(sgn ? Op::BfeS : Op::BfeU, b, s[1], VOperand::i(0), VOperand::i(24));
+      em.alu(Op::Mul, d.lo, VOperand::r(a), VOperand::r(b));
+      return Ok{};
+    }
+    case Opcode::Sad: {
+      // sad: c + |a - b|, the difference taken in the type's order, the sum modulo 2^32.
+      QGPU_CHECK(nsrc(3));
+      if (w != 32) return c.unsupported("non-32-bit sad");
+      int ab = em.tmp(), ba = em.tmp(), diff = em.tmp();
+      int less = em.newPred();
+      em.alu(Op::Sub, ab, s[0], s[1]);
+      em.alu(Op::Sub, ba, s[1], s[0]);
+      em.cmp(sgn ? Op::SetLtS : Op::SetLtU, less, s[0], s[1]);
+      em.selp(diff, VOperand::r(ba), VOperand::r(ab), less);
+      em.alu(Op::Add, d.lo, s[2], VOperand::r(diff));
+      return Ok{};
+    }
     case Opcode::Prmt:
       QGPU_CHECK(nsrc(3));
       em.alu(Op::Prmt, d.lo, s[0], s[1], s[2]);

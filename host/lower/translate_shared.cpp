@@ -1,5 +1,7 @@
 // qgpu/host/lower/translate_shared.cpp — shared-memory layout: the user's .shared variables from
-// word 0 in declaration order, then the hidden bar.red counter word if any bar.red is used.
+// word 0 in declaration order (the functions' own, then the module's), then the launch's dynamic
+// shared memory (every `.extern .shared` array starts there), then the hidden bar.red counter word
+// if any bar.red is used.
 #include <algorithm>
 
 #include "host/lower/translate.h"
@@ -9,11 +11,26 @@ namespace qgpu::lower::tr {
 Expected<SharedLayout> layoutShared(const FlatFunction& f) {
   SharedLayout layout;
   uint32_t offset = 0;
+  uint32_t dynamicAlign = 4;
   for (const auto& v : f.shared) {
     uint32_t align = std::max<uint32_t>(4, v.align);
+    if (v.external) {  // placed after the static variables, below
+      dynamicAlign = std::max(dynamicAlign, align);
+      continue;
+    }
     offset = (offset + align - 1) / align * align;
     layout.offset[v.name] = offset;
     offset += (v.bytes + 3) / 4 * 4;
+  }
+  // The launch's dynamic shared memory: every `.extern .shared` array starts at its first byte, as
+  // on a GPU (they alias); it is reserved whether or not the kernel declares one, as a GPU does.
+  bool hasDynamic = f.dynamicSharedWords > 0 ||
+                    std::any_of(f.shared.begin(), f.shared.end(), [](const auto& v) { return v.external; });
+  if (hasDynamic) {
+    offset = (offset + dynamicAlign - 1) / dynamicAlign * dynamicAlign;
+    for (const auto& v : f.shared)
+      if (v.external) layout.offset[v.name] = offset;
+    offset += 4 * f.dynamicSharedWords;
   }
   bool needsCounter = std::any_of(f.body.begin(), f.body.end(), [](const ptx::Instruction& i) {
     auto k = i.mods.barrier;
@@ -25,13 +42,17 @@ Expected<SharedLayout> layoutShared(const FlatFunction& f) {
     offset += 4;
   }
   layout.words = offset / 4;
-  if (layout.words > static_cast<uint32_t>(machine::kSharedWords))
+  if (layout.words > static_cast<uint32_t>(machine::kSharedWords)) {
+    std::string parts;
+    if (hasDynamic) parts += " (" + std::to_string(f.dynamicSharedWords) + " of them dynamic, `shared=`)";
+    if (needsCounter) parts += " (including the bar.red counter)";
     return makeDiag(ErrorKind::OverLimit,
                     "kernel `" + f.name + "` needs " + std::to_string(layout.words) +
-                        " words of shared memory" + (needsCounter ? " (including the bar.red counter)" : "") +
-                        "; the machine has " + std::to_string(machine::kSharedWords) + " (" +
+                        " words of shared memory" + parts + "; the machine has " +
+                        std::to_string(machine::kSharedWords) + " (" +
                         std::to_string(layout.words - machine::kSharedWords) + " over)",
                     f.shared.empty() ? SourceLoc{f.file, 0, 0} : f.shared.back().loc);
+  }
   return layout;
 }
 

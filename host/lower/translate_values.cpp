@@ -334,6 +334,23 @@ Expected<VOperand> Ctx::special(const std::string& name) const {
   return unsupported("special register `" + name + "`");
 }
 
+// %lanemask_eq/lt/le/gt/ge from the lane id l (0..3): eq = 1 << l, lt = eq - 1, le = (eq << 1) - 1,
+// gt = ~le, ge = ~lt — the values a GPU gives lane l (gt/ge include the lanes above 3, as there).
+Expected<VOperand> Ctx::laneMask(const std::string& name) {
+  std::string kind = name.substr(10);
+  if (kind != "eq" && kind != "lt" && kind != "le" && kind != "gt" && kind != "ge")
+    return unsupported("special register `" + name + "`");
+  int eq = em.tmp();
+  em.alu(Op::Shl, eq, VOperand::i(kind == "le" || kind == "gt" ? 2 : 1), VOperand::s(Special::LaneId));
+  if (kind == "eq") return VOperand::r(eq);
+  int below = em.tmp();
+  em.alu(Op::Sub, below, VOperand::r(eq), VOperand::i(1));
+  if (kind == "lt" || kind == "le") return VOperand::r(below);
+  int above = em.tmp();
+  em.alu(Op::Not, above, VOperand::r(below));
+  return VOperand::r(above);
+}
+
 Expected<VOperand> Ctx::val(const ptx::Operand& o, int width) {
   switch (o.kind) {
     case OperandKind::Reg: {
@@ -353,6 +370,7 @@ Expected<VOperand> Ctx::val(const ptx::Operand& o, int width) {
       return VOperand::i(static_cast<uint32_t>(bitsv));
     }
     case OperandKind::Special:
+      if (o.name.rfind("%lanemask_", 0) == 0) return laneMask(o.name);
       return special(o.name);
     case OperandKind::Symbol: {
       if (o.name == "WARP_SZ") return special(o.name);

@@ -56,10 +56,39 @@ Status vote(Ctx& c) {
     v.op = mode == ptx::VoteMode::Any ? Op::VoteAny : Op::VoteAll;
     QGPU_TRY(d, c.predOf(in.dsts[0]));
     v.dstPred = d;
+  } else if (mode == ptx::VoteMode::Uni) {
+    // uni: every active lane has the same predicate = all(p) or none(p) = all(p) or !any(p).
+    QGPU_TRY(d, c.predOf(in.dsts[0]));
+    int all = c.em.newPred(), any = c.em.newPred(), none = c.em.newPred();
+    v.op = Op::VoteAll;
+    v.dstPred = all;
+    c.em.emit(v);
+    v.op = Op::VoteAny;
+    v.dstPred = any;
+    c.em.emit(v);
+    c.em.pop(Op::PNot, none, any);
+    c.em.pop(Op::POr, d, all, none);
+    return Ok{};
   } else {
     return c.unsupported(std::string("vote.") + ptx::voteModeName(mode));
   }
   c.em.emit(v);
+  return Ok{};
+}
+
+// activemask.b32 d: the warp's active lanes = the ballot of a predicate every lane holds true.
+Status activemask(Ctx& c) {
+  const auto& in = *c.in;
+  if (in.dsts.size() != 1) return c.invalid("wrong activemask operand count");
+  QGPU_TRY(d, c.dest(in.dsts[0]));
+  int t = c.em.newPred();
+  c.em.cmp(Op::SetEq, t, VOperand::i(0), VOperand::i(0));
+  VInstr v;
+  v.op = Op::Ballot;
+  v.psrc = {t, kNone};
+  v.dst = d.lo;
+  c.em.emit(v);
+  c.writeHi(d, VOperand::i(0));
   return Ok{};
 }
 
@@ -118,6 +147,7 @@ Status translateWarp(Ctx& c) {
   switch (c.in->op) {
     case ptx::Opcode::Shfl: return shfl(c);
     case ptx::Opcode::Vote: return vote(c);
+    case ptx::Opcode::Activemask: return activemask(c);
     default: break;
   }
   BarrierKind k = c.in->mods.barrier;

@@ -104,7 +104,9 @@ struct FlatFunction {
   std::vector<ptx::RegInfo> regs;
   std::vector<ptx::Instruction> body;
   std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
-  std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees
+  std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees,
+                                           // then the module-scope ones the body names
+  uint32_t dynamicSharedWords = 0;         // LowerOptions::dynamicSharedWords
   std::map<std::string, uint64_t> params;  // entry param name -> value
   std::map<std::string, int> paramBits;    // entry param name -> declared width
   std::string file;
@@ -116,6 +118,10 @@ struct TranslateInfo {
   int basicBlocks = 0;
 };
 Expected<VFunc> translate(const FlatFunction& flat, TranslateInfo* info = nullptr);
+
+// Where the kernel assumes 32-lane warps (warp_lanes.cpp): one line per finding, naming the PTX
+// line, the instruction and what it assumes. Empty for a kernel written for 4-lane warps.
+std::vector<std::string> warp32Assumptions(const FlatFunction& flat);
 
 // ---- Pass 3/4/5: cleanup, simplify, layout (cfg.cpp) ----
 void cleanup(VFunc& f);                 // constant propagation, address folding, DCE

@@ -33,6 +33,7 @@ Diff modifiers(const Modifiers& a, const Modifiers& b, const std::string& w) {
   QGPU_FIELD(a, b, space, w);
   QGPU_FIELD(a, b, toSpace, w);
   QGPU_FIELD(a, b, nc, w);
+  QGPU_FIELD(a, b, isVolatile, w);
   QGPU_FIELD(a, b, uni, w);
   QGPU_FIELD(a, b, lo, w);
   QGPU_FIELD(a, b, hi, w);
@@ -61,6 +62,8 @@ Diff variables(const std::vector<Variable>& a, const std::vector<Variable>& b, c
     QGPU_FIELD(a[i], b[i], align, at);
     QGPU_FIELD(a[i], b[i], bytes, at);
     QGPU_FIELD(a[i], b[i], scope, at);
+    QGPU_FIELD(a[i], b[i], external, at);
+    QGPU_FIELD(a[i], b[i], linkage, at);
   }
   return std::nullopt;
 }
@@ -114,6 +117,7 @@ std::optional<std::string> firstDifference(const Module& a, const Module& b) {
   QGPU_FIELD(a, b, version, "module");
   QGPU_FIELD(a, b, target, "module");
   QGPU_FIELD(a, b, addressSize, "module");
+  if (auto d = variables(a.shared, b.shared, "module: shared")) return d;
   QGPU_FIELD(a, b, functions.size(), "module");
   for (size_t i = 0; i < a.functions.size(); ++i)
     if (auto d = function(a.functions[i], b.functions[i])) return d;

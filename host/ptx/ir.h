@@ -56,6 +56,7 @@ struct Modifiers {
   StateSpace space = StateSpace::None;  // ld/st/atom/cvta (.global .shared .param; None = generic)
   bool toSpace = false;          // cvta.to.<space>
   bool nc = false;               // ld.global.nc
+  bool isVolatile = false;       // ld/st.volatile: a plain access here (docs/lowering.md)
   bool uni = false;              // bra.uni, call.uni
   bool lo = false, hi = false, wide = false;  // mul / mad
   bool sync = false;             // shfl.sync, vote.sync, barrier.sync
@@ -129,6 +130,9 @@ struct Variable {    // a `.param` or `.shared` declaration
   uint32_t align = 0;
   uint32_t bytes = 0;   // size in bytes (arrays: element size * count)
   uint32_t scope = 0;   // declaring scope (Function::scopes); 0 for params, returns, body-level
+  bool external = false;  // module `.extern .shared ... name[]`: the launch's dynamic shared
+                          // memory (bytes = 0); every such variable starts at the same address
+  std::string linkage;  // module-scope only: "" (internal), ".visible", ".weak" or ".extern"
   SourceLoc loc;
 };
 
@@ -151,6 +155,7 @@ struct Module {
   std::string version;   // "6.4", "9.0"
   std::string target;    // "sm_75"
   int addressSize = 64;
+  std::vector<Variable> shared;  // module-scope .shared variables, in declaration order
   std::vector<Function> functions;
   std::string file;      // for messages
 };

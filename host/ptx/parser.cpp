@@ -262,6 +262,15 @@ class Parser {
     const Token& tok = peek();
     if (tok.kind != Tok::Word) return syntax(tok, "a directive ('.entry', '.func', ...)");
     std::string_view w = tok.text;
+    // Module-scope shared memory: `[.visible|.weak|.extern] .shared [.align A] .TYPE name[N];`
+    // (clang's form of a module `__shared__` array and of the SharedMemory<T> helper) and
+    // `.extern .shared ... name[];`, an `extern __shared__` array sized by the launch.
+    if ((w == ".visible" || w == ".weak" || w == ".extern") && peek(1).kind == Tok::Word &&
+        peek(1).text == ".shared") {
+      next();
+      return moduleShared(tok, std::string(w));
+    }
+    if (w == ".shared") return moduleShared(tok, "");
     if (w == ".visible") {
       next();
       return function(true);
@@ -273,7 +282,7 @@ class Parser {
       skipLine();
       return Ok{};
     }
-    if (w == ".global" || w == ".const" || w == ".shared" || w == ".local")
+    if (w == ".global" || w == ".const" || w == ".local")
       return err(ErrorKind::PtxUnsupported, tok,
                  "module-level '" + std::string(w) + "' variable at line " +
                      std::to_string(tok.line) + " (kernels get memory through parameters)");
@@ -285,6 +294,21 @@ class Parser {
       return err(ErrorKind::PtxUnsupported, tok,
                  "directive '" + describe(w) + "' at line " + std::to_string(tok.line));
     return syntax(tok, "a directive ('.entry', '.func', ...)");
+  }
+
+  Status moduleShared(const Token& start, std::string linkage) {
+    next();  // .shared
+    QGPU_TRY(v, variable(start, /*allowUnsized=*/linkage == ".extern"));
+    v.linkage = std::move(linkage);
+    if (v.linkage == ".extern" && !v.external)
+      return err(ErrorKind::PtxUnsupported, start,
+                 "'.extern .shared' variable '" + v.name + "' with a size at line " +
+                     std::to_string(start.line) + " (only the unsized dynamic form `name[]`)");
+    for (const Variable& w : module_.shared)
+      if (w.name == v.name)
+        return err(ErrorKind::PtxInvalid, start, "shared variable '" + v.name + "' is declared twice");
+    module_.shared.push_back(std::move(v));
+    return expect(';', "after a variable declaration");
   }
 
   Status pragma() {
@@ -312,7 +336,7 @@ class Parser {
   }
 
   // The part of a variable declaration after its state space, up to (not including) ';' / ','.
-  Expected<Variable> variable(const Token& start) {
+  Expected<Variable> variable(const Token& start, bool allowUnsized = false) {
     Variable v;
     v.loc = loc(start);
     if (isWord(".align")) {
@@ -347,9 +371,15 @@ class Parser {
     uint64_t bytes = static_cast<uint64_t>(bits(ty) / 8);
     while (peek().is('[')) {
       const Token& open = next();
-      if (peek().is(']'))
-        return err(ErrorKind::PtxUnsupported, open,
-                   "unsized array '" + v.name + "[]' at line " + std::to_string(open.line));
+      if (peek().is(']')) {
+        if (!allowUnsized || v.external)
+          return err(ErrorKind::PtxUnsupported, open,
+                     "unsized array '" + v.name + "[]' at line " + std::to_string(open.line));
+        next();
+        v.external = true;
+        bytes = 0;
+        continue;
+      }
       QGPU_TRY(count, smallNumber("an array size", 1u << 24));
       bytes *= count;
       if (bytes > (1u << 24))
@@ -730,6 +760,7 @@ class Parser {
           return true;
         }
         if (op == Opcode::Ld && p == "nc") return flag(m.nc);
+        if ((op == Opcode::Ld || op == Opcode::St) && p == "volatile") return flag(m.isVolatile);
         if (op == Opcode::Cvta && p == "to") return flag(m.toSpace);
         if (op == Opcode::Atom) {
           if (auto a = atomOpFromName(p)) {
@@ -738,8 +769,21 @@ class Parser {
           }
         }
         return false;
+      case Opcode::Membar:  // membar.{cta,gl,sys}
+        if (p == "cta" || p == "gl" || p == "sys") return setSub(m, p);
+        return false;
+      case Opcode::Fence:  // fence.{sc,acq_rel}.{cta,gpu,sys}
+        if (m.sub.empty()) return (p == "sc" || p == "acq_rel") && setSub(m, p);
+        if (m.sub.find('.') == std::string::npos && (p == "cta" || p == "gpu" || p == "sys")) {
+          m.sub += ".";
+          m.sub += p;
+          return true;
+        }
+        return false;
       case Opcode::Mul:
       case Opcode::Mad:
+      case Opcode::Mul24:
+        if (op == Opcode::Mul24 && p == "wide") return false;
         if (p == "lo") return !m.hi && !m.wide && flag(m.lo);
         if (p == "hi") return !m.lo && !m.wide && flag(m.hi);
         if (p == "wide") return !m.lo && !m.hi && flag(m.wide);

@@ -19,7 +19,8 @@ std::string variable(const char* space, const Variable& v) {
   if (v.align) out += " .align " + std::to_string(v.align);
   out += std::string(" .") + typeName(v.type) + " " + v.name;
   uint32_t elem = static_cast<uint32_t>(bits(v.type) / 8);
-  if (elem != 0 && v.bytes != elem) out += "[" + std::to_string(v.bytes / elem) + "]";
+  if (v.external) out += "[]";
+  else if (elem != 0 && v.bytes != elem) out += "[" + std::to_string(v.bytes / elem) + "]";
   return out;
 }
 
@@ -42,6 +43,9 @@ class Printer {
     out_ += ".version " + m_.version + "\n";
     out_ += ".target " + m_.target + "\n";
     out_ += ".address_size " + std::to_string(m_.addressSize) + "\n";
+    for (const Variable& v : m_.shared)
+      out_ += (v.linkage.empty() ? "" : v.linkage + " ") + variable(".shared", v) + ";\n";
+    if (!m_.shared.empty()) out_ += "\n";
     for (const Function& f : m_.functions) function(f);
     return std::move(out_);
   }
@@ -192,12 +196,16 @@ class Printer {
     auto add = [&](const std::string& piece) { s += "." + piece; };
     switch (in.op) {
       case Opcode::Ld: case Opcode::St: case Opcode::Atom: case Opcode::Cvta:
+        if (m.isVolatile) add("volatile");
         if (m.toSpace) add("to");
         if (m.space != StateSpace::None) add(spaceName(m.space));
         if (m.nc) add("nc");
         if (m.atom != AtomOp::None) add(atomOpName(m.atom));
         break;
-      case Opcode::Mul: case Opcode::Mad:
+      case Opcode::Membar: case Opcode::Fence:
+        if (!m.sub.empty()) add(m.sub);
+        break;
+      case Opcode::Mul: case Opcode::Mad: case Opcode::Mul24:
         if (m.lo) add("lo");
         if (m.hi) add("hi");
         if (m.wide) add("wide");

@@ -31,8 +31,10 @@ Shape shapeOf(const Instruction& in) {
   switch (in.op) {
     case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Rem:
     case Opcode::And: case Opcode::Or: case Opcode::Xor: case Opcode::Shl: case Opcode::Shr:
-    case Opcode::Min: case Opcode::Max:
+    case Opcode::Min: case Opcode::Max: case Opcode::Mul24:
       return {1, 1, 2, 2, 1};
+    case Opcode::Membar: case Opcode::Fence: return {0, 0, 0, 0, 0};
+    case Opcode::Sad:
     case Opcode::Mad: case Opcode::Selp: case Opcode::Bfe: case Opcode::Prmt: case Opcode::Shf:
       return {1, 1, 3, 3, 1};
     case Opcode::Abs: case Opcode::Neg: case Opcode::Not: case Opcode::Popc: case Opcode::Clz:
@@ -188,6 +190,10 @@ constexpr TypeRule kTypeRules[] = {
     {O::Barrier, F::BarRedPopc, tm(Type::U32), kNone, {S::Same}, {S::B32, S::B32, S::Pred}},
     {O::Barrier, F::BarRedPred, kP, kNone, {S::Pred}, {S::B32, S::B32, S::Pred}},
     {O::Activemask, F::Plain, tm(Type::B32), kNone, {S::Same}, {}},
+    {O::Mul24, F::Plain, tm(Type::U32) | tm(Type::S32), kNone, {S::Same}, {S::Same, S::Same}},
+    {O::Sad, F::Plain, kInt, kNone, {S::Same}, {S::Same, S::Same, S::Same}},
+    {O::Membar, F::Plain, kNone, kNone, {}, {}},
+    {O::Fence, F::Plain, kNone, kNone, {}, {}},
     {O::Bra, F::Plain, kNone, kNone, {}, {S::Free}},
     {O::Call, F::Plain, kNone, kNone, {S::Free}, {S::Free, S::Free}},
     {O::Ret, F::Plain, kNone, kNone, {}, {}},
@@ -262,6 +268,7 @@ class Verifier {
       for (const auto* list : {&f.params, &f.returns, &f.callParams})
         for (const Variable& v : *list) variables_.emplace(v.name, StateSpace::Param);
       for (const Variable& v : f.shared) variables_.emplace(v.name, StateSpace::Shared);
+      for (const Variable& v : m_.shared) variables_.emplace(v.name, StateSpace::Shared);
       QGPU_CHECK(function(f));
     }
     return Ok{};

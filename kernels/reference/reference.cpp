@@ -28,6 +28,7 @@ const std::map<std::string, ReferenceFn, std::less<>>& referenceTable() {
     ref::addBitKernels(t);
     ref::addControlKernels(t);
     ref::addSyncKernels(t);
+    ref::addIdiomKernels(t);
     return t;
   }();
   return table;

@@ -13,5 +13,7 @@ void addReductionKernels(Table& table);  // ref_reduce.cpp: dot, scans, histogra
 void addBitKernels(Table& table);        // ref_bits.cpp: bit intrinsics, division, select
 void addControlKernels(Table& table);    // ref_control.cpp: branches, loops, calls, sorting
 void addSyncKernels(Table& table);       // ref_sync.cpp: atomics, warp votes and shuffles
+void addIdiomKernels(Table& table);     // ref_idioms.cpp: public-code idioms (intrinsics, templates,
+                                         // dynamic shared, cooperative groups, fences)
 
 }  // namespace qgpu::kernels::ref

@@ -187,7 +187,9 @@ const BadHeader kBadHeaders[] = {
     {"ScalarDeclaredAsPointer", "unsigned n)", "unsigned* n)", 6, "declares it a pointer"},
     {"ArrayDeclaredByValue", "int* out,", "int out,", 5, "declares it by value"},
     {"TypeDiffers", "unsigned n)", "int n)", 6, "u32 but the kernel declares i32"},
-    {"UnsupportedType", "unsigned n)", "char n)", 6, "unsupported type"},
+    {"UnsupportedType", "unsigned n)", "float n)", 6, "unsupported type 'float'"},
+    {"LaunchSharedOver126", "block=4", "block=4 shared=127", 3, "shared 127 out of range 0..126"},
+    {"LaunchSharedTwice", "block=4", "block=4 shared=1 shared=2", 3, "twice"},
     {"ParamCountDiffers", "unsigned n)", "unsigned n, int m)", 12, "3 param lines"},
 };
 

@@ -2,6 +2,7 @@
 // (spot checks whose expected values are read off the committed .ptx files by hand) and its
 // syntax/unsupported errors with their locations.
 #include "host/ptx/parser.h"
+#include "host/ptx/compare.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -382,8 +383,11 @@ TEST(PtxParser, RejectsFloatImmediate) {
 TEST(PtxParser, RejectsUnknownModifier) {
   expectError(kernel("add.sat.s32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
               "unsupported modifier '.sat' on 'add'");
-  expectError(kernel("ld.volatile.global.u32 %r1, [%rd1];\nret;\n"), ErrorKind::PtxUnsupported,
-              kBodyLine, 1, "'.volatile'");
+  expectError(kernel("ld.volatile.volatile.global.u32 %r1, [%rd1];\nret;\n"), ErrorKind::PtxUnsupported,
+              kBodyLine, 1, "'.volatile'");  // once is a plain access; twice is refused
+  expectError(kernel("membar.gpu;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1, "'.gpu' on 'membar'");
+  expectError(kernel("mul24.wide.u32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
+              "'.wide' on 'mul24'");
 }
 
 TEST(PtxParser, RejectsMissingSemicolon) {
@@ -471,8 +475,44 @@ TEST(PtxParser, RejectsModuleLevelVariables) {
   expectError(std::string(head) + ".global .align 4 .u32 counter;\n", ErrorKind::PtxUnsupported, 4, 1,
               "module-level '.global' variable at line 4");
   expectError(std::string(head) + ".const .u32 c;\n", ErrorKind::PtxUnsupported, 4, 1, "'.const'");
-  expectError(std::string(head) + ".extern .shared .align 4 .b8 dyn[];\n", ErrorKind::PtxUnsupported,
+  expectError(std::string(head) + ".extern .global .align 4 .b8 g[];\n", ErrorKind::PtxUnsupported,
               4, 1, "'.extern'");
+  expectError(std::string(head) + ".extern .shared .align 4 .b8 s[16];\n", ErrorKind::PtxUnsupported,
+              4, 1, "only the unsized dynamic form");
+  expectError(std::string(head) + ".visible .shared .align 4 .b8 s[];\n", ErrorKind::PtxUnsupported,
+              4, 32, "unsized array 's[]'");
+  expectError(std::string(head) + ".shared .u32 s;\n.weak .shared .u32 s;\n", ErrorKind::PtxInvalid, 5, 1,
+              "declared twice");
+}
+
+// clang's module __shared__ (`.visible`), the SharedMemory<T> helper's (`.weak`), an internal
+// one, and nvcc's and clang's `extern __shared__ T s[]` (`.extern`, unsized): all parse, print
+// back with their linkage and are usable from a kernel.
+TEST(PtxParser, ReadsModuleSharedVariables) {
+  std::string text =
+      ".version 6.4\n.target sm_75\n.address_size 64\n"
+      ".visible .shared .align 4 .b8 a[32];\n"
+      ".weak .shared .align 4 .u32 b;\n"
+      ".shared .align 8 .b8 c[8];\n"
+      ".extern .shared .align 16 .b8 dyn[];\n"
+      ".visible .entry k()\n{\n.reg .b32 %r<3>;\n"
+      "ld.shared.u32 %r1, [dyn+4];\nmov.u32 %r2, a;\nst.shared.u32 [b], %r1;\nret;\n}\n";
+  Module m = mustParse(text);
+  ASSERT_EQ(m.shared.size(), 4u);
+  EXPECT_EQ(m.shared[0].linkage, ".visible");
+  EXPECT_EQ(m.shared[0].bytes, 32u);
+  EXPECT_EQ(m.shared[1].linkage, ".weak");
+  EXPECT_EQ(m.shared[2].linkage, "");
+  EXPECT_EQ(m.shared[2].align, 8u);
+  EXPECT_TRUE(m.shared[3].external);
+  EXPECT_EQ(m.shared[3].bytes, 0u);
+  EXPECT_FALSE(m.shared[0].external);
+  EXPECT_TRUE(verify(m).ok()) << verify(m).error().str();
+  std::string printed = print(m);
+  EXPECT_THAT(printed, HasSubstr(".extern .shared .align 16 .b8 dyn[];"));
+  EXPECT_THAT(printed, HasSubstr(".weak .shared .align 4 .u32 b;"));
+  Module again = mustParse(printed);
+  EXPECT_EQ(firstDifference(m, again), std::nullopt);
 }
 
 TEST(PtxParser, RejectsDeepNesting) {

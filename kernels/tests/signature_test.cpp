@@ -1,0 +1,185 @@
+// qgpu/kernels/tests/signature_test.cpp — the kernel file's __global__ signature as people write
+// it: typedef'd and fixed-width types, default arguments, __launch_bounds__, template kernels and
+// their instantiation; sub-word, vector and 64-bit element types refused with the source line; the
+// launch line's `shared=W` (label cpu).
+#include "kernels/signature.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/catalog.h"
+
+namespace qgpu::kernels {
+namespace {
+
+// Header lines 1..6, then the extra header line if any, a blank line, the source (line 8, or 9).
+std::string kernelFile(const std::string& extraHeader, const std::string& body,
+                       const std::string& types = "i32 i32 u32") {
+  std::string t[3];
+  size_t k = 0;
+  for (size_t at = 0; at <= types.size() && k < 3;) {
+    size_t sp = types.find(' ', at);
+    if (sp == std::string::npos) sp = types.size();
+    t[k++] = types.substr(at, sp - at);
+    at = sp + 1;
+  }
+  return "// qgpu-kernel: k\n"
+         "// summary: test kernel\n"
+         "// launch: grid=1 block=4\n"
+         "// param: a in " + t[0] + "[2] = 1 2\n"
+         "// param: out out " + t[1] + "[2]\n"
+         "// param: n scalar " + t[2] + " = 2\n" +
+         extraHeader + "\n" + body;
+}
+
+Expected<KernelSpec> parse(const std::string& text) {
+  return parseKernelTextWithoutExpect(text, "k.cu");
+}
+
+TEST(KernelSignature, AcceptsFixedWidthAndTypedefNames) {
+  auto spec = parse(kernelFile("", "__global__ void k(const std::int32_t* a, int32_t* out, uint32_t n) {}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  auto spec2 = parse(kernelFile("", "__global__ void k(const uint* a, unsigned int* out, unsigned n) {}\n",
+                                "u32 u32 u32"));
+  ASSERT_TRUE(spec2.ok()) << spec2.error().str();
+  EXPECT_EQ(spec2->params[0].type, ElemType::U32);
+}
+
+TEST(KernelSignature, SignednessIsCheckedThroughTheTypedef) {
+  auto spec = parse(kernelFile("", "__global__ void k(const int* a, int* out, int32_t n) {}\n"));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.error().kind, ErrorKind::KernelFile);
+  EXPECT_NE(spec.error().message.find("u32 but the kernel declares i32 ('int32_t')"), std::string::npos)
+      << spec.error().str();
+}
+
+TEST(KernelSignature, AcceptsDefaultArgumentsAndLaunchBoundsAnywhere) {
+  for (const char* head : {"__global__ void __launch_bounds__(16, 1) k(",
+                           "__global__ __launch_bounds__(16) void k(",
+                           "__launch_bounds__(16) __global__ void k("}) {
+    auto spec = parse(kernelFile("", std::string(head) + "const int* a, int* out, unsigned n = (4)) {}\n"));
+    EXPECT_TRUE(spec.ok()) << head << ": " << spec.error().str();
+  }
+}
+
+TEST(KernelSignature, IgnoresKernelsInComments) {
+  auto spec = parse(kernelFile("", "// __global__ void other() {}\n/* __global__ void x(); */\n"
+                                   "__global__ void k(int* a, int* out, unsigned n) {}\n"));
+  EXPECT_TRUE(spec.ok()) << spec.error().str();
+}
+
+const std::string kTemplate =
+    "template <class T, unsigned B = 4>\n"
+    "__global__ void k(const T* __restrict__ a, T* out, unsigned n) { out[0] = a[0] + B; }\n";
+
+TEST(KernelSignature, ExplicitInstantiationIsNotASecondKernel) {
+  auto spec = parse(kernelFile("", kTemplate +
+                                       "template __global__ void k<int, 8>(const int*, int*, unsigned);\n"));
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  EXPECT_EQ(spec->instantiation, "k<int, 8>");
+  EXPECT_EQ(spec->source.find("qgpu: the instantiation"), std::string::npos);  // nothing appended
+}
+
+TEST(KernelSignature, TemplateHeaderAppendsTheInstantiation) {
+  auto spec = parse(kernelFile("// template: k<unsigned>\n", kTemplate, "u32 u32 u32"));
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  EXPECT_EQ(spec->instantiation, "k<unsigned, 4>");  // B from its default
+  EXPECT_NE(spec->source.find("template __global__ void k<unsigned, 4>(const unsigned* __restrict__, "
+                              "unsigned*, unsigned);"),
+            std::string::npos)
+      << spec->source;
+}
+
+TEST(KernelSignature, TemplateArgumentsDecideTheElementType) {
+  auto spec = parse(kernelFile("// template: k<int, 2>\n", kTemplate, "u32 u32 u32"));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.error().message.find("u32 but the kernel declares i32"), std::string::npos)
+      << spec.error().str();
+}
+
+struct BadSignature {
+  const char* what;
+  std::string header;
+  std::string body;
+  ErrorKind kind;
+  uint32_t line;
+  const char* message;
+};
+
+class KernelSignatureRejects : public ::testing::TestWithParam<BadSignature> {};
+
+TEST_P(KernelSignatureRejects, WithKindLineAndMessage) {
+  const BadSignature& bad = GetParam();
+  auto spec = parse(kernelFile(bad.header, bad.body));
+  ASSERT_FALSE(spec.ok()) << bad.what << " was accepted";
+  EXPECT_EQ(spec.error().kind, bad.kind) << spec.error().str();
+  EXPECT_EQ(spec.error().loc.file, "k.cu");
+  EXPECT_EQ(spec.error().loc.line, bad.line) << spec.error().str();
+  EXPECT_NE(spec.error().message.find(bad.message), std::string::npos) << spec.error().str();
+}
+
+const std::string kInst = "template __global__ void k<int>(const int*, int*, unsigned);\n";
+
+const BadSignature kBadSignatures[] = {
+    {"TemplateWithoutInstantiation", "", kTemplate, ErrorKind::KernelFile, 9, "needs the instantiation"},
+    {"TemplateHeaderOnPlainKernel", "// template: k<int>\n",
+     "__global__ void k(int* a, int* out, unsigned n) {}\n", ErrorKind::KernelFile, 7, "not a template"},
+    {"InstantiationOfPlainKernel", "",
+     "__global__ void k(int* a, int* out, unsigned n) {}\n" + kInst, ErrorKind::KernelFile, 9,
+     "not a template kernel"},
+    {"TwoInstantiations", "", kTemplate + kInst + kInst, ErrorKind::KernelFile, 11,
+     "instantiates one kernel"},
+    {"HeaderAndOwnInstantiation", "// template: k<int>\n", kTemplate + kInst, ErrorKind::KernelFile,
+     7, "give one"},
+    {"MalformedTemplateHeader", "// template: reduce<int>\n", kTemplate, ErrorKind::KernelFile, 7,
+     "`template:` must be `k<ARGS>`"},
+    {"TooManyTemplateArguments", "// template: k<int, 1, 2>\n", kTemplate, ErrorKind::KernelFile, 7,
+     "2 template parameters but 3"},
+    {"InstantiationWithoutArguments", "",
+     kTemplate + "template __global__ void k(const int*, int*, unsigned);\n", ErrorKind::KernelFile,
+     10, "must name its template arguments"},
+    {"BoolArray", "", "\n__global__ void k(const bool* a, int* out, unsigned n) {}\n",
+     ErrorKind::PtxUnsupported, 9, "array parameter 'a' of type 'bool' (8-bit elements)"},
+    {"ShortArrayOnItsOwnLine", "", "__global__ void k(\n    const unsigned short* a,\n int* out, unsigned n) {}\n",
+     ErrorKind::PtxUnsupported, 9, "'unsigned short' (16-bit elements) needs byte/halfword memory"},
+    {"CharScalar", "", "__global__ void k(int* a, int* out, uint8_t n) {}\n", ErrorKind::PtxUnsupported,
+     8, "parameter 'n' of type 'uint8_t'"},
+    {"VectorArray", "", "__global__ void k(const int4* a, int* out, unsigned n) {}\n",
+     ErrorKind::PtxUnsupported, 8, "vector elements"},
+    {"WideScalar", "", "__global__ void k(int* a, int* out, unsigned long long n) {}\n",
+     ErrorKind::PtxUnsupported, 8, "is 64-bit"},
+    {"TemplateSubWord", "// template: k<char>\n", kTemplate, ErrorKind::PtxUnsupported, 10,
+     "of type 'char'"},
+    {"Reference", "", "__global__ void k(int* a, int* out, unsigned& n) {}\n", ErrorKind::KernelFile, 8,
+     "is a reference"},
+    {"UnknownType", "", "__global__ void k(float* a, int* out, unsigned n) {}\n", ErrorKind::KernelFile, 4,
+     "unsupported type 'float'"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Signatures, KernelSignatureRejects, ::testing::ValuesIn(kBadSignatures),
+                         [](const auto& info) { return std::string(info.param.what); });
+
+TEST(KernelSignature, EveryTableSpellingIsFound) {
+  for (const CTypeRow& row : cTypeTable()) EXPECT_EQ(findCType(row.spelling), &row) << row.spelling;
+  EXPECT_EQ(findCType("float"), nullptr);
+}
+
+TEST(KernelLaunch, SharedWordsReachTheLaunchImage) {
+  std::string text = kernelFile("", "__global__ void k(int* a, int* out, unsigned n) {}\n");
+  text.replace(text.find("block=4"), 7, "block=4 shared=16");
+  auto spec = parse(text);
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  EXPECT_EQ(spec->dynamicSharedWords, 16u);
+  for (auto& p : spec->params) p.hasExpect = true, p.expect = p.init;
+  auto image = layout(*spec);
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->dynamicSharedWords, 16u);
+}
+
+TEST(KernelLaunch, SharedDefaultsToZero) {
+  auto spec = parse(kernelFile("", "__global__ void k(int* a, int* out, unsigned n) {}\n"));
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->dynamicSharedWords, 0u);
+}
+
+}  // namespace
+}  // namespace qgpu::kernels
