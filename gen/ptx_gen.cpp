@@ -613,6 +613,7 @@ Expected<PtxCheck> checkPtxCase(const PtxCase& c) {
   PtxCheck out;
   lower::LowerOptions lo;
   lo.params = c.params;
+  lo.verifyPasses = true;  // name the pass when VIR breaks (host/lower/verify_vfunc.h)
   auto program = lower::lower(*module, lo);
   machine::Launch ml;
   ml.gridX = c.gridX;

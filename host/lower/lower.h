@@ -29,6 +29,8 @@ struct LowerOptions {
   std::vector<uint32_t> params;  // one value per entry .param, in order: a pointer is the BYTE
                                  // address of its array in machine global memory; a scalar is
                                  // its value
+  bool verifyPasses = false;     // check VIR's invariants after every pass, naming the pass that
+                                 // broke them (host/lower/verify_vfunc.h; also QGPU_VERIFY_VIR=1)
 };
 
 struct LowerStats {

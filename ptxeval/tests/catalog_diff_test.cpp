@@ -68,6 +68,7 @@ Case runCase(const kernels::KernelSpec& spec, const std::string& compiler) {
   lower::LowerOptions lo;
   lo.entry = (*entry)->name;
   lo.params = image->params;
+  lo.verifyPasses = true;
   auto program = lower::lower(*module, lo);
   if (!program) return fail("lowering refused: " + program.error().str()), c;
   machine::Launch ml = image->toMachineLaunch();

@@ -40,6 +40,7 @@ std::vector<uint64_t> numbers(const std::string& s) {
 // What lowering + the interpreter give: the final memory, or why there is none.
 Expected<std::array<uint32_t, kGlobalWords>> lowered(const ptx::Module& m, const Launch& l) {
   lower::LowerOptions lo;
+  lo.verifyPasses = true;
   for (uint64_t p : l.params) lo.params.push_back(static_cast<uint32_t>(p));
   QGPU_TRY(program, lower::lower(m, lo));
   machine::Launch ml;
