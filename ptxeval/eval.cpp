@@ -316,6 +316,10 @@ class Evaluator {
         return unsupported(in, "a barrier reduction while other threads wait at " + where(it));
     }
     if (reduction) {
+      // PTX does not say what an exited thread contributes to bar.red (CUDA requires every thread
+      // to reach __syncthreads_and/or/count); the lowering counts %ntid.x, this reduces over the
+      // live threads: with exited threads the .and result may differ, so it is unspecified.
+      if (at.size() != threads.size()) noteUnspecified(in, "a barrier reduction after some threads exited");
       uint32_t count = 0;
       for (uint32_t t : at) {
         Frame& ft = threads[t].top();

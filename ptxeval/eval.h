@@ -36,7 +36,9 @@
 //   instruction and its line.
 // - What PTX leaves unspecified gets the machine's documented value (so an unguarded speculative
 //   division still compares) and is COUNTED in `EvalResult::unspecified` with the first
-//   occurrence described: division or remainder by zero, signed division of the minimum by -1.
+//   occurrence described: division or remainder by zero, signed division of the minimum by -1,
+//   a barrier reduction (bar.red) reached after some threads of the CTA exited (the reduction
+//   is over the live threads; lowering's bar.red.and compares with %ntid.x, so they differ).
 //   A generator that claims to be UB-free checks that this count is 0.
 // - `%laneid` = tid % 4, `%warpid` = tid / 4, `WARP_SZ` = 4 (the machine's warp), `.y/.z`
 //   indices 0 and extents 1 (launches are 1-D). Shuffles follow the PTX formula on lanes 0..3; a

@@ -204,6 +204,18 @@ TEST(PtxEval, BarrierReductionsCountOverTheCta) {
   for (int t = 0; t < 6; ++t) EXPECT_EQ(r.global[t], 0x103u) << "thread " << t;
 }
 
+TEST(PtxEval, BarrierReductionAfterAnExitIsUnspecified) {
+  // Thread 3 exits; threads 0..2 reduce p = true with .and: over the live threads it is true.
+  EvalResult r = evalOk(kernel("\tsetp.eq.u32 %p1, %r1, 3;\n\t@%p1 bra $L__end;\n"
+                               "\tsetp.lt.u32 %p2, %r1, 3;\n\tbar.red.and.pred %p3, 0, %p2;\n"
+                               "\tselp.u32 %r2, 1, 0, %p3;\n\tst.global.u32 [%rd4], %r2;\n$L__end:\n"),
+                        4);
+  EXPECT_EQ(r.global[0], 1u);
+  EXPECT_EQ(r.global[3], 0u);
+  EXPECT_GE(r.unspecified, 1u);
+  EXPECT_NE(r.firstUnspecified.find("exited"), std::string::npos) << r.firstUnspecified;
+}
+
 TEST(PtxEval, ShuffleDownWidth4AndBallot) {
   // v = 10 * t; shfl.down by 1 with c = 0x1c1f: lanes 0..2 read lane + 1, lane 3 itself;
   // the second warp (threads 4, 5) has two lanes: thread 5 reads itself.
