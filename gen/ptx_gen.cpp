@@ -231,7 +231,13 @@ class Generator {
         label(end);
         break;
       }
-      case Region::Shared: sharedExchange(); break;
+      case Region::Shared:
+        if (rng_.chance(p_.barRedProb)) {
+          barrierReduction();
+        } else {
+          sharedExchange();
+        }
+        break;
       case Region::Warp: warpOp(); break;
       case Region::EarlyExit: {
         std::string p = condition();
@@ -362,7 +368,16 @@ class Generator {
     ins("mul.wide.u32", a + ", " + t + ", 4");
     ins("add.s64", b + ", " + inPtr_ + ", " + a);
     std::string addr = "[" + b + (off ? "+" + std::to_string(4 * off) : "") + "]";
-    ins(rng_.chance(p_.ncProb) ? "ld.global.nc.u32" : "ld.global.u32", d.reg + ", " + addr);
+    std::string ld = rng_.chance(p_.ncProb) ? "ld.global.nc" : "ld.global";
+    if (rng_.chance(p_.subWordProb)) {
+      // A byte or half-word of the word, at an offset inside it: aligned, still inside `in`.
+      static const char* kTypes[] = {"u8", "s8", "u16", "s16"};
+      uint32_t k = rng_.below(4), within = k < 2 ? rng_.below(4) : 2 * rng_.below(2);
+      addr = "[" + b + "+" + std::to_string(4 * off + within) + "]";
+      ins(ld + "." + kTypes[k], d.reg + ", " + addr);
+    } else {
+      ins(ld + ".u32", d.reg + ", " + addr);
+    }
     define(d);
   }
 
@@ -403,6 +418,13 @@ class Generator {
         break;
       }
       default: break;
+    }
+    if (rng_.chance(0.25)) {  // a 64-bit equality reads both halves
+      std::string p = pr(), c = rd();
+      ins("cvt.u64.u32", c + ", " + pick());
+      ins(rng_.chance(0.5) ? "setp.eq.s64" : "setp.ne.s64", p + ", " + b + ", " + c);
+      emit("selp.b32", src() + ", " + src() + ", " + p);
+      return;
     }
     std::string e = rd();
     ins("shr.u64", e + ", " + b + ", " + std::to_string(p_.minWideShift + rng_.below(64 - p_.minWideShift)));
@@ -448,6 +470,37 @@ class Generator {
     Dest d = dest();
     ins("ld.shared.u32", d.reg + ", [" + theirs + off + "]");
     define(d);
+  }
+
+  // __syncthreads_count / _and / _or: every thread live (no early exit before), uniform flow.
+  void barrierReduction() {
+    std::string p = condition();
+    if (p[0] == '!') {
+      std::string q = pr();
+      ins("not.pred", q + ", " + p.substr(1));
+      p = q;
+    }
+    const std::string bar = "bar.red";  // both compilers spell __syncthreads_count/and/or so
+    switch (rng_.below(3)) {
+      case 0: {  // never guarded: a barrier must be reached by every thread
+        Dest d = dest();
+        ins(bar + ".popc.u32", d.reg + ", 0, " + p);
+        define(d);
+        break;
+      }
+      case 1: {
+        std::string q = pr();
+        ins(bar + ".and.pred", q + ", 0, " + p);
+        emit("selp.u32", "1, 0, " + q);
+        break;
+      }
+      default: {
+        std::string q = pr();
+        ins(bar + ".or.pred", q + ", 0, " + p);
+        emit("selp.u32", "1, 0, " + q);
+        break;
+      }
+    }
   }
 
   void warpOp() {
@@ -537,7 +590,7 @@ Status validate(const PtxPolicy& p) {
   if (p.maxGrid * p.maxBlockX > 126 - kOutWord) return bad("maxGrid * maxBlockX must leave out one word per thread (<= 102)");
   if (p.maxSlots < 1 || p.maxSlots > 8) return bad("maxSlots must be 1..8");
   if (p.minWideShift > 63) return bad("minWideShift must be 0..63");
-  for (double x : {p.immProb, p.smallImmProb, p.freshProb, p.guardProb, p.ncProb})
+  for (double x : {p.immProb, p.smallImmProb, p.freshProb, p.guardProb, p.ncProb, p.subWordProb, p.barRedProb})
     if (!prob(x)) return bad("probabilities must be in [0, 1]");
   if (p.wStraight + p.wIf + p.wIfElse + p.wLoop + p.wShared + p.wWarp + p.wEarlyExit == 0)
     return bad("every region weight is 0");

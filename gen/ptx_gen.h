@@ -4,13 +4,13 @@
 // YARPGen style, as gen/program_gen.h: every probability and limit is a field of `PtxPolicy` (one
 // X-macro table, QGPU_PTXGEN_POLICY_FIELDS), a case is a pure function of (generator version,
 // policy, seed), and the first line of every generated file is `describePtx(policy, seed)`:
-//   // qgpu-gen ptx v1 seed=S policy: maxRegions=4 ...
+//   // qgpu-gen ptx v2 seed=S policy: maxRegions=4 ...
 //
 // The kernel: `.entry gen(.param .u64 in, .param .u64 out, .param .u64 acc, .param .u32 k)`;
 // `in` is read-only (16 words), `out` gives each thread (global id g) its own `slots` words,
 // `acc` (8 words) takes commutative atomics, one word per operation. The body is a sequence of regions — straight code,
 // if, if-else, counted loops (to maxDepth), and at the top level only: shared-memory exchanges
-// through a barrier, warp shuffles and votes (only when blockX is a multiple of 4), early exits.
+// through a barrier, barrier reductions (bar.red.popc/and/or), warp shuffles and votes (only when blockX is a multiple of 4), early exits.
 //
 // By construction:
 //   - ptxas-valid (the `tools` test gen_ptx_ptxas_test runs ptxas -arch=sm_90 on a few hundred);
@@ -36,7 +36,7 @@
 
 namespace qgpu::gen {
 
-inline constexpr int kPtxGeneratorVersion = 1;
+inline constexpr int kPtxGeneratorVersion = 2;  // bump when (policy, seed) gives another case
 
 enum class PtxDialect : uint8_t { Clang, Nvcc };
 const char* dialectName(PtxDialect d);  // "clang" / "nvcc"
@@ -56,6 +56,7 @@ const char* dialectName(PtxDialect d);  // "clang" / "nvcc"
   X(uint32_t, wIfElse, 2, "weight of if-then-else")                                                \
   X(uint32_t, wLoop, 2, "weight of a counted loop")                                                \
   X(uint32_t, wShared, 1, "weight of a shared-memory exchange through bar.sync (top level)")       \
+  X(double, barRedProb, 0.3, "a shared region is bar.red.{popc,and,or} instead (top level)")       \
   X(uint32_t, wWarp, 1, "weight of a shuffle or vote (top level, full warps)")                     \
   X(uint32_t, wEarlyExit, 1, "weight of an early exit of some threads (top level)")                \
   /* ---- Instruction families (relative weights) ---- */                                          \
@@ -76,6 +77,7 @@ const char* dialectName(PtxDialect d);  // "clang" / "nvcc"
   X(double, freshProb, 0.6, "a result goes to a fresh register rather than an existing one")       \
   X(double, guardProb, 0.05, "an instruction overwriting an existing register is predicated")      \
   X(double, ncProb, 0.3, "a load is ld.global.nc")                                                 \
+  X(double, subWordProb, 0.2, "a load is ld.global.{u8,s8,u16,s16} of a part of the word")         \
   X(uint32_t, minWideShift, 1,                                                                     \
     "shr.u64 amounts are minWideShift..63 (0 hits corpus/bugs/shr64-by-zero while open)")          \
   /* ---- Launch ---- */                                                                           \

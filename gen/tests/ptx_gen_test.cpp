@@ -29,7 +29,7 @@ TEST(PtxGen, ACaseIsAFunctionOfPolicySeedAndDialect) {
   PtxCase a = gen(7, PtxDialect::Nvcc), b = gen(7, PtxDialect::Nvcc), c = gen(8, PtxDialect::Nvcc);
   EXPECT_EQ(a.ptx, b.ptx);
   EXPECT_NE(a.ptx, c.ptx);
-  EXPECT_EQ(a.ptx.rfind("// qgpu-gen ptx v1 seed=7 policy: ", 0), 0u) << a.ptx.substr(0, 80);
+  EXPECT_EQ(a.ptx.rfind("// qgpu-gen ptx v2 seed=7 policy: ", 0), 0u) << a.ptx.substr(0, 80);
   EXPECT_NE(a.header.find("dialect=nvcc"), std::string::npos);
 }
 
@@ -66,13 +66,15 @@ TEST(PtxGen, DialectsUseTheirCompilersSpellings) {
 TEST(PtxGen, LoweredProgramsEqualThePtxEvaluatorOrAreRefusedWithATypedError) {
   int match = 0, refused = 0;
   std::map<std::string, int> reasons;
-  bool sawShared = false, sawShfl = false, sawLoop = false;
+  bool sawShared = false, sawShfl = false, sawLoop = false, sawBarRed = false, sawSubWord = false;
   for (PtxDialect d : {PtxDialect::Clang, PtxDialect::Nvcc})
     for (uint64_t s = 1; s <= 150; ++s) {
       PtxCase c = gen(s, d);
       sawShared |= c.ptx.find("st.shared") != std::string::npos;
       sawShfl |= c.ptx.find("shfl.sync") != std::string::npos;
       sawLoop |= c.ptx.find("rem.u32") != std::string::npos;
+      sawBarRed |= c.ptx.find("bar.red.") != std::string::npos;
+      sawSubWord |= c.ptx.find(".s8 ") != std::string::npos || c.ptx.find(".u16 ") != std::string::npos;
       auto r = checkPtxCase(c);
       ASSERT_TRUE(r.ok()) << r.error().str() << "\n" << c.ptx;
       if (r->verdict == PtxVerdict::Match) {
@@ -86,7 +88,7 @@ TEST(PtxGen, LoweredProgramsEqualThePtxEvaluatorOrAreRefusedWithATypedError) {
   std::printf("random PTX: %d match, %d refused\n", match, refused);
   for (const auto& [why, n] : reasons) std::printf("  %4d  %s\n", n, why.c_str());
   EXPECT_GE(match, 200) << "most cases must reach the comparison";
-  EXPECT_TRUE(sawShared && sawShfl && sawLoop);
+  EXPECT_TRUE(sawShared && sawShfl && sawLoop && sawBarRed && sawSubWord);
 }
 
 // Failing twins: the property reports a case that leaves memory, and one that divides by zero.
