@@ -2,6 +2,7 @@
 // the result with machine::verify() (a violation there is a lowering bug: ErrorKind::Internal).
 #include "host/lower/lower.h"
 
+#include "host/lower/verify_vfunc.h"
 #include "host/lower/vir.h"
 
 #include <vector>
@@ -75,8 +76,13 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
   QGPU_TRY(flat, flatten(module, options));
   TranslateInfo tinfo;
   QGPU_TRY(vf, translate(flat, &tinfo));
+  const bool check = verifyPassesEnabled(options);  // verify_vfunc.h: name the pass that broke VIR
+  auto after = [&](const char* pass) { return check ? verify(vf, pass) : Status(Ok{}); };
+  QGPU_CHECK(after("translate"));
   cleanup(vf);
+  QGPU_CHECK(after("cleanup"));
   simplifyCfg(vf);
+  QGPU_CHECK(after("simplify"));
   // Refuse what cannot fit before the passes whose cost grows with the program (if-conversion,
   // splitting, colouring, each retried): see opCount().
   constexpr size_t kRomOps = size_t{machine::kMaxBlocks} * machine::kMaxOpsPerBlock;
@@ -88,12 +94,18 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
                         std::to_string(machine::kMaxOpsPerBlock) + " ops)");
   VFunc beforeLayout = vf;
   QGPU_CHECK(layout(vf));
+  QGPU_CHECK(after("layout"));
   FinalizeResult fin = finalize(vf);
   if (!fin.result.ok() && fin.tooManyBlocks) {
     // Too many blocks: fold small branch arms into guarded ops and try once more.
     vf = std::move(beforeLayout);
-    for (int k = 0; k < 256 && ifConvert(vf); ++k) simplifyCfg(vf);
+    for (int k = 0; k < 256 && ifConvert(vf); ++k) {
+      QGPU_CHECK(after("ifConvert"));
+      simplifyCfg(vf);
+      QGPU_CHECK(after("simplify (after ifConvert)"));
+    }
     QGPU_CHECK(layout(vf));
+    QGPU_CHECK(after("layout (after ifConvert)"));
     fin = finalize(vf);
   }
   if (!fin.result.ok()) return fin.result.error();

@@ -31,6 +31,8 @@ struct LowerOptions {
                                  // its value
   uint32_t dynamicSharedWords = 0;  // words of dynamic shared memory the launch gives (the
                                     // kernel file's `shared=W`): the `.extern .shared` arrays
+  bool verifyPasses = false;     // check VIR's invariants after every pass, naming the pass that
+                                 // broke them (host/lower/verify_vfunc.h; also QGPU_VERIFY_VIR=1)
 };
 
 struct LowerStats {
