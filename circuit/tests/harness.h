@@ -145,7 +145,7 @@ struct SignCheck {
     return std::to_string(values) + " bits, " + std::to_string(wrongSign) + " wrong, " +
            std::to_string(inexact) + " inexact, " + std::to_string(magnitudes.size()) +
            " magnitude(s), |logit|/nominal in [" + std::to_string(minRatio) + ", " +
-           std::to_string(maxRatio) + "]";
+           std::to_string(maxRatio) + "]" + (first.empty() ? "" : "; first: " + first);
   }
 };
 
@@ -165,7 +165,7 @@ inline void checkBits(SignCheck& c, const std::vector<float>& row, const std::ve
     c.inexact += off ? 1 : 0;
     if ((bad || off) && c.first.empty())
       c.first = where + " probe " + std::to_string(i) + ": expected " + (bits[i] ? "+" : "-") +
-                std::to_string(nominal) + ", logit " + std::to_string(l);
+                std::to_string(nominal) + ", logit " + std::to_string(l) + " (ratio " + std::to_string(mag / nominal - 1) + ")";
   }
 }
 
