@@ -160,15 +160,16 @@ std::vector<int64_t> tokens(size_t n) {
 // checkpoint), so by default the test runs fp32 on 8 checkpoints (16,384 inputs) and bf16 on
 // checkpoint 0 (every edge case + random fill); QGPU_CIRCUIT_FULL=1 runs the 100,352-input
 // measurement of docs/circuit.md §9 in both dtypes (about 10 minutes here).
-int checkpointsFor(ComputeDtype dtype) {
+int checkpointsFor(ComputeDtype dtype, Mode mode) {
   const bool full = std::getenv("QGPU_CIRCUIT_FULL") != nullptr;
-  return full ? 49 : dtype == ComputeDtype::F32 ? 8 : 1;
+  if (dtype == ComputeDtype::BF16) return full ? 49 : 1;
+  return full ? 49 : mode == Mode::Add ? 8 : 2;
 }
 
 void runMany(const Gadget& g, Mode mode, uint32_t seed, const char* name) {
   std::mt19937 rng(seed);
   SignCheck byDtype[2];
-  const int checkpoints = std::max(checkpointsFor(kDtypes[0]), checkpointsFor(kDtypes[1]));
+  const int checkpoints = std::max(checkpointsFor(kDtypes[0], mode), checkpointsFor(kDtypes[1], mode));
   for (int k = 0; k < checkpoints; ++k) {
     std::vector<Input> inputs = k == 0 ? edgeCases(rng) : randomInputs(rng);
     if (k == 0 && mode == Mode::Sub) {  // a == b, 0 − 1, the signed boundary both ways
@@ -179,7 +180,7 @@ void runMany(const Gadget& g, Mode mode, uint32_t seed, const char* name) {
     }
     const std::string dir = checkpoint(g, inputs, name);
     for (int d = 0; d < 2; ++d) {
-      if (k >= checkpointsFor(kDtypes[d])) continue;
+      if (k >= checkpointsFor(kDtypes[d], mode)) continue;
       auto dec = load(dir, kDtypes[d]);
       ASSERT_NE(dec, nullptr);
       check(byDtype[d], inputs, kVocab, run(*dec, tokens(kVocab), Path::Prefill, kBits + 1), mode);
@@ -197,7 +198,7 @@ void runMany(const Gadget& g, Mode mode, uint32_t seed, const char* name) {
   for (int d = 0; d < 2; ++d) {
     EXPECT_TRUE(byDtype[d].ok()) << computeDtypeName(kDtypes[d]) << ": " << byDtype[d].first;
     std::cout << "[" << name << "] " << computeDtypeName(kDtypes[d]) << " prefill, "
-              << checkpointsFor(kDtypes[d]) * kVocab << " inputs: " << byDtype[d].summary() << "\n";
+              << checkpointsFor(kDtypes[d], mode) * kVocab << " inputs: " << byDtype[d].summary() << "\n";
   }
 }
 
