@@ -33,7 +33,7 @@
 //   requantise a field whose dims hold ±r (r = y·u) or, for an empty memory row, exactly 0 →
 //              a clean ±u field; empty → the stated word `emptyValue`. Per bit j two detectors,
 //              P_j: N = k·y·x̂_j − (ky − 1) (on iff x̂ > 0) and M_j: N = −k·y·x̂_j − (ky − 1),
-//              k the least power of two with ky ≥ 2 (off: N ≤ −1 at x = 0, ≤ −(2ky − 1) at −r).
+//              k the power of two with 2 ≤ ky < 4 (off: N ≤ −1 at x = 0, ≤ −(2ky − 1) at −r).
 //              With `lambdaEmpty` > 0 (empty reads possible: their token's MLP sees another norm,
 //              λ_e) one constant unit writes emptyValue scaled for λ_e and P_0, M_0 also cancel
 //              it on present tokens (they fire with λ): 2V + 1 units, exact when λ and λ_e are both
@@ -58,6 +58,10 @@
 //              dim of field i bit j (linear), output exactly u·x̂: n·m units. A selector that
 //              names no field writes 0.
 //   cancel     −x on every dim of a field (linear units; exact when λ is the layout's λ).
+//
+// Errors: Usage for a spec that does not fit (widths, table size, a weight bf16 cannot hold),
+// OverLimit for λG < 89. A refused spec may leave some of its units written in the layer (the
+// UnitWriter writes unit by unit): discard the weights.
 //
 // Failing twin (ctx.lowGainTwin): G is set so that λG = 4 and rule R2 is skipped: off units leak
 // silu(−4) = −0.07 and on units give silu(4) = 3.93 instead of 4, so magnitudes (and, summed,
