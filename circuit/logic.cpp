@@ -1,0 +1,464 @@
+// qgpu/circuit/logic.cpp — see logic.h for the maths.
+#include "circuit/logic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace qgpu::circuit {
+namespace {
+
+Diag usage(const std::string& gadget, const std::string& message) {
+  return makeDiag(ErrorKind::Usage, gadget + " gadget: " + message);
+}
+
+// N = Σ coef·(h[dim]/λ) + constant: a decision in units of λG.
+struct Lin {
+  std::vector<std::pair<int, double>> terms;
+  double constant = 0;
+  Lin shifted(double by) const {
+    Lin l = *this;
+    l.constant += by;
+    return l;
+  }
+};
+
+// A target of a unit's output: `d` units of u added to `dim` when the unit is on at N = 1 (or,
+// for a linear unit, per unit of x̂ of its up dim).
+struct Down {
+  int dim;
+  double d;
+};
+
+// The layer's builder: the context's effective gain, the unit writer, the running report.
+class Builder {
+ public:
+  Builder(UnitWriter& units, const MlpContext& ctx, std::string gadget)
+      : units_(units), ctx_(ctx), gadget_(std::move(gadget)) {
+    gain_ = ctx.lowGainTwin ? 4.0 / ctx.lambda : ctx.gain;
+    lg_ = ctx.lambda * gain_;
+    report_.onMin = lg_;
+    report_.offMax = -lg_;
+  }
+
+  Status check() const {
+    if (ctx_.ballast.dims < 1) return usage(gadget_, "the ballast needs at least 1 dim");
+    if (!(ctx_.lambda > 0) || !(ctx_.unit > 0) || !(ctx_.gain > 0))
+      return usage(gadget_, "lambda, unit and gain must be positive");
+    int e = 0;
+    if (std::frexp(ctx_.gain, &e) != 0.5f) return usage(gadget_, "gain must be a power of two");
+    if (!ctx_.lowGainTwin && lg_ < 89.0)
+      return makeDiag(ErrorKind::OverLimit, gadget_ + " gadget: λ·G = " + std::to_string(lg_) +
+                                                " misses the exactness threshold 89 (rule R2)");
+    return Ok{};
+  }
+
+  // Gate terms of λG·N.
+  Expected<std::vector<Term>> gate(const Lin& n) const {
+    std::vector<Term> out;
+    for (const auto& [dim, coef] : n.terms) out.push_back({dim, static_cast<float>(gain_ * coef)});
+    QGPU_TRY(constant, constantTerms(gain_ * n.constant, ctx_.ballast));
+    out.insert(out.end(), constant.begin(), constant.end());
+    return out;
+  }
+
+  // down weight that adds d·u when the unit's silu·up product is λG·λ.
+  float weight(double d) const {
+    return static_cast<float>(d * ctx_.unit / (ctx_.lambda * ctx_.lambda * gain_));
+  }
+  // The same for a unit firing on a token whose pre-norm scale is `lambda` (not the layer's).
+  float weightAt(double d, double lambda) const {
+    return static_cast<float>(d * ctx_.unit / (lambda * lambda * gain_));
+  }
+
+  std::vector<Term> downs(const std::vector<Down>& ds, double sign = 1) const {
+    std::vector<Term> out;
+    for (const Down& d : ds) out.push_back({d.dim, weight(sign * d.d)});
+    return out;
+  }
+
+  // A unit with gate λG·N, up = 1·ballast.
+  Status detector(const Lin& n, const std::vector<Term>& down) {
+    QGPU_TRY(g, gate(n));
+    QGPU_TRY(index, units_.add({g, {{ctx_.ballast.at(0), 1.0f}}, down}));
+    (void)index;
+    ++report_.units;
+    return Ok{};
+  }
+
+  // λG·[T ≥ θ] from N = T − θ + 1: the pair (N, N − 1), or the single unit N (twin).
+  Status step(const Lin& n, const std::vector<Term>& up, const std::vector<Down>& ds,
+              bool unclamped) {
+    QGPU_TRY(g1, gate(n));
+    QGPU_TRY(i1, units_.add({g1, up, downs(ds)}));
+    (void)i1;
+    ++report_.units;
+    if (unclamped) return Ok{};
+    QGPU_TRY(g0, gate(n.shifted(-1)));
+    QGPU_TRY(i0, units_.add({g0, up, downs(ds, -1)}));
+    (void)i0;
+    ++report_.units;
+    return Ok{};
+  }
+
+  // Always on at λG; up = the given linear terms.
+  Status linear(const std::vector<Term>& up, const std::vector<Term>& down) {
+    Lin on;
+    on.constant = 1;
+    QGPU_TRY(g, gate(on));
+    QGPU_TRY(index, units_.add({g, up, down}));
+    (void)index;
+    ++report_.units;
+    return Ok{};
+  }
+
+  Status cancel(const Field& f) {
+    for (int i = 0; i < f.dims; ++i) QGPU_CHECK(linear({{f.at(i), 1.0f}}, {{f.at(i), weight(-1)}}));
+    return Ok{};
+  }
+  Status prior(Prior p, const Field& f) { return p == Prior::Replace ? cancel(f) : Status(Ok{}); }
+
+  // A constant d_j·u on dims.
+  Status constant(const std::vector<Down>& ds) {
+    if (ds.empty()) return Ok{};
+    return linear({{ctx_.ballast.at(0), 1.0f}}, downs(ds));
+  }
+
+  GadgetReport report() const { return report_; }
+  double lambdaGain() const { return lg_; }
+  const MlpContext& ctx() const { return ctx_; }
+
+ private:
+  UnitWriter& units_;
+  const MlpContext& ctx_;
+  std::string gadget_;
+  double gain_ = 0;
+  double lg_ = 0;
+  GadgetReport report_;
+};
+
+double sgn(bool bit) {
+  return bit ? 1.0 : -1.0;
+}
+
+// Pattern detector over k sign bits: N = Σ s_i(p)·x̂_i − (k − 1).
+Lin pattern(const Field& in, uint32_t p) {
+  Lin n;
+  for (int i = 0; i < in.dims; ++i) n.terms.push_back({in.at(i), sgn((p >> i) & 1)});
+  n.constant = -(in.dims - 1);
+  return n;
+}
+
+Status checkNibbleOperands(const std::string& g, const Field& a, const Field& b) {
+  if (a.dims < 4 || a.dims > 32 || a.dims % 4 != 0 || b.dims != a.dims)
+    return usage(g, "operands need equal widths, a multiple of 4 between 4 and 32 bits");
+  return Ok{};
+}
+
+// Level 1 of the adder and the comparator: for nibble j the bit weights of T (in units of x̂,
+// a bit a_i = (x̂ + 1)/2, so 2^i·a_i = 2^(i−1)·x̂ + 2^(i−1)), with b optionally inverted (a
+// flipped bit has x̂ → −x̂) and bit `flipTop` of both operands flipped (signed compare).
+struct NibbleSum {
+  Lin t;  // T_k = Σ_{i≤k} 2^i (a_i + b'_i), constant part included
+};
+Lin nibbleSum(const Field& a, const Field& b, int nibble, int upToBit, bool invertB,
+              bool flipTopA, bool flipTopB) {
+  Lin t;
+  const int top = a.dims - 1;
+  for (int k = 0; k <= upToBit; ++k) {
+    const int i = 4 * nibble + k;
+    const double half = std::ldexp(1.0, k - 1);
+    const double sa = (flipTopA && i == top) ? -1 : 1;
+    const double sb = (invertB ? -1 : 1) * ((flipTopB && i == top) ? -1 : 1);
+    t.terms.push_back({a.at(i), sa * half});
+    t.terms.push_back({b.at(i), sb * half});
+    t.constant += 2 * half;
+  }
+  return t;
+}
+
+// G_j, P_j of nibble j as clean sign bits at bus dims (g, p): step pairs on T_3 ≥ 16, ≥ 15.
+Status generatePropagate(Builder& bld, const Lin& t3, int gDim, int pDim) {
+  const Term up{bld.ctx().ballast.at(0), 1.0f};
+  QGPU_CHECK(bld.step(t3.shifted(-16 + 1), {up}, {{gDim, 2}}, false));
+  QGPU_CHECK(bld.step(t3.shifted(-15 + 1), {up}, {{pDim, 2}}, false));
+  return Ok{};
+}
+
+// Carry into nibble j from the bus: T = Σ_{m<j} 2^m (G_m + P_m) + cin, as a Lin in x̂ of the bus
+// dims (G_m = (ĝ + 1)/2); `cinDim` < 0 uses the constant `carryIn`.
+Lin carryInto(int j, const std::vector<int>& gDims, const std::vector<int>& pDims, int cinDim,
+              bool carryIn) {
+  Lin t;
+  for (int m = 0; m < j; ++m) {
+    const double half = std::ldexp(1.0, m - 1);
+    t.terms.push_back({gDims[static_cast<size_t>(m)], half});
+    t.terms.push_back({pDims[static_cast<size_t>(m)], half});
+    t.constant += 2 * half;
+  }
+  if (cinDim >= 0) {
+    t.terms.push_back({cinDim, 0.5});
+    t.constant += 0.5;
+  } else if (carryIn) {
+    t.constant += 1;
+  }
+  return t;
+}
+
+}  // namespace
+
+GadgetReport& GadgetReport::operator+=(const GadgetReport& o) {
+  onMin = units == 0 ? o.onMin : o.units == 0 ? onMin : std::min(onMin, o.onMin);
+  offMax = units == 0 ? o.offMax : o.units == 0 ? offMax : std::max(offMax, o.offMax);
+  units += o.units;
+  return *this;
+}
+
+Expected<GadgetReport> buildDecode(UnitWriter& units, const DecodeSpec& s, const MlpContext& ctx) {
+  Builder b(units, ctx, "decode");
+  QGPU_CHECK(b.check());
+  const int k = s.in.dims;
+  if (k < 1 || k > 8 || s.out.dims != (1 << k))
+    return usage("decode", "needs 1..8 input bits and 2^k output dims");
+  QGPU_CHECK(b.prior(s.prior, s.out));
+  std::vector<Down> all;
+  for (int p = 0; p < (1 << k); ++p) all.push_back({s.out.at(p), -1});
+  QGPU_CHECK(b.constant(all));
+  for (int p = 0; p < (1 << k); ++p)
+    QGPU_CHECK(b.detector(pattern(s.in, static_cast<uint32_t>(p)), b.downs({{s.out.at(p), 2}})));
+  return b.report();
+}
+
+Expected<GadgetReport> buildLookup(UnitWriter& units, const LookupSpec& s, const MlpContext& ctx) {
+  Builder b(units, ctx, "lookup");
+  QGPU_CHECK(b.check());
+  const int k = s.in.dims, m = s.out.dims;
+  if (k < 1 || k > 8) return usage("lookup", "needs 1..8 input bits");
+  if (m < 1 || m > 32) return usage("lookup", "needs 1..32 output bits");
+  if (s.table.size() != (size_t{1} << k))
+    return usage("lookup", "the table has " + std::to_string(s.table.size()) +
+                               " words, the input field needs " + std::to_string(1 << k));
+  QGPU_CHECK(b.prior(s.prior, s.out));
+  for (uint32_t p = 0; p < (1u << k); ++p) {
+    std::vector<Down> word;
+    for (int j = 0; j < m; ++j) word.push_back({s.out.at(j), sgn((s.table[p] >> j) & 1)});
+    QGPU_CHECK(b.detector(pattern(s.in, p), b.downs(word)));
+  }
+  return b.report();
+}
+
+Expected<GadgetReport> buildRequantise(UnitWriter& units, const RequantiseSpec& s,
+                                       const MlpContext& ctx) {
+  Builder b(units, ctx, "requantise");
+  QGPU_CHECK(b.check());
+  const int V = s.in.dims;
+  if (V < 1 || V > 32 || s.out.dims != V)
+    return usage("requantise", "needs 1..32 input dims and as many output dims");
+  if (!(s.magnitude > 0)) return usage("requantise", "the input magnitude must be positive");
+  if (s.lambdaEmpty < 0) return usage("requantise", "lambdaEmpty must be 0 or positive");
+  const double y = s.magnitude / ctx.unit;
+  double k = 1;
+  while (k * y < 2) k *= 2;
+  while (k * y >= 4 && k > std::ldexp(1.0, -20)) k /= 2;
+  QGPU_CHECK(b.prior(s.prior, s.out));
+  const bool empty = s.lambdaEmpty > 0;
+  std::vector<Term> emptyCancel;  // on present tokens (λ): −emptyValue as scaled by λ_e
+  if (empty) {
+    std::vector<Term> emptyWrite;
+    for (int j = 0; j < V; ++j) {
+      const double e = sgn((s.emptyValue >> j) & 1);
+      emptyWrite.push_back({s.out.at(j), b.weightAt(e, s.lambdaEmpty)});
+      emptyCancel.push_back({s.out.at(j), b.weightAt(-e, s.lambdaEmpty)});
+    }
+    QGPU_CHECK(b.linear({{ctx.ballast.at(0), 1.0f}}, emptyWrite));
+  }
+  for (int j = 0; j < V; ++j)
+    for (double side : {1.0, -1.0}) {
+      Lin n;
+      n.terms.push_back({s.in.at(j), side * k});
+      n.constant = -(k * y - 1);
+      std::vector<Term> down = b.downs({{s.out.at(j), side}});
+      if (j == 0) down.insert(down.end(), emptyCancel.begin(), emptyCancel.end());
+      QGPU_CHECK(b.detector(n, down));
+    }
+  return b.report();
+}
+
+int adderBusDims(int bits) {
+  return bits / 4 * 10;
+}
+
+Expected<GadgetReport> buildAdder(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
+                                  const MlpContext& ctx2, const AdderSpec& s) {
+  Builder b1(level1, ctx1, "adder level 1"), b2(level2, ctx2, "adder level 2");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(b2.check());
+  QGPU_CHECK(checkNibbleOperands("adder", s.a, s.b));
+  const int n = s.a.dims, nibbles = n / 4;
+  if (s.bus.dims != adderBusDims(n) || s.out.dims != n || s.cin.dims > 1 || s.cout.dims > 1)
+    return usage("adder", "needs a bus of 10 dims per nibble, n output dims, 0/1 cin and cout");
+  // Bus layout per nibble j (offset 10j): S⁰ bits 0..3, S¹ bits 0..3, G, P.
+  auto s0 = [&](int j, int k) { return s.bus.at(10 * j + k); };
+  auto s1 = [&](int j, int k) { return s.bus.at(10 * j + 4 + k); };
+  std::vector<int> gDims, pDims;
+  for (int j = 0; j < nibbles; ++j) {
+    gDims.push_back(s.bus.at(10 * j + 8));
+    pDims.push_back(s.bus.at(10 * j + 9));
+  }
+  // Level 1.
+  QGPU_CHECK(b1.prior(s.busPrior, s.bus));
+  std::vector<Down> minusAll;
+  for (int i = 0; i < s.bus.dims; ++i) minusAll.push_back({s.bus.at(i), -1});
+  QGPU_CHECK(b1.constant(minusAll));
+  const Term up1{ctx1.ballast.at(0), 1.0f};
+  for (int j = 0; j < nibbles; ++j) {
+    for (int k = 0; k < 4; ++k) {
+      const Lin t = nibbleSum(s.a, s.b, j, k, s.invertB, false, false);
+      for (int c = 0; c < 2; ++c) {
+        const int dim = c == 0 ? s0(j, k) : s1(j, k);
+        const double base = std::ldexp(1.0, k);
+        // bit k of T + c = [≥ 2^k] − [≥ 2^(k+1)] + [≥ 3·2^k]; each step adds ±2u.
+        const double thresholds[3] = {base, 2 * base, 3 * base};
+        const double signs[3] = {2, -2, 2};
+        for (int q = 0; q < 3; ++q)
+          QGPU_CHECK(b1.step(t.shifted(c - thresholds[q] + 1), {up1}, {{dim, signs[q]}}, false));
+      }
+    }
+    const Lin t3 = nibbleSum(s.a, s.b, j, 3, s.invertB, false, false);
+    QGPU_CHECK(generatePropagate(b1, t3, gDims[static_cast<size_t>(j)],
+                                 pDims[static_cast<size_t>(j)]));
+  }
+  // Level 2.
+  QGPU_CHECK(b2.prior(s.outPrior, s.out));
+  if (s.cout.dims == 1) QGPU_CHECK(b2.prior(s.outPrior, s.cout));
+  const int cinDim = s.cin.dims == 1 ? s.cin.at(0) : -1;
+  for (int j = 0; j < nibbles; ++j) {
+    const Lin carry = carryInto(j, gDims, pDims, cinDim, s.carryIn);
+    const Lin n = carry.shifted(-std::ldexp(1.0, j) + 1);
+    for (int k = 0; k < 4; ++k) {
+      const int outDim = s.out.at(4 * j + k);
+      // out = S⁰ + c_j·(S¹ − S⁰)
+      QGPU_CHECK(b2.linear({{s0(j, k), 1.0f}}, {{outDim, b2.weight(1)}}));
+      QGPU_CHECK(b2.step(n, {{s1(j, k), 1.0f}, {s0(j, k), -1.0f}}, {{outDim, 1}}, s.unclamped));
+    }
+  }
+  if (s.cout.dims == 1) {
+    const Lin carry = carryInto(nibbles, gDims, pDims, cinDim, s.carryIn);
+    QGPU_CHECK(b2.constant({{s.cout.at(0), -1}}));
+    QGPU_CHECK(b2.step(carry.shifted(-std::ldexp(1.0, nibbles) + 1), {{ctx2.ballast.at(0), 1.0f}},
+                       {{s.cout.at(0), 2}}, s.unclamped));
+  }
+  GadgetReport r = b1.report();
+  r += b2.report();
+  return r;
+}
+
+const char* compareOpName(CompareOp op) {
+  switch (op) {
+    case CompareOp::Eq: return "eq";
+    case CompareOp::Ne: return "ne";
+    case CompareOp::LtU: return "lt.u";
+    case CompareOp::LeU: return "le.u";
+    case CompareOp::LtS: return "lt.s";
+    case CompareOp::LeS: return "le.s";
+  }
+  return "?";
+}
+
+int compareBusDims(int bits) {
+  return bits / 4 * 2;
+}
+
+Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
+                                    UnitWriter& level2, const MlpContext& ctx2,
+                                    const CompareSpec& s) {
+  Builder b1(level1, ctx1, "compare level 1"), b2(level2, ctx2, "compare level 2");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(b2.check());
+  QGPU_CHECK(checkNibbleOperands("compare", s.a, s.b));
+  const int n = s.a.dims, nibbles = n / 4;
+  if (s.bus.dims != compareBusDims(n) || s.out.dims != 1)
+    return usage("compare", "needs a bus of 2 dims per nibble and 1 output dim");
+  const bool isSigned = s.op == CompareOp::LtS || s.op == CompareOp::LeS;
+  std::vector<int> gDims, pDims;
+  for (int j = 0; j < nibbles; ++j) {
+    gDims.push_back(s.bus.at(2 * j));
+    pDims.push_back(s.bus.at(2 * j + 1));
+  }
+  // Level 1: G/P of a' + ~b' (a' = a ^ msb, ~b' = ~b ^ msb when signed).
+  QGPU_CHECK(b1.prior(s.busPrior, s.bus));
+  std::vector<Down> minusAll;
+  for (int i = 0; i < s.bus.dims; ++i) minusAll.push_back({s.bus.at(i), -1});
+  QGPU_CHECK(b1.constant(minusAll));
+  for (int j = 0; j < nibbles; ++j) {
+    const Lin t3 = nibbleSum(s.a, s.b, j, 3, /*invertB=*/true, isSigned, isSigned);
+    QGPU_CHECK(generatePropagate(b1, t3, gDims[static_cast<size_t>(j)],
+                                 pDims[static_cast<size_t>(j)]));
+  }
+  // Level 2.
+  QGPU_CHECK(b2.prior(s.outPrior, s.out));
+  const int out = s.out.at(0);
+  if (s.op == CompareOp::Eq || s.op == CompareOp::Ne) {
+    // every nibble propagate-only: Σ (p − g)/2 = nibbles.
+    Lin all;
+    for (int j = 0; j < nibbles; ++j) {
+      all.terms.push_back({pDims[static_cast<size_t>(j)], 0.5});
+      all.terms.push_back({gDims[static_cast<size_t>(j)], -0.5});
+    }
+    all.constant = -(nibbles - 1);
+    const double sign = s.op == CompareOp::Eq ? 1 : -1;
+    QGPU_CHECK(b2.constant({{out, -sign}}));
+    QGPU_CHECK(b2.detector(all, b2.downs({{out, 2 * sign}})));
+  } else {
+    const bool strict = s.op == CompareOp::LtU || s.op == CompareOp::LtS;
+    // lt = no carry out of a' + ~b' + 1, le = none out of a' + ~b'; out = +u − 2u·carry.
+    const Lin carry = carryInto(nibbles, gDims, pDims, -1, strict);
+    QGPU_CHECK(b2.constant({{out, 1}}));
+    QGPU_CHECK(b2.step(carry.shifted(-std::ldexp(1.0, nibbles) + 1), {{ctx2.ballast.at(0), 1.0f}},
+                       {{out, -2}}, s.unclamped));
+  }
+  GadgetReport r = b1.report();
+  r += b2.report();
+  return r;
+}
+
+Expected<GadgetReport> buildMux(UnitWriter& units, const MuxSpec& s, const MlpContext& ctx) {
+  Builder b(units, ctx, "mux");
+  QGPU_CHECK(b.check());
+  const int n = static_cast<int>(s.inputs.size()), m = s.out.dims;
+  if (n < 1 || m < 1) return usage("mux", "needs at least one input field and one output dim");
+  for (const Field& f : s.inputs)
+    if (f.dims != m) return usage("mux", "input field " + f.name + " is not as wide as the output");
+  if (s.selector == Selector::OneHot && s.select.dims != n)
+    return usage("mux", "a one-hot selector needs one dim per input");
+  if (s.selector == Selector::Binary &&
+      (s.select.dims < 1 || s.select.dims > 8 || n > (1 << s.select.dims)))
+    return usage("mux", "a binary selector needs 1..8 dims and at most 2^k inputs");
+  QGPU_CHECK(b.prior(s.prior, s.out));
+  for (int i = 0; i < n; ++i) {
+    Lin sel;
+    if (s.selector == Selector::OneHot)
+      sel.terms.push_back({s.select.at(i), 1});
+    else
+      sel = pattern(s.select, static_cast<uint32_t>(i));
+    QGPU_TRY(g, b.gate(sel));
+    for (int j = 0; j < m; ++j) {
+      QGPU_TRY(index, units.add({g, {{s.inputs[static_cast<size_t>(i)].at(j), 1.0f}},
+                                 {{s.out.at(j), b.weight(1)}}}));
+      (void)index;
+    }
+  }
+  GadgetReport r = b.report();
+  r.units += n * m;
+  return r;
+}
+
+Expected<GadgetReport> buildCancel(UnitWriter& units, const Field& field, const MlpContext& ctx) {
+  Builder b(units, ctx, "cancel");
+  QGPU_CHECK(b.check());
+  QGPU_CHECK(b.cancel(field));
+  return b.report();
+}
+
+}  // namespace qgpu::circuit
