@@ -76,7 +76,7 @@ struct AssemblerSpec {
   int layer1 = 1;
   int firstHead = 0;        // heads firstHead .. firstHead+2 in both layers
   float headGain = 64;      // G = Gv of the tap heads
-  float mlpGain = 128;      // G of the MLP's ANDs
+  float mlpGain = 512;      // G of the MLP's ANDs: Gλ = 774 at hidden 256 (tolerates 2.7 % per literal at fan-in 14)
   float unit = 16;          // the value field's ±size
   int firstUnit = 0;        // first MLP unit of layer1
   Padding padding = Padding::Canonical;  // Zero: the failing twin

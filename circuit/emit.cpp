@@ -46,7 +46,7 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
   as.tokens = t;
   as.headGain = s.headGain;
   as.secondLevel = s.secondLevel;
-  as.mlpGain = 128;  // fan-in ≤ 14: Gλ = 193 at hidden 256
+  as.mlpGain = s.mlpGain;
   QGPU_TRY(a, buildAssembler(w, alloc, as));
   k.assembler = a;
   k.units[1] = a.units;
