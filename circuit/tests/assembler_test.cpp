@@ -223,12 +223,8 @@ Stats check(const Built& b, const Sequence& s, const std::vector<std::vector<flo
     }
     // The value field.
     uint32_t got = 0;
-    bool strong = true;
-    for (int i = 0; i < kValueBits; ++i) {
-      const int weakBefore = st.weak;
+    for (int i = 0; i < kValueBits; ++i)
       if (bitIs(a.value.at(i), true, "value bit " + std::to_string(i))) got |= 1u << i;
-      strong = strong && st.weak == weakBefore;
-    }
     auto it = s.valueAt.find(p);
     if (it != s.valueAt.end()) {
       ++st.values;
@@ -243,7 +239,6 @@ Stats check(const Built& b, const Sequence& s, const std::vector<std::vector<flo
       note("position " + std::to_string(p) + ": a non-terminal token assembled " +
            std::to_string(got));
     }
-    (void)strong;
     // λ at layer1's input: the embedding fields plus the three layer0 records, re-computed from
     // the probed sizes (each field's logit / the ballast's logit × 16).
     double sumSq = 0;
