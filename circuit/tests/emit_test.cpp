@@ -1,0 +1,289 @@
+// qgpu/circuit/tests/emit_test.cpp — the emit readout and the first generating circuit
+// (circuit/emit.h) through model/'s real decoder, fp32 and bf16.
+//
+// What it pins down:
+//   - the emit head: a checkpoint whose embedding puts every token's own family / index into the
+//     emit field and random signs everywhere else has argmax = the input token at every position,
+//     with a top-vs-second logit gap of at least the stated margin 2·W·λf;
+//   - the counter: greedy decoding (model::Decoder::generateGreedy: prefill, then one token per
+//     forward) after a prompt ending with a value v writes SEP, v+1, SEP, v+2, … with every value
+//     as trace::encodeValue writes it (the expected continuation is computed here from
+//     encodeValue and plain integer addition, never by the circuit), 0 wrong tokens, including
+//     7-chunk values, length changes (15 → 16, −17 → −16) and the wrap INT_MAX → INT_MIN;
+//   - its failing twin (no second assembler level) writes wrong tokens.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "circuit/emit.h"
+#include "circuit/tokens.h"
+#include "model/decoder.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ComputeDtype;
+using trace::Family;
+using trace::Token;
+
+constexpr int kHidden = 256;
+
+std::string tempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("qgpu_emit_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+model::Qwen35Config config(int layers, int64_t units) {
+  model::Qwen35Config c;
+  c.vocabSize = trace::kVocabSize;
+  c.hiddenSize = kHidden;
+  c.intermediateSize = units;
+  c.layerTypes.assign(static_cast<size_t>(layers), model::LayerType::Linear);
+  c.numAttentionHeads = 1;
+  c.numKeyValueHeads = 1;
+  c.headDim = 8;
+  c.linearNumKeyHeads = 3;
+  c.linearNumValueHeads = 3;
+  c.linearKeyHeadDim = 128;
+  c.linearValueHeadDim = 128;
+  c.linearConvKernelDim = 4;
+  c.tieWordEmbeddings = false;
+  c.maxPositionEmbeddings = 1 << 16;
+  c.dtype = "float32";
+  return c;
+}
+
+std::unique_ptr<model::Decoder> load(const std::string& dir, ComputeDtype dtype) {
+  auto dec = model::Decoder::load(dir, {dtype, "cpu"});
+  EXPECT_TRUE(dec.ok()) << dec.error().message;
+  return dec.ok() ? std::move(dec).value() : nullptr;
+}
+
+// Top-vs-second logit gap of a row.
+double gap(std::span<const float> row) {
+  float top = -INFINITY, second = -INFINITY;
+  for (float v : row) {
+    if (v > top) {
+      second = top;
+      top = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return static_cast<double>(top) - second;
+}
+
+TEST(EmitHead, RefusesATiedHeadAndAWrongField) {
+  model::Qwen35Config c = config(1, 4);
+  c.tieWordEmbeddings = true;
+  CircuitWeights tied(c);
+  FieldAllocator alloc(kHidden);
+  const TokenLayout t = planTokenLayout(alloc, kHidden).value();
+  const EmitField e{alloc.take("f", trace::kNumFamilies).value(),
+                    alloc.take("i", tokenIndexBits()).value()};
+  EXPECT_EQ(writeEmitHead(tied, t, e).error().kind, ErrorKind::Usage);
+  CircuitWeights untied(config(1, 4));
+  const EmitField shortField{e.family, Field{"i", e.index.offset, 1}};
+  EXPECT_EQ(writeEmitHead(untied, t, shortField).error().kind, ErrorKind::Usage);
+  CircuitWeights fourLayers(config(3, 4));
+  CounterSpec cs;
+  cs.tokens = t;
+  EXPECT_EQ(buildCounter(fourLayers, cs).error().kind, ErrorKind::Usage);
+  CircuitWeights counterWeights(config(4, 4));
+  cs.separator = trace::encodeValue(3).back();
+  EXPECT_EQ(buildCounter(counterWeights, cs).error().kind, ErrorKind::Usage);
+}
+
+// Every token's embedding carries its own name in the emit field and random signs elsewhere (the
+// layer is zero), so argmax must return the input token whatever the other dims hold.
+TEST(EmitHead, ArgmaxIsTheTokenNamedByTheEmitFieldWithTheStatedMargin) {
+  CircuitWeights w(config(1, 4));
+  FieldAllocator alloc(kHidden);
+  const EmitField e{alloc.take("emit.family", trace::kNumFamilies).value(),
+                    alloc.take("emit.index", tokenIndexBits()).value()};
+  TokenLayout rows;  // only rowOffset is used by the head
+  std::mt19937 rng(5);
+  const std::string embed = w.globalTensor("embed_tokens.weight");
+  for (int id = 0; id < trace::kVocabSize; ++id) {
+    const auto tok = static_cast<Token>(id);
+    for (int f = 0; f < e.family.dims; ++f)
+      ASSERT_TRUE(w.set(embed, id, e.family.at(f),
+                        f == static_cast<int>(trace::familyOf(tok)) ? 16.0f : -16.0f).ok());
+    for (int b = 0; b < e.index.dims; ++b)
+      ASSERT_TRUE(
+          w.set(embed, id, e.index.at(b), (trace::indexOf(tok) >> b) & 1 ? 16.0f : -16.0f).ok());
+    for (int d = alloc.used(); d < kHidden; ++d)
+      ASSERT_TRUE(w.set(embed, id, d, rng() % 2 ? 16.0f : -16.0f).ok());  // λf = 1
+  }
+  auto margin = writeEmitHead(w, rows, e, 8);
+  ASSERT_TRUE(margin.ok()) << margin.error().message;
+  EXPECT_EQ(margin.value(), 16.0);
+  const std::string dir = tempDir("head");
+  ASSERT_TRUE(w.write(dir).ok());
+  std::vector<int64_t> all;
+  for (int id = 0; id < trace::kVocabSize; ++id) all.push_back(id);
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    auto logits = dec->forward(all, true);
+    ASSERT_TRUE(logits.ok()) << logits.error().message;
+    double minGap = 1e30;
+    for (int64_t r = 0; r < logits.value().rows; ++r) {
+      EXPECT_EQ(logits.value().argmax(r), r) << computeDtypeName(dtype);
+      minGap = std::min(minGap, gap(logits.value().row(r)));
+    }
+    EXPECT_GE(minGap, margin.value() * 0.99) << computeDtypeName(dtype);  // λf = 1 here
+    std::cout << "[emit head] " << computeDtypeName(dtype) << ": " << all.size()
+              << " tokens, argmax = named token for all; smallest gap " << minGap
+              << " logits (stated " << margin.value() << ")\n";
+  }
+}
+
+// ---- The counter. ----
+struct BuiltCounter {
+  std::string dir;
+  Counter counter;
+};
+
+BuiltCounter buildCounterCheckpoint(const std::string& name, bool secondLevel) {
+  CircuitWeights w(config(4, 4096));
+  FieldAllocator alloc(kHidden);
+  CounterSpec s;
+  s.tokens = planTokenLayout(alloc, kHidden).value();
+  s.secondLevel = secondLevel;
+  EXPECT_TRUE(writeTokenEmbeddings(w, s.tokens).ok());
+  auto k = buildCounter(w, s);
+  EXPECT_TRUE(k.ok()) << k.error().message;
+  auto exact = w.checkBf16Exact();
+  EXPECT_TRUE(exact.ok()) << exact.error().message;
+  BuiltCounter b{tempDir(name), k.ok() ? k.value() : Counter{}};
+  EXPECT_TRUE(w.write(b.dir).ok());
+  return b;
+}
+
+struct Case {
+  std::vector<int64_t> prompt;
+  std::vector<int64_t> expected;  // the continuation
+};
+
+const Token kSep = trace::single(Family::Cta);
+
+// A prompt: `noise` non-chunk tokens and values, ending with the value v; the continuation has
+// `steps` separator + value groups.
+Case counterCase(uint32_t v, int steps, int noise, std::mt19937& rng) {
+  Case c;
+  for (int i = 0; i < noise; ++i) {
+    Token t = static_cast<Token>(rng() % trace::kVocabSize);
+    if (trace::familyOf(t) == Family::C || trace::familyOf(t) == Family::T) {
+      for (Token x : trace::encodeValue(static_cast<uint32_t>(rng()))) c.prompt.push_back(x);
+      continue;
+    }
+    c.prompt.push_back(t);
+  }
+  for (Token x : trace::encodeValue(v)) c.prompt.push_back(x);
+  for (int s = 1; s <= steps; ++s) {
+    c.expected.push_back(kSep);
+    for (Token x : trace::encodeValue(v + static_cast<uint32_t>(s))) c.expected.push_back(x);
+  }
+  return c;
+}
+
+std::vector<Case> counterCases(int randomStarts) {
+  std::mt19937 rng(99);
+  std::vector<Case> cases;
+  const std::vector<uint32_t> edges = {0u, 0xffffffffu, 14u, 510u, 0x7ffffffdu, 0x80000000u,
+                                       static_cast<uint32_t>(-18), 0xfffffffeu - 16};
+  for (size_t i = 0; i < edges.size(); ++i)
+    cases.push_back(counterCase(edges[i], 6, i == 0 ? 0 : i == 1 ? 70 : 3, rng));
+  for (int i = 0; i < randomStarts; ++i)
+    cases.push_back(counterCase(static_cast<uint32_t>(rng()), 4, static_cast<int>(rng() % 20), rng));
+  return cases;
+}
+
+int countWrong(model::Decoder& dec, const Case& c, std::string* first, double* minGap) {
+  dec.reset();
+  auto out = dec.generateGreedy(c.prompt, static_cast<int64_t>(c.expected.size()));
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  if (!out.ok()) return static_cast<int>(c.expected.size());
+  int wrong = 0;
+  for (size_t i = 0; i < c.expected.size(); ++i) {
+    const bool ok = i < out.value().size() && out.value()[i] == c.expected[i];
+    if (!ok && first->empty())
+      *first = "token " + std::to_string(i) + ": expected " +
+               trace::tokenName(static_cast<Token>(c.expected[i])) + ", got " +
+               (i < out.value().size() ? trace::tokenName(static_cast<Token>(out.value()[i]))
+                                       : std::string("nothing"));
+    wrong += ok ? 0 : 1;
+  }
+  // The margin: logits of the whole (prompt + expected) sequence, at the generated positions.
+  if (minGap != nullptr) {
+    dec.reset();
+    std::vector<int64_t> all = c.prompt;
+    all.insert(all.end(), c.expected.begin(), c.expected.end() - 1);
+    auto logits = dec.forward(all, true);
+    EXPECT_TRUE(logits.ok());
+    for (int64_t r = static_cast<int64_t>(c.prompt.size()) - 1; logits.ok() && r < logits.value().rows; ++r)
+      *minGap = std::min(*minGap, gap(logits.value().row(r)));
+  }
+  return wrong;
+}
+
+TEST(Counter, GreedyDecodingCountsWithExactTokensInFp32AndBf16) {
+  BuiltCounter b = buildCounterCheckpoint("counter", true);
+  const Counter& k = b.counter;
+  ASSERT_GT(k.logitMargin, 0) << "the counter was not built";
+  std::cout << "[counter] MLP units L1 " << k.units[1] << ", L2 " << k.units[2] << ", L3 "
+            << k.units[3] << "; λ at the MLP inputs " << k.mlpLambda[1] << ", " << k.mlpLambda[2]
+            << ", " << k.mlpLambda[3] << "; λf " << k.finalLambda << "; stated logit margin "
+            << k.logitMargin << "\n";
+  const std::vector<Case> cases = counterCases(12);
+  int total = 0, sevens = 0;
+  for (const Case& c : cases) {
+    total += static_cast<int>(c.expected.size());
+    for (size_t i = 0; i + 7 < c.expected.size(); ++i)  // SEP, then a T 7 tokens later
+      if (c.expected[i] == kSep &&
+          trace::familyOf(static_cast<Token>(c.expected[i + 7])) == Family::T)
+        ++sevens;
+  }
+  EXPECT_GE(total, 300);
+  EXPECT_GT(sevens, 10);
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dec = load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    int wrong = 0;
+    std::string first;
+    double minGap = 1e30;
+    for (const Case& c : cases) wrong += countWrong(*dec, c, &first, &minGap);
+    EXPECT_EQ(wrong, 0) << computeDtypeName(dtype) << ": " << first;
+    EXPECT_GE(minGap, k.logitMargin * 0.9) << computeDtypeName(dtype);
+    std::cout << "[counter] " << computeDtypeName(dtype) << ": " << cases.size() << " prompts, "
+              << total << " generated tokens (" << sevens << " values of 7 chunks), " << wrong
+              << " wrong; smallest top-vs-second logit gap " << minGap << " (stated "
+              << k.logitMargin << ")\n";
+  }
+}
+
+TEST(Counter, FailingTwinWithoutTheSecondAssemblerLevelWritesWrongTokens) {
+  BuiltCounter b = buildCounterCheckpoint("counter_one_level", false);
+  ASSERT_GT(b.counter.logitMargin, 0) << "the counter was not built";
+  const std::vector<Case> cases = counterCases(4);
+  auto dec = load(b.dir, ComputeDtype::F32);
+  ASSERT_NE(dec, nullptr);
+  int wrong = 0;
+  std::string first;
+  for (const Case& c : cases) wrong += countWrong(*dec, c, &first, nullptr);
+  EXPECT_GT(wrong, 0);
+  std::cout << "[counter twin one level] " << wrong << " wrong tokens; first: " << first << "\n";
+}
+
+}  // namespace
+}  // namespace qgpu::circuit

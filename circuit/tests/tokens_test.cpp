@@ -1,0 +1,122 @@
+// qgpu/circuit/tests/tokens_test.cpp — the token embedding layout (circuit/tokens.h), torch-free.
+//
+// What it pins down: every trace token's embedding row has the same per-dim magnitudes (only
+// signs differ) with hidden/4 nonzero dims at ±16, so mean(x²) = 64 and λ = 2 for all of them
+// (rule R3); the family one-hot, index bits, chunk bits and flags agree with oracle/trace.h's own
+// familyOf / indexOf (the expectation comes from the trace, not from the layout code); the row
+// offset places the rows; and what is refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "circuit/tokens.h"
+
+namespace qgpu::circuit {
+namespace {
+
+model::Qwen35Config config(int hidden, int64_t vocab) {
+  model::Qwen35Config c;
+  c.vocabSize = vocab;
+  c.hiddenSize = hidden;
+  c.intermediateSize = 4;
+  c.layerTypes = {model::LayerType::Linear};
+  c.numAttentionHeads = 1;
+  c.numKeyValueHeads = 1;
+  c.headDim = 8;
+  c.linearNumKeyHeads = 1;
+  c.linearNumValueHeads = 1;
+  c.linearKeyHeadDim = 128;
+  c.linearValueHeadDim = 128;
+  c.tieWordEmbeddings = false;
+  return c;
+}
+
+float embed(const CircuitWeights& w, int64_t row, int dim) {
+  return w.get(w.globalTensor("embed_tokens.weight"), row, dim).value();
+}
+
+TEST(TokenLayout, EveryTraceTokenHasTheSameMagnitudesSoLambdaIsTwo) {
+  constexpr int kHidden = 256;
+  CircuitWeights w(config(kHidden, trace::kVocabSize));
+  FieldAllocator alloc(kHidden);
+  auto t = planTokenLayout(alloc, kHidden);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_TRUE(writeTokenEmbeddings(w, t.value()).ok());
+  EXPECT_EQ(t.value().nonzeroDims(), kHidden / 4);
+  for (int id = 0; id < trace::kVocabSize; ++id) {
+    double sumSq = 0;
+    for (int d = 0; d < kHidden; ++d) {
+      const float v = embed(w, id, d);
+      // The same dims are nonzero on every row, all at ±16.
+      const float first = std::fabs(embed(w, 0, d));
+      ASSERT_EQ(std::fabs(v), first) << "token " << id << " dim " << d;
+      ASSERT_TRUE(v == 0 || std::fabs(v) == 16.0f);
+      sumSq += double{v} * v;
+    }
+    const double meanSq = sumSq / kHidden;
+    EXPECT_EQ(meanSq, 64.0) << "token " << id;
+    EXPECT_EQ(16.0 / std::sqrt(meanSq), 2.0);  // λ, before the 1e-6 eps (below half an ulp)
+  }
+}
+
+TEST(TokenLayout, FieldsAgreeWithTheTraceVocabulary) {
+  constexpr int kHidden = 256;
+  constexpr int64_t kOffset = 5;  // the trace rows sit above 5 other rows
+  CircuitWeights w(config(kHidden, kOffset + trace::kVocabSize));
+  FieldAllocator alloc(kHidden);
+  const TokenLayout t = planTokenLayout(alloc, kHidden, kOffset).value();
+  ASSERT_TRUE(writeTokenEmbeddings(w, t).ok());
+  EXPECT_EQ(t.family.dims, trace::kNumFamilies);
+  for (int d = 0; d < kHidden; ++d)
+    for (int64_t r = 0; r < kOffset; ++r) EXPECT_EQ(embed(w, r, d), 0.0f);
+  int chunks = 0, terminals = 0;
+  for (int id = 0; id < trace::kVocabSize; ++id) {
+    const auto tok = static_cast<trace::Token>(id);
+    const int64_t row = kOffset + id;
+    const int fam = static_cast<int>(trace::familyOf(tok));
+    const int index = trace::indexOf(tok);
+    const bool chunk = trace::familyOf(tok) == trace::Family::C ||
+                       trace::familyOf(tok) == trace::Family::T;
+    for (int f = 0; f < trace::kNumFamilies; ++f)
+      EXPECT_EQ(embed(w, row, t.family.at(f)), f == fam ? 16.0f : -16.0f) << id;
+    int decoded = 0;
+    for (int b = 0; b < t.index.dims; ++b) decoded |= embed(w, row, t.index.at(b)) > 0 ? 1 << b : 0;
+    EXPECT_EQ(decoded, index) << id;
+    int chunkValue = 0;
+    for (int b = 0; b < t.chunk.dims; ++b)
+      chunkValue |= embed(w, row, t.chunk.at(b)) > 0 ? 1 << b : 0;
+    EXPECT_EQ(chunkValue, chunk ? index : 0) << id;
+    EXPECT_EQ(embed(w, row, t.isChunk.at(0)) > 0, chunk) << id;
+    EXPECT_EQ(embed(w, row, t.isTerminal.at(0)) > 0, trace::familyOf(tok) == trace::Family::T);
+    chunks += chunk;
+    terminals += trace::familyOf(tok) == trace::Family::T;
+  }
+  EXPECT_EQ(chunks, 2 * trace::kChunkValues);
+  EXPECT_EQ(terminals, trace::kChunkValues);
+  // The index needs enough bits for the largest family.
+  for (const trace::FamilyInfo& f : trace::kFamilies) EXPECT_LE(f.count, 1 << t.index.dims);
+}
+
+TEST(TokenLayout, RefusesASmallHiddenSizeAndRowsOutsideTheVocabulary) {
+  FieldAllocator small(64);
+  auto tooSmall = planTokenLayout(small, 64);
+  ASSERT_FALSE(tooSmall.ok());
+  EXPECT_EQ(tooSmall.error().kind, ErrorKind::OverLimit);
+  FieldAllocator odd(258);
+  EXPECT_EQ(planTokenLayout(odd, 258).error().kind, ErrorKind::Usage);
+  FieldAllocator used(256);
+  ASSERT_TRUE(used.take("x", 1).ok());
+  EXPECT_EQ(planTokenLayout(used, 256).error().kind, ErrorKind::Usage);
+
+  FieldAllocator alloc(256);
+  const TokenLayout t = planTokenLayout(alloc, 256, 1).value();
+  CircuitWeights w(config(256, trace::kVocabSize));  // one row short for offset 1
+  auto refused = writeTokenEmbeddings(w, t);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
+  CircuitWeights wide(config(512, trace::kVocabSize + 1));  // planned for 256
+  EXPECT_FALSE(writeTokenEmbeddings(wide, t).ok());
+}
+
+}  // namespace
+}  // namespace qgpu::circuit

@@ -1,0 +1,71 @@
+// qgpu/circuit/tokens.h — the embedding rows of the trace vocabulary as residual fields.
+//
+// Every trace token (oracle/trace.h: all families of trace::kFamilies, read generically, so a
+// family added or removed needs no edit here) embeds as the same set of ±`unit` dims; only the
+// signs differ from token to token, so every circuit token has the same norm and the pre-norm's
+// λ is one number for all of them (rule R3 of docs/circuit.md):
+//   ballast      B dims, +1 on every token (constants, beta, z gates, the tap heads' "present")
+//   family       F = kNumFamilies dims, sign one-hot: +1 on the token's family, −1 on the others
+//   index        I = ⌈log2(largest family count)⌉ sign bits of the index within the family
+//                (bit i: +1 = 1)
+//   chunk        5 (trace::kChunkBits) sign bits of the chunk value for a C or T token; all −1
+//                (value 0) for every other token
+//   isChunk      +1 for C and T, −1 otherwise
+//   isTerminal   +1 for T, −1 otherwise
+// The number of nonzero dims is fixed at hidden/4 (B fills the rest), so mean(x²) = unit²/4 and
+// λ = unit/√(unit²/4) = 2 exactly: every ±unit dim leaves the pre-norm as exactly ±2 in fp32 and
+// bf16 (the memory gadget's measured refinement of R3). Dims above the fields stay 0 in the
+// embedding; later layers write their fields there.
+//
+// The trace sits at embedding rows [rowOffset, rowOffset + trace::kVocabSize): 0 for a
+// trace-only vocabulary, trace::kQwenFirstId (248077) for the `2b` shape. Rows outside stay as the
+// caller left them (zero: the circuit never reads a text token in this leg).
+//
+// `emitLogits` is the matching readout (emit.h uses it): an lm_head row per trace token that reads
+// a family one-hot + index sign field.
+#pragma once
+
+#include <cstdint>
+
+#include "circuit/weights.h"
+#include "common/diag.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+
+// Sign bits needed for the index within the largest family (at least 1).
+int tokenIndexBits();
+
+struct TokenLayout {
+  Field ballast;
+  Field family;      // kNumFamilies dims, in kFamilies order
+  Field index;       // tokenIndexBits() dims
+  Field chunk;       // kChunkBits dims
+  Field isChunk;     // 1 dim
+  Field isTerminal;  // 1 dim
+  float unit = 16;   // every nonzero embedding dim is ±unit
+  double lambda = 2; // the layer-0 pre-norm output of a +unit dim
+  int64_t rowOffset = 0;
+  int nonzeroDims() const {
+    return ballast.dims + family.dims + index.dims + chunk.dims + isChunk.dims + isTerminal.dims;
+  }
+};
+
+// Allocates the token fields at the start of `alloc` (which must be fresh, over a hidden size
+// divisible by 4). OverLimit when hidden/4 cannot hold the fields plus one ballast dim.
+Expected<TokenLayout> planTokenLayout(FieldAllocator& alloc, int hidden, int64_t rowOffset = 0);
+
+// The sign (+1 / −1) a layout field holds for `token` (a local trace id < kVocabSize): the
+// embedding is unit × these signs. Exposed for the writer and for gadgets that need to know which
+// tokens set a field; tests compute their expectations from oracle/trace.h, not from this.
+int familySign(trace::Token token, int family);
+int indexBit(trace::Token token, int bit);
+int chunkBit(trace::Token token, int bit);
+bool isChunkToken(trace::Token token);
+bool isTerminalToken(trace::Token token);
+
+// Writes the kVocabSize embedding rows. Usage diag when the rows do not fit the config's vocab or
+// the fields its hidden size.
+Status writeTokenEmbeddings(CircuitWeights& weights, const TokenLayout& layout);
+
+}  // namespace qgpu::circuit
