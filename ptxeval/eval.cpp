@@ -93,18 +93,37 @@ class Evaluator {
       return makeDiag(ErrorKind::Usage, "PTX evaluator: '" + entry->name + "' takes " +
                                             std::to_string(entry->params.size()) + " parameter(s), the launch has " +
                                             std::to_string(l_.params.size()));
+    entryShared_ = static_cast<uint32_t>(entry->shared.size());
     for (const ptx::Function& f : m_.functions) infos_[f.name] = std::make_unique<FuncInfo>();
     for (const ptx::Function& f : m_.functions) QGPU_CHECK(prepare(f, *infos_[f.name]));
     entry_ = infos_[entry->name].get();
-    // Shared window of the entry: declaration order, aligned to max(align, 4).
+    // The shared window: the entry's .shared, then the module's, in declaration order, each
+    // aligned to max(align, 4); then the `.extern .shared` arrays, which all start at one address
+    // and hold the launch's dynamic bytes. Only global memory is compared, so the layout needs
+    // only to be consistent and in bounds, not the lowering's.
     uint32_t at = 0;
-    for (const ptx::Variable& v : entry->shared) {
+    auto place = [&](const ptx::Variable& v, uint32_t bytes) -> Status {
       uint32_t a = std::max<uint32_t>(v.align, 4);
       at = (at + a - 1) / a * a;
       sharedOffset_.push_back(at);
-      at += v.bytes;
+      at += bytes;
       if (at > (1u << 20))
         return makeDiag(ErrorKind::PtxUnsupported, "PTX evaluator: shared memory over 1 MiB", v.loc);
+      return Ok{};
+    };
+    for (const ptx::Variable& v : entry->shared) QGPU_CHECK(place(v, v.bytes));
+    uint32_t externAt = UINT32_MAX;
+    for (const ptx::Variable& v : m_.shared) {
+      if (!v.external) {
+        QGPU_CHECK(place(v, v.bytes));
+        continue;
+      }
+      if (externAt == UINT32_MAX) {  // the first extern array takes the dynamic bytes
+        QGPU_CHECK(place(v, l_.dynamicSharedBytes));
+        externAt = sharedOffset_.back();
+      } else {
+        sharedOffset_.push_back(externAt);
+      }
     }
     sharedBytes_ = at;
     for (uint32_t i = 0; i < kGlobalWords; ++i)
@@ -129,7 +148,8 @@ class Evaluator {
   const EvalOptions& o_;
   std::map<std::string, std::unique_ptr<FuncInfo>> infos_;
   const FuncInfo* entry_ = nullptr;
-  std::vector<uint32_t> sharedOffset_;
+  std::vector<uint32_t> sharedOffset_;  // the entry's .shared, then the module's
+  uint32_t entryShared_ = 0;            // how many of sharedOffset_ are the entry's
   uint32_t sharedBytes_ = 0;
   std::array<uint8_t, kGlobalBytes> global_{};
   std::vector<uint8_t> shared_;
@@ -138,7 +158,7 @@ class Evaluator {
   uint32_t cta_ = 0;
 
   // ---- Static preparation: names resolved once per instruction ----
-  static SymRef resolve(const ptx::Function& f, uint32_t at, const std::string& name) {
+  SymRef resolve(const ptx::Function& f, uint32_t at, const std::string& name) const {
     // The innermost call-sequence .param whose scope holds the instruction shadows the rest.
     int best = -1;
     uint32_t bestDepth = 0;
@@ -156,6 +176,8 @@ class Evaluator {
       if (f.returns[i].name == name) return {SymRef::Return, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < f.shared.size(); ++i)
       if (f.shared[i].name == name) return {SymRef::Shared, static_cast<uint32_t>(i)};
+    for (size_t i = 0; i < m_.shared.size(); ++i)  // module scope, after the entry's
+      if (m_.shared[i].name == name) return {SymRef::Shared, entryShared_ + static_cast<uint32_t>(i)};
     return {};
   }
 
@@ -632,6 +654,21 @@ class Evaluator {
         return Step::Exited;
       case Opcode::Call:
         return doCall(th, fr, in);
+      case Opcode::Membar: case Opcode::Fence:
+        break;  // one thread at a time over one memory: every access is already ordered
+      case Opcode::Mul24: {
+        if (in.mods.hi) return unsupported(in, "mul24.hi");
+        uint64_t a = src(0, 24), b = src(1, 24);  // the low 24 bits, extended by the type
+        int64_t x = sg ? sext(a, 24) : static_cast<int64_t>(a), y = sg ? sext(b, 24) : static_cast<int64_t>(b);
+        dst(static_cast<uint64_t>(x * y));
+        break;
+      }
+      case Opcode::Sad: {
+        uint64_t a = src(0, w), b = src(1, w);
+        bool less = sg ? s64(a) < s64(b) : a < b;
+        dst((less ? b - a : a - b) + src(2, w));
+        break;
+      }
       case Opcode::Activemask:
         return unsupported(in, "activemask (which lanes run together is not PTX semantics)");
       case Opcode::Ld: case Opcode::St: case Opcode::Atom: {

@@ -71,6 +71,7 @@ struct Launch {
   uint32_t blockX = 1;                           // threads per CTA, 1..kMaxThreads
   std::array<uint32_t, kGlobalWords> global{};   // initial global memory
   std::vector<uint64_t> params;                  // one value per entry .param, in order
+  uint32_t dynamicSharedBytes = 0;               // size of the module's `.extern .shared` arrays
 };
 
 struct EvalOptions {

@@ -6,6 +6,8 @@
 // every word outside the arrays alone, and give the same final memory word for word.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ namespace {
 struct Case {
   std::string kernel, compiler;
   std::vector<std::string> problems;  // empty: the case agrees everywhere
+  bool refusedByDesign = false;        // listed in kRefusedByDesign, and refused as listed
 };
 
 Launch toLaunch(const kernels::LaunchImage& image) {
@@ -31,8 +34,16 @@ Launch toLaunch(const kernels::LaunchImage& image) {
   l.blockX = image.blockX;
   l.global = image.global;
   l.params.assign(image.params.begin(), image.params.end());
+  l.dynamicSharedBytes = 4 * image.dynamicSharedWords;
   return l;
 }
+
+// Kernels the evaluator refuses by design, with the construct: `activemask` says which lanes
+// run together, which PTX leaves to the hardware and the evaluator's per-thread order does not
+// model. Each must still be refused (a kernel that starts to run here leaves this list).
+const std::map<std::string, std::string> kRefusedByDesign = {
+    {"warp_agg_atomic", "activemask"},
+};
 
 std::string words(const std::array<uint32_t, kGlobalWords>& g, uint32_t i) {
   return std::to_string(g[i]);
@@ -55,6 +66,15 @@ Case runCase(const kernels::KernelSpec& spec, const std::string& compiler) {
   EvalOptions eo;
   eo.entry = (*entry)->name;
   auto ev = evaluate(*module, toLaunch(*image), eo);
+  auto byDesign = kRefusedByDesign.find(spec.name);
+  if (byDesign != kRefusedByDesign.end()) {
+    if (ev || ev.error().kind != ErrorKind::PtxUnsupported ||
+        ev.error().message.find(byDesign->second) == std::string::npos)
+      fail("expected the evaluator to refuse '" + byDesign->second + "'");
+    else
+      c.refusedByDesign = true;
+    return c;
+  }
   if (!ev) return fail("evaluator refused: " + ev.error().str()), c;
   if (ev->status != EvalStatus::Finished) return fail(std::string("evaluator ") + statusName(ev->status) + ": " + ev->fault.str()), c;
   if (ev->unspecified) fail("evaluator met unspecified behaviour: " + ev->firstUnspecified);
@@ -68,6 +88,7 @@ Case runCase(const kernels::KernelSpec& spec, const std::string& compiler) {
   lower::LowerOptions lo;
   lo.entry = (*entry)->name;
   lo.params = image->params;
+  lo.dynamicSharedWords = image->dynamicSharedWords;
   lo.verifyPasses = true;
   auto program = lower::lower(*module, lo);
   if (!program) return fail("lowering refused: " + program.error().str()), c;
@@ -89,11 +110,15 @@ TEST(PtxEvalCatalog, EveryKernelBothCompilersAgreesWithExpectationsAndInterprete
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
   ASSERT_GE(catalog->size(), 60u);
-  int cases = 0, agreeing = 0;
+  int cases = 0, agreeing = 0, refused = 0;
   for (const kernels::KernelSpec& spec : *catalog)
     for (const char* compiler : {"clang", "nvcc"}) {
       Case c = runCase(spec, compiler);
       ++cases;
+      if (c.refusedByDesign && c.problems.empty()) {
+        ++refused;
+        continue;
+      }
       if (c.problems.empty()) {
         ++agreeing;
         continue;
@@ -102,7 +127,9 @@ TEST(PtxEvalCatalog, EveryKernelBothCompilersAgreesWithExpectationsAndInterprete
       for (const std::string& p : c.problems) all += "\n  " + p;
       ADD_FAILURE() << c.kernel << " (" << c.compiler << "):" << all;
     }
-  std::printf("%d of %d catalog cases agree (evaluator = expectation = interpreter)\n", agreeing, cases);
+  std::printf("%d of %d catalog cases agree (evaluator = expectation = interpreter), %d refused by "
+              "design\n",
+              agreeing, cases, refused);
 }
 
 // The comparison can fail: a tampered expectation and a tampered final word are both reported.
