@@ -28,6 +28,7 @@
 #include "circuit/assembler.h"
 #include "circuit/tokens.h"
 #include "circuit/weights.h"
+#include "circuit/tests/config.h"
 #include "model/decoder.h"
 #include "oracle/trace.h"
 
@@ -50,22 +51,10 @@ std::string tempDir(const std::string& name) {
 }
 
 model::Qwen35Config config() {
-  model::Qwen35Config c;
-  c.vocabSize = std::max<int64_t>(trace::kVocabSize, kHidden);
-  c.hiddenSize = kHidden;
-  c.intermediateSize = 1024;
-  c.layerTypes = {model::LayerType::Linear, model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
+  model::Qwen35Config c =
+      testing::linearConfig(kHidden, 2, 1024, std::max<int64_t>(trace::kVocabSize, kHidden));
   c.linearNumKeyHeads = 3;
   c.linearNumValueHeads = 3;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;
-  c.maxPositionEmbeddings = 1 << 16;
-  c.dtype = "float32";
   return c;
 }
 

@@ -22,6 +22,7 @@
 
 #include "circuit/emit.h"
 #include "circuit/tokens.h"
+#include "circuit/tests/config.h"
 #include "model/decoder.h"
 #include "oracle/trace.h"
 
@@ -43,22 +44,9 @@ std::string tempDir(const std::string& name) {
 }
 
 model::Qwen35Config config(int layers, int64_t units) {
-  model::Qwen35Config c;
-  c.vocabSize = trace::kVocabSize;
-  c.hiddenSize = kHidden;
-  c.intermediateSize = units;
-  c.layerTypes.assign(static_cast<size_t>(layers), model::LayerType::Linear);
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
+  model::Qwen35Config c = testing::linearConfig(kHidden, layers, units, trace::kVocabSize);
   c.linearNumKeyHeads = 3;
   c.linearNumValueHeads = 3;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;
-  c.maxPositionEmbeddings = 1 << 16;
-  c.dtype = "float32";
   return c;
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "circuit/tests/config.h"
 #include "circuit/weights.h"
 #include "model/decoder.h"
 
@@ -34,23 +35,7 @@ constexpr ComputeDtype kDtypes[] = {ComputeDtype::F32, ComputeDtype::BF16};
 // All layers linear_attention, one 128/128 DeltaNet head (zero unless a gadget writes it), an MLP
 // of `units`, an untied lm_head.
 inline model::Qwen35Config config(int hidden, int layers, int units, int64_t vocab) {
-  model::Qwen35Config c;
-  c.vocabSize = vocab;
-  c.hiddenSize = hidden;
-  c.intermediateSize = units;
-  c.layerTypes.assign(static_cast<size_t>(layers), model::LayerType::Linear);
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;
-  c.maxPositionEmbeddings = 1 << 20;
-  c.dtype = "float32";
-  return c;
+  return testing::linearConfig(hidden, layers, units, vocab);
 }
 
 inline std::string tempDir(const std::string& name) {

@@ -5,23 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "circuit/logic.h"
+#include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer(int units) {
-  model::Qwen35Config c;
-  c.vocabSize = 16;
-  c.hiddenSize = 256;
-  c.intermediateSize = units;
-  c.layerTypes = {model::LayerType::Linear, model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
+  model::Qwen35Config c = testing::linearConfig(256, 2, units, 16);
   c.tieWordEmbeddings = true;
   return c;
 }

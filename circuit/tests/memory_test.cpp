@@ -23,6 +23,7 @@
 
 #include "circuit/memory.h"
 #include "circuit/weights.h"
+#include "circuit/tests/config.h"
 #include "model/decoder.h"
 
 namespace qgpu::circuit {
@@ -96,22 +97,10 @@ std::string tempDir(const std::string& name) {
 }
 
 model::Qwen35Config gadgetConfig(const Geometry& g) {
-  model::Qwen35Config c;
-  c.vocabSize = g.vocab();
-  c.hiddenSize = kHidden;
-  c.intermediateSize = 8;  // the MLP stays zero: it adds exactly 0
-  c.layerTypes = {model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
+  model::Qwen35Config c = testing::linearConfig(kHidden, 1, 8, g.vocab());  // the MLP adds 0
   c.linearNumKeyHeads = g.banks;
   c.linearNumValueHeads = g.banks;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;  // the lm_head is the probe
   c.maxPositionEmbeddings = 4096;
-  c.dtype = "float32";
   return c;
 }
 

@@ -5,26 +5,13 @@
 
 #include "circuit/assembler.h"
 #include "circuit/tap.h"
+#include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer() {
-  model::Qwen35Config c;
-  c.vocabSize = 16;
-  c.hiddenSize = 64;
-  c.intermediateSize = 8;
-  c.layerTypes = {model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;
-  return c;
+  return testing::linearConfig(64, 1, 8, 16);
 }
 
 TapSpec spec() {

@@ -10,25 +10,13 @@
 #include <cmath>
 
 #include "circuit/tokens.h"
+#include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config config(int hidden, int64_t vocab) {
-  model::Qwen35Config c;
-  c.vocabSize = vocab;
-  c.hiddenSize = hidden;
-  c.intermediateSize = 4;
-  c.layerTypes = {model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
-  c.tieWordEmbeddings = false;
-  return c;
+  return testing::linearConfig(hidden, 1, 4, vocab);
 }
 
 float embed(const CircuitWeights& w, int64_t row, int dim) {

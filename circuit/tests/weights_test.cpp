@@ -5,23 +5,13 @@
 
 #include "circuit/memory.h"
 #include "circuit/weights.h"
+#include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer() {
-  model::Qwen35Config c;
-  c.vocabSize = 16;
-  c.hiddenSize = 64;
-  c.intermediateSize = 8;
-  c.layerTypes = {model::LayerType::Linear};
-  c.numAttentionHeads = 1;
-  c.numKeyValueHeads = 1;
-  c.headDim = 8;
-  c.linearNumKeyHeads = 1;
-  c.linearNumValueHeads = 1;
-  c.linearKeyHeadDim = 128;
-  c.linearValueHeadDim = 128;
+  model::Qwen35Config c = testing::linearConfig(64, 1, 8, 16);
   c.tieWordEmbeddings = true;
   return c;
 }
