@@ -10,6 +10,7 @@
 #include <charconv>
 #include <span>
 
+#include "gen/rng.h"
 #include "host/lower/lower.h"
 #include "host/ptx/parser.h"
 #include "oracle/interpreter.h"
@@ -18,35 +19,6 @@
 
 namespace qgpu::gen {
 namespace {
-
-class Rng {  // SplitMix64, as gen/program_gen.cpp: the same on every platform
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint32_t word() { return static_cast<uint32_t>(next() >> 32); }
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>((uint64_t{word()} * n) >> 32); }
-  int range(int lo, int hi) { return lo + static_cast<int>(below(static_cast<uint32_t>(hi - lo + 1))); }
-  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
-  int weighted(std::span<const uint32_t> w) {
-    uint64_t total = 0;
-    for (uint32_t x : w) total += x;
-    if (total == 0) return -1;
-    uint64_t x = next() % total;
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (x < w[i]) return static_cast<int>(i);
-      x -= w[i];
-    }
-    return -1;
-  }
-
- private:
-  uint64_t s_;
-};
 
 template <typename T>
 bool parseValue(std::string_view text, T& out) {
