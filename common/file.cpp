@@ -1,4 +1,4 @@
-// qgpu/common/file.cpp — bounded reads of user-named files (common/file.h).
+// qgpu/common/file.cpp — bounded reads of user-named files, atomic writes (common/file.h).
 #include "common/file.h"
 
 #include <fcntl.h>
@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+
+#include "common/text.h"
 
 namespace qgpu {
 
@@ -44,6 +48,10 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+Diag writeError(const std::string& path, const std::string& what, int err) {
+  return ioError(path, "cannot " + what + " '" + echo(path, 400) + "': " + std::strerror(err));
+}
 
 }  // namespace
 
@@ -98,6 +106,48 @@ Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
   if (got > maxBytes) return refuseSize(path, what, "more than " + cap, maxBytes);
   text.resize(got);
   return text;
+}
+
+Status writeFileAtomic(const std::string& path, std::string_view text) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  if (target.filename().empty()) return writeError(path, "write", EISDIR);
+  // rename() would replace an empty directory: refuse a directory at the target up front.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return writeError(path, "write", EISDIR);
+  static std::atomic<unsigned> counter{0};
+  fs::path temp = target.parent_path() /
+                  ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                   std::to_string(counter.fetch_add(1)));
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return writeError(path, "create a temporary file beside", errno);
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return writeError(path, "write", err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  int synced = ::fsync(fd);
+  int err = synced != 0 ? errno : 0;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(temp.c_str());
+    return writeError(path, "write", err);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return writeError(path, "rename a temporary file onto", err);
+  }
+  return Ok{};
 }
 
 }  // namespace qgpu

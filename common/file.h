@@ -1,4 +1,5 @@
-// qgpu/common/file.h — the one way qgpu reads a file the user named.
+// qgpu/common/file.h — the one way qgpu reads a file the user named, and the one way it writes a
+// file that someone else may be reading.
 //
 // Contract: `readInputFile` never reads more than `maxBytes` + 1 bytes and never blocks on or
 // drains a device. It stats the path first and refuses, with ErrorKind::Io and the path as the
@@ -27,5 +28,12 @@ Expected<std::string> readInputFile(const std::string& path, size_t maxBytes,
 // wording. The caller still checks what it opens with fstat.
 Expected<uint64_t> regularFileSize(const std::string& path, uint64_t maxBytes,
                                    std::string_view what);
+
+// Writes `text` to a new temporary file in the directory of `path` (`.<name>.tmp.<pid>.<n>`,
+// created exclusively), flushes it to disk and renames it over `path`: a reader sees the old file
+// or the new one, never a torn one, and a run killed while writing leaves at most the temporary
+// file, which is removed on every error path it can see. Errors: ErrorKind::Io naming the path
+// and the system's reason (no such directory, a directory at `path`, no space, no permission).
+Status writeFileAtomic(const std::string& path, std::string_view text);
 
 }  // namespace qgpu

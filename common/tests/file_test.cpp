@@ -1,5 +1,6 @@
 // readInputFile (common/file.h): what it refuses before reading, and that the read itself is
-// bounded. Each refusal has a twin that is read.
+// bounded. Each refusal has a twin that is read. writeFileAtomic: a write leaves the whole new
+// file or the old one, and no temporary beside it.
 #include "common/file.h"
 
 #include <fcntl.h>
@@ -138,6 +139,31 @@ TEST(ReadInputFileBound, StopsAReadThatOutgrowsItsStatAtTheCap) {
   auto whole = readInputFile("/proc/self/maps", size_t{1} << 20, "maps");  // the twin
   ASSERT_TRUE(whole.ok()) << whole.error().str();
   EXPECT_GT(whole->size(), 16u);
+}
+
+size_t entries(const std::string& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+TEST_F(ReadInputFile, WriteFileAtomicWritesAndReplacesLeavingNoTemporary) {
+  const std::string f = dir_ + "/r.json";
+  ASSERT_TRUE(writeFileAtomic(f, "first").ok());
+  EXPECT_EQ(*readInputFile(f, 100, "report"), "first");
+  ASSERT_TRUE(writeFileAtomic(f, "second, longer").ok());
+  EXPECT_EQ(*readInputFile(f, 100, "report"), "second, longer");
+  EXPECT_EQ(entries(dir_), 1u);
+}
+
+TEST_F(ReadInputFile, WriteFileAtomicRefusesAMissingDirectoryAndADirectoryTarget) {
+  auto missing = writeFileAtomic(dir_ + "/no/r.json", "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::Io);
+  fs::create_directory(dir_ + "/d");
+  auto directory = writeFileAtomic(dir_ + "/d", "x");
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.error().kind, ErrorKind::Io);
+  EXPECT_TRUE(fs::is_directory(dir_ + "/d"));
+  EXPECT_EQ(entries(dir_), 1u);  // no temporary left behind
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 #include "harness/cli/report_outputs.h"
 
 #include "harness/cli/util.h"
-#include "harness/report/atomic_file.h"
+#include "common/file.h"
 #include "harness/report/html.h"
 #include "harness/report/junit.h"
 #include "harness/report/manifest.h"
@@ -21,12 +21,12 @@ void addReportOutputOptions(CLI::App* app, ReportOutputs& out, const std::string
 Status writeReportOutputs(const ReportOutputs& out, const report::RunReport& r,
                           double cpuSeconds) {
   if (!out.report.empty())
-    QGPU_CHECK(report::writeFileAtomic(out.report, dumpJson(report::toJson(r)) + "\n"));
+    QGPU_CHECK(writeFileAtomic(out.report, dumpJson(report::toJson(r)) + "\n"));
   if (!out.manifest.empty())
-    QGPU_CHECK(report::writeFileAtomic(
+    QGPU_CHECK(writeFileAtomic(
         out.manifest, dumpJson(report::manifestJson(r, commandLine(), cpuSeconds)) + "\n"));
-  if (!out.junit.empty()) QGPU_CHECK(report::writeFileAtomic(out.junit, report::junitXml(r)));
-  if (!out.html.empty()) QGPU_CHECK(report::writeFileAtomic(out.html, report::htmlReport(r)));
+  if (!out.junit.empty()) QGPU_CHECK(writeFileAtomic(out.junit, report::junitXml(r)));
+  if (!out.html.empty()) QGPU_CHECK(writeFileAtomic(out.html, report::htmlReport(r)));
   return Ok{};
 }
 

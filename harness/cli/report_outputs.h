@@ -1,7 +1,7 @@
 // qgpu/harness/cli/report_outputs.h — the report files a run writes, as flags defined once for
 // `check` and `report merge`: --report (JSON), --junit, --html, --manifest (check only).
 //
-// Every file is written atomically (harness/report/atomic_file.h). `check` writes each requested
+// Every file is written atomically (common/file.h writeFileAtomic). `check` writes each requested
 // file at the start, marked partial and with no cases, again (still partial) at most once a
 // second as cases finish, and at the end, complete: a run killed mid-way leaves files that say
 // they are partial and hold the cases done so far, never a stale or torn report.

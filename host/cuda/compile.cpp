@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/digest.h"
 #include "common/file.h"
 
 extern char** environ;
@@ -341,9 +343,71 @@ Expected<std::string> ptxasPath() {
 bool toolAvailable(Compiler compiler) { return toolPath(compiler).ok(); }
 bool ptxasAvailable() { return ptxasPath().ok(); }
 
-Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compiler,
-                                   const CompileOptions& options) {
-  QGPU_TRY(tool, toolPath(compiler));
+namespace {
+
+// The compile cache ($QGPU_COMPILE_CACHE, see compile.h): one file per key, <digest>.ptx. The key
+// is everything the tool's output can depend on — the tool binary (path, size, modification
+// time), the options, the dialect header and the clang path's include directory (their
+// contents) and the source. Only successful compiles are stored, each written atomically, so a
+// reader sees a whole PTX file or none.
+std::string fileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return path + ":missing";
+  return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::string directoryContents(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& file : files) {
+    auto content = readInputFile(file.string(), kMaxPtxBytes, "header");
+    text += file.string() + "\n" + (content.ok() ? *content : "<unreadable>") + "\n";
+  }
+  return text;
+}
+
+std::optional<std::string> cachePath(std::string_view cudaSource, Compiler compiler,
+                                     const CompileOptions& options, const std::string& tool) {
+  const char* dir = std::getenv("QGPU_COMPILE_CACHE");
+  if (dir == nullptr || *dir == '\0') return std::nullopt;
+  std::string key = "qgpu compile cache v1\n" + std::string(compilerName(compiler)) + "\n" +
+                    fileIdentity(tool) + "\n" + options.arch + "\n" + options.optLevel + "\n" +
+                    options.fileName + "\n" + std::to_string(options.timeoutSeconds) + "\n";
+  if (compiler == Compiler::Clang) {
+    std::string header = dialectHeaderPath(options);
+    auto content = readInputFile(header, kMaxPtxBytes, "dialect header");
+    if (!content.ok()) return std::nullopt;  // the compile reports the missing header
+    key += header + "\n" + *content + "\n" +
+           directoryContents(fs::path(header).parent_path() / "include");
+  }
+  uint64_t hash = fnv1a64(cudaSource, fnv1a64(key));
+  char name[40];
+  std::snprintf(name, sizeof name, "%016llx.ptx", static_cast<unsigned long long>(hash));
+  return std::string(dir) + "/" + name;
+}
+
+// An entry is "// qgpu compile cache: <digest of the PTX>\n" + the PTX. One whose digest does not
+// match (a torn or edited file) is a miss, and the compile that follows replaces it.
+constexpr std::string_view kCacheMagic = "// qgpu compile cache: ";
+
+std::optional<std::string> readCacheEntry(const std::string& path) {
+  auto entry = readInputFile(path, kMaxPtxBytes + 128, "cached PTX");
+  if (!entry.ok() || !entry->starts_with(kCacheMagic)) return std::nullopt;
+  size_t newline = entry->find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  std::string digest = entry->substr(kCacheMagic.size(), newline - kCacheMagic.size());
+  std::string ptx = entry->substr(newline + 1);
+  if (ptx.empty() || digest != digestString(fnv1a64(ptx))) return std::nullopt;
+  return ptx;
+}
+
+Expected<std::string> compileUncached(std::string_view cudaSource, Compiler compiler,
+                                      const CompileOptions& options, const std::string& tool) {
   QGPU_TRY(dir, TempDir::create());
   const std::string source = dir.path() + "/" + tempSourceName(options.fileName);
   const std::string ptx = dir.path() + "/out.ptx";
@@ -390,6 +454,25 @@ Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compile
                     {options.fileName});
   }
   return std::move(text).value();
+}
+
+}  // namespace
+
+Expected<std::string> compileToPtx(std::string_view cudaSource, Compiler compiler,
+                                   const CompileOptions& options) {
+  QGPU_TRY(tool, toolPath(compiler));
+  std::optional<std::string> cached = cachePath(cudaSource, compiler, options, tool);
+  if (cached && ::access(cached->c_str(), R_OK) == 0) {
+    if (auto ptx = readCacheEntry(*cached)) return std::move(*ptx);
+  }
+  QGPU_TRY(ptx, compileUncached(cudaSource, compiler, options, tool));
+  if (cached) {
+    std::error_code ec;
+    fs::create_directories(fs::path(*cached).parent_path(), ec);
+    // A cache that cannot be written is only slower.
+    (void)writeFileAtomic(*cached, std::string(kCacheMagic) + digestString(fnv1a64(ptx)) + "\n" + ptx);
+  }
+  return ptx;
 }
 
 Status ptxasCheck(std::string_view ptx, const std::string& arch) {

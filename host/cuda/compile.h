@@ -12,6 +12,11 @@
 //              ptxas  — $QGPU_PTXAS, else /usr/local/cuda/bin/ptxas, else ptxas on PATH.
 // An override that is set but names no executable file is ToolMissing, not a fallback: a test
 // that points QGPU_CLANG at a wrong path must see the tool as missing.
+// Cache: with $QGPU_COMPILE_CACHE set to a directory, compileToPtx keeps each successful result
+// there (<digest>.ptx, written atomically) under a key of everything the output depends on: the
+// tool binary's path, size and modification time, every option, the dialect header's and the
+// clang include directory's contents, and the source. Failures are never cached. ci/test.sh sets
+// it for the test run, so the catalog is compiled once, not once per test.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,4 @@
-// Atomic writes (atomic_file.h) and provenance (provenance.h): a write leaves the whole new file
-// or the old one and no temporary beside it; provenance never fails, outside a checkout too.
+// Provenance (provenance.h): it never fails, outside a checkout too.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/report/atomic_file.h"
 #include "harness/report/provenance.h"
 
 namespace qgpu::report {
@@ -25,40 +23,6 @@ struct TempDir {
   }
   ~TempDir() { fs::remove_all(path); }
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-size_t entries(const fs::path& dir) {
-  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
-
-TEST(WriteFileAtomic, WritesAndReplacesLeavingNoTemporary) {
-  TempDir dir;
-  fs::path f = dir.path / "r.json";
-  ASSERT_TRUE(writeFileAtomic(f.string(), "first").ok());
-  EXPECT_EQ(slurp(f), "first");
-  ASSERT_TRUE(writeFileAtomic(f.string(), "second, longer").ok());
-  EXPECT_EQ(slurp(f), "second, longer");
-  EXPECT_EQ(entries(dir.path), 1u);
-}
-
-TEST(WriteFileAtomic, RefusesAMissingDirectoryAndADirectoryTarget) {
-  TempDir dir;
-  auto missing = writeFileAtomic((dir.path / "no" / "r.json").string(), "x");
-  ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().kind, ErrorKind::Io);
-  fs::create_directory(dir.path / "d");
-  auto directory = writeFileAtomic((dir.path / "d").string(), "x");
-  ASSERT_FALSE(directory.ok());
-  EXPECT_EQ(directory.error().kind, ErrorKind::Io);
-  EXPECT_TRUE(fs::is_directory(dir.path / "d"));
-  EXPECT_EQ(entries(dir.path), 1u);  // no temporary left behind
-}
 
 TEST(Provenance, OutsideACheckoutIsUnknownNotAnError) {
   TempDir dir;

@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qgpu::host {
 namespace {
@@ -120,6 +122,90 @@ TEST_P(CompileEach, PtxOfBothArchsPassesPtxas) {
   ASSERT_TRUE(ptx.ok()) << ptx.error().str();
   EXPECT_TRUE(ptxasCheck(*ptx, "sm_75").ok());
   EXPECT_TRUE(ptxasCheck(*ptx, "sm_90").ok());
+}
+
+// A scratch cache directory for one test ($QGPU_COMPILE_CACHE, compile.h).
+class CacheDir {
+ public:
+  CacheDir() {
+    char tmpl[] = "/tmp/qgpu_compile_cache_test_XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) path_ = tmpl;
+  }
+  ~CacheDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) files.push_back(e.path());
+    return files;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST_P(CompileEach, TheCacheKeepsEachSuccessOnceAndNoFailure) {
+  SKIP_WITHOUT(GetParam());
+  auto uncached = compileToPtx(kTinyKernel, GetParam());
+  ASSERT_TRUE(uncached.ok()) << uncached.error().str();
+  CacheDir cache;
+  ScopedEnv env("QGPU_COMPILE_CACHE", cache.path().c_str());
+  auto first = compileToPtx(kTinyKernel, GetParam());
+  ASSERT_TRUE(first.ok()) << first.error().str();
+  EXPECT_EQ(*first, *uncached);
+  ASSERT_EQ(cache.entries().size(), 1u);
+  auto second = compileToPtx(kTinyKernel, GetParam());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, *uncached);
+  EXPECT_EQ(cache.entries().size(), 1u);
+  // Another source is another entry; a failing compile stores nothing and still fails.
+  ASSERT_TRUE(compileToPtx(std::string(kTinyKernel) + "// another\n", GetParam()).ok());
+  EXPECT_EQ(cache.entries().size(), 2u);
+  CompileOptions options;
+  options.fileName = "broken.cu";
+  EXPECT_FALSE(compileToPtx(kBrokenKernel, GetParam(), options).ok());
+  EXPECT_FALSE(compileToPtx(kBrokenKernel, GetParam(), options).ok());
+  EXPECT_EQ(cache.entries().size(), 2u);
+}
+
+TEST_P(CompileEach, AnEditedCacheEntryIsAMissAndIsReplaced) {
+  SKIP_WITHOUT(GetParam());
+  CacheDir cache;
+  ScopedEnv env("QGPU_COMPILE_CACHE", cache.path().c_str());
+  auto real = compileToPtx(kTinyKernel, GetParam());
+  ASSERT_TRUE(real.ok()) << real.error().str();
+  ASSERT_EQ(cache.entries().size(), 1u);
+  const auto entry = cache.entries()[0];
+  std::string text;
+  {
+    std::ifstream in(entry);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t at = text.find("add_one");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 7, "add_two");  // the stored digest no longer matches the PTX
+  std::ofstream(entry, std::ios::trunc) << text;
+  auto again = compileToPtx(kTinyKernel, GetParam());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *real);
+  EXPECT_EQ(again->find("add_two"), std::string::npos);
+}
+
+// The key holds the dialect header's contents: an edited header is a new entry, not a stale hit.
+TEST(CompileCache, AnEditedDialectHeaderIsANewEntry) {
+  SKIP_WITHOUT(Compiler::Clang);
+  CacheDir cache;
+  ScopedEnv env("QGPU_COMPILE_CACHE", cache.path().c_str());
+  CacheDir headerDir;  // a copy of the dialect header (and its include directory) to edit
+  const std::string header = headerDir.path() + "/qgpu_cuda.h";
+  std::filesystem::copy_file(std::string(QGPU_SOURCE_DIR) + "/kernels/qgpu_cuda.h", header);
+  std::filesystem::copy(std::string(QGPU_SOURCE_DIR) + "/kernels/include",
+                        headerDir.path() + "/include");
+  CompileOptions options;
+  options.dialectHeader = header;
+  ASSERT_TRUE(compileToPtx(kTinyKernel, Compiler::Clang, options).ok());
+  std::ofstream(header, std::ios::app) << "\n#define QGPU_CACHE_TEST_EDIT 1\n";
+  ASSERT_TRUE(compileToPtx(kTinyKernel, Compiler::Clang, options).ok());
+  EXPECT_EQ(cache.entries().size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, CompileEach, ::testing::Values(Compiler::Clang, Compiler::Nvcc),
