@@ -168,22 +168,29 @@ std::vector<int64_t> tokens(size_t n) {
   return t;
 }
 
-// By default fp32 prefill runs 5 checkpoints for mul (10,240 inputs: the edge cases and 8,304
-// random) and 2 for mad and mulhi (4,096; their layers are the same pieces, and mulhi's are twice
-// as wide), bf16 (LibTorch's bf16 matmuls are far slower on this CPU) the first kBf16Tokens
-// edge-case inputs; decode and mixed run the first kPathTokensFp32 / kPathTokens edge cases.
-// QGPU_CIRCUIT_FULL=1: 49 fp32 checkpoints (100,352 inputs), the whole edge-case checkpoint in
-// bf16 prefill, 512 edge cases on decode and mixed.
-bool full() {
-  return std::getenv("QGPU_CIRCUIT_FULL") != nullptr;
+// How much each op runs. By default: fp32 prefill 5 checkpoints for mul (10,240 inputs: the edge
+// cases and 8,304 random), 1 for mad and mulhi (2,048: the edge cases and 112 random; their layers
+// are the same pieces, and mulhi's are twice as wide); bf16 prefill (LibTorch's bf16 matmuls are
+// far slower on this CPU), decode and mixed on the first edge cases. QGPU_CIRCUIT_FULL=1: 49 fp32
+// checkpoints (100,352 inputs), the whole edge-case checkpoint in bf16 prefill, 512 edge cases
+// on decode and mixed, for every op.
+struct Budget {
+  int checkpoints;  // fp32 prefill, kVocab inputs each
+  size_t bf16;      // bf16 prefill inputs (edge cases)
+  size_t pathFp32;  // decode and mixed inputs (edge cases), fp32
+  size_t pathBf16;  // the same, bf16
+};
+Budget budget(MulOp op) {
+  if (std::getenv("QGPU_CIRCUIT_FULL") != nullptr) return {49, kVocab, 512, 512};
+  if (op == MulOp::Lo) return {5, 64, 64, 32};
+  if (op == MulOp::Mad) return {1, 48, 48, 24};
+  return {1, 32, 32, 16};
 }
-constexpr size_t kBf16Tokens = 64;
-constexpr size_t kPathTokens = 32;
-constexpr size_t kPathTokensFp32 = 96;
 
 void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
   std::mt19937 rng(seed);
-  const int checkpoints = full() ? 49 : g.op == MulOp::Lo ? 5 : 2;
+  const Budget bud = budget(g.op);
+  const int checkpoints = bud.checkpoints;
   SignCheck fp32;
   for (int k = 0; k < checkpoints; ++k) {
     const std::vector<Input> inputs = k == 0 ? edgeCases(rng) : randomInputs(rng);
@@ -200,7 +207,7 @@ void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
       if (k > 0 && dtype == ComputeDtype::BF16) continue;
       auto dec = load(dir, dtype);
       ASSERT_NE(dec, nullptr);
-      const size_t n = dtype == ComputeDtype::F32 || full() ? kVocab : kBf16Tokens;
+      const size_t n = dtype == ComputeDtype::F32 ? kVocab : bud.bf16;
       SignCheck pre;
       check(dtype == ComputeDtype::F32 ? fp32 : pre, g.op, inputs, n,
             run(*dec, tokens(n), Path::Prefill, kBits));
@@ -212,7 +219,7 @@ void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
       }
       if (k != 0) continue;
       for (Path path : {Path::Decode, Path::Mixed}) {
-        const size_t m = full() ? 512 : dtype == ComputeDtype::F32 ? kPathTokensFp32 : kPathTokens;
+        const size_t m = dtype == ComputeDtype::F32 ? bud.pathFp32 : bud.pathBf16;
         SignCheck c;
         check(c, g.op, inputs, m, run(*dec, tokens(m), path, kBits));
         EXPECT_TRUE(c.ok()) << computeDtypeName(dtype) << " " << pathName(path) << ": " << c.first;
