@@ -461,4 +461,46 @@ Expected<GadgetReport> buildCancel(UnitWriter& units, const Field& field, const 
   return b.report();
 }
 
+namespace {
+Lin toLin(const LinearForm& n) {
+  Lin l;
+  l.terms = n.terms;
+  l.constant = n.constant;
+  return l;
+}
+std::vector<Down> toDowns(const std::vector<Output>& out) {
+  std::vector<Down> ds;
+  for (const Output& o : out) ds.push_back({o.dim, o.d});
+  return ds;
+}
+}  // namespace
+
+Expected<GadgetReport> addDetector(UnitWriter& units, const MlpContext& ctx, const LinearForm& n,
+                                   const std::vector<Term>& up, const std::vector<Output>& out) {
+  Builder b(units, ctx, "detector");
+  QGPU_CHECK(b.check());
+  QGPU_TRY(g, b.gate(toLin(n)));
+  QGPU_TRY(index, units.add({g, up, b.downs(toDowns(out))}));
+  (void)index;
+  GadgetReport r = b.report();
+  r.units = 1;
+  return r;
+}
+
+Expected<GadgetReport> addStep(UnitWriter& units, const MlpContext& ctx, const LinearForm& n,
+                               const std::vector<Term>& up, const std::vector<Output>& out) {
+  Builder b(units, ctx, "step");
+  QGPU_CHECK(b.check());
+  QGPU_CHECK(b.step(toLin(n), up, toDowns(out), false));
+  return b.report();
+}
+
+Expected<GadgetReport> addConstant(UnitWriter& units, const MlpContext& ctx,
+                                   const std::vector<Output>& out) {
+  Builder b(units, ctx, "constant");
+  QGPU_CHECK(b.check());
+  QGPU_CHECK(b.constant(toDowns(out)));
+  return b.report();
+}
+
 }  // namespace qgpu::circuit

@@ -70,6 +70,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "circuit/units.h"
@@ -181,5 +182,28 @@ Expected<GadgetReport> buildMux(UnitWriter& units, const MuxSpec& s, const MlpCo
 
 // −x on every dim of `field` (it then holds exactly 0). One linear unit per dim.
 Expected<GadgetReport> buildCancel(UnitWriter& units, const Field& field, const MlpContext& ctx);
+
+// The three pieces of the header, one call each, for gadgets built in other files
+// (circuit/multiply.h). A decision N = Σ coef·x̂[dim] + constant is in units of λG; an up is
+// given as terms on h (so up = λ·Σ w·x̂); an output {dim, d} adds d·u·(up/λ) to dim when the
+// unit is on (with up = 1·ballast: exactly d·u).
+struct LinearForm {
+  std::vector<std::pair<int, double>> terms;  // (dim, coefficient of x̂)
+  double constant = 0;
+};
+struct Output {
+  int dim = 0;
+  double d = 0;  // in units of u
+};
+// A detector (N = +1 on, ≤ −1 off) with the given up.
+Expected<GadgetReport> addDetector(UnitWriter& units, const MlpContext& ctx, const LinearForm& n,
+                                   const std::vector<Term>& up, const std::vector<Output>& out);
+// A step pair: λG·[N ≥ 1] times up for an integer N (pass N = T − θ + 1 for [T ≥ θ]); the
+// caller keeps N ≤ 256 on the positive side (bf16 rounds gate_proj's output to 8 bits).
+Expected<GadgetReport> addStep(UnitWriter& units, const MlpContext& ctx, const LinearForm& n,
+                               const std::vector<Term>& up, const std::vector<Output>& out);
+// A constant d·u on each output dim (one linear unit).
+Expected<GadgetReport> addConstant(UnitWriter& units, const MlpContext& ctx,
+                                   const std::vector<Output>& out);
 
 }  // namespace qgpu::circuit

@@ -1,0 +1,320 @@
+// qgpu/circuit/multiply.cpp — see multiply.h for the maths.
+#include "circuit/multiply.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace qgpu::circuit {
+namespace {
+
+constexpr int kBits = 32;
+
+Diag usage(const std::string& message) {
+  return makeDiag(ErrorKind::Usage, "multiply gadget: " + message);
+}
+
+bool isHigh(MulOp op) {
+  return op == MulOp::HiU || op == MulOp::HiS;
+}
+int matrixWidth(MulOp op) {
+  return isHigh(op) ? 2 * kBits : kBits;
+}
+
+// A bit matrix: column c holds ±u sign dims of weight 2^c and `ones` constant 1-bits.
+struct Matrix {
+  std::vector<std::vector<int>> dims;
+  std::vector<int> ones;
+  explicit Matrix(int width) : dims(static_cast<size_t>(width)), ones(static_cast<size_t>(width)) {}
+  int width() const { return static_cast<int>(dims.size()); }
+  int height(int c) const {
+    return static_cast<int>(dims[static_cast<size_t>(c)].size()) + ones[static_cast<size_t>(c)];
+  }
+  int maxHeight() const {
+    int h = 0;
+    for (int c = 0; c < width(); ++c) h = std::max(h, height(c));
+    return h;
+  }
+};
+
+// One partial product a_i·b_j at bus dim `dim` of region X; `complement`: the dim holds 1 − p.
+struct Product {
+  int i, j, dim;
+  bool complement;
+};
+
+std::vector<Product> products(MulOp op, int base) {
+  std::vector<Product> ps;
+  const int width = matrixWidth(op);
+  for (int i = 0; i < kBits; ++i)
+    for (int j = 0; j < kBits && i + j < width; ++j) {
+      const bool complement = op == MulOp::HiS && ((i == kBits - 1) != (j == kBits - 1));
+      ps.push_back({i, j, base + static_cast<int>(ps.size()), complement});
+    }
+  return ps;
+}
+
+Matrix initialMatrix(MulOp op, const std::vector<Product>& ps, const Field& c) {
+  Matrix m(matrixWidth(op));
+  for (const Product& p : ps) m.dims[static_cast<size_t>(p.i + p.j)].push_back(p.dim);
+  if (op == MulOp::Mad)
+    for (int k = 0; k < kBits; ++k) m.dims[static_cast<size_t>(k)].push_back(c.at(k));
+  if (op == MulOp::HiS) {  // −2·(2^62 − 2^31) ≡ 2^63 + 2^32 (mod 2^64)
+    m.ones[kBits] += 1;
+    m.ones[2 * kBits - 1] += 1;
+  }
+  return m;
+}
+
+// A window of `w` columns from `first`: S = Σ 2^(c−first)·(bits + ones) ∈ [smin, smax], its
+// bits 0..bits−1 land at columns first + l (those below the width).
+struct Window {
+  int first = 0, w = 1;
+  int smin = 0, smax = 0;
+  int bits = 0;
+};
+
+std::vector<Window> windows(const Matrix& m, int w) {
+  std::vector<Window> ws;
+  for (int first = 0; first < m.width(); first += w) {
+    Window win{first, std::min(w, m.width() - first), 0, 0, 0};
+    for (int c = first; c < first + win.w; ++c) {
+      win.smin += m.ones[static_cast<size_t>(c)] << (c - first);
+      win.smax += m.height(c) << (c - first);
+    }
+    while (win.bits < 31 && (win.smax >> win.bits) > 0 && first + win.bits < m.width()) ++win.bits;
+    if (win.bits > 0) ws.push_back(win);
+  }
+  return ws;
+}
+
+int outputBits(const std::vector<Window>& ws) {
+  int n = 0;
+  for (const Window& w : ws) n += w.bits;
+  return n;
+}
+
+// The output matrix of a stage whose window bit l of window k goes to dim dimOf(k, l).
+template <typename DimOf>
+Matrix place(const Matrix& m, const std::vector<Window>& ws, DimOf dimOf) {
+  Matrix out(m.width());
+  for (size_t k = 0; k < ws.size(); ++k)
+    for (int l = 0; l < ws[k].bits; ++l)
+      out.dims[static_cast<size_t>(ws[k].first + l)].push_back(dimOf(k, l));
+  return out;
+}
+
+Status add(GadgetReport& total, Expected<GadgetReport> r) {
+  if (!r.ok()) return r.error();
+  total += r.value();
+  return Ok{};
+}
+
+// Writes one compression stage: every output dim replaced, then the constant and one step pair
+// per threshold θ ∈ (smin, smax] of each window.
+Status emitStage(const MulStage& st, const Matrix& m, const std::vector<Window>& ws,
+                 const std::vector<std::vector<int>>& outDims, const Field& replaced,
+                 const std::vector<int>& zeroDims, GadgetReport& total) {
+  QGPU_CHECK(add(total, buildCancel(*st.units, replaced, st.ctx)));
+  std::vector<Output> constants;
+  for (size_t k = 0; k < ws.size(); ++k)
+    for (int l = 0; l < ws[k].bits; ++l)
+      constants.push_back(
+          {outDims[k][static_cast<size_t>(l)], ((ws[k].smin >> l) & 1) ? 1.0 : -1.0});
+  for (int d : zeroDims) constants.push_back({d, -1.0});
+  QGPU_CHECK(add(total, addConstant(*st.units, st.ctx, constants)));
+  const std::vector<Term> up = {{st.ctx.ballast.at(0), 1.0f}};
+  for (size_t k = 0; k < ws.size(); ++k) {
+    const Window& win = ws[k];
+    if (win.smax - win.smin > 256)
+      return makeDiag(ErrorKind::Internal, "multiply gadget: a window spans " +
+                                               std::to_string(win.smax - win.smin) +
+                                               " > 256 (bf16 gate)");
+    // S in units of x̂: a bit (x̂ + 1)/2 of weight 2^(c−first).
+    LinearForm s;
+    for (int c = win.first; c < win.first + win.w; ++c) {
+      const double weight = std::ldexp(1.0, c - win.first);
+      for (int d : m.dims[static_cast<size_t>(c)]) {
+        s.terms.push_back({d, weight / 2});
+        s.constant += weight / 2;
+      }
+      s.constant += weight * m.ones[static_cast<size_t>(c)];
+    }
+    for (int theta = win.smin + 1; theta <= win.smax; ++theta) {
+      std::vector<Output> flips;
+      for (int l = 0; l < win.bits; ++l)
+        if (theta % (1 << l) == 0)
+          flips.push_back({outDims[k][static_cast<size_t>(l)], ((theta >> l) & 1) ? 2.0 : -2.0});
+      LinearForm n = s;
+      n.constant += 1 - theta;
+      QGPU_CHECK(add(total, addStep(*st.units, st.ctx, n, up, flips)));
+    }
+  }
+  return Ok{};
+}
+
+Field sub(const Field& f, const std::string& name, int offset, int dims) {
+  return {f.name + "." + name, f.offset + offset, dims};
+}
+
+struct Shape {
+  int products = 0, countBits = 0, regionX = 0, regionY = 0;
+};
+
+Shape shape(MulOp op) {
+  Shape sh;
+  const std::vector<Product> ps = products(op, 0);
+  sh.products = static_cast<int>(ps.size());
+  sh.countBits = outputBits(windows(initialMatrix(op, ps, {"c", 0, kBits}), 1));
+  const int width = matrixWidth(op);
+  sh.regionX = std::max(sh.products, 2 * width + (isHigh(op) ? kBits + 1 : 0));
+  sh.regionY = std::max(sh.countBits, adderBusDims(kBits) * (isHigh(op) ? 2 : 1));
+  return sh;
+}
+
+}  // namespace
+
+const char* mulOpName(MulOp op) {
+  switch (op) {
+    case MulOp::Lo:
+      return "mul";
+    case MulOp::HiU:
+      return "mulhi.u";
+    case MulOp::HiS:
+      return "mulhi.s";
+    case MulOp::Mad:
+      return "mad";
+  }
+  return "?";
+}
+
+int multiplyLayers(MulOp op) {
+  return isHigh(op) ? 6 : 5;
+}
+
+int multiplyBusDims(MulOp op) {
+  const Shape sh = shape(op);
+  return sh.regionX + sh.regionY;
+}
+
+Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const MultiplySpec& s) {
+  const MulOp op = s.op;
+  if (static_cast<int>(stages.size()) != multiplyLayers(op))
+    return usage(std::string(mulOpName(op)) + " needs " + std::to_string(multiplyLayers(op)) +
+                 " stages, got " + std::to_string(stages.size()));
+  for (const MulStage& st : stages)
+    if (st.units == nullptr) return usage("a stage has no unit writer");
+  if (s.a.dims != kBits || s.b.dims != kBits || s.out.dims != kBits)
+    return usage("a, b and out need 32 dims each");
+  if ((op == MulOp::Mad) != (s.c.dims == kBits) || (op != MulOp::Mad && s.c.dims != 0))
+    return usage("the addend c has 32 dims for mad and none otherwise");
+  const Shape sh = shape(op);
+  if (s.bus.dims != sh.regionX + sh.regionY)
+    return usage("the bus needs " + std::to_string(sh.regionX + sh.regionY) + " dims, got " +
+                 std::to_string(s.bus.dims));
+  const Field regionX = sub(s.bus, "x", 0, sh.regionX),
+              regionY = sub(s.bus, "y", sh.regionX, sh.regionY);
+  const int width = matrixWidth(op);
+
+  MultiplyReport rep;
+  rep.partialProducts = sh.products;
+  rep.countBits = sh.countBits;
+  rep.busDims = s.bus.dims;
+  std::vector<int> before;
+  for (const MulStage& st : stages) before.push_back(st.units->used());
+  GadgetReport& total = rep.gadget;
+
+  // Stage 0: the partial products.
+  const MulStage& s0 = stages[0];
+  const std::vector<Product> ps = products(op, regionX.offset);
+  QGPU_CHECK(add(total, buildCancel(*s0.units, regionX, s0.ctx)));
+  {
+    std::vector<Output> constants;
+    for (const Product& p : ps) constants.push_back({p.dim, p.complement ? 1.0 : -1.0});
+    QGPU_CHECK(add(total, addConstant(*s0.units, s0.ctx, constants)));
+    for (const Product& p : ps) {
+      LinearForm gate;
+      gate.terms.push_back({s.a.at(p.i), 1.0});
+      const std::vector<Term> up = {{s.b.at(p.j), 1.0f}, {s0.ctx.ballast.at(0), 1.0f}};
+      QGPU_CHECK(add(
+          total, addDetector(*s0.units, s0.ctx, gate, up, {{p.dim, p.complement ? -1.0 : 1.0}})));
+    }
+  }
+
+  // Stage 1: column counts into region Y.
+  const Matrix m0 = initialMatrix(op, ps, s.c);
+  rep.maxHeight.push_back(m0.maxHeight());
+  const std::vector<Window> w1 = windows(m0, 1);
+  std::vector<std::vector<int>> dims1;
+  int next = regionY.offset;
+  for (const Window& w : w1) {
+    dims1.emplace_back();
+    for (int l = 0; l < w.bits; ++l) dims1.back().push_back(next++);
+  }
+  QGPU_CHECK(
+      emitStage(stages[1], m0, w1, dims1, sub(regionY, "counts", 0, sh.countBits), {}, total));
+  const Matrix m1 =
+      place(m0, w1, [&](size_t k, int l) { return dims1[k][static_cast<size_t>(l)]; });
+  rep.maxHeight.push_back(m1.maxHeight());
+
+  // Stage 2: windows of three columns into two rows (region X: row A then row B).
+  const Field rowA = sub(regionX, "rowA", 0, width), rowB = sub(regionX, "rowB", width, width);
+  const std::vector<Window> w2 = windows(m1, 3);
+  std::vector<std::vector<int>> dims2(w2.size());
+  std::vector<int> used(static_cast<size_t>(width), 0);
+  for (size_t k = 0; k < w2.size(); ++k)
+    for (int l = 0; l < w2[k].bits; ++l) {
+      const int col = w2[k].first + l;
+      int& slot = used[static_cast<size_t>(col)];
+      if (slot >= 2)
+        return makeDiag(ErrorKind::Internal, "multiply gadget: column " + std::to_string(col) +
+                                                 " has more than 2 bits after stage 2");
+      dims2[k].push_back((slot == 0 ? rowA : rowB).at(col));
+      ++slot;
+    }
+  std::vector<int> zeroDims;  // row slots no window bit fills: a constant 0 bit
+  for (int col = 0; col < width; ++col)
+    for (int slot = used[static_cast<size_t>(col)]; slot < 2; ++slot)
+      zeroDims.push_back((slot == 0 ? rowA : rowB).at(col));
+  QGPU_CHECK(
+      emitStage(stages[2], m1, w2, dims2, sub(regionX, "rows", 0, 2 * width), zeroDims, total));
+  rep.maxHeight.push_back(2);
+
+  // Stages 3–5: the adder(s).
+  AdderSpec add1;
+  add1.busPrior = Prior::Replace;
+  if (!isHigh(op)) {
+    add1.a = rowA;
+    add1.b = rowB;
+    add1.bus = sub(regionY, "adder", 0, adderBusDims(kBits));
+    add1.out = s.out;
+    add1.outPrior = s.outPrior;
+    QGPU_CHECK(add(
+        total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
+  } else {
+    // The low half's carry out c32 (its sum discarded into region X), then the high half.
+    add1.a = sub(rowA, "lo", 0, kBits);
+    add1.b = sub(rowB, "lo", 0, kBits);
+    add1.bus = sub(regionY, "adderLo", 0, adderBusDims(kBits));
+    add1.out = sub(regionX, "discard", 2 * width, kBits);
+    add1.cout = sub(regionX, "c32", 2 * width + kBits, 1);
+    add1.outPrior = Prior::Replace;
+    QGPU_CHECK(add(
+        total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
+    AdderSpec add2;
+    add2.a = sub(rowA, "hi", kBits, kBits);
+    add2.b = sub(rowB, "hi", kBits, kBits);
+    add2.cin = add1.cout;
+    add2.bus = sub(regionY, "adderHi", adderBusDims(kBits), adderBusDims(kBits));
+    add2.out = s.out;
+    add2.busPrior = Prior::Replace;
+    add2.outPrior = s.outPrior;
+    QGPU_CHECK(add(
+        total, buildAdder(*stages[3].units, stages[3].ctx, *stages[5].units, stages[5].ctx, add2)));
+  }
+  for (size_t i = 0; i < stages.size(); ++i)
+    rep.unitsPerLayer.push_back(stages[i].units->used() - before[i]);
+  return rep;
+}
+
+}  // namespace qgpu::circuit

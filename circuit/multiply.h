@@ -1,0 +1,97 @@
+// qgpu/circuit/multiply.h — the multiplier: mul (low 32 bits of a·b), mulhi.u, mulhi.s and mad
+// (low 32 bits of a·b + c) of 32-bit sign fields, as consecutive MLP layers built from the exact
+// pieces of circuit/logic.h (detector, step pair, constant, Replace, the two-level adder). Every
+// layer reads and writes clean ±u sign fields (the full layout, docs/circuit.md §3.2), so every
+// decision is an exact integer threshold and every output has one magnitude.
+//
+// The pipeline (docs/circuit.md §9 "Built: the multiplier"):
+//   stage 0  partial products. One detector unit per product bit: gate λG·x̂(a_i) (on iff a_i),
+//            up = h(b_j) + h(ballast) = 2λ·b_j, so the unit adds exactly ±2u·a_i·b_j; with one
+//            constant unit the dim holds u·(2·a_i·b_j − 1) (or its complement, below). A SwiGLU
+//            unit is a product of two linear forms, so a bit product is one unit. Products whose
+//            column i + j is at or above the result's width are not built: 528 for the low half
+//            (mul, mad), all 1,024 for mulhi.
+//   stage 1  column counts. Column k's bits sum to T_k ≤ 33; bit l of T_k (weight 2^(k+l)) is
+//            Σ_θ ±[T_k ≥ θ] over the thresholds θ that are multiples of 2^l (+ when θ/2^l is
+//            odd): one step pair per θ, shared by all bits of the count (its down row writes ±2u
+//            to each bit it flips). Bits at columns ≥ the width are dropped (mod 2^width).
+//            Column heights fall from ≤ 33 to ≤ 6.
+//   stage 2  window counters: three adjacent columns at a time, S = Σ 2^(c−3g)·T_c ≤ 42, its 6
+//            bits land at columns 3g..3g+5 (the same shared-threshold construction). Each column
+//            then holds ≤ 2 bits: two rows, placed straight into the adder's operand fields.
+//   stage 3, 4  the two-level adder (buildAdder) adds the rows: mul / mad done in 5 layers.
+//   mulhi    the rows are 64 bits wide. The low half's carry out c32 comes from a 32-bit adder
+//            over the rows' low halves (levels at stages 3, 4; its sum is discarded); the high
+//            half is a 32-bit adder whose level 1 runs at stage 3 and whose level 2, at stage 5,
+//            takes c32 as its carry-in: 6 layers. (A 64-bit two-level adder would need byte
+//            digits, whose sum bits have step margins above 256: not bf16-exact.)
+//   mulhi.s  Baugh–Wooley: the products a_31·b_j (j < 31) and a_i·b_31 (i < 31) have weight
+//            −2^(i+j); written as complemented bits (1 − p)·2^(i+j) plus the constant
+//            −2·(2^62 − 2^31) ≡ 2^63 + 2^32 (mod 2^64), i.e. two constant one-bits (columns 32
+//            and 63) that enter stage 1's thresholds as constants.
+//   mad      c's 32 bits join the matrix at stage 1 as one more row (column k: k + 2 bits).
+//
+// Every threshold is over at most 42 + 1 units, so |N| ≤ 43 on both sides: exact in fp32 and in
+// bf16 (whose gate output keeps 8 bits). Margins: on λG, off ≤ −λG (as the adder).
+//
+// The bus: one field of multiplyBusDims(op) dims, always replaced (its dims may hold any ±u
+// before): region X = the partial products (stage 0), later the two rows (stage 2) and, for
+// mulhi, the low adder's discarded sum and c32 (stage 4); region Y = the stage-1 count bits,
+// later the adders' buses (stage 3). A dim is rewritten only in a layer at or after the one that
+// last reads it (a layer reads its input before it writes), so the reuse is exact.
+//
+// Errors: Usage for a spec that does not fit (widths, a bus of the wrong size, the wrong number
+// of stages, a layer without room), OverLimit for λG < 89 (from the pieces).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "circuit/logic.h"
+#include "circuit/units.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+enum class MulOp : uint8_t {
+  Lo,   // mul: low 32 bits of a·b
+  HiU,  // mulhi.u: high 32 bits of the unsigned 64-bit product
+  HiS,  // mulhi.s: high 32 bits of the signed 64-bit product
+  Mad,  // mad: low 32 bits of a·b + c
+};
+const char* mulOpName(MulOp op);
+
+// MLP layers the gadget spans (one stage per layer, in order): 5 for Lo and Mad, 6 for HiU/HiS.
+int multiplyLayers(MulOp op);
+// Dims of MultiplySpec::bus.
+int multiplyBusDims(MulOp op);
+
+struct MultiplySpec {
+  MulOp op = MulOp::Lo;
+  Field a, b;  // 32 sign bits each
+  Field c;     // Mad: the addend, 32 sign bits; otherwise 0 dims
+  Field bus;   // multiplyBusDims(op) dims, always replaced
+  Field out;   // 32 dims
+  Prior outPrior = Prior::Zero;
+};
+
+// One layer's writer and context; stage i of the gadget is written through stages[i].
+struct MulStage {
+  UnitWriter* units = nullptr;
+  MlpContext ctx;
+};
+
+struct MultiplyReport {
+  GadgetReport gadget;             // margins, total units
+  std::vector<int> unitsPerLayer;  // by stage, Replace cancels included
+  int partialProducts = 0;         // stage 0's product bits
+  int countBits = 0;               // stage 1's output bits (region Y)
+  int busDims = 0;
+  std::vector<int> maxHeight;  // tallest column entering stage 1, stage 2, the adder
+};
+
+Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const MultiplySpec& s);
+
+}  // namespace qgpu::circuit

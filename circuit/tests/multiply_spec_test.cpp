@@ -1,0 +1,171 @@
+// qgpu/circuit/tests/multiply_spec_test.cpp — the torch-free checks of the multiplier
+// (circuit/multiply.h): what each op costs by stage, where a partial-product unit's weights land,
+// and what is refused. The numerics run through model/ in multiply_test.cpp.
+//
+// The unit counts are derived by hand from the construction (not read back from the gadget):
+// stage 0 = one cancel per product dim + 1 constant + one detector per product; stage 1 = one
+// cancel per count bit + 1 + 2 per threshold (a column of h bits has h thresholds, so 2 × the
+// number of products, + 2 × 32 for mad's c); stage 2 = one cancel per row dim + 1 + 2 per
+// threshold (a window has as many as its largest sum: 287 for mul, 293 for mad, 616 for mulhi.u,
+// 619 for mulhi.s, summed from the column heights after stage 1, worked out separately); the
+// adders as in adder_test (level 1: 80 cancels + 1 + 8 × 52; level 2: 32 cancels + 3 per bit,
+// + 1 cancel and 3 for a carry out).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "circuit/multiply.h"
+#include "circuit/tests/config.h"
+
+namespace qgpu::circuit {
+namespace {
+
+constexpr int kBits = 32;
+constexpr float kUnit = 16;
+
+struct Rig {
+  MulOp op;
+  int hidden;
+  CircuitWeights w;
+  std::vector<UnitWriter> writers;
+  std::vector<MulStage> stages;
+  MultiplySpec spec;
+  Field ballast;
+
+  Rig(MulOp o, int units)
+      : op(o),
+        hidden((4 + 4 * kBits + multiplyBusDims(o) + 127) / 128 * 128),
+        w(config(hidden, units)) {
+    FieldAllocator alloc(hidden);
+    ballast = alloc.take("ballast", 4).value();
+    spec.op = o;
+    spec.outPrior = Prior::Replace;  // the full layout: out holds a pad, cancelled first
+    spec.a = alloc.take("a", kBits).value();
+    spec.b = alloc.take("b", kBits).value();
+    if (o == MulOp::Mad) spec.c = alloc.take("c", kBits).value();
+    spec.out = alloc.take("out", kBits).value();
+    spec.bus = alloc.take("bus", multiplyBusDims(o)).value();
+    for (int i = 0; i < multiplyLayers(o); ++i) writers.emplace_back(w, i);
+    for (UnitWriter& u : writers)
+      stages.push_back({&u, MlpContext{ballast, 1.0, 128, kUnit, false}});
+  }
+  model::Qwen35Config config(int h, int units) const {
+    model::Qwen35Config c = testing::linearConfig(h, multiplyLayers(op), units, 16);
+    c.tieWordEmbeddings = true;
+    return c;
+  }
+};
+
+MultiplyReport build(Rig& s) {
+  auto r = buildMultiply(s.stages, s.spec);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? r.value() : MultiplyReport{};
+}
+
+TEST(MultiplySpec, MulTakesFiveLayersAndTheseUnitsPerStage) {
+  Rig s(MulOp::Lo, 1280);
+  EXPECT_EQ(multiplyLayers(MulOp::Lo), 5);
+  const MultiplyReport r = build(s);
+  EXPECT_EQ(r.partialProducts, 528);  // i + j < 32
+  EXPECT_EQ(r.countBits, 124);
+  EXPECT_EQ(r.busDims, 528 + 124);
+  EXPECT_EQ(r.unitsPerLayer, (std::vector<int>{528 + 1 + 528, 124 + 1 + 2 * 528, 64 + 1 + 2 * 287,
+                                               80 + 1 + 8 * 52, 32 + 32 * 3}));
+  // Column heights: 32 products in column 31; ≤ 5 count bits per column; two rows.
+  EXPECT_EQ(r.maxHeight, (std::vector<int>{32, 5, 2}));
+  EXPECT_EQ(r.gadget.onMin, 128.0);
+  EXPECT_EQ(r.gadget.offMax, -128.0);
+}
+
+TEST(MultiplySpec, MadAddsOneRowInStageOneAndNoLayer) {
+  Rig s(MulOp::Mad, 1280);
+  EXPECT_EQ(multiplyLayers(MulOp::Mad), 5);
+  const MultiplyReport r = build(s);
+  EXPECT_EQ(r.maxHeight, (std::vector<int>{33, 5, 2}));
+  EXPECT_EQ(r.unitsPerLayer, (std::vector<int>{528 + 1 + 528, 128 + 1 + 2 * (528 + 32),
+                                               64 + 1 + 2 * 293, 80 + 1 + 8 * 52, 32 + 32 * 3}));
+}
+
+TEST(MultiplySpec, MulHiTakesSixLayersForTheCarryOutOfTheLowHalf) {
+  for (MulOp op : {MulOp::HiU, MulOp::HiS}) {
+    Rig s(op, 2560);
+    EXPECT_EQ(multiplyLayers(op), 6);
+    const MultiplyReport r = build(s);
+    EXPECT_EQ(r.partialProducts, 1024);
+    // Stage 3: both halves' level 1; stage 4: the low half's level 2 (discarded sum + c32);
+    // stage 5: the high half's level 2. mulhi.s: two constant one-bits (columns 32, 63) add two
+    // count bits and three window thresholds, no products and no stage-1 thresholds.
+    const int countBits = op == MulOp::HiU ? 264 : 266, windows = op == MulOp::HiU ? 616 : 619;
+    EXPECT_EQ(r.countBits, countBits) << mulOpName(op);
+    EXPECT_EQ(r.unitsPerLayer,
+              (std::vector<int>{1024 + 1 + 1024, countBits + 1 + 2 * 1024, 128 + 1 + 2 * windows,
+                                2 * (80 + 1 + 8 * 52), 33 + 32 * 3 + 3, 32 + 32 * 3}))
+        << mulOpName(op);
+    EXPECT_EQ(r.maxHeight, (std::vector<int>{32, 6, 2})) << mulOpName(op);
+  }
+}
+
+TEST(MultiplySpec, PartialProductUnitGatesOnABitAndTakesTheOtherAsUp) {
+  Rig s(MulOp::HiS, 2560);
+  build(s);
+  const std::string gate = s.w.layerTensor(0, "mlp.gate_proj.weight");
+  const std::string up = s.w.layerTensor(0, "mlp.up_proj.weight");
+  const std::string down = s.w.layerTensor(0, "mlp.down_proj.weight");
+  // Units 0..1023 cancel the products' dims, unit 1024 is the constant; unit 1025 + 32i + j is
+  // a_i·b_j, its product at bus dim 32i + j.
+  auto unitOf = [](int i, int j) { return 1025 + 32 * i + j; };
+  auto dimOf = [&](int i, int j) { return s.spec.bus.at(32 * i + j); };
+  const int u = unitOf(3, 5);
+  EXPECT_EQ(s.w.get(gate, u, s.spec.a.at(3)).value(), 128.0f);  // G·x̂(a_3)
+  EXPECT_EQ(s.w.get(gate, u, s.ballast.at(0)).value(), 0.0f);   // N = x̂: no constant
+  EXPECT_EQ(s.w.get(up, u, s.spec.b.at(5)).value(), 1.0f);      // up = h(b_5) + h(ballast)
+  EXPECT_EQ(s.w.get(up, u, s.ballast.at(0)).value(), 1.0f);
+  // down: +1·u/(λ²G) = 16/128 adds 2u·a·b; the constant writes −u.
+  EXPECT_EQ(s.w.get(down, dimOf(3, 5), u).value(), 0.125f);
+  EXPECT_EQ(s.w.get(down, dimOf(3, 5), 1024).value(), -0.125f);
+  // Baugh–Wooley: a_31·b_5 has weight −2^36, so its dim holds the complement: −2u·a·b, +u.
+  EXPECT_EQ(s.w.get(down, dimOf(31, 5), unitOf(31, 5)).value(), -0.125f);
+  EXPECT_EQ(s.w.get(down, dimOf(31, 5), 1024).value(), 0.125f);
+  // a_31·b_31 has weight +2^62: not complemented.
+  EXPECT_EQ(s.w.get(down, dimOf(31, 31), unitOf(31, 31)).value(), 0.125f);
+}
+
+TEST(MultiplySpec, RefusesSpecsThatDoNotFit) {
+  Rig s(MulOp::Lo, 1280);
+  auto expectUsage = [&](const MultiplySpec& spec, std::span<const MulStage> st, const char* what) {
+    auto r = buildMultiply(st, spec);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.error().kind, ErrorKind::Usage) << what << ": " << r.error().message;
+  };
+  MultiplySpec narrow = s.spec;
+  narrow.a.dims = 16;
+  expectUsage(narrow, s.stages, "16-bit a");
+  MultiplySpec shortBus = s.spec;
+  shortBus.bus.dims -= 1;
+  expectUsage(shortBus, s.stages, "a bus one dim short");
+  MultiplySpec addend = s.spec;
+  addend.c = s.spec.a;
+  expectUsage(addend, s.stages, "an addend for mul");
+  MultiplySpec noAddend = s.spec;
+  noAddend.op = MulOp::Mad;
+  expectUsage(noAddend, s.stages, "mad without an addend");
+  MultiplySpec hi = s.spec;
+  hi.op = MulOp::HiU;
+  expectUsage(hi, s.stages, "mulhi with 5 stages");
+  expectUsage(s.spec, std::span<const MulStage>(s.stages).first(4), "4 stages");
+  std::vector<MulStage> missing = s.stages;
+  missing[2].units = nullptr;
+  expectUsage(s.spec, missing, "a stage without a writer");
+  // A layer too small for stage 0's 1,057 units: the unit writer's refusal comes through.
+  Rig small(MulOp::Lo, 1000);
+  expectUsage(small.spec, small.stages, "a layer of 1,000 units");
+  // λG below 89 is OverLimit (rule R2), from the pieces.
+  Rig weak(MulOp::Lo, 1280);
+  weak.stages[0].ctx.gain = 64;
+  auto r = buildMultiply(weak.stages, weak.spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::OverLimit);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
