@@ -168,8 +168,8 @@ std::vector<int64_t> tokens(size_t n) {
   return t;
 }
 
-// How much each op runs. By default: fp32 prefill 5 checkpoints for mul (10,240 inputs: the edge
-// cases and 8,304 random), 1 for mad and mulhi (2,048: the edge cases and 112 random; their layers
+// How much each op runs. By default (per commit): fp32 prefill 2 checkpoints for mul (4,096
+// inputs: the edge cases and 2,160 random), 1 for mad and mulhi (2,048: the edge cases and 112 random; their layers
 // are the same pieces, and mulhi's are twice as wide); bf16 prefill (LibTorch's bf16 matmuls are
 // far slower on this CPU), decode and mixed on the first edge cases. QGPU_CIRCUIT_FULL=1: 49 fp32
 // checkpoints (100,352 inputs), the whole edge-case checkpoint in bf16 prefill, 512 edge cases
@@ -182,7 +182,7 @@ struct Budget {
 };
 Budget budget(MulOp op) {
   if (std::getenv("QGPU_CIRCUIT_FULL") != nullptr) return {49, kVocab, 512, 512};
-  if (op == MulOp::Lo) return {5, 64, 64, 32};
+  if (op == MulOp::Lo) return {2, 64, 48, 24};
   if (op == MulOp::Mad) return {1, 48, 48, 24};
   return {1, 32, 32, 16};
 }
