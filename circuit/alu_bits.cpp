@@ -481,4 +481,30 @@ Expected<GadgetReport> buildPrmt(UnitWriter& units, const PrmtSpec& s, const Mlp
   return b.report();
 }
 
+Expected<GadgetReport> buildAbs(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
+                                const MlpContext& ctx2, UnitWriter& level3,
+                                const MlpContext& ctx3, const AbsSpec& s) {
+  const std::string g = "abs";
+  QGPU_CHECK(checkWidth(g, s.a, "a", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.zero, "zero", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.neg, "neg", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.out, "out", 32, 32));
+  AdderSpec neg;  // zero + ~a + 1
+  neg.a = s.zero;
+  neg.b = s.a;
+  neg.invertB = true;
+  neg.carryIn = true;
+  neg.bus = s.bus;
+  neg.out = s.neg;
+  neg.busPrior = s.busPrior;
+  neg.outPrior = s.outPrior;
+  QGPU_TRY(rep, buildAdder(level1, ctx1, level2, ctx2, neg));
+  Field sign = s.a;
+  sign.offset = s.a.at(31);
+  sign.dims = 1;
+  QGPU_TRY(mux, buildMux(level3, {{s.a, s.neg}, sign, Selector::Binary, s.out, s.outPrior}, ctx3));
+  rep += mux;
+  return rep;
+}
+
 }  // namespace qgpu::circuit

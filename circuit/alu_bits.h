@@ -66,10 +66,14 @@
 //             i; with s & 8 every bit of the byte is that byte's bit 7. Per (byte i, s) a 4-literal
 //             detector on the nibble gates 8 selects (up = the source bits) or, sign mode, one
 //             select of bit 7 written to all 8 dims: 4 × (8·8 + 8) = 288 units. One layer.
-//   neg/abs   not gadgets here: neg a = 0 − a is the adder (circuit/logic.h) with a zero operand,
-//             ~a and carry-in 1 (the lowering may as well emit sub d, 0, a); abs a = mux(a_31:
-//             neg a, a) — the adder's 2 layers + a one-layer 32-bit mux by the sign bit (64 units),
-//             i.e. a third ALU layer, or level 1 doubled with sign-gated step pairs. Not built.
+//   neg/abs   neg a = 0 − a is the adder of circuit/logic.h with a zero operand: zero + ~a +
+//             carry-in 1 (2 layers, 417 + 96 units, bus 80); the lowering may as well emit
+//             sub d, 0, a. abs a = mux(a_31: neg a, a): the adder's two levels, then a one-layer
+//             32-bit mux (circuit/logic.h) selected by the sign bit a_31, 64 units:
+//             3 layers (L, L+1, L+2). abs(INT_MIN) = INT_MIN falls out (neg INT_MIN = INT_MIN).
+//             The ALU has 2 layers (§4.1) but the pipeline's next MLPs (memory, MUL) have room,
+//             so the third level fits there; a 2-layer form (level 2's units gated by the sign,
+//             a ¬sign-gated copy of a) is possible but not built.
 //
 // Errors: Usage for a spec that does not fit (widths, a Clamp with a field fill, a weight bf16
 // cannot hold), OverLimit for λG < 89 (unless ctx.lowGainTwin). A refused spec may leave some of
@@ -184,5 +188,19 @@ struct PrmtSpec {
   Prior prior = Prior::Zero;
 };
 Expected<GadgetReport> buildPrmt(UnitWriter& units, const PrmtSpec& s, const MlpContext& ctx);
+
+// abs over three layers: level 1 and 2 of the adder write neg = zero + ~a + 1 (bus:
+// adderBusDims(32) dims), level 3 the mux by a_31. `zero`: 32 dims holding 0 (−u) on every token.
+struct AbsSpec {
+  Field a;     // 32 dims
+  Field zero;  // 32 dims, the word 0 on every token
+  Field bus;   // adderBusDims(32)
+  Field neg;   // 32 dims: −a (written by level 2, read by level 3)
+  Field out;   // 32 dims: |a|
+  Prior busPrior = Prior::Zero, outPrior = Prior::Zero;  // bus and neg / out
+};
+Expected<GadgetReport> buildAbs(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
+                                const MlpContext& ctx2, UnitWriter& level3,
+                                const MlpContext& ctx3, const AbsSpec& s);
 
 }  // namespace qgpu::circuit

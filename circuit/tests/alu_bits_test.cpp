@@ -69,6 +69,30 @@ TEST(AluBitsGadgets, BfeCostsPerLevel) {
   }
 }
 
+TEST(AluBitsGadgets, AbsIsTheAdderThenASignMux) {
+  CircuitWeights w(testing::linearConfig(256, 3, 1024, 16));
+  Fixture f;
+  UnitWriter l1(w, 0), l2(w, 1), l3(w, 2);
+  const Field bus{"bus", f.bus.offset, adderBusDims(32)};
+  auto r = buildAbs(l1, f.ctx, l2, f.ctx, l3, f.ctx, {f.a, f.b, bus, f.c, f.out});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(l1.used(), 417);     // adder level 1 on zero + ~a
+  EXPECT_EQ(l2.used(), 96);      // level 2: copy + step pair per bit, no carry out
+  EXPECT_EQ(l3.used(), 2 * 32);  // mux {a, neg} by a_31
+  // The mux's selector is a's bit 31: the neg input (index 1) is selected when it is +1.
+  const std::string gate = w.layerTensor(2, "mlp.gate_proj.weight");
+  EXPECT_EQ(w.get(gate, 32, f.a.at(31)).value(), 128.0f);
+  EXPECT_EQ(w.get(gate, 0, f.a.at(31)).value(), -128.0f);
+  Field narrow = f.out;
+  narrow.dims = 16;
+  UnitWriter m1(w, 0, 500), m2(w, 1, 200), m3(w, 2, 200);  // room for a whole abs
+  auto bad = buildAbs(m1, f.ctx, m2, f.ctx, m3, f.ctx, {f.a, f.b, bus, f.c, narrow});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_NE(bad.error().message.find("out needs 32"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(m1.used(), 0);
+}
+
 TEST(AluBitsGadgets, ShiftAmountDetectorReadsEveryHighBitAndSelectsTheSourceBit) {
   Fixture f;
   UnitWriter u(f.w, 0);
