@@ -302,6 +302,94 @@ Expected<GadgetReport> buildShift(UnitWriter& units, const ShiftSpec& s, const M
   return b.report();
 }
 
+Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
+                                      const MlpContext& ctx) {
+  const std::string g = "shift prep";
+  Builder bld(units, ctx, g);
+  QGPU_CHECK(bld.check());
+  QGPU_CHECK(checkWidth(g, s.op, "the opcode one-hot", 5, 5));
+  for (const Field* f : {&s.a, &s.b, &s.c, &s.hi, &s.lo}) QGPU_CHECK(checkWidth(g, *f, "a word", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.start, "start", 33, 33));
+  QGPU_CHECK(bld.prior(s.prior, s.hi));
+  QGPU_CHECK(bld.prior(s.prior, s.lo));
+  QGPU_CHECK(bld.prior(s.prior, s.start));
+  const int shl = s.op.at(0), shrU = s.op.at(1), shrS = s.op.at(2), shfL = s.op.at(3),
+            shfR = s.op.at(4);
+  const Term one = bld.ballastUp();
+  std::vector<Down> consts = all(s.hi, -1);
+  for (const Down& d : all(s.lo, -1)) consts.push_back(d);
+  for (const Down& d : all(s.start, -1)) consts.push_back(d);
+  QGPU_CHECK(bld.constant(consts));
+  // hi and lo: (x̂ + 1)u added where the opcode selects that source.
+  Lin isShl, isShrS, isShf, notShl;
+  isShl.add(shl, 1);
+  isShrS.add(shrS, 1);
+  isShf.add(shfL, 1).add(shfR, 1).constant = 1;
+  notShl.add(shl, -1);
+  QGPU_CHECK(bld.unit(isShrS, {{s.a.at(31), 1.0f}, one}, all(s.hi, 1)));
+  for (int j = 0; j < 32; ++j) {
+    QGPU_CHECK(bld.unit(isShl, {{s.a.at(j), 1.0f}, one}, {{s.hi.at(j), 1}}));
+    QGPU_CHECK(bld.unit(isShf, {{s.b.at(j), 1.0f}, one}, {{s.hi.at(j), 1}}));
+    QGPU_CHECK(bld.unit(notShl, {{s.a.at(j), 1.0f}, one}, {{s.lo.at(j), 1}}));
+  }
+  // start: +2u on s for each (op, amount) detector.
+  struct Group {
+    Lin op;       // +1 iff the group's op is set (N contribution), −1 otherwise
+    Field amount;
+    bool clamp;   // every high bit 0 is part of the detector; k ≥ 32 has its own pair
+    bool left;    // s = 32 − k (left) or k (right)
+  };
+  Lin either;  // shr.u or shr.s
+  either.add(shrU, 1).add(shrS, 1).constant = 1;
+  Lin l;
+  const Group groups[] = {{Lin(isShl), s.b, true, true},
+                          {either, s.b, true, false},
+                          {Lin(l).add(shfL, 1), s.c, false, true},
+                          {Lin(l).add(shfR, 1), s.c, false, false}};
+  for (const Group& gr : groups) {
+    const int high = gr.clamp ? 27 : 0;
+    for (int k = 0; k < 32; ++k) {
+      Lin d = gr.op;
+      for (int i = 0; i < 5; ++i) d.add(gr.amount.at(i), sgn((k >> i) & 1));
+      for (int i = 0; i < high; ++i) d.add(gr.amount.at(5 + i), -1);
+      d.constant += -(5 + high);  // the op term is ±1: N = 1 only with every literal matching
+      QGPU_CHECK(bld.detector(d, {{s.start.at(gr.left ? 32 - k : k), 2}}));
+    }
+    if (gr.clamp) {
+      // [Σ_{i≥5} b_i + 32·[op] ≥ 33]: the op's bit is (N_op + 1)/2.
+      Lin t;
+      for (int i = 0; i < high; ++i) t.add(gr.amount.at(5 + i), 0.5);
+      t.constant = 0.5 * high;
+      for (const auto& [dim, coef] : gr.op.terms) t.add(dim, 16 * coef);
+      t.constant += 16 * (gr.op.constant + 1);
+      QGPU_CHECK(bld.step(t.shifted(-33 + 1), {one}, {{s.start.at(gr.left ? 0 : 32), 2}}));
+    }
+  }
+  return bld.report();
+}
+
+Expected<GadgetReport> buildWindow(UnitWriter& units, const WindowSpec& s, const MlpContext& ctx) {
+  const std::string g = "window";
+  Builder bld(units, ctx, g);
+  QGPU_CHECK(bld.check());
+  QGPU_CHECK(checkWidth(g, s.lo, "lo", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.hi, "hi", 32, 32));
+  QGPU_CHECK(checkWidth(g, s.start, "start", 33, 33));
+  QGPU_CHECK(checkWidth(g, s.out, "out", 32, 32));
+  QGPU_CHECK(bld.prior(s.prior, s.out));
+  QGPU_CHECK(bld.constant(all(s.out, -1)));
+  for (int st = 0; st <= 32; ++st) {
+    Lin hot;
+    hot.add(s.start.at(st), 1);
+    for (int j = 0; j < 32; ++j) {
+      const int i = j + st;
+      const int src = i < 32 ? s.lo.at(i) : s.hi.at(i - 32);
+      QGPU_CHECK(bld.unit(hot, {{src, 1.0f}, bld.ballastUp()}, {{s.out.at(j), 1}}));
+    }
+  }
+  return bld.report();
+}
+
 Expected<GadgetReport> buildPopc(UnitWriter& units, const PopcSpec& s, const MlpContext& ctx) {
   const std::string g = "popc";
   Builder b(units, ctx, g);

@@ -39,6 +39,19 @@
 //             1,024 units is 17 % of 2b's 6,144, so the one-layer form is the one built (§9).
 //             Cancels the out field of Replace; amount fields may be 5..32 dims wide (Clamp) and
 //             ≥ 5 (Wrap, only bits 0..4 read).
+//   lane-shared shifter (two layers, one per lane for all five shift ops): every shift is a
+//             window of the 64-bit word W = {hi, lo}, out_j = W_{j+s}, s ∈ 0..32:
+//               shl {a, 0}, s = 32 − k (k ≥ 32 → 0); shr.u {0, a}, shr.s {sign, a}, s = min(k, 32);
+//               shf.l {b, a}, s = 32 − (c & 31); shf.r {b, a}, s = c & 31.
+//             Prep (layer L) from the opcode one-hot (5 sign dims, none set = not a shift):
+//             hi = −u + [shl]·(a+1)u + [shr.s]·(a_31+1)u + [shf.l ∨ shf.r]·(b+1)u (65 selects),
+//             lo = −u + [¬shl]·(a+1)u (32), s one-hot (33 dims, none hot for a non-shift op): per
+//             op group (shl; shr.u ∨ shr.s; shf.l; shf.r) 32 detectors AND(op, amount = k) (the
+//             clamped ones also every high bit 0) and, for shl and shr, "op ∧ k ≥ 32" as one step
+//             pair on T = Σ_{i≥5} b_i + 32·[op] ≥ 33 (132 units); one constant sets all three
+//             fields to −u. An "either of two ops" literal is (ôp₁ + ôp₂ + 1) (±1 for a
+//             one-hot). 230 units; bus = hi, lo, s = 97 dims. Window (layer L' > L): out = −u + Σ_s
+//             [s]·(W_{j+s} + 1)u, 33 × 32 selects + 1 = 1,057 units; a non-shift op gives 0.
 //   popc      count C = Σ bit_i (≤ n ≤ 32): one step pair per threshold θ = 1..n on T = Σ bit_i
 //             (|T − θ| ≤ 32), each writing to every output bit k the change 2·(bit_k(θ) −
 //             bit_k(θ−1))·u, plus one constant −u: 2n + 1 = 65 units. One layer.
@@ -141,6 +154,26 @@ struct ShiftSpec {
 std::optional<ShiftSpec> shiftSpecFor(machine::Op op, const Field& a, const Field& b,
                                       const Field& c, const Field& out, Prior prior);
 Expected<GadgetReport> buildShift(UnitWriter& units, const ShiftSpec& s, const MlpContext& ctx);
+
+// The lane-shared shifter: its opcode one-hot's dims, in this order.
+constexpr machine::Op kShiftOps[] = {machine::Op::Shl, machine::Op::ShrU, machine::Op::ShrS,
+                                     machine::Op::ShfLW, machine::Op::ShfRW};
+struct ShiftPrepSpec {
+  Field op;       // 5 sign dims, kShiftOps order: at most one +1 (none: not a shift op)
+  Field a, b, c;  // 32 dims each (b: shl/shr amount, all 32 bits read; c: funnel amount, bits 0..4)
+  Field hi, lo;   // 32 dims each: the window's word
+  Field start;    // 33 dims: s one-hot (no dim hot when op names no shift)
+  Prior prior = Prior::Zero;
+};
+Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
+                                      const MlpContext& ctx);
+struct WindowSpec {
+  Field lo, hi;  // 32 dims each: W = {hi, lo}, W_i = lo_i (i < 32), hi_{i−32}
+  Field start;   // 33 dims, at most one +1
+  Field out;     // 32 dims: W_{j+s}; 0 when no start dim is hot
+  Prior prior = Prior::Zero;
+};
+Expected<GadgetReport> buildWindow(UnitWriter& units, const WindowSpec& s, const MlpContext& ctx);
 
 struct PopcSpec {
   Field in;   // n dims, 1 ≤ n ≤ 32

@@ -25,6 +25,7 @@ constexpr int64_t kVocab = 2048;  // one token per input: a checkpoint holds 2,0
 
 struct Operands {
   uint32_t a = 0, b = 0, c = 0;
+  uint32_t op = 0;  // the bits of Bench::op (a test's opcode one-hot), when it has dims
 };
 
 struct Result {
@@ -37,6 +38,7 @@ struct Bench {
   CircuitWeights weights;
   FieldAllocator alloc;
   Field ballast, a, b, c;
+  Field op;                     // optional (0 dims): per-token bits from Operands::op
   std::vector<Result> results;  // probed in this order, 32 logits each
   MlpContext ctx;
 
@@ -78,6 +80,7 @@ inline std::string checkpoint(const Bench& bench, const std::vector<Operands>& i
     setSigns(w, tok, bench.a, inputs[t].a, kUnit);
     setSigns(w, tok, bench.b, inputs[t].b, kUnit);
     setSigns(w, tok, bench.c, inputs[t].c, kUnit);
+    if (bench.op.dims > 0) setSigns(w, tok, bench.op, inputs[t].op, kUnit);
   }
   return write(w, name);
 }
@@ -112,7 +115,7 @@ inline std::vector<SignCheck> runPlans(const Bench& bench, const std::vector<Ope
       for (size_t t = 0; t < p.tokens; ++t) {
         const Operands& in = inputs[t];
         const std::string where = "a=" + std::to_string(in.a) + " b=" + std::to_string(in.b) +
-                                  " c=" + std::to_string(in.c);
+                                  " c=" + std::to_string(in.c) + " op=" + std::to_string(in.op);
         for (size_t r = 0; r < bench.results.size(); ++r) {
           std::vector<float> row(rows[t].begin() + static_cast<long>(32 * r),
                                  rows[t].begin() + static_cast<long>(32 * (r + 1)));

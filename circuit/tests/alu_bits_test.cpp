@@ -51,6 +51,33 @@ TEST(AluBitsGadgets, UnitCountsPerGadget) {
             1024);
 }
 
+TEST(AluBitsGadgets, LaneSharedShifterCostsAPrepAndAWindow) {
+  CircuitWeights w(testing::linearConfig(384, 2, 2048, 16));
+  FieldAllocator al(384);
+  const Field ballast = al.take("ballast", 4).value(), op = al.take("op", 5).value();
+  const Field a = al.take("a", 32).value(), b = al.take("b", 32).value();
+  const Field c = al.take("c", 32).value(), hi = al.take("hi", 32).value();
+  const Field lo = al.take("lo", 32).value(), start = al.take("start", 33).value();
+  const Field out = al.take("out", 32).value();
+  const MlpContext ctx{ballast, 1.0, 128, 16, false};
+  UnitWriter l1(w, 0), l2(w, 1);
+  // 1 constant (hi, lo, start at −u), hi 1 + 32 + 32, lo 32, start 4 x 32 detectors + 2 pairs.
+  EXPECT_EQ(unitsOf(buildShiftPrep(l1, {op, a, b, c, hi, lo, start, Prior::Zero}, ctx)), 230);
+  EXPECT_EQ(unitsOf(buildWindow(l2, {lo, hi, start, out, Prior::Zero}, ctx)), 1057);
+  // Window unit 1 + 32·s + j selects W_{j+s}: s = 32, j = 5 reads hi bit 5 (and the ballast).
+  const std::string up = w.layerTensor(1, "mlp.up_proj.weight");
+  EXPECT_EQ(w.get(up, 1 + 32 * 32 + 5, hi.at(5)).value(), 1.0f);
+  EXPECT_EQ(w.get(up, 1 + 32 * 32 + 5, ballast.at(0)).value(), 1.0f);
+  EXPECT_EQ(w.get(up, 1 + 3 * 32 + 30, hi.at(1)).value(), 1.0f);  // s = 3, j = 30: W_33
+  Field four = op;
+  four.dims = 4;
+  UnitWriter l3(w, 0, 1000);
+  auto bad = buildShiftPrep(l3, {four, a, b, c, hi, lo, start, Prior::Zero}, ctx);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(l3.used(), 0);
+}
+
 TEST(AluBitsGadgets, BfeCostsPerLevel) {
   for (bool isSigned : {false, true}) {
     Fixture f;

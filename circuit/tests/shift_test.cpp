@@ -8,6 +8,10 @@
 // k >= 5, 0x80000000, 0xffffffff, random multiples of 32); c with random high bits (the funnel
 // must ignore them); then random. Expected words are plain expressions below.
 //
+// The lane-shared shifter (buildShiftPrep in layer 0, buildWindow in layer 1): one shifter for
+// all five ops, the op chosen per token by an opcode one-hot (or none: the result is 0), on the
+// same inputs.
+//
 // What it pins down: every bit exactly ±1 in fp32 and bf16 × prefill / decode / mixed, and two
 // twins fail: a shl whose amount wraps (c & 31 rule instead of isa.def's clamp) on amounts >= 32,
 // and the low-gain shifter (rule R2).
@@ -119,6 +123,100 @@ TEST(ShiftGadget, FiveShiftsInOneLayerAreExactInFp32AndBf16OnEveryPath) {
     for (size_t r = 0; r < checks.size(); ++r)
       EXPECT_TRUE(checks[r].ok()) << g.bench->results[r].name << ": " << checks[r].first;
   }
+}
+
+// Every amount edge (0..31 on two words, and the amounts >= 32) under every opcode of the
+// one-hot (and "no shift op"), then random operands with the opcode cycling.
+std::vector<Operands> withOps(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto r32 = [&] { return static_cast<uint32_t>(rng()); };
+  std::vector<uint32_t> amounts;
+  for (uint32_t k = 0; k < 32; ++k) amounts.push_back(k);
+  for (uint32_t k : {32u, 33u, 63u, 64u, 255u, 256u, 0x80000000u, 0xffffffffu, 0xffffffe0u})
+    amounts.push_back(k);
+  for (int k = 5; k < 32; ++k) amounts.push_back(1u << k);
+  std::vector<Operands> v;
+  for (uint32_t op = 0; op < 6; ++op) {
+    const uint32_t bits = op == 5 ? 0u : 1u << op;
+    for (uint32_t k : amounts) {
+      v.push_back({r32() | 0x80000000u, k, k, bits});
+      v.push_back({r32() & 0x7fffffffu, k, k | (r32() & ~31u), bits});
+    }
+  }
+  while (v.size() < kVocab) {
+    const uint32_t t = static_cast<uint32_t>(v.size());
+    const uint32_t b = rng() % 4 == 0 ? r32() : r32() & 31;
+    v.push_back({r32(), b, r32(), t % 6 == 5 ? 0u : 1u << (t % 6)});
+  }
+  v.resize(kVocab);
+  return v;
+}
+
+uint32_t byOp(const Operands& o) {
+  for (int i = 0; i < 5; ++i)
+    if (o.op == 1u << i) return kOps[i].expected(o);
+  return 0;  // not a shift op
+}
+
+struct Shared {
+  std::unique_ptr<Bench> bench;
+  int prepUnits = 0, windowUnits = 0;
+};
+
+Shared buildShared(bool lowGain) {
+  Shared out{std::make_unique<Bench>(256, 2, 1152), 0, 0};
+  Bench& b = *out.bench;
+  MlpContext ctx = b.ctx;
+  ctx.lowGainTwin = lowGain;
+  b.op = b.take("op", 5);
+  ShiftPrepSpec prep;
+  prep.op = b.op;
+  prep.a = b.a;
+  prep.b = b.b;
+  prep.c = b.c;
+  prep.hi = b.take("hi", 32);
+  prep.lo = b.take("lo", 32);
+  prep.start = b.take("start", 33);
+  prep.prior = Prior::Replace;
+  UnitWriter l1(b.weights, 0), l2(b.weights, 1);
+  expectOk(buildShiftPrep(l1, prep, ctx), "shift prep");
+  expectOk(buildWindow(l2, {prep.lo, prep.hi, prep.start, b.result("shift by op", byOp),
+                            Prior::Replace},
+                       ctx),
+           "window");
+  out.prepUnits = l1.used();
+  out.windowUnits = l2.used();
+  return out;
+}
+
+TEST(ShiftGadget, LaneSharedShifterRunsAllFiveOpsInTwoLayersExactly) {
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(kShiftOps[i], kOps[i].op);  // the one-hot's order
+  Shared g = buildShared(false);
+  // Prep: 97 cancels + 1 constant + 1 + 3 x 32 hi/lo selects + 4 x 32 detectors + 2 pairs.
+  EXPECT_EQ(g.prepUnits, 97 + 1 + 1 + 96 + 128 + 4);
+  EXPECT_EQ(g.windowUnits, 32 + 1 + 33 * 32);
+  std::cout << "[lane-shared shifter] units: prep " << g.prepUnits << ", window "
+            << g.windowUnits << "\n";
+  const int rounds = fullRun() ? 6 : 1;
+  for (int k = 0; k < rounds; ++k) {
+    const std::vector<Operands> in = withOps(57 + static_cast<uint32_t>(k));
+    const std::string dir = checkpoint(*g.bench, in, "shift_shared");
+    const std::vector<RunPlan> plan =
+        k == 0 ? standardPlan(kVocab, fullRun() ? kVocab : 512)
+               : std::vector<RunPlan>{{ComputeDtype::F32, Path::Prefill, kVocab},
+                                      {ComputeDtype::BF16, Path::Prefill, kVocab}};
+    const auto checks = runPlans(*g.bench, in, dir, plan, "shift shared", k == 0);
+    EXPECT_TRUE(checks[0].ok()) << checks[0].first;
+  }
+}
+
+TEST(ShiftGadget, FailingTwinLaneSharedShifterAtLowGainIsNotExact) {
+  Shared g = buildShared(true);
+  const std::vector<Operands> in = withOps(57);
+  const std::string dir = checkpoint(*g.bench, in, "shift_shared_twin");
+  const auto checks = runPlans(*g.bench, in, dir, {{ComputeDtype::F32, Path::Prefill, 512}},
+                               "shift shared twin low gain");
+  EXPECT_FALSE(checks[0].ok());
 }
 
 TEST(ShiftGadget, FailingTwinAWrappingShlIsWrongOnAmountsOf32AndMore) {
