@@ -339,13 +339,14 @@ Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
     bool clamp;   // every high bit 0 is part of the detector; k ≥ 32 has its own pair
     bool left;    // s = 32 − k (left) or k (right)
   };
-  Lin either;  // shr.u or shr.s
+  Lin either, isShfL, isShfR;  // shr.u or shr.s; shf.l; shf.r
   either.add(shrU, 1).add(shrS, 1).constant = 1;
-  Lin l;
-  const Group groups[] = {{Lin(isShl), s.b, true, true},
+  isShfL.add(shfL, 1);
+  isShfR.add(shfR, 1);
+  const Group groups[] = {{isShl, s.b, true, true},
                           {either, s.b, true, false},
-                          {Lin(l).add(shfL, 1), s.c, false, true},
-                          {Lin(l).add(shfR, 1), s.c, false, false}};
+                          {isShfL, s.c, false, true},
+                          {isShfR, s.c, false, false}};
   for (const Group& gr : groups) {
     const int high = gr.clamp ? 27 : 0;
     for (int k = 0; k < 32; ++k) {

@@ -37,8 +37,9 @@
 //             big). The alternative, a barrel of 5 mux stages (2 selects per bit and stage), is
 //             320 units but 5 layers and a 32-dim bus per stage; the ALU has 2 layers (§4.1), and
 //             1,024 units is 17 % of 2b's 6,144, so the one-layer form is the one built (§9).
-//             Cancels the out field of Replace; amount fields may be 5..32 dims wide (Clamp) and
-//             ≥ 5 (Wrap, only bits 0..4 read).
+//             Amount fields: 5..32 dims (Clamp: every dim read), ≥ 5 (Wrap: bits 0..4 read).
+//             For 4 lanes and five ops the per-op form is too big; the lane-shared shifter below
+//             serves all five.
 //   lane-shared shifter (two layers, one per lane for all five shift ops): every shift is a
 //             window of the 64-bit word W = {hi, lo}, out_j = W_{j+s}, s ∈ 0..32:
 //               shl {a, 0}, s = 32 − k (k ≥ 32 → 0); shr.u {0, a}, shr.s {sign, a}, s = min(k, 32);
@@ -67,11 +68,13 @@
 //             a[min(pos+len−1, 31)] : 0. Level 1 writes a bus of 96 (+1 signed) dims:
 //               sh   = a >> pos (shift, Clamp over the 8 bits of pos, zero fill)       1,026 units
 //               m_i  = [len ≥ i+1], a thermometer on T_len = Σ_{k<5} 2^k c_k +
-//                      32·Σ_{k=5..7} c_k (≤ 127: equal to len when len < 32, ≥ 32 otherwise)   65
-//               r_i  = [pos ≤ 31 − i] = 1 − [T_pos ≥ 32 − i], T_pos likewise                  65
+//                      32·Σ_{k=5..7} c_k (≤ 127: equal to len when len < 32, ≥ 32 otherwise)   64
+//               r_i  = [pos ≤ 31 − i] = 1 − [T_pos ≥ 32 − i], T_pos likewise                  64
 //               f    (signed) = a[min(T''−1, 31)], T'' = T_pos + T_len (≤ 254; = pos + len when
 //                      both < 32, ≥ 32 otherwise): f̂ = −1 + Σ_{θ=1..32} [T'' ≥ θ]·(y_{θ−1} −
-//                      y_{θ−2}), y_k = x̂_{a_k} + 1, y_{−1} = 0 (telescoped one-hot select)    65
+//                      y_{θ−2}), y_k = x̂_{a_k} + 1, y_{−1} = 0 (telescoped one-hot select)    64
+//               one constant sets m, f to −u and r to +u                                          1
+//             (1,155 units unsigned, 1,219 signed).
 //             Level 2: keep_i = m_i ∧ r_i; out_i = −u + keep_i·(x̂_sh_i + 1)·u (1 constant + 32
 //             selects); signed adds 2u·[f ∧ m_0 ∧ ¬keep_i] as two disjoint 3-literal detectors
 //             (¬m_i ∧ m_0 ∧ f) (i ≥ 1) and (m_i ∧ ¬r_i ∧ f) (m_i implies m_0): 33 / 96 units.
