@@ -281,9 +281,9 @@ TEST(LowerErrors, RefusesUnsupportedOpcodeForms) {
   EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
   EXPECT_NE(d.message.find("mul.hi.u64"), std::string::npos) << d.str();
   EXPECT_EQ(d.loc.line, 12u) << d.str();
-  auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\nst.global.u8 [%rd1], %r1;\nret;"));
+  auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\nst.global.u64 [%rd1], %rd2;\nret;"));
   EXPECT_EQ(st.kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(st.message.find("st.global.u8"), std::string::npos) << st.str();
+  EXPECT_NE(st.message.find("st.global.u64"), std::string::npos) << st.str();
 }
 
 TEST(LowerErrors, RefusesUsedUpperHalfOfA64BitValue) {
