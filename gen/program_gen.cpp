@@ -11,6 +11,8 @@
 // (decrement). That is the whole termination argument.
 #include "gen/program_gen.h"
 
+#include "oracle/semantics.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -426,15 +428,19 @@ class Generator {
     const bool shared = prog_.sharedWords > 0 && rng_.chance(pol_.sharedProb);
     in.space = shared ? Space::Shared : Space::Global;
     const int words = shared ? prog_.sharedWords : kGlobalWords;
+    // Bytes one lane accesses (4; st.b8 1, st.b16 2): the alignment an address must have.
+    const int bytes = oracle::accessBytes(in.op);
     if (rng_.chance(pol_.outOfRangeProb)) {
       in.offset = 0;
-      switch (rng_.below(4)) {
+      int kind = static_cast<int>(rng_.below(4));
+      if (kind == 1 && bytes == 1) kind = 0;  // a byte address cannot be misaligned
+      switch (kind) {
         case 0:  // just past the end
           in.src[0] = Operand::i(static_cast<uint32_t>(4 * (words + rng_.range(0, 7))));
           break;
         case 1:  // misaligned
-          in.src[0] =
-              Operand::i(static_cast<uint32_t>(4 * rng_.range(0, words - 1) + rng_.range(1, 3)));
+          in.src[0] = Operand::i(static_cast<uint32_t>(
+              4 * rng_.range(0, words - 1) + (bytes == 2 ? 1 + 2 * rng_.range(0, 1) : rng_.range(1, 3))));
           break;
         case 2:  // below zero
           in.src[0] = Operand::i(0);
@@ -461,7 +467,7 @@ class Generator {
       in.src[0] = rng_.chance(0.2) && off == word
                       ? Operand::r(0)
                       : Operand::i(static_cast<uint32_t>(4 * (word - off)));
-      in.offset = 4 * off;
+      in.offset = 4 * off + subwordOffset(bytes);
       return;
     }
     // index = source & (2^k - 1), 2^k <= words; address = 4 * (base + index).
@@ -482,7 +488,12 @@ class Generator {
       g.block.ops.push_back(aluOp(Op::And, t, Operand::r(t), Operand::i(mask << 2)));
     }
     in.src[0] = Operand::r(t);
-    in.offset = 4 * base;
+    in.offset = 4 * base + subwordOffset(bytes);
+  }
+
+  // A sub-word store's byte within its word (a multiple of `bytes`); 0 for a word access.
+  int subwordOffset(int bytes) {
+    return bytes < 4 ? bytes * static_cast<int>(rng_.below(static_cast<uint32_t>(4 / bytes))) : 0;
   }
 
   const Policy& pol_;

@@ -20,7 +20,8 @@
 //     %laneid, data registers); barriers are placed only where every live lane of a warp is at
 //     the same block (top level, or inside regions whose predicates are uniform), except with
 //     probability `divergentBarrierProb`, which may FAULT (divergent barrier). Memory addresses
-//     are in range and word-aligned by construction, except with probability `outOfRangeProb`
+//     are in range and aligned by construction (a sub-word store at a random byte or halfword
+//     of its word), except with probability `outOfRangeProb`
 //     (FAULT). No other fault is possible.
 //   - Deterministic on every platform: the generator uses its own PRNG (SplitMix64) and no
 //     standard-library distribution (those are implementation-defined).
@@ -36,7 +37,7 @@
 namespace qgpu::gen {
 
 // Bump when the same (policy, seed) can give a different case.
-inline constexpr int kGeneratorVersion = 2;  // 2: no commit masks
+inline constexpr int kGeneratorVersion = 3;  // 2: no commit masks; 3: sub-word stores
 
 // The policy's fields: X(type, name, default, "one-line meaning"). describe() prints them all and
 // parsePolicy() reads them back, so a new field is printed and replayable with no other change.
@@ -115,7 +116,7 @@ struct Case {
 // The case for (policy, seed); Usage if the policy does not validate.
 Expected<Case> generateProgram(const Policy& policy, uint64_t seed);
 
-// One line that replays the case: "qgpu-gen program v2 seed=S policy: maxRegions=6 ...".
+// One line that replays the case: "qgpu-gen program v3 seed=S policy: maxRegions=6 ...".
 std::string describe(const Policy& policy, uint64_t seed);
 // Reads "name=value" pairs separated by spaces (the part of describe() after "policy:", or any
 // subset of the fields; the rest keep their defaults). Usage for an unknown name or a bad value.

@@ -92,6 +92,8 @@ std::string writeManifest(const Inputs& inputs) {
     o += "ptx " + c.ptxFile + "\n";
     o += "digest " + c.digest + "\n";
     o += "launch " + std::to_string(c.launch.gridX) + " " + std::to_string(c.launch.blockX) + "\n";
+    if (c.launch.dynamicSharedBytes != 0)  // only then: older manifests stay byte-identical
+      o += "shared " + std::to_string(c.launch.dynamicSharedBytes) + "\n";
     o += "params";
     for (size_t i = 0; i < c.launch.params.size(); ++i) {
       o += (c.launch.paramIsPointer[i] ? " p:" : " s:") + std::to_string(c.launch.params[i]);
@@ -247,6 +249,11 @@ Expected<Inputs> parseManifest(const std::string& text, const std::string& manif
       }
       cur->launch.gridX = g;
       cur->launch.blockX = b;
+    } else if (key == "shared" && tok.size() == 2) {
+      uint32_t bytes = 0;
+      if (!parseU32(tok[1], 10, bytes) || bytes == 0 || bytes % 4 != 0 || bytes > 4 * 126)
+        return err("expected 'shared <bytes>': a multiple of 4 in 4..504");
+      cur->launch.dynamicSharedBytes = bytes;
     } else if (key == "params") {
       for (size_t k = 1; k < tok.size(); ++k) {
         const std::string& t = tok[k];

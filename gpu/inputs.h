@@ -12,6 +12,7 @@
 //   ptx <file name in the same folder>
 //   digest fnv1a64:<16 hex>              of the PTX file's exact bytes
 //   launch <grid> <block>
+//   shared <bytes>                       optional: dynamic shared memory (4W for `shared=W`)
 //   params [p:<byte offset> | s:<value>]...   pointer / 32-bit scalar, in parameter order
 //   unordered [<first word>:<count>]...  output ranges compared as multisets (may be empty)
 //   global <w0> ... <wN-1>               initial image, hex words

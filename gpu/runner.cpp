@@ -306,7 +306,7 @@ Expected<std::vector<uint32_t>> Runner::Impl::runOnce(cu::Function fn, const Gpu
     }
     args[i] = &storage[i];
   }
-  r = launchKernel(fn, launch.gridX, 1, 1, launch.blockX, 1, 1, 0, nullptr,
+  r = launchKernel(fn, launch.gridX, 1, 1, launch.blockX, 1, 1, launch.dynamicSharedBytes, nullptr,
                    args.empty() ? nullptr : args.data(), nullptr);
   if (r != cu::kSuccess) return fail("cuLaunchKernel", r);
   r = ctxSynchronize();

@@ -62,6 +62,8 @@ struct GpuLaunch {
                                      // BYTE offsets into `global`
   std::vector<bool> paramIsPointer;  // which parameters are pointers (same length as params)
   std::vector<WordRange> unordered;  // output arrays whose order is not defined (multisets)
+  uint32_t dynamicSharedBytes = 0;   // cuLaunchKernel's sharedMemBytes: the kernel file's
+                                     // `shared=W` (4W bytes) for its `extern __shared__` arrays
 };
 
 struct GpuResult {

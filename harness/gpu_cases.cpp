@@ -40,6 +40,7 @@ gpu::GpuLaunch gpuLaunch(const kernels::KernelSpec& spec, const BuiltKernel& ker
   launch.blockX = kernel.image.blockX;
   launch.global.assign(kernel.image.global.begin(), kernel.image.global.end());
   launch.params = kernel.image.params;
+  launch.dynamicSharedBytes = 4 * kernel.image.dynamicSharedWords;
   for (const kernels::ParamSpec& p : spec.params) launch.paramIsPointer.push_back(p.isArray());
   for (const kernels::ArrayRange& a : kernel.image.arrays)
     if (spec.isMultiset(spec.params[a.param].name)) launch.unordered.push_back({a.firstWord, a.words});

@@ -292,11 +292,21 @@ Status Parser::checkSignature() {
                                d.type + "' (a 32-bit integer: int, unsigned, uint32_t, ...; "
                                "pointer or value)");
     }
+    if (d.ctype->cls == CTypeClass::SubWord && d.pointer) {
+      // A bool/char/short array is word-packed memory (kernels/README.md): the header gives its
+      // words as u32 bit patterns, element i at byte (or halfword) i mod 4 (2) of word i / 4 (2).
+      if (p.type != ElemType::U32) {
+        return error(p.line, "param '" + p.name + "' is " + elemTypeName(p.type) + " but the kernel's '" +
+                                 d.type + "' array is word-packed " + std::to_string(d.ctype->bits) +
+                                 "-bit elements: write it as u32 words");
+      }
+      continue;
+    }
     if (d.ctype->cls != CTypeClass::Word) {
       // Known C types the lowering cannot run yet: a construct refusal (inconclusive), not a
       // malformed file. Reported at the kernel's source line.
       const char* why = d.ctype->cls == CTypeClass::SubWord
-                            ? "needs byte/halfword memory, which the machine does not have yet"
+                            ? "is an 8/16-bit scalar; only arrays of them are supported (word-packed)"
                         : d.ctype->cls == CTypeClass::Vector
                             ? "needs vector loads and stores, which are not supported yet"
                             : "is 64-bit; parameters and elements are 32-bit words";

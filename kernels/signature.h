@@ -8,10 +8,11 @@
 //   arguments are allowed (the header gives every value); `const`, `volatile`, `__restrict__`
 //   are ignored; a parameter declared `T a[]` is a pointer.
 // - Parameter types are read through one table (`cTypeTable()`): the 32-bit integer spellings
-//   (int, unsigned, uint, int32_t, uint32_t, std::uint32_t, ...) are accepted; sub-word
-//   (bool, char, short, int8_t, ...), 64-bit and vector (int4, uint2, ...) types are known but
-//   refused with PtxUnsupported naming the parameter, its type and its line (the lowering cannot
-//   load and store them yet); anything else is a KernelFile error.
+//   (int, unsigned, uint, int32_t, uint32_t, std::uint32_t, ...) are accepted, and so are
+//   pointers to sub-word elements (bool, char, short, int8_t, ...: word-packed arrays, the
+//   catalog checks the header's type); sub-word scalars, 64-bit and vector (int4, uint2, ...)
+//   types are known but refused with PtxUnsupported naming the parameter, its type and its line;
+//   anything else is a KernelFile error.
 // - A template kernel runs the instantiation its file names: the header's `template:` value
 //   (`reduce<int, 16>`) or the file's own single explicit instantiation; with a header value the
 //   reader returns the explicit instantiation text to append to the source.
@@ -32,7 +33,7 @@ namespace qgpu::kernels {
 // What the lowering can do with a C type (one row per spelling in cTypeTable()).
 enum class CTypeClass : uint8_t {
   Word,     // a 32-bit integer: accepted
-  SubWord,  // 8 or 16 bits: needs byte/halfword memory (refused for now)
+  SubWord,  // 8 or 16 bits: arrays accepted as word-packed memory; by value refused
   Wide,     // 64 bits (refused as a parameter: the machine's parameters are 32-bit words)
   Vector,   // int2/uint4/...: needs vector loads and stores (refused for now)
 };

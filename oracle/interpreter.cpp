@@ -366,17 +366,18 @@ class Execution::Machine {
     const int words = in.space == Space::Global ? kGlobalWords : p_.sharedWords;
     uint32_t* mem = in.space == Space::Global ? global_.data() : shared_.data();
     const MemEffect effect = opInfo(in.op).mem;
+    const uint32_t bytes = static_cast<uint32_t>(accessBytes(in.op));  // 4, or 1/2 (sub-word stores)
     // Op-level fault atomicity: every executing lane's address is checked before any lane acts,
     // so a faulting op changes nothing and the lowest faulting lane is named.
     uint32_t addr[kLanes] = {};
     for (int l = 0; l < kLanes; ++l) {
       if (!(om >> l & 1)) continue;
       addr[l] = src(in.src[0], l) + static_cast<uint32_t>(in.offset);
-      if (addr[l] % 4 != 0 || addr[l] / 4 >= static_cast<uint32_t>(words)) {
+      if (addr[l] % bytes != 0 || addr[l] / 4 >= static_cast<uint32_t>(words)) {
         const char* access = effect == MemEffect::Read    ? "load"
                              : effect == MemEffect::Write ? "store"
                                                           : "atomic";
-        std::string why = addr[l] % 4 != 0 ? "is not a multiple of 4"
+        std::string why = addr[l] % bytes != 0 ? "is not a multiple of " + std::to_string(bytes)
                                            : "is out of range: " + std::string(spaceName(in.space)) +
                                                  " memory has " + std::to_string(words) + " words (" +
                                                  std::to_string(4 * words) + " bytes)";
@@ -386,15 +387,17 @@ class Execution::Machine {
                                   std::to_string(static_cast<int32_t>(addr[l])) + ") " + why));
       }
     }
-    // Lanes in order 0..3: stores to one address leave the highest lane's value; atomics are
-    // serialised and each sees the previous lane's result.
+    // Lanes in order 0..3: stores to one address leave the highest lane's value; atomics and
+    // sub-word stores are serialised and each sees the previous lane's result (a sub-word store
+    // reads the word as the lanes before it left it, so their bytes survive).
     for (int l = 0; l < kLanes; ++l) {
       if (!(om >> l & 1)) continue;
       const int word = static_cast<int>(addr[l] / 4);
       if (effect == MemEffect::Read) {
         setReg(l, in.dst, mem[word]);
       } else if (effect == MemEffect::Write) {
-        mem[word] = src(in.src[1], l);
+        const uint32_t value = src(in.src[1], l);
+        mem[word] = evalSubwordStore(in.op, mem[word], addr[l], value).value_or(value);
       } else {
         const uint32_t old = mem[word];
         mem[word] = evalAtomic(in.op, old, src(in.src[1], l), src(in.src[2], l)).value_or(old);

@@ -354,7 +354,7 @@ std::string print(const Instr& in) {
       break;
     case OpClass::Mem:
       out += in.space == Space::Shared ? ".shared" : ".global";
-      if (in.op != Op::St) args.push_back(reg(in.dst));
+      if (writesReg(in.op)) args.push_back(reg(in.dst));
       args.push_back(address(in));
       for (int s = 1; s < info.numSources; ++s) args.push_back(operand(in.src[s]));
       break;

@@ -172,6 +172,32 @@ constexpr std::optional<uint32_t> evalAtomic(machine::Op op, uint32_t old, uint3
   }
 }
 
+// Memory ops (class Mem): the bytes one lane's access covers, which its byte address must be a
+// multiple of (docs/machine.md §4): 1 for st.b8, 2 for st.b16, 4 for every word access; 0 for an
+// op that accesses no global or shared memory.
+inline int accessBytes(machine::Op op) {
+  using machine::Op;
+  if (op == Op::StB8) return 1;
+  if (op == Op::StB16) return 2;
+  return machine::opInfo(op).cls == machine::OpClass::Mem ? 4 : 0;
+}
+
+// Sub-word stores (StB8, StB16): the new memory word, given the old word, the lane's byte address
+// and its value: the field at byte (addr & 3) for a byte, at byte (addr & 2) for a halfword, is
+// replaced by the value's low 8 or 16 bits; the other bytes keep their old value (little-endian:
+// byte k of a word is bits 8k..8k+7). std::nullopt for any other op.
+constexpr std::optional<uint32_t> evalSubwordStore(machine::Op op, uint32_t old, uint32_t addr,
+                                                   uint32_t value) {
+  using machine::Op;
+  uint32_t mask = 0, shift = 0;
+  switch (op) {
+    case Op::StB8: mask = 0xffu, shift = 8 * (addr & 3u); break;
+    case Op::StB16: mask = 0xffffu, shift = 8 * (addr & 2u); break;
+    default: return std::nullopt;
+  }
+  return (old & ~(mask << shift)) | ((value & mask) << shift);
+}
+
 // Shuffles (PTX shfl.sync, ptx-subset.md §7, on a 4-lane warp): the lane whose value `lane`
 // receives, from b (lane or offset, b[4:0]) and c (clamp c[4:0], segment mask c[12:8]); -1 when
 // the source is out of the segment and the lane keeps its own value. The caller also keeps its

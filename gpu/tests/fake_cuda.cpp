@@ -15,6 +15,7 @@
 //   write_at      p[scalar] = 9        (scalar is a word index; past the image hits the guard)
 //   nondet        p[0] = launch count  (differs between the runner's two runs)
 //   swap          p[0], p[1] = 1, 2 on odd launches and 2, 1 on even ones (same multiset)
+//   store_shared  p[0] = sharedMemBytes of the launch (checks the dynamic shared memory size)
 //   launch_fails  cuLaunchKernel returns CUDA_ERROR_LAUNCH_FAILED
 //   sync_fails    cuCtxSynchronize then returns CUDA_ERROR_ILLEGAL_ADDRESS
 // `fake_cuda_stats` lets a test check that every allocation and module was released.
@@ -50,7 +51,8 @@ Stats g_stats;
 std::string g_mode;
 bool g_syncFails = false;
 FakeFunction g_functions[] = {{"store_scalar"}, {"write_before"}, {"write_at"},
-                              {"nondet"},       {"launch_fails"}, {"sync_fails"}, {"swap"}};
+                              {"nondet"},       {"launch_fails"}, {"sync_fails"}, {"swap"},
+                              {"store_shared"}};
 int g_contextToken = 0;
 
 uint32_t* ptrParam(void** params, int i) {
@@ -205,7 +207,7 @@ int cuMemsetD32_v2(unsigned long long dst, unsigned int value, size_t count) {
 }
 
 int cuLaunchKernel(void* fn, unsigned int gx, unsigned int, unsigned int, unsigned int bx,
-                   unsigned int, unsigned int, unsigned int, void*, void** params, void**) {
+                   unsigned int, unsigned int, unsigned int sharedBytes, void*, void** params, void**) {
   ++g_stats.launches;
   const std::string& name = static_cast<FakeFunction*>(fn)->name;
   if (name == "launch_fails") return kLaunchFailed;
@@ -221,6 +223,8 @@ int cuLaunchKernel(void* fn, unsigned int gx, unsigned int, unsigned int, unsign
     p[-1] = 7;
   } else if (name == "write_at") {
     p[u32Param(params, 1)] = 9;
+  } else if (name == "store_shared") {
+    p[0] = sharedBytes;
   } else if (name == "nondet") {
     p[0] = static_cast<uint32_t>(g_stats.launches);
   } else if (name == "swap") {

@@ -36,6 +36,7 @@ Inputs sample() {
   d.ptxFile = "vec_add.nvcc.ptx";
   d.expected.reset();
   d.expectedError = makeDiag(ErrorKind::MachineFault, "out of bounds\nsecond line");
+  d.launch.dynamicSharedBytes = 12;  // `shared=3`
   in.cases.push_back(d);
   return in;
 }
@@ -93,6 +94,17 @@ TEST_F(GpuInputs, RoundTripsThroughFiles) {
   ASSERT_TRUE(r->cases[1].expectedError.has_value());
   EXPECT_EQ(r->cases[1].expectedError->kind, ErrorKind::MachineFault);
   EXPECT_EQ(r->cases[1].expectedError->message, "out of bounds second line");
+  EXPECT_EQ(c.launch.dynamicSharedBytes, 0u);  // no `shared` line
+  EXPECT_EQ(r->cases[1].launch.dynamicSharedBytes, 12u);
+}
+
+TEST_F(GpuInputs, WritesTheSharedLineOnlyForDynamicSharedMemory) {
+  const std::string m = manifest();
+  EXPECT_EQ(m.find("shared "), m.rfind("shared "));  // once: the nvcc case only
+  EXPECT_NE(m.find("launch 2 4\nshared 12\n"), std::string::npos) << m;
+  EXPECT_NE(errorAfter("shared 12", "shared 13").find("multiple of 4"), std::string::npos);
+  EXPECT_NE(errorAfter("shared 12", "shared 0").find("multiple of 4"), std::string::npos);
+  EXPECT_NE(errorAfter("shared 12", "shared 508").find("4..504"), std::string::npos);
 }
 
 TEST_F(GpuInputs, RejectsAPtxFileEditedAfterExport) {

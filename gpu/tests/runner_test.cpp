@@ -48,6 +48,7 @@ constexpr const char* kPtx = R"(
 .visible .entry write_before(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry write_at(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry nondet(.param .u64 a, .param .u32 b) { ret; }
+.visible .entry store_shared(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry launch_fails(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry sync_fails(.param .u64 a, .param .u32 b) { ret; }
 .visible .entry swap(.param .u64 a, .param .u32 b) { ret; }
@@ -221,6 +222,19 @@ TEST(GpuRunner, CatchesAWriteJustPastTheImage) {
   EXPECT_FALSE(r->guardsIntact);
   EXPECT_NE(r->guardReport.find("image offset 126 (byte 504)"), std::string::npos)
       << r->guardReport;
+}
+
+TEST(GpuRunner, PassesTheDynamicSharedBytesToTheLaunch) {
+  // The fake kernel stores cuLaunchKernel's sharedMemBytes: 12 for `shared=3`; 0 by default.
+  Runner runner = openFake();
+  GpuLaunch l = launch("store_shared", 0, 0);
+  l.dynamicSharedBytes = 12;
+  auto r = runner.run(l);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->global[0], 12u);
+  auto none = runner.run(launch("store_shared", 0, 0));
+  ASSERT_TRUE(none.ok()) << none.error().str();
+  EXPECT_EQ(none->global[0], 0u);
 }
 
 TEST(GpuRunner, AWriteToTheLastWordIsInBounds) {

@@ -45,6 +45,7 @@ TEST(GpuInputsFresh, ExportedPtxEqualsWhatTheCompilersProduceNow) {
                                         "export`, then ci/gpu-record.sh on a GPU machine";
     EXPECT_EQ(old->launch.params, c.launch.params) << c.kernel << "/" << c.compiler;
     EXPECT_EQ(old->launch.global, c.launch.global) << c.kernel << "/" << c.compiler;
+    EXPECT_EQ(old->launch.dynamicSharedBytes, c.launch.dynamicSharedBytes) << c.kernel << "/" << c.compiler;
   }
   EXPECT_EQ(committed->cases.size(), now->cases.size()) << "exported cases that no longer exist";
 }

@@ -160,9 +160,19 @@ bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
   std::vector<std::vector<VBlock>> pieces(f.blocks.size());
   for (size_t b = 0; b < f.blocks.size(); ++b) {
     auto& blk = f.blocks[b];
-    int cap = std::max(1, budget[blk.origin]);
     const auto& ops = blk.ops;
     const int n = static_cast<int>(ops.size());
+    // A piece must hold the largest op together with the reloads of the predicates it reads and
+    // the save of the predicate it writes (step 1 puts them there): with a smaller cap (a budget
+    // shrunk for spill code), the piece boundary falls between reloads and their reader, the
+    // reader's next piece reloads them again, and splitting never converges.
+    int group = 1;
+    for (const VInstr& i : ops) {
+      std::set<int> reads;
+      forPredUses(i, [&](int p) { reads.insert(p); });
+      group = std::max(group, static_cast<int>(reads.size()) + 1 + (i.dstPred != kNone ? 1 : 0));
+    }
+    int cap = std::max({1, budget[blk.origin], group});
     // predLive[k]: some predicate defined before op k is read at or after op k, i.e. k lies in
     // (first definition, last read] of some predicate (the terminator reads at n). One pass with a
     // difference array: linear in the block, which may hold 10^5 ops before splitting.
@@ -214,6 +224,11 @@ bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
     last.term = blk.term;
     pieces[b].push_back(std::move(last));
   }
+  // Blocks over their budget but not over their cap (the group above) stay whole: report no
+  // change then, or the caller would split forever.
+  bool split = false;
+  for (const auto& p : pieces) split = split || p.size() > 1;
+  if (!split) return false;
   std::vector<int> first(f.blocks.size());
   int count = 0;
   for (size_t b = 0; b < pieces.size(); ++b) {
@@ -658,14 +673,19 @@ FinalizeResult finalize(const VFunc& input) {
     auto emitted = emit(g, alloc);
     if (!emitted) return {emitted.error()};
     std::vector<machine::Block>& blocks = *emitted;
-    bool overflow = false;
+    // Shrink each overflowing origin's budget once, from its worst piece, in proportion: a piece
+    // of `budget` ops that emitted 16 + excess ops (spill code) needs about budget x 16 /
+    // (16 + excess) to fit. The pieces of one origin share its budget: subtracting every piece's
+    // excess in turn drove a block split into many pieces straight to the floor (2 ops), past
+    // 32 blocks, and below the size of a reload group (see splitBlocks).
+    std::map<int, int> worst;  // origin -> largest excess of its pieces
     for (size_t b = 0; b < blocks.size(); ++b) {
       int excess = static_cast<int>(blocks[b].ops.size()) - kOpsPerBlock;
-      if (excess > 0) {
-        budget[g.blocks[b].origin] = std::max(2, budget[g.blocks[b].origin] - excess);
-        overflow = true;
-      }
+      if (excess > 0) worst[g.blocks[b].origin] = std::max(worst[g.blocks[b].origin], excess);
     }
+    const bool overflow = !worst.empty();
+    for (const auto& [origin, excess] : worst)
+      budget[origin] = std::max(2, std::min(budget[origin] - 1, budget[origin] * kOpsPerBlock / (kOpsPerBlock + excess)));
     if (overflow) continue;
     if (g.sharedWords + static_cast<uint32_t>(alloc.slots) > static_cast<uint32_t>(machine::kSharedWords))
       return {makeDiag(ErrorKind::OverLimit,

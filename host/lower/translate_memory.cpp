@@ -81,10 +81,13 @@ Status load(Ctx& c, Type t, Space space) {
   QGPU_TRY(d, c.dest(in.dsts[0]));
   if (typeBits(t) == 8 || typeBits(t) == 16) {
     // A sub-word load from word memory: load the aligned word and extract the field
-    // (little-endian: byte k of the word is bits 8k..8k+7; PTX requires natural alignment).
+    // (little-endian: byte k of the word is bits 8k..8k+7). PTX requires natural alignment and a
+    // GPU faults on an odd halfword address: clearing only bit 1 keeps bit 0, so an odd halfword
+    // address loads from an odd word address, which the machine's bounds check rejects (FAULT).
+    const bool half = typeBits(t) == 16;
     int addr = em.tmp(), aligned = em.tmp(), pos = em.tmp(), word = em.tmp();
     em.alu(Op::Add, addr, a.first, VOperand::i(static_cast<uint32_t>(a.second)));
-    em.alu(Op::And, aligned, VOperand::r(addr), VOperand::i(~3u));
+    em.alu(Op::And, aligned, VOperand::r(addr), VOperand::i(half ? ~2u : ~3u));
     int low = em.tmp();
     em.alu(Op::And, low, VOperand::r(addr), VOperand::i(3));
     em.alu(Op::Shl, pos, VOperand::r(low), VOperand::i(3));
@@ -120,15 +123,16 @@ Status load(Ctx& c, Type t, Space space) {
 
 Status store(Ctx& c, Type t, Space space) {
   const auto& in = *c.in;
-  if (typeBits(t) != 32)
-    return c.unsupported(std::string("st of type .") + ptx::typeName(t) +
-                         " (only 32-bit stores: a sub-word store would be a read-modify-write that loses"
-                         " the writes of other lanes to the same word)");
+  const int bits = typeBits(t);
+  if (bits != 8 && bits != 16 && bits != 32)
+    return c.unsupported(std::string("st of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit stores)");
   if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
   QGPU_TRY(a, address(c, in.srcs[0]));
   QGPU_TRY(value, c.val(in.srcs[1], 32));
   VInstr v;
-  v.op = Op::St;
+  // A sub-word store is the machine's lane-serial st.b8/st.b16 (docs/machine.md §4), never a word
+  // load / insert / word store, which would lose the other lanes' bytes of the same word.
+  v.op = bits == 8 ? Op::StB8 : bits == 16 ? Op::StB16 : Op::St;
   v.space = space;
   v.src = {a.first, value, {}};
   v.offset = a.second;

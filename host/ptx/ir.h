@@ -57,6 +57,8 @@ struct Modifiers {
   bool toSpace = false;          // cvta.to.<space>
   bool nc = false;               // ld.global.nc
   bool isVolatile = false;       // ld/st.volatile: a plain access here (docs/lowering.md)
+  uint8_t vec = 0;               // ld/st.v2/.v4 as written; the parser splits such an access into
+                                 // that many scalar ones (docs/lowering.md), so 0 after parse()
   bool uni = false;              // bra.uni, call.uni
   bool lo = false, hi = false, wide = false;  // mul / mad
   bool sync = false;             // shfl.sync, vote.sync, barrier.sync

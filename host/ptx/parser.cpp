@@ -98,6 +98,7 @@ class Parser {
     uint32_t line;
   };
   std::vector<OpenScope> scopes_;
+  bool vectorOperands_ = false;  // the current instruction is ld/st.v2/.v4: `{...}` is its list
   std::map<std::string, uint32_t> labelLines_;
 
   // ---- token helpers ----
@@ -672,9 +673,21 @@ class Parser {
     if (tok.is('!'))
       return err(ErrorKind::PtxUnsupported, tok,
                  "negated predicate operand at line " + std::to_string(tok.line));
+    if (tok.is('{') && allowList && vectorOperands_) {  // ld/st.v2/.v4: `{a, b, ...}`
+      next();
+      o.kind = OperandKind::List;
+      while (!peek().is('}')) {
+        QGPU_TRY(item, operand(false));
+        o.items.push_back(std::move(item));
+        if (!accept(',')) break;
+      }
+      QGPU_CHECK(expect('}', "to close a vector operand"));
+      return o;
+    }
     if (tok.is('{'))
       return err(ErrorKind::PtxUnsupported, tok,
-                 "vector operand '{...}' at line " + std::to_string(tok.line));
+                 "vector operand '{...}' at line " + std::to_string(tok.line) +
+                     " (only as the value list of ld/st.v2/.v4)");
     if (tok.kind != Tok::Word || tok.text[0] == '.') return syntax(tok, "an operand");
     next();
     if (isSpecialRegister(tok.text) || tok.text == "WARP_SZ") {
@@ -761,6 +774,11 @@ class Parser {
         }
         if (op == Opcode::Ld && p == "nc") return flag(m.nc);
         if ((op == Opcode::Ld || op == Opcode::St) && p == "volatile") return flag(m.isVolatile);
+        if ((op == Opcode::Ld || op == Opcode::St) && (p == "v2" || p == "v4")) {
+          if (m.vec != 0) return false;
+          m.vec = p == "v2" ? 2 : 4;
+          return true;
+        }
         if (op == Opcode::Cvta && p == "to") return flag(m.toSpace);
         if (op == Opcode::Atom) {
           if (auto a = atomOpFromName(p)) {
@@ -862,6 +880,7 @@ class Parser {
     next();
     QGPU_CHECK(opcode(op, in));
     scopes_.back().hasCode = true;
+    vectorOperands_ = in.mods.vec != 0;
 
     std::vector<std::vector<Operand>> groups;  // operands; a group holds `a|b`
     if (!peek().is(';')) {
@@ -913,7 +932,47 @@ class Parser {
         in.srcs.push_back(std::move(args));
       }
     }
+    if (in.mods.vec != 0) return splitVector(std::move(in), first);
     fn_->body.push_back(std::move(in));
+    return Ok{};
+  }
+
+  // ld/st.v2/.v4 {x, y, ...}, [a]: one scalar access per element, element k at [a + k * size],
+  // in element order, each keeping the statement's text and location for messages. Exact on this
+  // machine (docs/lowering.md, "Memory"): no other warp runs between them and a vector access
+  // equals its element accesses in order. A load whose element before the last is its own
+  // address register would change the address of the later elements: refused.
+  Status splitVector(Instruction in, const Token& first) {
+    const bool isLoad = in.op == Opcode::Ld;
+    const size_t n = in.mods.vec;
+    auto refuse = [&](const std::string& why) {
+      return err(ErrorKind::PtxUnsupported, first,
+                 why + " in '" + in.text + "' at line " + std::to_string(first.line));
+    };
+    if (in.types.size() != 1) return refuse("a vector access needs one element type");
+    if (in.srcs.empty() || in.srcs[0].kind != OperandKind::Address || (isLoad ? in.dsts.size() : in.srcs.size()) != (isLoad ? 1u : 2u))
+      return err(ErrorKind::PtxSyntax, first, "ld/st.v" + std::to_string(n) + " needs '{...}' and an address in '" + in.text + "'");
+    Operand list = isLoad ? in.dsts[0] : in.srcs[1];
+    if (list.kind != OperandKind::List || list.items.size() != n)
+      return err(ErrorKind::PtxSyntax, first, "ld/st.v" + std::to_string(n) + " needs a list of " + std::to_string(n) +
+                                                  " values in '" + in.text + "'");
+    const Operand& addr = in.srcs[0];
+    for (size_t k = 0; k < n; ++k) {
+      const Operand& item = list.items[k];
+      if (isLoad && item.kind != OperandKind::Reg)
+        return err(ErrorKind::PtxSyntax, first, "a vector load needs registers in its list in '" + in.text + "'");
+      if (isLoad && k + 1 < n && addr.addrIsReg && item.reg == addr.reg)
+        return refuse("a vector load into its own address register");
+    }
+    const int64_t size = ptx::bits(in.types[0]) / 8;
+    for (size_t k = 0; k < n; ++k) {
+      Instruction e = in;
+      e.mods.vec = 0;
+      e.srcs[0].imm = addr.imm + static_cast<int64_t>(k) * size;
+      if (isLoad) e.dsts = {list.items[k]};
+      else e.srcs[1] = list.items[k];
+      fn_->body.push_back(std::move(e));
+    }
     return Ok{};
   }
 };

@@ -29,6 +29,7 @@ const std::map<std::string, ReferenceFn, std::less<>>& referenceTable() {
     ref::addControlKernels(t);
     ref::addSyncKernels(t);
     ref::addIdiomKernels(t);
+    ref::addSubwordKernels(t);
     return t;
   }();
   return table;

@@ -15,5 +15,6 @@ void addControlKernels(Table& table);    // ref_control.cpp: branches, loops, ca
 void addSyncKernels(Table& table);       // ref_sync.cpp: atomics, warp votes and shuffles
 void addIdiomKernels(Table& table);     // ref_idioms.cpp: public-code idioms (intrinsics, templates,
                                          // dynamic shared, cooperative groups, fences)
+void addSubwordKernels(Table& table);    // ref_subword.cpp: byte/bool/halfword arrays, vectors
 
 }  // namespace qgpu::kernels::ref

@@ -1,6 +1,7 @@
 // qgpu/kernels/tests/signature_test.cpp — the kernel file's __global__ signature as people write
 // it: typedef'd and fixed-width types, default arguments, __launch_bounds__, template kernels and
-// their instantiation; sub-word, vector and 64-bit element types refused with the source line; the
+// their instantiation; sub-word arrays as word-packed u32; sub-word scalars, vector and 64-bit
+// element types refused with the source line; the
 // launch line's `shared=W` (label cpu).
 #include "kernels/signature.h"
 
@@ -42,6 +43,21 @@ TEST(KernelSignature, AcceptsFixedWidthAndTypedefNames) {
                                 "u32 u32 u32"));
   ASSERT_TRUE(spec2.ok()) << spec2.error().str();
   EXPECT_EQ(spec2->params[0].type, ElemType::U32);
+}
+
+TEST(KernelSignature, AcceptsSubwordArraysAsWordPackedU32) {
+  // Every 8/16-bit element spelling, as a pointer or `T a[]`, on its own line or not; the header
+  // writes the array as u32 words (kernels/README.md).
+  for (const char* type : {"bool", "char", "signed char", "unsigned char", "uchar", "int8_t", "uint8_t",
+                           "short", "unsigned short", "ushort", "int16_t", "std::uint16_t"}) {
+    auto spec = parse(kernelFile("", std::string("__global__ void k(\n    const ") + type +
+                                         "* a,\n int* out, unsigned n) {}\n",
+                                 "u32 i32 u32"));
+    EXPECT_TRUE(spec.ok()) << type << ": " << spec.error().str();
+  }
+  auto brackets = parse(kernelFile("", "__global__ void k(unsigned char a[], bool out[], unsigned n) {}\n",
+                                   "u32 u32 u32"));
+  EXPECT_TRUE(brackets.ok()) << brackets.error().str();
 }
 
 TEST(KernelSignature, SignednessIsCheckedThroughTheTypedef) {
@@ -137,18 +153,18 @@ const BadSignature kBadSignatures[] = {
     {"InstantiationWithoutArguments", "",
      kTemplate + "template __global__ void k(const int*, int*, unsigned);\n", ErrorKind::KernelFile,
      10, "must name its template arguments"},
-    {"BoolArray", "", "\n__global__ void k(const bool* a, int* out, unsigned n) {}\n",
-     ErrorKind::PtxUnsupported, 9, "array parameter 'a' of type 'bool' (8-bit elements)"},
-    {"ShortArrayOnItsOwnLine", "", "__global__ void k(\n    const unsigned short* a,\n int* out, unsigned n) {}\n",
-     ErrorKind::PtxUnsupported, 9, "'unsigned short' (16-bit elements) needs byte/halfword memory"},
+    {"BoolArrayWrittenAsI32", "", "\n__global__ void k(const bool* a, int* out, unsigned n) {}\n",
+     ErrorKind::KernelFile, 4, "'bool' array is word-packed 8-bit elements: write it as u32 words"},
     {"CharScalar", "", "__global__ void k(int* a, int* out, uint8_t n) {}\n", ErrorKind::PtxUnsupported,
      8, "parameter 'n' of type 'uint8_t'"},
     {"VectorArray", "", "__global__ void k(const int4* a, int* out, unsigned n) {}\n",
      ErrorKind::PtxUnsupported, 8, "vector elements"},
     {"WideScalar", "", "__global__ void k(int* a, int* out, unsigned long long n) {}\n",
      ErrorKind::PtxUnsupported, 8, "is 64-bit"},
-    {"TemplateSubWord", "// template: k<char>\n", kTemplate, ErrorKind::PtxUnsupported, 10,
-     "of type 'char'"},
+    {"TemplateSubWordWrittenAsI32", "// template: k<char>\n", kTemplate, ErrorKind::KernelFile, 4,
+     "'char' array is word-packed"},
+    {"ShortScalar", "", "__global__ void k(int* a, int* out, short n) {}\n", ErrorKind::PtxUnsupported,
+     8, "8/16-bit scalar"},
     {"Reference", "", "__global__ void k(int* a, int* out, unsigned& n) {}\n", ErrorKind::KernelFile, 8,
      "is a reference"},
     {"UnknownType", "", "__global__ void k(float* a, int* out, unsigned n) {}\n", ErrorKind::KernelFile, 4,

@@ -75,6 +75,12 @@ inline Instr st(Space space, Operand addr, Operand value, int32_t offset = 0) {
   in.offset = offset;
   return in;
 }
+// A sub-word store (Op::StB8 or Op::StB16) of `value`'s low bits at byte address addr + offset.
+inline Instr stSub(Op op, Space space, Operand addr, Operand value, int32_t offset = 0) {
+  Instr in = st(space, addr, value, offset);
+  in.op = op;
+  return in;
+}
 inline Instr atom(Op op, Space space, uint8_t dst, Operand addr, Operand b, Operand c = {}) {
   Instr in;
   in.op = op;

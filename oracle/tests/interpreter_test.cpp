@@ -288,6 +288,95 @@ TEST(Interpreter, StoresToOneAddressLeaveTheHighestLane) {
   EXPECT_EQ(runOk(p, launch(1, 4)).global[0], 3u);
 }
 
+TEST(Interpreter, ByteStoresOfTheLanesOfOneWarpToOneWordAllSurvive) {
+  // st.b8 [tid], tid + 0x1a0: lane l writes byte l = 0xa0 + l (the value's low byte); each lane
+  // reads the word as the lanes before it left it, so word 0 = a3 a2 a1 a0. A word load / insert /
+  // word store expansion would leave only lane 3's byte (0xa3000000).
+  Program p{"bytes",
+            {block({alu(Op::Add, 1, Tid(), I(0x1a0)), stSub(Op::StB8, Space::Global, Tid(), R(1))},
+                   exitTerm())},
+            0,
+            0};
+  Launch l = launch(1, 4);
+  l.global[1] = 0x55555555;  // the next word is not touched
+  RunResult r = runOk(p, l);
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  EXPECT_EQ(r.global[0], 0xa3a2a1a0u);
+  EXPECT_EQ(r.global[1], 0x55555555u);
+}
+
+TEST(Interpreter, ByteStoresOfFourWarpsToOneWordAllSurvive) {
+  // 16 threads; thread t = 4w + l writes its tid to byte w of word l (address 4l + w), in global
+  // and in shared memory; word l holds bytes (l, 4 + l, 8 + l, 12 + l) from lane l of warps 0..3,
+  // little-endian. After the barrier, warp 0 copies shared word l to global word 4 + l.
+  Program p{"warps",
+            {block({alu(Op::And, 1, Tid(), I(3)), alu(Op::Shl, 1, R(1), I(2)),
+                    alu(Op::ShrU, 2, Tid(), I(2)), alu(Op::Add, 1, R(1), R(2)),
+                    stSub(Op::StB8, Space::Global, R(1), Tid()),
+                    stSub(Op::StB8, Space::Shared, R(1), Tid())},
+                   bar(1)),
+             block({cmp(Op::SetLtU, 0, Tid(), I(4)), alu(Op::Shl, 4, Tid(), I(2)),
+                    guard(ld(Space::Shared, 3, R(4)), 0),
+                    guard(st(Space::Global, R(4), R(3), 16), 0)},
+                   exitTerm())},
+            4,
+            0};
+  RunResult r = runOk(p, launch(1, 16));
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  const uint32_t want[4] = {0x0c080400u, 0x0d090501u, 0x0e0a0602u, 0x0f0b0703u};
+  for (int l = 0; l < 4; ++l) {
+    EXPECT_EQ(r.global[static_cast<size_t>(l)], want[l]) << "global word " << l;
+    EXPECT_EQ(r.global[static_cast<size_t>(4 + l)], want[l]) << "shared word " << l;
+  }
+}
+
+TEST(Interpreter, HalfwordStoresInsertTheLow16BitsLaneByLane) {
+  // Word 5 = 0x11223344. Lane 0: st.b16 [20], 0xbeef0001 -> 0x11220001; lane 1: [22],
+  // 0xbeef0002 -> 0x00020001. Word 6 = 0x11223344, st.b8 [25] (byte 1), 0x777 -> 0x11227744.
+  Program p{"halves",
+            {block({alu(Op::Add, 1, Tid(), I(0xbeef0001u)), alu(Op::Shl, 2, Tid(), I(1)),
+                    stSub(Op::StB16, Space::Global, R(2), R(1), 20),
+                    stSub(Op::StB8, Space::Global, I(25), I(0x777))},
+                   exitTerm())},
+            0,
+            0};
+  Launch l = launch(1, 2);
+  l.global[5] = 0x11223344;
+  l.global[6] = 0x11223344;
+  RunResult r = runOk(p, l);
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  EXPECT_EQ(r.global[5], 0x00020001u);
+  EXPECT_EQ(r.global[6], 0x11227744u);
+}
+
+TEST(Interpreter, OddHalfwordStoreFaultsAndNoLaneStores) {
+  // Addresses tid * 3 = 0, 3: lane 0's halfword at byte 0 is aligned, lane 1's at byte 3 is not:
+  // as on a GPU (misaligned address), FAULT; op-level atomicity: lane 0 stores nothing either.
+  Program p{"odd",
+            {block({alu(Op::Mul, 1, Tid(), I(3)), stSub(Op::StB16, Space::Global, R(1), I(9))},
+                   exitTerm())},
+            0,
+            0};
+  RunResult r = runOk(p, launch(1, 2));
+  ASSERT_EQ(r.status, RunStatus::Fault);
+  EXPECT_NE(r.fault.message.find("lane 1 (thread 1)"), std::string::npos) << r.fault.message;
+  EXPECT_NE(r.fault.message.find("byte address 3"), std::string::npos) << r.fault.message;
+  EXPECT_NE(r.fault.message.find("not a multiple of 2"), std::string::npos) << r.fault.message;
+  EXPECT_EQ(r.global[0], 0u);
+}
+
+TEST(Interpreter, ByteStoreAtAnOddAddressIsFineButPastTheEndFaults) {
+  Program ok{"b", {block({stSub(Op::StB8, Space::Global, I(503), I(0xab))}, exitTerm())}, 0, 0};
+  RunResult r = runOk(ok, launch(1, 1));
+  ASSERT_EQ(r.status, RunStatus::Finished) << r.fault.str();
+  EXPECT_EQ(r.global[125], 0xab000000u);  // byte 503 = byte 3 of the last word
+  Program past{"b", {block({stSub(Op::StB8, Space::Global, I(504), I(1))}, exitTerm())}, 0, 0};
+  r = runOk(past, launch(1, 1));
+  ASSERT_EQ(r.status, RunStatus::Fault);
+  EXPECT_NE(r.fault.message.find("global store at byte address 504"), std::string::npos)
+      << r.fault.message;
+}
+
 // r1 = tid * 10; r2 = shfl.MODE r1, b, c (optionally only in lanes tid < 3); global[tid] = r2.
 std::array<uint32_t, 4> shuffle(Op op, uint32_t b, uint32_t c, bool onlyFirstThree = false,
                                 uint32_t threads = 4) {

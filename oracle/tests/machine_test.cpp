@@ -283,6 +283,11 @@ TEST(MachinePrint, ImmediatesPrintSignedOrHex) {
 
 // Found by gen_program_test (ListingShowsEveryOperandOfEveryGeneratedOp): the listing printed
 // numSources predicate sources, so "pand p1, p0, p2" printed as "pand p1".
+TEST(MachinePrint, SubwordStoresShowAddressAndValueButNoDestination) {
+  EXPECT_EQ(print(stSub(Op::StB8, Space::Global, R(1), R(2), 3)), "st.b8.global [r1+3], r2");
+  EXPECT_EQ(print(stSub(Op::StB16, Space::Shared, I(6), I(7))), "st.b16.shared [6], 7");
+}
+
 TEST(MachinePrint, PredicateOpsShowTheirPredicateSources) {
   EXPECT_EQ(print(pop(Op::PAnd, 1, 0, 2)), "pand p1, p0, p2");
   EXPECT_EQ(print(pop(Op::PNot, 3, 4)), "pnot p3, p4");

@@ -25,7 +25,8 @@ const std::set<Op> kMovementOps = {Op::Selp, Op::Ld, Op::St, Op::LdLocal, Op::St
 bool hasEvaluator(Op op) {
   return evalAlu(op, 7, 3, 1).has_value() || evalCmp(op, 7, 3).has_value() ||
          evalPred(op, 0b0101, 0b0011, 1).has_value() || evalAtomic(op, 7, 3, 1).has_value() ||
-         shuffleSource(op, 1, 1, 0x1f).has_value() || evalVote(op, 0b0101, 0b1111).has_value();
+         shuffleSource(op, 1, 1, 0x1f).has_value() || evalVote(op, 0b0101, 0b1111).has_value() ||
+         evalSubwordStore(op, 7, 1, 3).has_value();
 }
 
 TEST(Semantics, EveryOpHasSemanticsOrIsDataMovement) {
@@ -51,6 +52,9 @@ TEST(Semantics, EachEvaluatorCoversExactlyItsClass) {
               info.cls == OpClass::Mem && info.mem == MemEffect::ReadWrite)
         << info.mnemonic;
     EXPECT_EQ(shuffleSource(op, 0, 1, 0x1f).has_value(), warpShuffle) << info.mnemonic;
+    EXPECT_EQ(evalSubwordStore(op, 1, 2, 3).has_value(),
+              info.cls == OpClass::Mem && info.mem == MemEffect::Write && op != Op::St)
+        << info.mnemonic;
     EXPECT_EQ(evalVote(op, 1, 0xf).has_value(), info.cls == OpClass::Warp && !warpShuffle)
         << info.mnemonic;
   }
@@ -89,6 +93,20 @@ TEST(Semantics, TableRowsAreConsistentWithTheirClass) {
     EXPECT_LE(info.numSources, 3) << info.mnemonic;
     EXPECT_LE(info.numPredSources, 2) << info.mnemonic;
   }
+}
+
+TEST(Semantics, SubwordStoresReplaceOnlyTheirFieldLittleEndian) {
+  // old = 0x11223344: byte 0 is 0x44, byte 3 is 0x11; the value's high bits are dropped.
+  EXPECT_EQ(evalSubwordStore(Op::StB8, 0x11223344u, 0, 0xffffffabu), 0x112233abu);
+  EXPECT_EQ(evalSubwordStore(Op::StB8, 0x11223344u, 6, 0xab), 0x11ab3344u);  // byte 2 of word 1
+  EXPECT_EQ(evalSubwordStore(Op::StB8, 0x11223344u, 3, 0xab), 0xab223344u);
+  EXPECT_EQ(evalSubwordStore(Op::StB16, 0x11223344u, 0, 0x1234abcdu), 0x1122abcdu);
+  EXPECT_EQ(evalSubwordStore(Op::StB16, 0x11223344u, 10, 0x1234abcdu), 0xabcd3344u);
+  EXPECT_EQ(accessBytes(Op::StB8), 1);
+  EXPECT_EQ(accessBytes(Op::StB16), 2);
+  EXPECT_EQ(accessBytes(Op::St), 4);
+  EXPECT_EQ(accessBytes(Op::AtomCas), 4);
+  EXPECT_EQ(accessBytes(Op::Add), 0);
 }
 
 // Hand-worked edge cases (docs/machine.md §4), so a change of the evaluators is caught here too.

@@ -244,6 +244,16 @@ TEST(TraceRun, StoresOfTwoLanesToOneWordShowBothInLaneOrder) {
       << pretty(r->trace);
 }
 
+TEST(TraceRun, ByteStoresRecordTheWholeWordAfterEachLane) {
+  // st.b8 [tid], 1 in two lanes: word 0 is 1 after lane 0 and 0x101 = 257 = 01000 00001 after
+  // lane 1: MG(0011), (word 0, value 1), (word 0, value C(8) T(1)); no register record.
+  const Program p{"bytes",
+                  {block({stSub(Op::StB8, Space::Global, Tid(), I(1))}, exitTerm())},
+                  0,
+                  0};
+  expectTrace(p, launch(1, 2), {ex(0), wm(0, 3), mg(3), T(0), T(1), T(0), C(8), T(1), kEnd});
+}
+
 TEST(TraceRun, AtomicsOfAllLanesChainInLaneOrderThenTheOldValues) {
   // word 1 = 100; each lane adds tid + 1: 101, 103, 106, 110; old values 100, 101, 103, 106.
   const Program p{"atomics",
