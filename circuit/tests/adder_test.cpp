@@ -161,7 +161,7 @@ std::vector<int64_t> tokens(size_t n) {
 // checkpoint 0 (every edge case + random fill); QGPU_CIRCUIT_FULL=1 runs the 100,352-input
 // measurement of docs/circuit.md §9 in both dtypes (about 10 minutes here).
 int checkpointsFor(ComputeDtype dtype, Mode mode) {
-  const bool full = std::getenv("QGPU_CIRCUIT_FULL") != nullptr;
+  const bool full = harness::fullInputs();
   if (dtype == ComputeDtype::BF16) return full ? 49 : 1;
   return full ? 49 : mode == Mode::Add ? 8 : 2;
 }

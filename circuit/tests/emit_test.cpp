@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -257,11 +258,23 @@ TEST(Counter, GreedyDecodingCountsWithExactTokensInFp32AndBf16) {
     int wrong = 0;
     std::string first;
     double minGap = 1e30;
-    for (const Case& c : cases) wrong += countWrong(*dec, c, &first, &minGap);
+    // Per commit bf16 (one token ~10x slower) runs the edge prompts with a length change, the
+    // wrap and the 70-token prompt; QGPU_CIRCUIT_FULL every prompt.
+    const std::vector<size_t> bf16Cases = {1, 2, 3, 4, 6};
+    size_t ran = 0, generated = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (dtype == ComputeDtype::BF16 && !harness::fullInputs() &&
+          std::find(bf16Cases.begin(), bf16Cases.end(), i) == bf16Cases.end())
+        continue;
+      wrong += countWrong(*dec, cases[i], &first, &minGap);
+      ++ran;
+      generated += cases[i].expected.size();
+    }
     EXPECT_EQ(wrong, 0) << computeDtypeName(dtype) << ": " << first;
     EXPECT_GE(minGap, k.logitMargin) << computeDtypeName(dtype);
-    std::cout << "[counter] " << computeDtypeName(dtype) << ": " << cases.size() << " prompts, "
-              << total << " generated tokens (" << sevens << " values of 7 chunks), " << wrong
+    std::cout << "[counter] " << computeDtypeName(dtype) << ": " << ran << " prompts, "
+              << generated << " generated tokens (of " << total << "; " << sevens
+              << " values of 7 chunks in all), " << wrong
               << " wrong; smallest top-vs-second logit gap " << minGap << " (stated "
               << k.logitMargin << ")\n";
   }
