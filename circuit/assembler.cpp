@@ -53,6 +53,10 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
                                    const AssemblerSpec& s) {
   const TokenLayout& t = s.tokens;
   const int hidden = w.config().hiddenSize;
+  if (t.hidden != hidden)
+    return makeDiag(ErrorKind::Usage, "assembler: the token layout was planned for hidden " +
+                                          std::to_string(t.hidden) + ", the config has " +
+                                          std::to_string(hidden));
   Assembler a;
   for (int k = 0; k < kWindow; ++k) {
     QGPU_TRY(f, alloc.take("asm.back" + std::to_string(k + 1), kRecordBits));
@@ -63,10 +67,6 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
 
   // The full layout: every dim of every circuit token is ±unit at every layer input, so λ is the
   // layout's at each (the heads write over pads, the MLP replaces; checked by the test).
-  if (t.hidden != hidden)
-    return makeDiag(ErrorKind::Usage, "assembler: the token layout was planned for hidden " +
-                                          std::to_string(t.hidden) + ", the config has " +
-                                          std::to_string(hidden));
   a.lambda = {t.lambda, t.lambda, t.lambda};
   const HeadPrior prior = s.accumulateTwin ? HeadPrior::Zero : HeadPrior::Pad;
 

@@ -5,6 +5,7 @@
 
 #include "circuit/assembler.h"
 #include "circuit/tap.h"
+#include "circuit/tokens.h"
 #include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
@@ -144,6 +145,16 @@ TEST(ClampedAnd, WritesTwoUnitsRefusesLowGainAndSkipsContradictions) {
   EXPECT_EQ(units.used(), 2);
   AndGate weak{{"ballast", 0, 4}, 1.0, 128};  // Gλ = 128 < 178
   EXPECT_EQ(addAnd(units, weak, {{10, 1}}, {{30, 32.0}}).error().kind, ErrorKind::OverLimit);
+}
+
+TEST(Assembler, RefusesATokenLayoutPlannedForAnotherHiddenSize) {
+  CircuitWeights w(testing::linearConfig(64, 2, 8, 16));
+  FieldAllocator alloc(256);
+  AssemblerSpec s;
+  s.tokens = planTokenLayout(alloc, 256).value();  // the config has 64 dims
+  auto a = buildAssembler(w, alloc, s);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().kind, ErrorKind::Usage);
 }
 
 }  // namespace
