@@ -3,7 +3,7 @@
 //
 // Inputs (circuit/tests/harness.h): per commit 9 prompts (every edge case: length changes, the
 // wrap, 7-chunk values, a 70-token prompt) with 3 steps each; QGPU_CIRCUIT_FULL=1 20 prompts with
-// 6 (edges) / 4 steps (the docs' 558 tokens).
+// 6 (edges) / 4 steps (the docs' 562 tokens).
 //
 // What it pins down:
 //   - the emit head: a checkpoint whose embedding puts every token's own family / index into the
