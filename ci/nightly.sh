@@ -12,9 +12,10 @@
 # QGPU_BALANCE=REPORT balances the shards by a previous run report's times. Merge the shards with
 #   build/harness/qgpu report merge shard-*.json --out run.json --junit run.xml --html run.html
 #
+# Shard 0 also runs the circuit's torch tests with QGPU_CIRCUIT_FULL=1 (circuit-full.log).
 # Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_NIGHTLY_BENCH=0 skips
 # the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
-# error, 4 inconclusive only), else 5 when a fuzzer or the benchmarks failed.
+# error, 4 inconclusive only), else 5 when a fuzzer, the full circuit tests or the benchmarks failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${QGPU_NIGHTLY_OUT:-build/nightly}"
@@ -53,6 +54,10 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
     QGPU_FUZZ_SECONDS="$seconds" bash ci/fuzz.sh >"$out/fuzz.log" 2>&1 || extras_failed=1
     echo "fuzzers: $([ $extras_failed = 0 ] && echo ok || echo FAILED) ($out/fuzz.log)"
   fi
+  # The circuit's torch tests with their full inputs (docs/circuit.md §9's measurements; per
+  # commit they run reduced ones): QGPU_CIRCUIT_FULL=1, circuit/tests/harness.h.
+  QGPU_CIRCUIT_FULL=1 ctest --test-dir build -L torch -R '^circuit_' --output-on-failure \
+    >"$out/circuit-full.log" 2>&1 || extras_failed=1
   if [ "$bench" = ON ] && [ -x build/bench/qgpu_bench ]; then
     build/bench/qgpu_bench --benchmark_repetitions=5 --benchmark_out="$out/bench.json" \
       --benchmark_out_format=json >"$out/bench.txt" 2>&1 || extras_failed=1

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "circuit/logic.h"
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
@@ -52,6 +53,10 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
                                    const AssemblerSpec& s) {
   const TokenLayout& t = s.tokens;
   const int hidden = w.config().hiddenSize;
+  if (t.hidden != hidden)
+    return makeDiag(ErrorKind::Usage, "assembler: the token layout was planned for hidden " +
+                                          std::to_string(t.hidden) + ", the config has " +
+                                          std::to_string(hidden));
   Assembler a;
   for (int k = 0; k < kWindow; ++k) {
     QGPU_TRY(f, alloc.take("asm.back" + std::to_string(k + 1), kRecordBits));
@@ -60,15 +65,10 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
   QGPU_TRY(value, alloc.take("asm.value", kValueBits));
   a.value = value;
 
-  // λ per layer input, from the constant-norm layout: every field is ±unit at every position.
-  int nz = t.nonzeroDims();
-  a.lambda[0] = normLambda(nz, hidden);
-  nz += 3 * kRecordBits;
-  a.lambda[1] = normLambda(nz, hidden);
-  nz += 3 * kRecordBits;
-  a.lambda[2] = normLambda(nz, hidden);
-  nz += kValueBits;
-  a.nonzeroDims = nz;
+  // The full layout: every dim of every circuit token is ±unit at every layer input, so λ is the
+  // layout's at each (the heads write over pads, the MLP replaces; checked by the test).
+  a.lambda = {t.lambda, t.lambda, t.lambda};
+  const HeadPrior prior = s.accumulateTwin ? HeadPrior::Zero : HeadPrior::Pad;
 
   // Level 0: the embedding record of p−k; level 1: layer0's record of p−3−k at tap 3.
   std::vector<int> embedRecord = {t.ballast.at(0)};  // present
@@ -88,6 +88,7 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
     tap.zGain = s.headGain / 4;
     tap.outUnit = s.unit;
     tap.padding = s.padding;
+    tap.prior = prior;
     QGPU_TRY(m0, buildTap(w, tap));
     a.heads[static_cast<size_t>(k - 1)] = m0;
 
@@ -126,8 +127,12 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
     return k < m ? chunk(k, j) : chunk(m - 1, trace::kChunkBits - 1);
   };
 
-  UnitWriter units(w, s.layer1, s.firstUnit);
   AndGate g{t.ballast, a.lambda[2], s.mlpGain};
+  UnitWriter units(w, s.layer1, s.firstUnit);
+  if (!s.accumulateTwin) {  // Replace: the value field's pad is cancelled first
+    const MlpContext cancel{t.ballast, a.lambda[2], 128, s.unit};
+    QGPU_CHECK(buildCancel(units, a.value, cancel));
+  }
   const double two = 2.0 * s.unit;
   std::vector<std::pair<int, double>> base;
   for (int i = 0; i < kValueBits; ++i) base.push_back({a.value.at(i), -s.unit});

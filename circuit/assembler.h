@@ -19,12 +19,14 @@
 // a sum of ANDs of ±1 literals (terms with bit(m, i) = bit(m−1, i) cancel and are not built).
 // Each AND is a clamped pair of SwiGLU units (`addAnd`): silu(Gλ(N + ½)) − silu(Gλ(N − ½)) with
 // N = Σ sᵢ·litᵢ − (n − 1): N = +1 when every literal holds, ≤ −1 otherwise, so the pair gives
-// exactly Gλ or exactly 0 — independent of small errors in the literals' magnitudes (this is how
-// fields written by one layer are read by the next: weighted by their nominal size, read with
-// half-integer thresholds, and the output re-quantised by the clamp; docs/circuit.md §8).
-// The field is −16 + 32·value_i: at a T, the value's bits; at every other token (A_1 = 0) the
-// canonical value 0 (every bit −1). A run of more than 6 C's before a T (not a trace) assembles
-// its last 7 chunks.
+// exactly Gλ or exactly 0. In the full layout every literal is exactly ±λ (λ = 1), so a single
+// detector would do; the pair also stays exact if a literal were a little off.
+// Magnitudes (docs/circuit.md §3.2, the full layout): every dim of every circuit token is ±u at
+// every layer input, λ = 1 at every layer and MLP input. The heads write their records over the
+// fields' +u pads (tap.h, HeadPrior::Pad); the MLP replaces the value field (one cancel unit per
+// dim, logic.h buildCancel), then writes −u + 2u·value_i: at a T the value's bits, at every other
+// token (A_1 = 0) the canonical value 0 (every bit −u). A run of more than 6 C's before a T (not a
+// trace) assembles its last 7 chunks.
 #pragma once
 
 #include <array>
@@ -75,21 +77,23 @@ struct AssemblerSpec {
   int layer0 = 0;
   int layer1 = 1;
   int firstHead = 0;        // heads firstHead .. firstHead+2 in both layers
-  float headGain = 64;      // G = Gv of the tap heads
-  float mlpGain = 512;      // G of the MLP's ANDs: Gλ = 774 at hidden 256 (tolerates 2.7 % per literal at fan-in 14)
+  float headGain = 128;     // G = Gv of the tap heads (λG = 128); Gz = headGain/4
+  float mlpGain = 256;      // G of the MLP's ANDs: Gλ = 256 (both off sides ≤ −128)
   float unit = 16;          // the value field's ±size
   int firstUnit = 0;        // first MLP unit of layer1
   Padding padding = Padding::Canonical;  // Zero: the failing twin
-  bool secondLevel = true;  // false (a failing twin): no layer1 heads, p−4..p−6 read exactly 0
+  bool secondLevel = true;  // false (a failing twin): no layer1 heads, p−4..p−6 keep their pads
+  bool accumulateTwin = false;  // failing twin: heads write ±u over the pads (HeadPrior::Zero) and
+                                // the MLP does not cancel the value field (Σx² grows, λ ≠ 1)
 };
 
 struct Assembler {
   std::array<TokenRecord, kWindow> back;  // back[k−1]: the record of p−k
   Field value;                            // kValueBits sign bits, +unit = 1
   std::array<double, 3> lambda{};  // λ at layer0's input, layer1's input, layer1's MLP input
-  int nonzeroDims = 0;             // ±unit dims of every circuit token after layer1
+                                   // (the layout's λ at each: 1 in the full layout)
   std::array<HeadMargins, 6> heads{};
-  int units = 0;          // MLP units used in layer1
+  int units = 0;          // MLP units used in layer1 (incl. the value field's cancel units)
   int maxFanIn = 0;       // literals of the widest AND
   double andOn = 0;       // the clamp's on pre-activations Gλ/2 (the smaller of the pair)
   double andOff = 0;      // the clamp's off side: −Gλ/2 at most

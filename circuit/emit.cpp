@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "circuit/logic.h"
+
 namespace qgpu::circuit {
 
 Expected<double> writeEmitHead(CircuitWeights& w, const TokenLayout& t, const EmitField& e,
@@ -38,7 +40,7 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
   FieldAllocator alloc(hidden);
   // The token fields are the allocator's first fields (planTokenLayout on a fresh allocator).
   QGPU_TRY(again, planTokenLayout(alloc, hidden, t.rowOffset));
-  if (again.ballast.dims != t.ballast.dims || again.isTerminal.offset != t.isTerminal.offset)
+  if (t.hidden != hidden || again.isTerminal.offset != t.isTerminal.offset)
     return makeDiag(ErrorKind::Usage, "counter circuit: the token layout must be planned over "
                                       "this config's hidden size from a fresh allocator");
   Counter k;
@@ -50,8 +52,10 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
   QGPU_TRY(a, buildAssembler(w, alloc, as));
   k.assembler = a;
   k.units[1] = a.units;
-  k.mlpLambda[0] = normLambda(t.nonzeroDims() + 3 * kRecordBits, hidden);
-  k.mlpLambda[1] = a.lambda[2];
+  // The full layout: λ is the layout's (1) at every layer and MLP input and at the final norm.
+  k.mlpLambda = {t.lambda, t.lambda, t.lambda, t.lambda};
+  k.finalLambda = t.lambda;
+  const MlpContext cancelCtx{t.ballast, t.lambda, 128, t.unit};
   QGPU_TRY(held, alloc.take("counter.held", kValueBits));
   QGPU_TRY(next, alloc.take("counter.next", kValueBits));
   QGPU_TRY(ef, alloc.take("emit.family", trace::kNumFamilies));
@@ -60,7 +64,6 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
   k.next = next;
   k.emit = {ef, ei};
 
-  int nz = a.nonzeroDims;
   LatchSpec latch;
   latch.layer = 2;
   latch.head = 0;
@@ -68,19 +71,19 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
   latch.enable = t.isTerminal.at(0);
   for (int i = 0; i < kValueBits; ++i) latch.sources.push_back(a.value.at(i));
   latch.out = held;
-  latch.lambda = normLambda(nz, hidden);
-  latch.gain = latch.valueGain = 2 * s.headGain;  // λ ≈ 1.33 here: λG ≥ 89 needs 128
-  latch.zGain = s.headGain / 2;
+  latch.lambda = k.mlpLambda[2];
+  latch.gain = latch.valueGain = s.headGain;
+  latch.zGain = s.headGain / 4;
   latch.outUnit = t.unit;
+  latch.prior = HeadPrior::Pad;  // `held` is a fresh field: the latch writes over its pad
   QGPU_TRY(lm, buildLatch(w, latch));
   k.latch = lm;
-  nz += kValueBits;
-  k.mlpLambda[2] = normLambda(nz, hidden);
 
   const double one = t.unit, two = 2.0 * t.unit;
   // L2 MLP: next = held + 1.
   {
     UnitWriter units(w, 2);
+    QGPU_CHECK(buildCancel(units, next, cancelCtx));  // Replace: next's pad
     AndGate g{t.ballast, k.mlpLambda[2], s.mlpGain};
     std::vector<std::pair<int, double>> base;
     for (int i = 0; i < kValueBits; ++i) base.push_back({next.at(i), -one});
@@ -98,12 +101,12 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
     }
     k.units[2] = units.used();
   }
-  nz += kValueBits;
-  k.mlpLambda[3] = normLambda(nz, hidden);
 
   // L3 MLP: the next token.
   {
     UnitWriter units(w, 3);
+    QGPU_CHECK(buildCancel(units, ef, cancelCtx));  // Replace: the emit field's pads
+    QGPU_CHECK(buildCancel(units, ei, cancelCtx));
     AndGate g{t.ballast, k.mlpLambda[3], s.mlpGain};
     std::vector<std::pair<int, double>> base;
     for (int f = 0; f < ef.dims; ++f) base.push_back({ef.at(f), -one});
@@ -167,8 +170,6 @@ Expected<Counter> buildCounter(CircuitWeights& w, const CounterSpec& s) {
       }
     k.units[3] = units.used();
   }
-  nz += ef.dims + ei.dims;
-  k.finalLambda = normLambda(nz, hidden);
   QGPU_TRY(margin, writeEmitHead(w, t, k.emit, s.emitWeight));
   k.logitMargin = margin * k.finalLambda;
   return k;

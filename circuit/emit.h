@@ -19,7 +19,8 @@
 // non-chunk token. Layers:
 //   L0, L1  the assembler (assembler.h): at a T, asm.value = the value of the run ending there
 //   L2 GDN  a latch (tap.h) written at every T (enable = isTerminal) with asm.value: `held` = the
-//           last completed value, at every later position (exactly 0 before the first T)
+//           last completed value, at every later position (before the first T the row is empty,
+//           the read is exactly 0 and `held` keeps its pad: every bit 1)
 //   L2 MLP  next = held + 1: next_i = held_i ⊕ (held_0 ∧ … ∧ held_{i−1})
 //           = [held_i] − AND(held_0..held_i) + AND(¬held_i, held_0..held_{i−1})   (clamped ANDs)
 //   L3 MLP  the next token, into `emit`:
@@ -32,6 +33,9 @@
 //             literals, each multiplied by the literal of the output bit it sets.
 //           A position where no rule applies (r ≥ n: not a sequence this circuit writes) emits
 //           the all −1 field, whose argmax is the first trace token (PROG).
+// Magnitudes: the full layout (docs/circuit.md §3.2) — every head writes over its field's +u pad,
+// every MLP output is replaced (one cancel unit per dim, then ±u), so every dim of every circuit
+// token is ±u at every layer input, λ = 1 there and at the final norm (λf = 1, margin 2W).
 // Before the first T of a sequence the latch is empty and the emitted tokens are not specified
 // (the prompt must contain a value before the first generated token).
 #pragma once
@@ -57,8 +61,8 @@ Expected<double> writeEmitHead(CircuitWeights& weights, const TokenLayout& token
 struct CounterSpec {
   TokenLayout tokens;
   trace::Token separator = trace::single(trace::Family::Cta);  // any non-chunk token
-  float headGain = 64;
-  float mlpGain = 512;  // L2, L3 ANDs (fan-in up to 43): Gλ ≈ 570 at hidden 256
+  float headGain = 128;  // G = Gv of the heads (λG = 128), Gz = headGain/4
+  float mlpGain = 256;   // L2, L3 ANDs (fan-in up to 43): Gλ = 256
   float emitWeight = 8;
   bool secondLevel = true;  // false: the assembler's failing twin (no second level)
 };
@@ -68,9 +72,9 @@ struct Counter {
   Field held;   // L2 latch: the last completed value
   Field next;   // held + 1
   EmitField emit;
-  std::array<double, 4> mlpLambda{};  // λ at each layer's MLP input (steady state)
-  double finalLambda = 0;             // λf, the final norm's output of a +1 unit dim
-  std::array<int, 4> units{};         // MLP units per layer
+  std::array<double, 4> mlpLambda{};  // λ at each layer's MLP input (the layout's: 1)
+  double finalLambda = 0;             // λf, the final norm's output of a +1 unit dim (1)
+  std::array<int, 4> units{};         // MLP units per layer (incl. the Replace cancels)
   HeadMargins latch;
   double logitMargin = 0;             // 2·W·λf
 };

@@ -21,18 +21,19 @@ int tokenIndexBits() {
 }
 
 Expected<TokenLayout> planTokenLayout(FieldAllocator& alloc, int hidden, int64_t rowOffset) {
-  if (alloc.used() != 0 || hidden <= 0 || hidden % 4 != 0)
-    return makeDiag(ErrorKind::Usage, "token layout: needs a fresh allocator over a hidden size "
-                                      "divisible by 4, got hidden " + std::to_string(hidden));
+  if (alloc.used() != 0 || hidden <= 0)
+    return makeDiag(ErrorKind::Usage, "token layout: needs a fresh allocator over a positive "
+                                      "hidden size, got hidden " + std::to_string(hidden));
   const int fieldDims = trace::kNumFamilies + tokenIndexBits() + trace::kChunkBits + 2;
-  const int ballast = hidden / 4 - fieldDims;
-  if (ballast < 1)
+  const int ballast = kTokenBallastDims;
+  if (fieldDims + ballast > hidden)
     return makeDiag(ErrorKind::OverLimit,
-                    "token layout: " + std::to_string(fieldDims) +
-                        " field dims + 1 ballast exceed hidden/4 = " + std::to_string(hidden / 4) +
-                        " (the nonzero share that makes λ = 2)");
+                    "token layout: " + std::to_string(fieldDims) + " field dims + " +
+                        std::to_string(ballast) + " ballast exceed the hidden size " +
+                        std::to_string(hidden));
   TokenLayout t;
   t.rowOffset = rowOffset;
+  t.hidden = hidden;
   QGPU_TRY(b, alloc.take("tok.ballast", ballast));
   QGPU_TRY(f, alloc.take("tok.family", trace::kNumFamilies));
   QGPU_TRY(i, alloc.take("tok.index", tokenIndexBits()));
@@ -76,15 +77,16 @@ Status writeTokenEmbeddings(CircuitWeights& w, const TokenLayout& t) {
                                           std::to_string(t.rowOffset + trace::kVocabSize) +
                                           ") do not fit the vocabulary of " +
                                           std::to_string(c.vocabSize));
-  if (t.nonzeroDims() * 4 != c.hiddenSize)
+  if (t.hidden != c.hiddenSize)
     return makeDiag(ErrorKind::Usage, "token layout: planned for hidden " +
-                                          std::to_string(t.nonzeroDims() * 4) + ", config has " +
+                                          std::to_string(t.hidden) + ", config has " +
                                           std::to_string(c.hiddenSize));
   const std::string embed = w.globalTensor("embed_tokens.weight");
   for (int id = 0; id < trace::kVocabSize; ++id) {
     const auto tok = static_cast<trace::Token>(id);
     const int64_t row = t.rowOffset + id;
     auto put = [&](int dim, int sign) { return w.set(embed, row, dim, sign * t.unit); };
+    for (int d = t.fieldDims(); d < t.hidden; ++d) QGPU_CHECK(put(d, 1));  // the pads
     for (int i = 0; i < t.ballast.dims; ++i) QGPU_CHECK(put(t.ballast.at(i), 1));
     for (int f = 0; f < t.family.dims; ++f) QGPU_CHECK(put(t.family.at(f), familySign(tok, f)));
     for (int i = 0; i < t.index.dims; ++i) QGPU_CHECK(put(t.index.at(i), indexBit(tok, i)));

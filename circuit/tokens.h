@@ -12,10 +12,12 @@
 //                (value 0) for every other token
 //   isChunk      +1 for C and T, −1 otherwise
 //   isTerminal   +1 for T, −1 otherwise
-// The number of nonzero dims is fixed at hidden/4 (B fills the rest), so mean(x²) = unit²/4 and
-// λ = unit/√(unit²/4) = 2 exactly: every ±unit dim leaves the pre-norm as exactly ±2 in fp32 and
-// bf16 (the memory gadget's measured refinement of R3). Dims above the fields stay 0 in the
-// embedding; later layers write their fields there.
+// The full layout (docs/circuit.md §3.2): every other dim of the hidden size — the pads, where
+// later layers write their fields — holds +unit in the embedding, so every dim of every circuit
+// token is ±unit, mean(x²) = unit² and λ = unit/√(unit²) = 1 exactly: every ±unit dim leaves the
+// pre-norm as exactly ±1 in fp32 and bf16 (the eps 1e-6 is below half an ulp of unit²). Every
+// later gadget replaces its destination dims with ±unit (tap.h, logic.h, assembler.h), so λ is
+// the same 1 at every layer input.
 //
 // The trace sits at embedding rows [rowOffset, rowOffset + trace::kVocabSize): 0 for a
 // trace-only vocabulary, trace::kQwenFirstId (248077) for the `2b` shape. Rows outside stay as the
@@ -43,16 +45,20 @@ struct TokenLayout {
   Field chunk;       // kChunkBits dims
   Field isChunk;     // 1 dim
   Field isTerminal;  // 1 dim
-  float unit = 16;   // every nonzero embedding dim is ±unit
-  double lambda = 2; // the layer-0 pre-norm output of a +unit dim
+  float unit = 16;   // every embedding dim is ±unit (pads +unit)
+  double lambda = 1; // the pre-norm output of a +unit dim, at every layer input (full layout)
+  int hidden = 0;    // the hidden size the layout was planned for (every dim is written)
   int64_t rowOffset = 0;
-  int nonzeroDims() const {
+  int fieldDims() const {
     return ballast.dims + family.dims + index.dims + chunk.dims + isChunk.dims + isTerminal.dims;
   }
 };
 
-// Allocates the token fields at the start of `alloc` (which must be fresh, over a hidden size
-// divisible by 4). OverLimit when hidden/4 cannot hold the fields plus one ballast dim.
+// Ballast dims of the token layout: constants of up to 8 pieces of 8 significant bits (R4).
+inline constexpr int kTokenBallastDims = 8;
+
+// Allocates the token fields at the start of `alloc` (which must be fresh, over `hidden` dims).
+// OverLimit when the hidden size cannot hold the fields and the ballast.
 Expected<TokenLayout> planTokenLayout(FieldAllocator& alloc, int hidden, int64_t rowOffset = 0);
 
 // The sign (+1 / −1) a layout field holds for `token` (a local trace id < kVocabSize): the
@@ -64,8 +70,9 @@ int chunkBit(trace::Token token, int bit);
 bool isChunkToken(trace::Token token);
 bool isTerminalToken(trace::Token token);
 
-// Writes the kVocabSize embedding rows. Usage diag when the rows do not fit the config's vocab or
-// the fields its hidden size.
+// Writes the kVocabSize embedding rows: the fields' signs × unit, +unit on every other dim. Usage
+// diag when the rows do not fit the config's vocab or the layout was planned for another hidden
+// size.
 Status writeTokenEmbeddings(CircuitWeights& weights, const TokenLayout& layout);
 
 }  // namespace qgpu::circuit

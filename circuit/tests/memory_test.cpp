@@ -11,26 +11,26 @@
 // Readout: the checkpoint's untied lm_head copies the gadget's `out` dims into logits 0..V-1
 // (identity rows, a probe), so logit j is out_j times the final RMSNorm's positive scale.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <random>
 #include <set>
 
 #include "circuit/memory.h"
+#include "circuit/tests/harness.h"
 #include "circuit/weights.h"
-#include "circuit/tests/config.h"
-#include "model/decoder.h"
 
 namespace qgpu::circuit {
 namespace {
 
-namespace fs = std::filesystem;
-using model::ComputeDtype;
+using harness::ComputeDtype;
+using harness::kPaths;
+using harness::load;
+using harness::Path;
+using harness::pathName;
 
 constexpr int kHidden = 128;
 constexpr int kValueBits = 8;
@@ -88,16 +88,8 @@ struct Op {
 // half the nominal size counts as wrong.
 const double kNominal = kUnit / std::sqrt((kHidden / 4 + kValueBits) * kUnit * kUnit / kHidden);
 
-std::string tempDir(const std::string& name) {
-  fs::path p =
-      fs::temp_directory_path() / ("qgpu_circuit_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
 model::Qwen35Config gadgetConfig(const Geometry& g) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, 1, 8, g.vocab());  // the MLP adds 0
+  model::Qwen35Config c = harness::config(kHidden, 1, 8, g.vocab());  // the MLP adds 0
   c.linearNumKeyHeads = g.banks;
   c.linearNumValueHeads = g.banks;
   c.maxPositionEmbeddings = 4096;
@@ -156,7 +148,7 @@ Built buildCheckpoint(const std::string& name, WriteStrength write, Decay decay,
     EXPECT_TRUE(w.set("lm_head.weight", j, s.out.at(j), 1.0f).ok());
   auto exact = w.checkBf16Exact();
   EXPECT_TRUE(exact.ok()) << exact.error().message;
-  Built b{tempDir(name), margins.ok() ? margins.value() : MemoryMargins{}};
+  Built b{harness::tempDir("memory_" + name), margins.ok() ? margins.value() : MemoryMargins{}};
   auto written = w.write(b.dir);
   EXPECT_TRUE(written.ok()) << written.error().message;
   return b;
@@ -231,58 +223,30 @@ Stats check(const std::vector<Op>& ops, const std::vector<std::vector<float>>& r
   return st;
 }
 
-// Prefill: the whole sequence as one prompt (chunked rule, 5 chunks). Decode: one token per
-// forward (the first takes the chunked rule, every later one the recurrent rule and the conv
-// window). Mixed, what the model leg does: a 100-token prompt (crossing a chunk boundary), then
-// a 40-token continuation through the chunked rule from the cached state, then one token per
-// forward.
-enum class Path { Prefill, Decode, Mixed };
-constexpr Path kPaths[] = {Path::Prefill, Path::Decode, Path::Mixed};
-
+// The program through model::Decoder on one of harness.h's paths (prefill: the whole program as
+// one prompt, several chunks; decode: one token per forward; mixed, what the model leg does: a
+// prompt of min(100, n/2) tokens crossing a chunk boundary, a 40-token continuation through the
+// chunked rule from the cached state, then one token per forward); the out field's logits.
 std::vector<std::vector<float>> run(model::Decoder& dec, const std::vector<Op>& ops, Path path,
                                     const Geometry& g = kSmall) {
-  dec.reset();
   std::vector<int64_t> tokens;
   for (const Op& op : ops) tokens.push_back(op.token(g));
-  std::vector<std::vector<float>> rows;
-  auto keep = [&](const model::Logits& l, int64_t r) {
-    auto row = l.row(r);
-    rows.emplace_back(row.begin(), row.begin() + kValueBits);
-  };
-  auto forward = [&](size_t begin, size_t end, bool all) {
-    auto logits = dec.forward(std::span<const int64_t>(tokens.data() + begin, end - begin), all);
-    EXPECT_TRUE(logits.ok()) << logits.error().message;
-    for (int64_t r = 0; logits.ok() && r < logits.value().rows; ++r) keep(logits.value(), r);
-  };
-  const size_t n = tokens.size();
-  size_t oneByOneFrom = 0;
-  if (path == Path::Prefill) {
-    forward(0, n, true);
-    oneByOneFrom = n;
-  } else if (path == Path::Mixed) {
-    forward(0, 100, true);
-    forward(100, 140, true);
-    oneByOneFrom = 140;
-  }
-  for (size_t t = oneByOneFrom; t < n; ++t) forward(t, t + 1, false);
-  return rows;
+  return harness::run(dec, tokens, path, kValueBits);
 }
 
-std::unique_ptr<model::Decoder> load(const std::string& dir, ComputeDtype dtype) {
-  auto dec = model::Decoder::load(dir, {dtype, "cpu"});
-  EXPECT_TRUE(dec.ok()) << dec.error().message;
-  return dec.ok() ? std::move(dec).value() : nullptr;
-}
-
-const char* pathName(Path p) {
-  return p == Path::Prefill ? "prefill" : p == Path::Decode ? "decode" : "mixed";
+// Per commit the twins and the wide geometries' bf16 runs take one dtype or path less (bf16's
+// one-token forwards are the slow part); QGPU_CIRCUIT_FULL=1 runs them all.
+std::vector<ComputeDtype> twinDtypes() {
+  if (harness::fullInputs()) return {ComputeDtype::F32, ComputeDtype::BF16};
+  return {ComputeDtype::F32};
 }
 
 TEST(MemoryGadget, EveryReadOfEveryCellIsExactInFp32AndBf16OnBothPaths) {
   Built b = buildCheckpoint("exact", WriteStrength::Full, Decay::Off);
   EXPECT_EQ(b.margins.keyOn, 128.0);
   EXPECT_EQ(b.margins.keyOffMax, -128.0);
-  const std::vector<Op> ops = program(7, 300);  // 319 tokens: 5 chunks of 64
+  // 319 tokens (5 chunks of 64) under QGPU_CIRCUIT_FULL, 169 (3 chunks) per commit.
+  const std::vector<Op> ops = program(7, harness::inputs(150, 300));
   for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
     auto dec = load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
@@ -320,7 +284,9 @@ void expectExactWide(const std::string& name, const Geometry& g, int randomOps) 
     auto dec = load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
     std::vector<std::vector<float>> byPath[3];
+    const bool allPaths = dtype == ComputeDtype::F32 || harness::fullInputs();
     for (Path path : kPaths) {
+      if (!allPaths && path != Path::Prefill) continue;
       auto rows = run(*dec, ops, path, g);
       ASSERT_EQ(rows.size(), ops.size());
       Stats st = check(ops, rows);
@@ -333,6 +299,7 @@ void expectExactWide(const std::string& name, const Geometry& g, int randomOps) 
                 << " magnitude(s), smallest bit " << st.minBit << "\n";
       byPath[static_cast<int>(path)] = std::move(rows);
     }
+    if (!allPaths) continue;
     EXPECT_EQ(byPath[0], byPath[1]) << computeDtypeName(dtype);
     EXPECT_EQ(byPath[0], byPath[2]) << computeDtypeName(dtype);
   }
@@ -341,7 +308,7 @@ void expectExactWide(const std::string& name, const Geometry& g, int randomOps) 
 // All 128 rows of the head hold cells: a non-writing token's key is exactly 0 (NoWrite::ZeroKey),
 // so it changes no row (431 tokens, 7 chunks).
 TEST(MemoryGadget, FullHeadWithZeroKeyNoWriteIsExactInFp32AndBf16OnBothPaths) {
-  expectExactWide("full head", kFull, 300);
+  expectExactWide("full head", kFull, harness::inputs(150, 300));
 }
 
 // 512 cells over 4 heads: the top two address bits pick the head; the other heads' keys and
@@ -413,11 +380,11 @@ TEST(MemoryGadget, FailingTwinZeroKeyWithALeakyChannelCorruptsACell) {
       ASSERT_TRUE(w.set(embed, t, s.value.at(i), ((isWrite ? t % kValues : 0) >> i) & 1 ? kUnit : -kUnit).ok());
   }
   for (int j = 0; j < kValueBits; ++j) ASSERT_TRUE(w.set("lm_head.weight", j, s.out.at(j), 1.0f).ok());
-  const std::string dir = tempDir("leaky_zero_key");
+  const std::string dir = harness::tempDir("memory_leaky_zero_key");
   ASSERT_TRUE(w.write(dir).ok());
   auto dec = load(dir, ComputeDtype::F32);
   ASSERT_NE(dec, nullptr);
-  const std::vector<Op> ops = program(7, 300);
+  const std::vector<Op> ops = program(7, harness::inputs(150, 300));
   for (Path path : kPaths) {
     Stats st = check(ops, run(*dec, ops, path));
     EXPECT_GT(st.wrongValue, 0) << pathName(path);
@@ -429,8 +396,8 @@ TEST(MemoryGadget, FailingTwinZeroKeyWithALeakyChannelCorruptsACell) {
 // Failing twins: the same program and check on a gadget with one rule broken must find wrong reads.
 void expectCorrupt(const std::string& name, WriteStrength write, Decay decay) {
   Built b = buildCheckpoint(name, write, decay);
-  const std::vector<Op> ops = program(7, 300);
-  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+  const std::vector<Op> ops = program(7, harness::inputs(150, 300));
+  for (ComputeDtype dtype : twinDtypes()) {
     auto dec = load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
     for (Path path : kPaths) {
@@ -462,7 +429,7 @@ TEST(MemoryGadget, DecayOnLosesAValueAfterALongGap) {
   for (Decay decay : {Decay::Off, Decay::Half}) {
     Built b = buildCheckpoint(decay == Decay::Off ? "gap_exact" : "gap_decay", WriteStrength::Full,
                               decay);
-    for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    for (ComputeDtype dtype : twinDtypes()) {
       auto dec = load(b.dir, dtype);
       ASSERT_NE(dec, nullptr);
       for (Path path : kPaths) {
@@ -479,7 +446,7 @@ TEST(MemoryGadget, DecayOnLosesAValueAfterALongGap) {
 
 // Decay as an exact reset (docs/circuit.md §2.1): one X token clears all 16 cells, on every path,
 // including two resets inside one 64-token chunk, one at a chunk's first position and one inside
-// the mixed path's cached 40-token continuation (position 119). The twin:
+// the mixed path's cached 40-token continuation (position 119 of [80, 120)). The twin:
 // the same program on the gadget without the reset connection reads stale values.
 std::vector<Op> resetProgram() {
   std::mt19937 rng(11);

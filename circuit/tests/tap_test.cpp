@@ -5,6 +5,7 @@
 
 #include "circuit/assembler.h"
 #include "circuit/tap.h"
+#include "circuit/tokens.h"
 #include "circuit/tests/config.h"
 
 namespace qgpu::circuit {
@@ -37,14 +38,52 @@ TEST(TapHead, ValueRailsPickTheTapAndAbsenceChannelsReadNowMinusTwiceTheTap) {
   EXPECT_EQ(conv(w, v + 0, 3), 0.0f);
   EXPECT_EQ(conv(w, v + 2 * 8, 3), 1.0f);   // absence channel 0: +1 now
   EXPECT_EQ(conv(w, v + 2 * 8, 1), -2.0f);  // −2 at the tap
-  EXPECT_EQ(m.value().keyOn, 128.0);        // λ = 2, G = 64
-  EXPECT_EQ(m.value().readUnit, 16.0);      // c = 16/(4·2·16) = 1/8 is bf16-exact
+  EXPECT_EQ(m.value().keyOn, 128.0);        // λ = 1, G = 128
+  EXPECT_EQ(m.value().readUnit, 32.0);      // a hot 0 rail adds −2u: c = 32/(4·1·32) = 1/4
   EXPECT_EQ(m.value().readUnitError, 0.0);
+  // Over the pad (HeadPrior::Pad): out_j = −c·(0 rail + absence channel); the 1 rail adds nothing.
+  const std::string out = w.layerTensor(0, "linear_attn.out_proj.weight");
+  EXPECT_EQ(w.get(out, 20, 0).value(), 0.0f);       // bit 0's 1 rail
+  EXPECT_EQ(w.get(out, 20, 1).value(), -0.25f);     // bit 0's 0 rail
+  EXPECT_EQ(w.get(out, 20, 2 * 8).value(), -0.25f); // bit 0's absence channel
+  EXPECT_EQ(w.get(out, 21, 1).value(), 0.0f);       // bit 1 reads only its own channels
   TapSpec zero = spec();
   zero.padding = Padding::Zero;
+  zero.prior = HeadPrior::Zero;
   CircuitWeights wz(oneLayer());
-  ASSERT_TRUE(buildTap(wz, zero).ok());
+  auto mz = buildTap(wz, zero);
+  ASSERT_TRUE(mz.ok()) << mz.error().message;
   EXPECT_EQ(conv(wz, v + 2 * 8, 3), 0.0f);  // the twin has no absence channels
+  // Over zero dims: out_j = (c/2)·(1 rail − 0 rail) = ±u.
+  const std::string outZ = wz.layerTensor(0, "linear_attn.out_proj.weight");
+  EXPECT_EQ(wz.get(outZ, 20, 0).value(), 0.125f);
+  EXPECT_EQ(wz.get(outZ, 20, 1).value(), -0.125f);
+  EXPECT_EQ(wz.get(outZ, 20, 2 * 8).value(), 0.0f);
+  EXPECT_EQ(mz.value().readUnit, 16.0);
+}
+
+TEST(Latch, KeysTheEnabledRowAndWritesOverThePad) {
+  CircuitWeights w(oneLayer());
+  LatchSpec s;
+  s.ballast = {"ballast", 0, 4};
+  s.enable = 5;
+  s.sources = {6, 7};  // V = 2, dv/V = 64
+  s.out = {"out", 20, 2};
+  auto m = buildLatch(w, s);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const std::string qkv = w.layerTensor(0, "linear_attn.in_proj_qkv.weight");
+  const int64_t k = 128;  // key channels follow the 128 query channels
+  EXPECT_EQ(w.get(qkv, k, 5).value(), 128.0f);       // row 0 when enabled
+  EXPECT_EQ(w.get(qkv, k + 1, 5).value(), -128.0f);  // the scratch row otherwise
+  EXPECT_EQ(w.get(qkv, 0, 0).value(), 128.0f);       // the query: constant row 0
+  const int64_t v = 2 * 128;
+  EXPECT_EQ(conv(w, v + 0, 3), 1.0f);  // values from the current token
+  EXPECT_EQ(conv(w, v + 0, 2), 0.0f);
+  // c = 2u/(√64·λGz) = 32/(8·32) = 1/8 on the 0 rail only.
+  const std::string out = w.layerTensor(0, "linear_attn.out_proj.weight");
+  EXPECT_EQ(w.get(out, 20, 1).value(), -0.125f);
+  EXPECT_EQ(w.get(out, 20, 0).value(), 0.0f);
+  EXPECT_EQ(m.value().readUnitError, 0.0);
 }
 
 TEST(TapHead, ReportsTheReadSizeWhenLambdaIsNotAPowerOfTwo) {
@@ -71,7 +110,7 @@ TEST(TapHead, RefusesTapsOutsideTheWindowBadWidthsAndLowGains) {
   seven.out.dims = 7;
   EXPECT_EQ(buildTap(w, seven).error().kind, ErrorKind::Usage);
   TapSpec weak = spec();
-  weak.gain = weak.valueGain = 32;  // λG = 64 < 89
+  weak.gain = weak.valueGain = 64;  // λG = 64 < 89
   EXPECT_EQ(buildTap(w, weak).error().kind, ErrorKind::OverLimit);
   TapSpec head = spec();
   head.head = 1;
@@ -106,6 +145,16 @@ TEST(ClampedAnd, WritesTwoUnitsRefusesLowGainAndSkipsContradictions) {
   EXPECT_EQ(units.used(), 2);
   AndGate weak{{"ballast", 0, 4}, 1.0, 128};  // Gλ = 128 < 178
   EXPECT_EQ(addAnd(units, weak, {{10, 1}}, {{30, 32.0}}).error().kind, ErrorKind::OverLimit);
+}
+
+TEST(Assembler, RefusesATokenLayoutPlannedForAnotherHiddenSize) {
+  CircuitWeights w(testing::linearConfig(64, 2, 8, 16));
+  FieldAllocator alloc(256);
+  AssemblerSpec s;
+  s.tokens = planTokenLayout(alloc, 256).value();  // the config has 64 dims
+  auto a = buildAssembler(w, alloc, s);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().kind, ErrorKind::Usage);
 }
 
 }  // namespace

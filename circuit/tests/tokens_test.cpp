@@ -1,8 +1,8 @@
 // qgpu/circuit/tests/tokens_test.cpp — the token embedding layout (circuit/tokens.h), torch-free.
 //
-// What it pins down: every trace token's embedding row has the same per-dim magnitudes (only
-// signs differ) with hidden/4 nonzero dims at ±16, so mean(x²) = 64 and λ = 2 for all of them
-// (rule R3); the family one-hot, index bits, chunk bits and flags agree with oracle/trace.h's own
+// What it pins down: the full layout — every dim of every trace token's embedding row is ±16
+// (the fields' signs, +16 on every pad), so mean(x²) = 256 and λ = 1 for all of them (rule R3,
+// docs/circuit.md §3.2); the family one-hot, index bits, chunk bits and flags agree with oracle/trace.h's own
 // familyOf / indexOf (the expectation comes from the trace, not from the layout code); the row
 // offset places the rows; and what is refused.
 #include <gtest/gtest.h>
@@ -23,27 +23,28 @@ float embed(const CircuitWeights& w, int64_t row, int dim) {
   return w.get(w.globalTensor("embed_tokens.weight"), row, dim).value();
 }
 
-TEST(TokenLayout, EveryTraceTokenHasTheSameMagnitudesSoLambdaIsTwo) {
+TEST(TokenLayout, EveryDimOfEveryTraceTokenIsPlusOrMinus16SoLambdaIsOne) {
   constexpr int kHidden = 256;
   CircuitWeights w(config(kHidden, trace::kVocabSize));
   FieldAllocator alloc(kHidden);
   auto t = planTokenLayout(alloc, kHidden);
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_TRUE(writeTokenEmbeddings(w, t.value()).ok());
-  EXPECT_EQ(t.value().nonzeroDims(), kHidden / 4);
+  EXPECT_EQ(t.value().hidden, kHidden);
+  EXPECT_EQ(t.value().lambda, 1.0);
   for (int id = 0; id < trace::kVocabSize; ++id) {
     double sumSq = 0;
     for (int d = 0; d < kHidden; ++d) {
       const float v = embed(w, id, d);
-      // The same dims are nonzero on every row, all at ±16.
-      const float first = std::fabs(embed(w, 0, d));
-      ASSERT_EQ(std::fabs(v), first) << "token " << id << " dim " << d;
-      ASSERT_TRUE(v == 0 || std::fabs(v) == 16.0f);
+      ASSERT_EQ(std::fabs(v), 16.0f) << "token " << id << " dim " << d;
+      if (d >= alloc.used()) {
+        ASSERT_EQ(v, 16.0f) << "pad dim " << d;  // pads are +16
+      }
       sumSq += double{v} * v;
     }
     const double meanSq = sumSq / kHidden;
-    EXPECT_EQ(meanSq, 64.0) << "token " << id;
-    EXPECT_EQ(16.0 / std::sqrt(meanSq), 2.0);  // λ, before the 1e-6 eps (below half an ulp)
+    EXPECT_EQ(meanSq, 256.0) << "token " << id;
+    EXPECT_EQ(16.0 / std::sqrt(meanSq), 1.0);  // λ, before the 1e-6 eps (below half an ulp)
   }
 }
 
@@ -56,7 +57,7 @@ TEST(TokenLayout, FieldsAgreeWithTheTraceVocabulary) {
   ASSERT_TRUE(writeTokenEmbeddings(w, t).ok());
   EXPECT_EQ(t.family.dims, trace::kNumFamilies);
   for (int d = 0; d < kHidden; ++d)
-    for (int64_t r = 0; r < kOffset; ++r) EXPECT_EQ(embed(w, r, d), 0.0f);
+    for (int64_t r = 0; r < kOffset; ++r) EXPECT_EQ(embed(w, r, d), 0.0f);  // not trace rows
   int chunks = 0, terminals = 0;
   for (int id = 0; id < trace::kVocabSize; ++id) {
     const auto tok = static_cast<trace::Token>(id);
@@ -86,12 +87,12 @@ TEST(TokenLayout, FieldsAgreeWithTheTraceVocabulary) {
 }
 
 TEST(TokenLayout, RefusesASmallHiddenSizeAndRowsOutsideTheVocabulary) {
-  FieldAllocator small(64);
-  auto tooSmall = planTokenLayout(small, 64);
+  FieldAllocator small(32);
+  auto tooSmall = planTokenLayout(small, 32);  // the fields and 8 ballast dims need more
   ASSERT_FALSE(tooSmall.ok());
   EXPECT_EQ(tooSmall.error().kind, ErrorKind::OverLimit);
-  FieldAllocator odd(258);
-  EXPECT_EQ(planTokenLayout(odd, 258).error().kind, ErrorKind::Usage);
+  FieldAllocator zero(0);
+  EXPECT_EQ(planTokenLayout(zero, 0).error().kind, ErrorKind::Usage);
   FieldAllocator used(256);
   ASSERT_TRUE(used.take("x", 1).ok());
   EXPECT_EQ(planTokenLayout(used, 256).error().kind, ErrorKind::Usage);
