@@ -163,6 +163,8 @@ std::vector<int64_t> program(uint32_t seed) {
 struct Result {
   SignCheck bits;
   int64_t levelWrong = 0;
+  double levelRelErr = 0;  // largest |got/want − 1| over the checked levels (0 where want is 0)
+  std::string worstLevel;
   std::string firstLevel;
   float ballastMin = 1e30f, ballastMax = 0;
 };
@@ -189,6 +191,11 @@ Result check(const std::vector<int64_t>& tokens, const std::vector<std::vector<f
     const bool checkable = n[p] == kNever || dtype == ComputeDtype::F32 || n[p] <= 119;
     const float want = n[p] == kNever ? 0.0f : std::ldexp(1.0f, kLevelExp - 4 - n[p]);
     const float got = row[static_cast<size_t>(levelProbe())];
+    if (checkable && want != 0 && std::fabs(static_cast<double>(got) / want - 1) > r.levelRelErr) {
+      r.levelRelErr = std::fabs(static_cast<double>(got) / want - 1);
+      r.worstLevel = "position " + std::to_string(p) + " n = " + std::to_string(n[p]);
+    }
+    if (checkable && want == 0 && got != 0) r.levelRelErr = 1e30;
     if (checkable && got != want) {
       if (r.levelWrong++ == 0)
         r.firstLevel = "position " + std::to_string(p) + " n = " + std::to_string(n[p]) +
@@ -207,8 +214,11 @@ bool fullRun() {
 
 // Runs `tokens` on `paths` in `dtype`, checks every position, and demands the paths agree with the
 // first bit for bit.
+// With `exact` false (the key head dim 128 finding) every decision must still be right and every
+// magnitude within `tolerance` of nominal, but not bit for bit.
 void runAndCheck(const std::string& dir, ComputeDtype dtype, const std::vector<int64_t>& tokens,
-                 const std::vector<Path>& paths) {
+                 const std::vector<Path>& paths, bool exact = true, double bitTolerance = 0,
+                 double levelTolerance = 0) {
   auto dec = load(dir, dtype);
   ASSERT_TRUE(dec);
   std::vector<std::vector<float>> first;
@@ -222,6 +232,17 @@ void runAndCheck(const std::string& dir, ComputeDtype dtype, const std::vector<i
               << pathName(path) << ": " << tokens.size() << " tokens, " << r.bits.summary()
               << "; level wrong " << r.levelWrong << "; ballast probe in [" << r.ballastMin
               << ", " << r.ballastMax << "] (" << secs << " s)\n";
+    if (!exact) {
+      EXPECT_LE(r.ballastMax - 1, bitTolerance);
+      EXPECT_LE(1 - r.ballastMin, bitTolerance);
+      std::cout << "[counter]   largest level error " << r.levelRelErr << " at " << r.worstLevel
+                << "\n";
+      EXPECT_EQ(r.bits.wrongSign, 0) << r.bits.summary();
+      EXPECT_LE(r.bits.maxRatio - 1, bitTolerance) << r.bits.summary();
+      EXPECT_LE(1 - r.bits.minRatio, bitTolerance) << r.bits.summary();
+      EXPECT_LE(r.levelRelErr, levelTolerance) << r.worstLevel;
+      continue;
+    }
     EXPECT_TRUE(r.bits.ok()) << r.bits.summary();
     EXPECT_EQ(r.levelWrong, 0) << r.firstLevel;
     EXPECT_EQ(r.ballastMin, 1.0f);
@@ -264,6 +285,23 @@ TEST(Counter, DecodeAndMixedPathsAreExactAndBitIdenticalToThePrefill) {
     const std::vector<int64_t> tokens(all.begin(), all.begin() + static_cast<long>(n));
     runAndCheck(dir, dtype, tokens, {Path::Prefill, Path::Decode, Path::Mixed});
   }
+}
+
+// The real checkpoint's key head dim is 128, whose dk^-½ = 2^-3.5 is rounded (differently on the
+// two paths: q·128^-½ in the chunked rule, q/√128 in the recurrent one). Pinned finding: every
+// decision is still right and the level stays tiny, but (1) fp32 field magnitudes come back up to
+// a few ulp off (the gated norm of 8 hot channels of s·2^k is not exactly √16 for a rounded s), so
+// λ downstream moves by ulps; (2) the chunked read of the a-th event in a chunk sums a terms of
+// s·2^-b·row, each with s's full mantissa, so the level's relative error grows as 2^(a−24): 41 %
+// at a = 24 (measured), against the decision margin of 50 % up / 25 % down; bf16 rounds the ulps
+// away but not (2). With dk = 64 (s = 1/8, every other test) everything is exact.
+TEST(Counter, WithKeyHeadDim128DecisionsAreRightButMagnitudesUlpsOff) {
+  const std::string dir = build("counter_dk128", CounterTwin::None, 128);
+  const std::vector<int64_t> tokens = program(7);
+  runAndCheck(dir, ComputeDtype::F32, tokens, {Path::Prefill}, false, 1e-5, 0.45);
+  const std::vector<int64_t> head(tokens.begin(), tokens.begin() + 72);
+  runAndCheck(dir, ComputeDtype::F32, head, {Path::Decode, Path::Mixed}, false, 1e-5, 1e-4);
+  runAndCheck(dir, ComputeDtype::BF16, head, {Path::Prefill, Path::Mixed}, false, 0, 1.0 / 32);
 }
 
 // Each twin breaks one rule of the header and must give wrong decisions (fp32, prefill).
