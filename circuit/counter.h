@@ -53,7 +53,7 @@
 //
 // Threshold head maths (layer L', λ' its pre-norm scale; one head, key/query row 0 constant):
 //   F = h[quiet] − 1.5·ℓ(N)/u·λ'  (ballast)   so with K = 256u/(λ'ℓ(N)) (a power of two):
-//   b = K·F = 2^(N−n+1)·256 − 384 : n ≤ N−1 → b ≥ 128 (up to 2^(N+9)); n ≥ N → b ∈ [−384, −128]
+//   b = K·F = 2^(N−n)·256 − 384 : n ≤ N−1 → b ≥ 128 (up to 2^(N+8)); n ≥ N → b ∈ [−384, −128]
 //   a = −K·F, A_log = 0, dt_bias = 0 → g = −softplus(a): n ≤ N−1 → softplus(a ≤ −128) = 0 exactly,
 //       g = −0, decay 1; n ≥ N → a ∈ [128, 384], g = −a ≤ −128, decay exp(g) = 0 exactly. The
 //       bounded side is the decaying one, so the chunked path's cumulative sums of g stay sums of
@@ -65,14 +65,17 @@
 //   n ≥ N. Σx² is the same either way (±u), so λ stays one number downstream.
 // Every b and a above is a sum of two exact powers of two (fp32: exact while N − n ≤ 23; beyond,
 // the rounding cannot move it across 128); bf16 rounds it to 8 bits, which keeps it ≥ 127 or
-// ≤ −127. The rule: K ≤ 2^127 and ℓ(N)·λ'/u ≥ 2^-126 (normal in bf16), i.e. N ≤ 127 − 8 −
-// log2(u/λ') + e0 − … — `thresholdRange` computes it (N ≤ 105 with u = 16, λ' = 1, e0 = −10).
+// ≤ −127. The rule: K ≤ 2^127 and ℓ(N)·λ'/u ≥ 2^-126 (normal in bf16), i.e.
+// N ≤ min(119 − log2(u/λ') + e0, 126 − log2(u/λ') + e0) — `thresholdRange` (N ≤ 105 with u = 16,
+// λ' = 1, e0 = −10). The key head dim should be a power of 4 (dk^-½ exact): with dk = 128 the
+// decisions were right but magnitudes came back ulps off (docs/circuit.md §9).
 //
 // Limit of the chunked prefill (measured, docs/circuit.md §9 "Built: the event counter"): the
 // chunked rule writes a chunk's m halvings of one row as S − Σ_{a≤m} 2^-a·S, a sum that needs m
-// significant bits, so at most 24 events may fall in one 64-token chunk (fp32's 24 bits); a chunk
-// with more loses the count (the row reads 0: "infinite"). The recurrent decode has no such limit.
-// The trace never comes close: a step is ≥ 3 tokens (EX, WM, a record), so ≤ 22 EX per 64.
+// significant bits, so at most 24 events may fall between a reset (or the chunk's start) and the
+// end of one 64-token chunk (fp32's 24 bits); more and the level sticks at 2^-24 of its start.
+// The recurrent decode has no such limit. The trace stays below it: a step is ≥ 3 tokens (EX, WM,
+// a record), so ≤ 22 EX per 64; a record has ≤ 8 values between resets.
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,8 @@
 // the ballast probe is exactly 1 (λ unchanged), and the level itself is exactly 2^(−14−n) (0 before
 // the first reset). The expected n comes from a plain count over the token list, never from the
 // gadget. Twins: beta not exactly ½, no companion row — each must give wrong decisions. The
-// chunked-path limit (≤ 24 events per chunk) is pinned as a finding.
+// chunked-path limit (≤ 24 halvings since the last reset in one chunk) and the key head dim 128
+// behaviour are pinned as findings.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -335,6 +336,23 @@ TEST(Counter, MoreThan24EventsInOneChunkLoseTheCountOnThePrefillOnly) {
   EXPECT_GT(pre.bits.wrongSign, 0);
   EXPECT_TRUE(one.bits.ok()) << one.bits.summary();
   EXPECT_EQ(one.levelWrong, 0) << one.firstLevel;
+}
+
+// The limit is on halvings since the last reset, not on events per chunk: a record-like pattern
+// (a reset, then 4 consecutive events, repeated: 51 events in 64 tokens, as `WR(r)` records of
+// one-chunk values would give) is exact on the prefill too.
+TEST(Counter, DenseEventsBetweenFrequentResetsAreExactOnThePrefill) {
+  std::vector<int64_t> tokens = {kPlain};
+  while (tokens.size() < 200) {
+    tokens.push_back(kReset);
+    for (int e = 0; e < 4; ++e) tokens.push_back(kEvent);
+  }
+  int inFirstChunk = 0;
+  for (size_t i = 0; i < 64; ++i) inFirstChunk += tokens[i] == kEvent;
+  ASSERT_GT(inFirstChunk, 48);
+  const std::string dir = build("counter_records");
+  runAndCheck(dir, ComputeDtype::F32, tokens, {Path::Prefill, Path::Mixed});
+  runAndCheck(dir, ComputeDtype::BF16, tokens, {Path::Prefill});
 }
 
 TEST(Counter, RefusesSpecsOutsideItsRules) {
