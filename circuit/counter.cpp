@@ -18,7 +18,9 @@ bool powerOfTwo(double v) {
   return v > 0 && std::frexp(v, &e) == 0.5;
 }
 
-bool bf16Exact(float v) { return model::bf16ToFloat(model::floatToBf16(v)) == v; }
+bool bf16Exact(float v) {
+  return model::bf16ToFloat(model::floatToBf16(v)) == v;
+}
 
 // The head's slices of the layer's tensors.
 struct HeadSlots {
@@ -71,27 +73,30 @@ Status gate(CircuitWeights& w, const HeadSlots& s, int head, int ballast, float 
 
 }  // namespace
 
-Expected<CounterMargins> buildCounter(CircuitWeights& w, const CounterSpec& spec) {
+Expected<EventCounterMargins> buildEventCounter(CircuitWeights& w, const EventCounterSpec& spec) {
   const std::string g = "counter";
   QGPU_TRY(s, slots(w, spec.layer, spec.head, g));
   const int hidden = w.config().hiddenSize;
-  if (spec.ballast.dims < 1 || (spec.twin == CounterTwin::BetaOff && spec.ballast.dims < 2))
+  if (spec.ballast.dims < 1 || (spec.twin == EventCounterTwin::BetaOff && spec.ballast.dims < 2))
     return usage(g, "the ballast needs 1 dim (2 for the BetaOff twin)");
   for (int d : {spec.event, spec.reset, spec.quiet, spec.ballast.at(0)})
-    if (d < 0 || d >= hidden) return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
+    if (d < 0 || d >= hidden)
+      return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
   if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit))
-    return usage(g, "lambda, gain and unit must be powers of two (the key heights and the level "
-                    "are then exact powers of two)");
+    return usage(g,
+                 "lambda, gain and unit must be powers of two (the key heights and the level "
+                 "are then exact powers of two)");
   // ℓ(0)² below half an ulp of u² (every partial sum of Σx² holds at least one u²): 2^(2e0) <
   // u²·2^-25, with a factor 2 to spare for a second quiet dim in the same sum.
   if (2.0 * spec.levelExp > 2.0 * std::log2(spec.unit) - 26.0)
-    return usage(g, "level 2^" + std::to_string(spec.levelExp) + " is not tiny enough to leave "
-                    "the residual norm unchanged (needs 2^(2·e0) <= u²·2^-26)");
+    return usage(g, "level 2^" + std::to_string(spec.levelExp) +
+                        " is not tiny enough to leave "
+                        "the residual norm unchanged (needs 2^(2·e0) <= u²·2^-26)");
   const double lg = spec.lambda * spec.gain;
   if (lg < 89.0)
     return makeDiag(ErrorKind::OverLimit, "counter gadget: λ·G = " + std::to_string(lg) +
                                               " misses the exactness threshold 89 (rule R2)");
-  CounterMargins m;
+  EventCounterMargins m;
   m.keyOn = lg;
   // c = 2^20 and x = 2^7 in the state (x/c = 2^-13); their gains are c/λ and x/λ.
   const double c = 1048576.0, x = 128.0;
@@ -114,7 +119,7 @@ Expected<CounterMargins> buildCounter(CircuitWeights& w, const CounterSpec& spec
   // Values: the reference c in channels 0..7 on events and resets (the NoCompanion twin: on
   // resets only, so an event halves the reference with the count), x in channel 8 on resets.
   for (int j = 0; j < 8; ++j) {
-    if (spec.twin == CounterTwin::NoCompanion) {
+    if (spec.twin == EventCounterTwin::NoCompanion) {
       QGPU_CHECK(w.set(s.qkv, s.v + j, spec.reset, gc));
       QGPU_CHECK(w.set(s.qkv, s.v + j, spec.event, -gc));
       QGPU_CHECK(w.set(s.qkv, s.v + j, bal, -gc));
@@ -132,7 +137,7 @@ Expected<CounterMargins> buildCounter(CircuitWeights& w, const CounterSpec& spec
   QGPU_CHECK(w.set(s.b, spec.head, spec.event, -G / 2));
   m.betaEvent = 0;
   m.betaOther = lg;
-  if (spec.twin == CounterTwin::BetaOff) {
+  if (spec.twin == EventCounterTwin::BetaOff) {
     // + 1/8 on every token, on a second ballast dim (G/2 + 1/(8λ) would not be bf16-exact).
     QGPU_CHECK(w.set(s.b, spec.head, spec.ballast.at(1), static_cast<float>(0.125 / spec.lambda)));
     m.betaEvent = 0.125;
@@ -175,14 +180,16 @@ Expected<ThresholdMargins> buildThreshold(CircuitWeights& w, const ThresholdSpec
   const int hidden = w.config().hiddenSize;
   if (spec.ballast.dims < 1) return usage(g, "the ballast needs 1 dim");
   for (int d : {spec.quiet, spec.out, spec.ballast.at(0)})
-    if (d < 0 || d >= hidden) return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
+    if (d < 0 || d >= hidden)
+      return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
   if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.zGain) ||
       !powerOfTwo(spec.unit))
     return usage(g, "lambda, gain, zGain and unit must be powers of two");
   const int range = thresholdRange(spec.levelExp, spec.lambda, spec.unit);
   if (spec.threshold < 1 || spec.threshold > range)
     return usage(g, "threshold " + std::to_string(spec.threshold) + " is outside 1.." +
-                        std::to_string(range) + " (K = 256u/(λℓ(N)) must stay <= 2^127 and ℓ(N) "
+                        std::to_string(range) +
+                        " (K = 256u/(λℓ(N)) must stay <= 2^127 and ℓ(N) "
                         "normal)");
   const double lg = spec.lambda * spec.gain, lgz = spec.lambda * spec.zGain;
   if (lg < 89.0 || lgz < 17.0)
@@ -231,7 +238,8 @@ Expected<ThresholdMargins> buildThreshold(CircuitWeights& w, const ThresholdSpec
 Expected<int> buildCountDecode(UnitWriter& units, const CountDecodeSpec& spec) {
   const std::string g = "count decode";
   const int K = static_cast<int>(spec.atLeast.size());
-  if (K < 1 || spec.out.dims != K + 1) return usage(g, "needs K >= 1 thermometer dims and K + 1 out dims");
+  if (K < 1 || spec.out.dims != K + 1)
+    return usage(g, "needs K >= 1 thermometer dims and K + 1 out dims");
   if (spec.ballast.dims < 1) return usage(g, "the ballast needs 1 dim");
   if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit))
     return usage(g, "lambda, gain and unit must be powers of two");
@@ -262,10 +270,14 @@ Expected<int> buildCountDecode(UnitWriter& units, const CountDecodeSpec& spec) {
     // N = t_j − t_{j+1} − 1, with t_0 = +1 and t_{K+1} = −1 as constants.
     Unit u;
     double constant = -1;
-    if (j == 0) constant += 1;
-    else u.gate.push_back({spec.atLeast[static_cast<size_t>(j - 1)], G});
-    if (j == K) constant += 1;
-    else u.gate.push_back({spec.atLeast[static_cast<size_t>(j)], -G});
+    if (j == 0)
+      constant += 1;
+    else
+      u.gate.push_back({spec.atLeast[static_cast<size_t>(j - 1)], G});
+    if (j == K)
+      constant += 1;
+    else
+      u.gate.push_back({spec.atLeast[static_cast<size_t>(j)], -G});
     if (constant != 0) u.gate.push_back({bal, static_cast<float>(G * constant)});
     u.up = {{bal, 1.0f}};
     u.down = {{spec.out.at(j), 2 * per}};

@@ -7,8 +7,8 @@
 // Three pieces, each a pure function of its spec that writes only its own head's (or units')
 // weights, plus the layer-wide settings it relies on (A_log / dt_bias of its head, the shared
 // gated-norm weight = 1):
-//   buildCounter    layer L, one head: the count as 2^-n·x beside a constant reference c in the
-//                   same state row, read into one *quiet* residual dim (a dim that is 0 in the
+//   buildEventCounter  layer L, one head: the count as 2^-n·x beside a constant reference c in
+//                   the same state row, read into one *quiet* residual dim (a dim that is 0 in the
 //                   layout) as the exact power of two ℓ(n) = 2^(e0 − n), tiny enough to leave
 //                   Σx² unchanged.
 //   buildThreshold  layer L' > L, one head per threshold N: a saturating sign head that turns ℓ(n)
@@ -88,7 +88,7 @@
 namespace qgpu::circuit {
 
 // Failing-twin knobs for the counter head: each breaks one rule and must corrupt decisions.
-enum class CounterTwin : uint8_t {
+enum class EventCounterTwin : uint8_t {
   None,         // the gadget
   BetaOff,      // an event's beta logit is 1/8 instead of 0: β = sigmoid(1/8) ≈ 0.531, so an
                 // event multiplies the row by 0.469, not ½ (the count drifts off the powers of 2)
@@ -96,7 +96,7 @@ enum class CounterTwin : uint8_t {
                 // count, the ratio stays x/c and the gated norm removes 2^-n (every n reads 0)
 };
 
-struct CounterSpec {
+struct EventCounterSpec {
   int layer = 0;          // decoder layer L (linear_attention)
   int head = 0;           // value head; its key head must be its own (Hv = Hk)
   Field ballast;          // dims[0]: +u on every token
@@ -107,10 +107,10 @@ struct CounterSpec {
   double lambda = 1;      // pre-norm output of a ±u dim at layer L (a power of two)
   float unit = 16;        // u
   float gain = 128;       // G, a power of two; λG ≥ 89
-  CounterTwin twin = CounterTwin::None;
+  EventCounterTwin twin = EventCounterTwin::None;
 };
 
-struct CounterMargins {
+struct EventCounterMargins {
   double keyOn = 0;        // λG: the hot key / query channel; every cold one is −λG
   double companion = 0;    // c = λGc, the reference's value
   double countStart = 0;   // x = λGx, the count channel's value after a reset (x/c ≤ 2^-13)
@@ -122,7 +122,8 @@ struct CounterMargins {
 
 // Usage diag for a spec that does not fit the config or the exactness rules above (λ, gain not
 // powers of two, dv/8 not a power of 4, ℓ(0) not tiny enough); OverLimit when λG < 89.
-Expected<CounterMargins> buildCounter(CircuitWeights& weights, const CounterSpec& spec);
+Expected<EventCounterMargins> buildEventCounter(CircuitWeights& weights,
+                                               const EventCounterSpec& spec);
 
 struct ThresholdSpec {
   int layer = 1;          // L' > the counter's layer
