@@ -18,6 +18,11 @@ bool powerOfTwo(double v) {
   return v > 0 && std::frexp(v, &e) == 0.5;
 }
 
+// λ and u within 2^±8 keep every derived weight (c/λ, 384/λ, K) a finite float.
+bool sane(double lambda, double unit) {
+  return lambda >= 1.0 / 256 && lambda <= 256 && unit >= 1.0 / 256 && unit <= 256;
+}
+
 bool bf16Exact(float v) {
   return model::bf16ToFloat(model::floatToBf16(v)) == v;
 }
@@ -82,10 +87,11 @@ Expected<EventCounterMargins> buildEventCounter(CircuitWeights& w, const EventCo
   for (int d : {spec.event, spec.reset, spec.quiet, spec.ballast.at(0)})
     if (d < 0 || d >= hidden)
       return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
-  if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit))
+  if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit) ||
+      !sane(spec.lambda, spec.unit))
     return usage(g,
-                 "lambda, gain and unit must be powers of two (the key heights and the level "
-                 "are then exact powers of two)");
+                 "lambda, gain and unit must be powers of two within 2^-8..2^8 (the key heights "
+                 "and the level are then exact powers of two)");
   // ℓ(0)² below half an ulp of u² (every partial sum of Σx² holds at least one u²): 2^(2e0) <
   // u²·2^-25, with a factor 2 to spare for a second quiet dim in the same sum.
   if (2.0 * spec.levelExp > 2.0 * std::log2(spec.unit) - 26.0)
@@ -183,8 +189,8 @@ Expected<ThresholdMargins> buildThreshold(CircuitWeights& w, const ThresholdSpec
     if (d < 0 || d >= hidden)
       return usage(g, "dim " + std::to_string(d) + " is outside the hidden size");
   if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.zGain) ||
-      !powerOfTwo(spec.unit))
-    return usage(g, "lambda, gain, zGain and unit must be powers of two");
+      !powerOfTwo(spec.unit) || !sane(spec.lambda, spec.unit))
+    return usage(g, "lambda, gain, zGain and unit must be powers of two (λ, u within 2^-8..2^8)");
   const int range = thresholdRange(spec.levelExp, spec.lambda, spec.unit);
   if (spec.threshold < 1 || spec.threshold > range)
     return usage(g, "threshold " + std::to_string(spec.threshold) + " is outside 1.." +
@@ -241,8 +247,9 @@ Expected<int> buildCountDecode(UnitWriter& units, const CountDecodeSpec& spec) {
   if (K < 1 || spec.out.dims != K + 1)
     return usage(g, "needs K >= 1 thermometer dims and K + 1 out dims");
   if (spec.ballast.dims < 1) return usage(g, "the ballast needs 1 dim");
-  if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit))
-    return usage(g, "lambda, gain and unit must be powers of two");
+  if (!powerOfTwo(spec.lambda) || !powerOfTwo(spec.gain) || !powerOfTwo(spec.unit) ||
+      !sane(spec.lambda, spec.unit))
+    return usage(g, "lambda, gain and unit must be powers of two (λ, u within 2^-8..2^8)");
   const double lg = spec.lambda * spec.gain;
   if (lg < 89.0)
     return makeDiag(ErrorKind::OverLimit, "count decode gadget: λ·G = " + std::to_string(lg) +

@@ -376,6 +376,8 @@ TEST(Counter, RefusesSpecsOutsideItsRules) {
   cs.quiet = l.quiet.at(0);
   cs.lambda = 1.5;  // not a power of two
   EXPECT_EQ(buildEventCounter(w, cs).error().kind, ErrorKind::Usage);
+  cs.lambda = 1.0 / 1024;  // a power of two outside 2^-8..2^8
+  EXPECT_EQ(buildEventCounter(w, cs).error().kind, ErrorKind::Usage);
   cs.lambda = 1;
   cs.levelExp = -2;  // ℓ(0)² = 2^-4 would change Σx²
   EXPECT_EQ(buildEventCounter(w, cs).error().kind, ErrorKind::Usage);
@@ -397,6 +399,19 @@ TEST(Counter, RefusesSpecsOutsideItsRules) {
   EXPECT_EQ(buildThreshold(w, ts).error().kind, ErrorKind::Usage);
   ts.threshold = 105;
   EXPECT_TRUE(buildThreshold(w, ts).ok());
+
+  UnitWriter units(w, 1);
+  CountDecodeSpec ds;
+  ds.ballast = l.ballast;
+  ds.out = l.oneHot;  // K + 1 = 9 dims but no thermometer dims
+  EXPECT_EQ(buildCountDecode(units, ds).error().kind, ErrorKind::Usage);
+  for (int j = 0; j < kDecodeK; ++j) ds.atLeast.push_back(l.atLeast.at(j));
+  ds.gain = 64;  // λG = 64 < 89
+  EXPECT_EQ(buildCountDecode(units, ds).error().kind, ErrorKind::OverLimit);
+  ds.gain = 128;
+  auto used = buildCountDecode(units, ds);
+  ASSERT_TRUE(used.ok()) << used.error().message;
+  EXPECT_EQ(used.value(), 2 * kDecodeK + 3);
 }
 
 }  // namespace
