@@ -26,6 +26,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/text.h"
 #include "gen/cuda_check.h"
 #include "gen/program_gen.h"
 #include "gen/properties.h"
@@ -88,6 +89,15 @@ class Progress {
   Clock::time_point last_;
 };
 
+// A policy error repeats the user's text: echoed (common/text.h), whichever parser made it.
+template <typename T>
+Expected<T> echoed(Expected<T> e) {
+  if (e) return e;
+  Diag d = e.error();
+  d.message = echo(d.message, 400);
+  return d;
+}
+
 std::string policyPart(const std::string& header) {
   size_t p = header.find("policy: ");
   return p == std::string::npos ? "" : header.substr(p + 8);
@@ -120,7 +130,7 @@ void countRefusal(Summary& s, const Diag& d, bool limit) {
 }
 
 Expected<Summary> fuzzCuda(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
-  QGPU_TRY(policy, gen::parseCudaPolicy(o.policy));
+  QGPU_TRY(policy, echoed(gen::parseCudaPolicy(o.policy)));
   QGPU_TRY(compilers, parseCompilers(o.compiler));
   Summary s;
   gen::CudaBatchStats stats;
@@ -161,7 +171,7 @@ Expected<Summary> fuzzCuda(const FuzzOptions& o, Clock::time_point start, Progre
 }
 
 Expected<Summary> fuzzPtx(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
-  QGPU_TRY(policy, gen::parsePtxPolicy(o.policy));
+  QGPU_TRY(policy, echoed(gen::parsePtxPolicy(o.policy)));
   Summary s;
   for (uint64_t seed = o.seed; !timeUp(o, s, start); ++seed) {
     for (gen::PtxDialect d : {gen::PtxDialect::Clang, gen::PtxDialect::Nvcc}) {
@@ -184,7 +194,7 @@ Expected<Summary> fuzzPtx(const FuzzOptions& o, Clock::time_point start, Progres
 }
 
 Expected<Summary> fuzzProgram(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
-  QGPU_TRY(policy, gen::parsePolicy(o.policy));
+  QGPU_TRY(policy, echoed(gen::parsePolicy(o.policy)));
   Summary s;
   for (uint64_t seed = o.seed; !timeUp(o, s, start); ++seed) {
     QGPU_TRY(c, gen::generateProgram(policy, seed));
@@ -211,7 +221,7 @@ int runFuzz(const FuzzOptions& o) {
                         : o.gen == "ptx" ? fuzzPtx(o, start, progress)
                         : o.gen == "program"
                             ? fuzzProgram(o, start, progress)
-                            : Expected<Summary>(makeDiag(ErrorKind::Usage, "--gen must be cuda, ptx or program, not '" + o.gen + "'"));
+                            : Expected<Summary>(makeDiag(ErrorKind::Usage, "--gen must be cuda, ptx or program, not '" + echo(o.gen) + "'"));
   progress.done();
   if (!s) return reportError(s.error());
   const double t = std::chrono::duration<double>(Clock::now() - start).count();
