@@ -125,7 +125,11 @@ bool timeUp(const FuzzOptions& o, const Summary& s, Clock::time_point start) {
 
 void countRefusal(Summary& s, const Diag& d, bool limit) {
   ++(limit ? s.refusedLimit : s.refusedUnsupported);
-  std::string m = d.message.substr(0, std::min(d.message.find_first_of(":(\n"), d.message.find(" at line")));
+  // The reason without what is particular to the case: up to the first ':', '(', line number or
+  // the end of a quoted instruction's opcode.
+  size_t end = std::min(d.message.find_first_of(":(\n"), d.message.find(" at line"));
+  if (size_t q = d.message.find('`'); q != std::string::npos) end = std::min(end, d.message.find(' ', q));
+  std::string m = d.message.substr(0, end);
   ++s.reasons[m.substr(0, 60)];
 }
 

@@ -62,5 +62,10 @@ else
   failed=$((failed + 1)); echo "FAIL planted-out: no failing kernel with its seed under --out"; ls -la "$tmp/found" 2>&1 | head
 fi
 
+# The kernel the planted miscompile failed on is a plain kernel file: with the real clang the
+# normal harness runs it and matches the generator's expectation.
+first=$(ls "$tmp/found"/rk*.cu 2>/dev/null | head -n 1)
+expect run-found 0 'match' -- "$qgpu" run "${first:-$tmp/none.cu}" --compiler clang
+
 echo "fuzz_cli_test: $passed passed, $failed failed"
 [ "$failed" = 0 ]
