@@ -125,12 +125,26 @@ bool timeUp(const FuzzOptions& o, const Summary& s, Clock::time_point start) {
 
 void countRefusal(Summary& s, const Diag& d, bool limit) {
   ++(limit ? s.refusedLimit : s.refusedUnsupported);
-  // The reason without what is particular to the case: up to the first ':', '(', line number or
-  // the end of a quoted instruction's opcode.
-  size_t end = std::min(d.message.find_first_of(":(\n"), d.message.find(" at line"));
-  if (size_t q = d.message.find('`'); q != std::string::npos) end = std::min(end, d.message.find(' ', q));
-  std::string m = d.message.substr(0, end);
-  ++s.reasons[m.substr(0, 60)];
+  // The reason without what is particular to the case: a quoted name becomes `*` (a quoted
+  // instruction keeps its opcode), digits become N, and it ends at the first ':', '(' or line.
+  const std::string& msg = d.message;
+  std::string m;
+  for (size_t i = 0; i < msg.size() && msg[i] != ':' && msg[i] != '(' && msg[i] != '\n'; ++i) {
+    if (msg[i] == '`') {
+      size_t close = msg.find('`', i + 1);
+      if (close == std::string::npos) break;
+      std::string inner = msg.substr(i + 1, close - i - 1);
+      bool instruction = m.size() >= 4 && m.compare(m.size() - 4, 4, "PTX ") == 0;
+      m += "`" + (instruction ? inner.substr(0, inner.find(' ')) : std::string("*")) + "`";
+      i = close;
+    } else if (msg[i] >= '0' && msg[i] <= '9') {
+      while (i + 1 < msg.size() && msg[i + 1] >= '0' && msg[i + 1] <= '9') ++i;
+      m += 'N';
+    } else {
+      m += msg[i];
+    }
+  }
+  ++s.reasons[m.substr(0, 100)];
 }
 
 Expected<Summary> fuzzCuda(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
