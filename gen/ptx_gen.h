@@ -78,8 +78,8 @@ const char* dialectName(PtxDialect d);  // "clang" / "nvcc"
   X(double, guardProb, 0.05, "an instruction overwriting an existing register is predicated")      \
   X(double, ncProb, 0.3, "a load is ld.global.nc")                                                 \
   X(double, subWordProb, 0.2, "a load is ld.global.{u8,s8,u16,s16} of a part of the word")         \
-  X(uint32_t, minWideShift, 1,                                                                     \
-    "shr.u64 amounts are minWideShift..63 (0 hits corpus/bugs/shr64-by-zero while open)")          \
+  X(uint32_t, minWideShift, 0,                                                                     \
+    "shr.u64 amounts are minWideShift..63 (0 was corpus/bugs/shr64-by-zero, fixed)")               \
   /* ---- Launch ---- */                                                                           \
   X(uint32_t, maxGrid, 2, "CTAs, 1..maxGrid")                                                      \
   X(uint32_t, maxBlockX, 8, "threads per CTA, 1..maxBlockX (<= 16)")                               \

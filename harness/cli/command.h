@@ -48,5 +48,6 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common);
 Command addModelCommand(CLI::App& root, const CommonOptions& common);  // model/ (LibTorch builds)
 Command addGpuCommand(CLI::App& root, const CommonOptions& common);
 Command addReportCommand(CLI::App& root, const CommonOptions& common);  // `report merge`
+Command addFuzzCommand(CLI::App& root, const CommonOptions& common);    // random generators (gen/)
 
 }  // namespace qgpu::cli

@@ -162,12 +162,19 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       if (in.srcs[1].kind != OperandKind::Imm)
         return c.unsupported("64-bit shift right by a register amount (the upper half is used)");
       uint64_t k = static_cast<uint64_t>(in.srcs[1].imm);
+      if (k == 0) {
+        // A copy: the source's high half is read (and kept by demandedHigh) only when the
+        // destination's is wanted (corpus/bugs/shr64-by-zero).
+        em.alu(Op::Mov, d.lo, s[0]);
+        if (d.wantsHi()) {
+          QGPU_TRY(ah0, hiOf(0));
+          c.writeHi(d, ah0);
+        }
+        return Ok{};
+      }
       QGPU_TRY(ah, hiOf(0));
       Op sh = sgn ? Op::ShrS : Op::ShrU;
-      if (k == 0) {
-        em.alu(Op::Mov, d.lo, s[0]);
-        c.writeHi(d, ah);
-      } else if (k < 32) {
+      if (k < 32) {
         em.alu(Op::ShfRW, d.lo, s[0], ah, VOperand::i(static_cast<uint32_t>(k)));
         if (d.wantsHi()) em.alu(sh, d.hi(), ah, VOperand::i(static_cast<uint32_t>(k)));
       } else {

@@ -1,0 +1,193 @@
+// qgpu/gen/cuda_gen.h — random CUDA kernels that carry their own expectations (issue 9, item 1,
+// the first generator), Csmith / YARPGen style.
+//
+// Every probability and limit is a field of `CudaPolicy` (one X-macro table,
+// QGPU_CUDAGEN_POLICY_FIELDS); a case is a pure function of (generator version, policy, seed) and
+// its file says so in a `note:` line: `qgpu-gen cuda v1 seed=S policy: maxTopStmts=5 ...`.
+//
+// The output is a kernel file (kernels/README.md's format) that runs through the normal harness
+// (`qgpu run FILE.cu`, kernels::parseKernelText):
+//   __global__ void NAME(const unsigned* in, unsigned* out, unsigned* acc, unsigned k)
+// `in` (16 words) is read-only, `out` gives each thread (global id g) its own `slots` words from
+// g * slots, `acc` (8 words) takes integer atomics: each word has ONE operation (add, min, max,
+// or, and, xor; unsigned) that every atomic on it uses, so the order of the atomics cannot matter.
+// The body: local `unsigned v0..` (each initialised at its declaration), assignments, stores,
+// atomics, nested divergent if/else, loops `for (unsigned iN = 0; iN < E % (T + 1); ++iN)` (at most
+// T trips whatever E is, data-dependent per thread), early returns `if (E) return;`, calls of
+// pure `__device__` helpers (some `__noinline__`: a .func and a call in the PTX), and at the top
+// level only, while no early return has been generated yet (so every thread of the CTA is live
+// and the control flow is uniform): a shared-memory exchange through two `__syncthreads()`,
+// `__syncthreads_count/and/or`, and in blocks of exactly 4 threads width-4 shuffles and votes
+// with mask 0xf (the same on a 32-lane GPU and on the 4-lane machine).
+//
+// UB-free by construction: all arithmetic is unsigned (signed operations convert to int and back,
+// which C++20 defines as modular); shift amounts are masked `& 31u`; divisors are `(x | 1u)`
+// (unsigned) or `((x & 255u) | 1u)` (signed: 1..255, never 0 or -1); `abs` gets `(x | 1u)` (never
+// INT_MIN); `__byte_perm` selectors are masked `& 0x7777u` (no sign-replicate mode); loads index
+// `in[x & 15u]`; stores index the thread's own slots; shared slots are written by their own
+// thread before a barrier and read by others after it, and a second barrier ends the exchange.
+//
+// The expectation: the generator evaluates its own AST (evalOp below, and a per-thread walk of the
+// statements; threads run statement by statement at the top level, which is exact because nested
+// statements only touch their own thread's state, their own `out` slots and commutative atomics),
+// never through qgpu's compilers, lowering or interpreter. The file's `expect:` lines are that.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/diag.h"
+
+namespace qgpu::gen {
+
+inline constexpr int kCudaGeneratorVersion = 1;  // bump when (policy, seed) gives another case
+
+// X(type, name, default, "one-line meaning")
+#define QGPU_CUDAGEN_POLICY_FIELDS(X)                                                              \
+  /* ---- Shape ---- */                                                                            \
+  X(int, maxTopStmts, 4, "top-level statements after the declarations (1..16)")                    \
+  X(int, maxDepth, 2, "nesting of if/else arms and loop bodies (0: flat)")                         \
+  X(int, maxBlockStmts, 2, "statements in one arm or loop body (1..8)")                            \
+  X(int, maxExprDepth, 2, "depth of an expression tree (0: leaves only, at most 6)")               \
+  X(int, maxVars, 3, "local unsigned variables v0.. (1..8)")                                       \
+  X(int, maxHelpers, 1, "__device__ helper functions (0..4)")                                      \
+  X(double, noinlineProb, 0.3, "a helper is __noinline__")                                         \
+  X(uint32_t, maxTrips, 3, "a loop runs 0..maxTrips times (1..8)")                                 \
+  X(double, elseProb, 0.5, "an if has an else arm")                                                \
+  /* ---- Statement kinds (relative weights) ---- */                                               \
+  X(uint32_t, wAssign, 5, "vX = E")                                                                \
+  X(uint32_t, wStore, 3, "out[own slot] = E")                                                      \
+  X(uint32_t, wAtomic, 1, "atomic{Add,Min,Max,Or,And,Xor}(&acc[w], E), result unused")             \
+  X(uint32_t, wIf, 2, "if (E) {...} [else {...}], divergent")                                      \
+  X(uint32_t, wLoop, 1, "a loop with a data-dependent trip count 0..maxTrips")                     \
+  X(uint32_t, wReturn, 1, "if (E) return; (ends collectives for the rest of the kernel)")          \
+  X(uint32_t, wShared, 1, "a shared-memory exchange through __syncthreads (top level)")            \
+  X(uint32_t, wSyncReduce, 1, "__syncthreads_count/and/or (top level)")                            \
+  X(uint32_t, wWarp, 1, "a width-4 shuffle or vote (top level, block of 4)")                       \
+  /* ---- Expression families (relative weights) ---- */                                           \
+  X(uint32_t, wArith, 4, "+ - * & | ^ ~ and unsigned negation")                                    \
+  X(uint32_t, wDiv, 1, "/ % unsigned and signed, by a divisor that is never 0 or -1")              \
+  X(uint32_t, wShift, 2, "<< >> (unsigned and signed) by an amount masked to 0..31")               \
+  X(uint32_t, wCompare, 2, "< <= > >= (unsigned, signed) == != && || ! ?:")                        \
+  X(uint32_t, wBuiltin, 2, "min max abs __popc __clz __ffs __brev __byte_perm __[u]mulhi ...")     \
+  X(uint32_t, wCall, 1, "a call of a __device__ helper")                                           \
+  X(double, leafProb, 0.3, "an expression above depth 0 is a leaf anyway")                         \
+  X(double, smallConstProb, 0.7, "a constant is 0..16 rather than any 32-bit value")               \
+  /* ---- Launch ---- */                                                                           \
+  X(uint32_t, maxGrid, 2, "CTAs, 1..maxGrid (<= 16)")                                              \
+  X(uint32_t, maxBlockX, 8, "threads per CTA, 1..maxBlockX (<= 16)")                               \
+  X(double, warpBlockProb, 0.4, "the block is exactly 4 threads (warp ops possible)")              \
+  X(uint32_t, maxSlots, 2, "out words per thread, 1..maxSlots")
+
+struct CudaPolicy {
+#define QGPU_CUDAGEN_POLICY_MEMBER(type, name, def, doc) type name = def;
+  QGPU_CUDAGEN_POLICY_FIELDS(QGPU_CUDAGEN_POLICY_MEMBER)
+#undef QGPU_CUDAGEN_POLICY_MEMBER
+  bool operator==(const CudaPolicy&) const = default;
+};
+
+Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
+
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v1 seed=..."
+Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
+
+// ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----
+#define QGPU_CUDAGEN_OPS(X)                                                 \
+  X(Add, Arith, 2, "(%0 + %1)")                                             \
+  X(Sub, Arith, 2, "(%0 - %1)")                                             \
+  X(Mul, Arith, 2, "(%0 * %1)")                                             \
+  X(And, Arith, 2, "(%0 & %1)")                                             \
+  X(Or, Arith, 2, "(%0 | %1)")                                              \
+  X(Xor, Arith, 2, "(%0 ^ %1)")                                             \
+  X(Not, Arith, 1, "(~%0)")                                                 \
+  X(Neg, Arith, 1, "(0u - %0)")                                             \
+  X(DivU, Div, 2, "(%0 / (%1 | 1u))")                                       \
+  X(RemU, Div, 2, "(%0 % (%1 | 1u))")                                       \
+  X(DivS, Div, 2, "(unsigned)((int)%0 / (int)((%1 & 255u) | 1u))")          \
+  X(RemS, Div, 2, "(unsigned)((int)%0 % (int)((%1 & 255u) | 1u))")          \
+  X(Shl, Shift, 2, "(%0 << (%1 & 31u))")                                    \
+  X(ShrU, Shift, 2, "(%0 >> (%1 & 31u))")                                   \
+  X(ShrS, Shift, 2, "(unsigned)((int)%0 >> (%1 & 31u))")                    \
+  X(LtU, Compare, 2, "(unsigned)(%0 < %1)")                                 \
+  X(LeU, Compare, 2, "(unsigned)(%0 <= %1)")                                \
+  X(GtU, Compare, 2, "(unsigned)(%0 > %1)")                                 \
+  X(GeU, Compare, 2, "(unsigned)(%0 >= %1)")                                \
+  X(LtS, Compare, 2, "(unsigned)((int)%0 < (int)%1)")                       \
+  X(LeS, Compare, 2, "(unsigned)((int)%0 <= (int)%1)")                      \
+  X(GtS, Compare, 2, "(unsigned)((int)%0 > (int)%1)")                       \
+  X(GeS, Compare, 2, "(unsigned)((int)%0 >= (int)%1)")                      \
+  X(Eq, Compare, 2, "(unsigned)(%0 == %1)")                                 \
+  X(Ne, Compare, 2, "(unsigned)(%0 != %1)")                                 \
+  X(LAnd, Compare, 2, "(unsigned)(%0 && %1)")                               \
+  X(LOr, Compare, 2, "(unsigned)(%0 || %1)")                                \
+  X(LNot, Compare, 1, "(unsigned)(!%0)")                                    \
+  X(Select, Compare, 3, "(%0 ? %1 : %2)")                                   \
+  X(MinU, Builtin, 2, "min(%0, %1)")                                        \
+  X(MaxU, Builtin, 2, "max(%0, %1)")                                        \
+  X(MinS, Builtin, 2, "(unsigned)min((int)%0, (int)%1)")                    \
+  X(MaxS, Builtin, 2, "(unsigned)max((int)%0, (int)%1)")                    \
+  X(Abs, Builtin, 1, "(unsigned)abs((int)(%0 | 1u))")                       \
+  X(Popc, Builtin, 1, "(unsigned)__popc(%0)")                               \
+  X(Clz, Builtin, 1, "(unsigned)__clz((int)%0)")                            \
+  X(Ffs, Builtin, 1, "(unsigned)__ffs((int)%0)")                            \
+  X(Brev, Builtin, 1, "__brev(%0)")                                         \
+  X(BytePerm, Builtin, 3, "__byte_perm(%0, %1, %2 & 0x7777u)")              \
+  X(UMulHi, Builtin, 2, "__umulhi(%0, %1)")                                 \
+  X(MulHi, Builtin, 2, "(unsigned)__mulhi((int)%0, (int)%1)")               \
+  X(UMul24, Builtin, 2, "__umul24(%0, %1)")                                 \
+  X(Mul24, Builtin, 2, "(unsigned)__mul24((int)%0, (int)%1)")               \
+  X(USad, Builtin, 3, "__usad(%0, %1, %2)")                                 \
+  X(Sad, Builtin, 3, "__sad((int)%0, (int)%1, %2)")
+
+enum class CudaOp : uint8_t {
+#define QGPU_CUDAGEN_OP_ENUM(name, family, arity, spelling) name,
+  QGPU_CUDAGEN_OPS(QGPU_CUDAGEN_OP_ENUM)
+#undef QGPU_CUDAGEN_OP_ENUM
+};
+enum class CudaOpFamily : uint8_t { Arith, Div, Shift, Compare, Builtin };
+struct CudaOpInfo {
+  const char* name;
+  CudaOpFamily family;
+  int arity;
+  const char* spelling;  // C with %0..%2 for the operands
+};
+std::span<const CudaOpInfo> cudaOpTable();
+const CudaOpInfo& cudaOpInfo(CudaOp op);
+// The generator's own meaning of an operator on the operands as the C spelling sees them (the
+// masking of divisors, shift amounts and selectors included); unused operands are ignored.
+uint32_t evalCudaOp(CudaOp op, uint32_t a, uint32_t b, uint32_t c);
+
+// ---- A generated case ----
+inline constexpr uint32_t kCudaInWords = 16, kCudaAccWords = 8;
+
+struct CudaCase {
+  std::string name;    // the kernel (== file stem): "rk<seed>" unless given
+  std::string header;  // describeCuda(policy, seed)
+  std::string text;    // the kernel file: header lines (expectations included) + the CUDA source
+  uint32_t gridX = 1, blockX = 1, slots = 1;
+  std::array<uint32_t, kCudaInWords> in{};
+  std::array<uint32_t, kCudaAccWords> accInit{};
+  uint32_t k = 0;
+  std::vector<uint32_t> expectOut;                // gridX * blockX * slots words
+  std::array<uint32_t, kCudaAccWords> expectAcc{};
+  // Features of the case, for tests and summaries.
+  bool hasShared = false, hasWarp = false, hasSyncReduce = false, hasReturn = false,
+       hasLoop = false, hasCall = false, hasAtomic = false;
+  // Memory layout (kernels::layout's, in parameter order from word 0): in, out, acc.
+  uint32_t outWord() const { return kCudaInWords; }
+  uint32_t accWord() const { return kCudaInWords + static_cast<uint32_t>(expectOut.size()); }
+  // The machine's global memory before and after, by the generator.
+  std::array<uint32_t, 126> initialGlobal() const;
+  std::array<uint32_t, 126> expectedGlobal() const;
+  std::vector<uint32_t> params() const;  // in, out, acc byte addresses; k
+};
+
+// The case for (policy, seed); Usage if the policy does not validate. `name` must be a C
+// identifier (empty: "rk<seed>").
+Expected<CudaCase> generateCuda(const CudaPolicy& policy, uint64_t seed, std::string name = "");
+
+}  // namespace qgpu::gen
