@@ -7,6 +7,8 @@
 
 #include "common/digest.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +90,8 @@ std::string tokenName(Token t) {
     case Family::C:
     case Family::T:
       return name + "(" + std::to_string(i >= kChunkValues / 2 ? i - kChunkValues : i) + ")";
+    case Family::OpWord:
+      return name + "(" + kRomSlotNames[i] + ")";
     default:
       return name;
   }
@@ -180,184 +184,262 @@ class Reader {
 
 }  // namespace
 
-// ---- Prompt ----
+// ---- Prompt (trace v3) ----
 //
-// PROG {program fields}
-//   { BLK {block fields} { OPW {op fields} } TERM {terminator fields} }
-// LAUNCH {launch fields}
-// GMEM { addr n v1..vn }   (maximal runs of nonzero words, increasing addresses)
+// PROG v(program word) LAUNCH v(launch word)
+//   { BLK v(b) { OP(a) v(head) [OP(b) v(sources)] [OP(i0) v] [OP(i1) v] [OP(i2) v] [OP(off) v] }
+//     TERM v(terminator word) }
+// { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
 // RUN
 //
-// Each {... fields} is one table below: a field's name (for messages), its range and where it
-// lives. The encoder and the decoder both walk these tables, so the prompt's layout is defined
-// once; a revision of the prompt for the circuit edits a table.
+// Every value follows a tag that names its field, so the circuit finds a value's field, and a ROM
+// word's (block, op, slot), from latched tags and values at the value's terminal token. The
+// packed words are bit fields at fixed offsets, one table each below (field order = bit order
+// from bit 0); the encoder and the decoder both walk them. Widths are derived from the machine's
+// limits and the op table, never written as literals.
 
 namespace {
-
-enum class FieldKind : uint8_t {
-  Ranged,  // an integer in [lo, hi]
-  Pred,    // a predicate index, or -1 for kNoPred
-  Word,    // any 32-bit value
-};
-
-template <typename T>
-struct Field {
-  const char* name;
-  FieldKind kind;
-  int64_t lo, hi;                   // Ranged only
-  int64_t (*get)(const T&);         // the field's value, as encoded
-  void (*set)(T&, int64_t);         // stores a decoded value
-};
-
-template <typename T>
-constexpr Field<T> ranged(const char* name, int64_t lo, int64_t hi, int64_t (*get)(const T&),
-                          void (*set)(T&, int64_t)) {
-  return {name, FieldKind::Ranged, lo, hi, get, set};
-}
-template <typename T>
-constexpr Field<T> pred(const char* name, int64_t (*get)(const T&), void (*set)(T&, int64_t)) {
-  return {name, FieldKind::Pred, -1, 254, get, set};
-}
-template <typename T>
-constexpr Field<T> word(const char* name, int64_t (*get)(const T&), void (*set)(T&, int64_t)) {
-  return {name, FieldKind::Word, INT32_MIN, INT32_MAX, get, set};
-}
-
-int64_t predValue(uint8_t p) { return p == machine::kNoPred ? -1 : p; }
-uint8_t predIndex(int64_t v) { return v < 0 ? machine::kNoPred : static_cast<uint8_t>(v); }
-template <typename E>
-int64_t code(E e) { return static_cast<int64_t>(e); }
 
 using machine::Block;
 using machine::Instr;
 using machine::Launch;
 using machine::Operand;
+using machine::OperandKind;
 using machine::Program;
 using machine::Terminator;
 
-// PROG: the block count is structural (the decoder sizes `blocks` from it).
-const Field<Program> kProgramFields[] = {
-    ranged<Program>("block count", 1, machine::kMaxBlocks,
-                    [](const Program& p) { return static_cast<int64_t>(p.blocks.size()); },
-                    [](Program& p, int64_t v) { p.blocks.resize(static_cast<size_t>(v)); }),
-    ranged<Program>("sharedWords", 0, 255, [](const Program& p) { return int64_t{p.sharedWords}; },
-                    [](Program& p, int64_t v) { p.sharedWords = static_cast<uint8_t>(v); }),
-    ranged<Program>("spillSlots", 0, 255, [](const Program& p) { return int64_t{p.spillSlots}; },
-                    [](Program& p, int64_t v) { p.spillSlots = static_cast<uint8_t>(v); }),
+// Bits that hold 0..maxValue.
+constexpr int bitsFor(uint32_t maxValue) {
+  int b = 0;
+  while (b < 32 && (maxValue >> b) != 0) ++b;
+  return b;
+}
+
+constexpr int kOperandKinds = static_cast<int>(OperandKind::Special) + 1;
+constexpr int kOpIndexBits = bitsFor(machine::kMaxOpsPerBlock - 1);
+constexpr int kOpcodeBits = bitsFor(machine::kNumOps - 1);
+constexpr int kRegBits = bitsFor(machine::kRegs - 1);
+constexpr int kPredBits = bitsFor(machine::kPreds);  // p + 1; 0 = no predicate
+constexpr int kKindBits = bitsFor(kOperandKinds - 1);
+constexpr int kOperandIndexBits =
+    bitsFor(static_cast<uint32_t>(std::max(machine::kRegs, machine::kNumSpecials) - 1));
+constexpr int kSpaceBits = bitsFor(static_cast<uint32_t>(Space::Shared));
+constexpr int kTermKindBits = bitsFor(static_cast<uint32_t>(machine::TermKind::Exit));
+constexpr uint32_t kExitCode = machine::kMaxBlocks;  // a branch target that exits
+constexpr int kTargetBits = bitsFor(kExitCode);
+constexpr int kBlockCountBits = bitsFor(machine::kMaxBlocks);
+constexpr int kSharedBits = bitsFor(machine::kSharedWords);
+constexpr int kGridBits = bitsFor(machine::kMaxGridBlocks);
+constexpr int kBlockXBits = bitsFor(machine::kMaxThreadsPerBlock);
+
+// One bit field of a packed word: its width, the range its stored value must lie in, and where
+// it lives in the object.
+template <typename T>
+struct Bits {
+  const char* name;
+  int width;
+  uint32_t lo, hi;
+  uint32_t (*get)(const T&);
+  void (*set)(T&, uint32_t);
 };
 
-// BLK: the op count is structural.
-const Field<Block> kBlockFields[] = {
-    ranged<Block>("op count", 0, machine::kMaxOpsPerBlock,
-                  [](const Block& b) { return static_cast<int64_t>(b.ops.size()); },
-                  [](Block& b, int64_t v) { b.ops.resize(static_cast<size_t>(v)); }),
+uint32_t predCode(uint8_t p) { return p == machine::kNoPred ? 0 : uint32_t{p} + 1u; }
+uint8_t predFromCode(uint32_t v) {
+  return v == 0 ? machine::kNoPred : static_cast<uint8_t>(v - 1);
+}
+uint32_t targetCode(uint8_t t) { return t == machine::kExitTarget ? kExitCode : t; }
+uint8_t targetFromCode(uint32_t v) {
+  return v == kExitCode ? machine::kExitTarget : static_cast<uint8_t>(v);
+}
+template <typename E>
+constexpr uint32_t code(E e) {
+  return static_cast<uint32_t>(e);
+}
+
+// An op as the prompt carries it: the instruction, its index in the block, and the operands'
+// register/special indices of the sources word (kept apart until the kinds are known).
+struct RomOp {
+  Instr in;
+  uint32_t index = 0;
+  std::array<uint32_t, 3> operandIndex{};
 };
 
-// OPW: the fields before the three operands, then (after them) the ones that follow.
-const Field<Instr> kOpHeadFields[] = {
-    ranged<Instr>("opcode", 0, machine::kNumOps - 1, [](const Instr& i) { return code(i.op); },
-                  [](Instr& i, int64_t v) { i.op = static_cast<machine::Op>(v); }),
-    ranged<Instr>("dst", 0, 255, [](const Instr& i) { return int64_t{i.dst}; },
-                  [](Instr& i, int64_t v) { i.dst = static_cast<uint8_t>(v); }),
-    pred<Instr>("dstPred", [](const Instr& i) { return predValue(i.dstPred); },
-                [](Instr& i, int64_t v) { i.dstPred = predIndex(v); }),
-    pred<Instr>("guard predicate", [](const Instr& i) { return predValue(i.guard.pred); },
-                [](Instr& i, int64_t v) { i.guard.pred = predIndex(v); }),
-    ranged<Instr>("guard negate", 0, 1, [](const Instr& i) { return int64_t{i.guard.negate}; },
-                  [](Instr& i, int64_t v) { i.guard.negate = v != 0; }),
-};
-const Field<Instr> kOpTailFields[] = {
-    pred<Instr>("psrc0", [](const Instr& i) { return predValue(i.psrc[0]); },
-                [](Instr& i, int64_t v) { i.psrc[0] = predIndex(v); }),
-    pred<Instr>("psrc1", [](const Instr& i) { return predValue(i.psrc[1]); },
-                [](Instr& i, int64_t v) { i.psrc[1] = predIndex(v); }),
-    ranged<Instr>("space", 0, 1, [](const Instr& i) { return code(i.space); },
-                  [](Instr& i, int64_t v) { i.space = static_cast<Space>(v); }),
-    word<Instr>("offset", [](const Instr& i) { return int64_t{i.offset}; },
-                [](Instr& i, int64_t v) { i.offset = static_cast<int32_t>(v); }),
-};
+uint32_t operandIndex(const Operand& o) {
+  if (o.kind == OperandKind::Reg) return o.reg;
+  if (o.kind == OperandKind::Special) return code(o.special);
+  return 0;
+}
 
-// Each operand: its kind, then a payload whose field depends on the kind (one row per kind).
-const Field<Operand> kOperandKindField = ranged<Operand>(
-    "operand kind", 0, 3, [](const Operand& o) { return code(o.kind); },
-    [](Operand& o, int64_t v) { o.kind = static_cast<machine::OperandKind>(v); });
-const Field<Operand> kOperandPayload[] = {
-    ranged<Operand>("unused operand payload", 0, 0, [](const Operand&) { return int64_t{0}; },
-                    [](Operand&, int64_t) {}),  // OperandKind::None
-    ranged<Operand>("register", 0, 255, [](const Operand& o) { return int64_t{o.reg}; },
-                    [](Operand& o, int64_t v) { o.reg = static_cast<uint8_t>(v); }),  // Reg
-    word<Operand>("immediate", [](const Operand& o) { return int64_t{static_cast<int32_t>(o.imm)}; },
-                  [](Operand& o, int64_t v) { o.imm = static_cast<uint32_t>(v); }),  // Imm
-    ranged<Operand>("special register", 0, machine::kNumSpecials - 1,
-                    [](const Operand& o) { return code(o.special); },
-                    [](Operand& o, int64_t v) { o.special = static_cast<machine::Special>(v); }),
-};
-
-// TERM.
-const Field<Terminator> kTermFields[] = {
-    ranged<Terminator>("terminator kind", 0, 3, [](const Terminator& t) { return code(t.kind); },
-                       [](Terminator& t, int64_t v) { t.kind = static_cast<machine::TermKind>(v); }),
-    pred<Terminator>("branch predicate", [](const Terminator& t) { return predValue(t.pred); },
-                     [](Terminator& t, int64_t v) { t.pred = predIndex(v); }),
-    ranged<Terminator>("branch negate", 0, 1, [](const Terminator& t) { return int64_t{t.negate}; },
-                       [](Terminator& t, int64_t v) { t.negate = v != 0; }),
-    ranged<Terminator>("taken target", 0, 255, [](const Terminator& t) { return int64_t{t.taken}; },
-                       [](Terminator& t, int64_t v) { t.taken = static_cast<uint8_t>(v); }),
-    ranged<Terminator>("next target", 0, 255, [](const Terminator& t) { return int64_t{t.next}; },
-                       [](Terminator& t, int64_t v) { t.next = static_cast<uint8_t>(v); }),
+// PROG.
+constexpr Bits<Program> kProgramWord[] = {
+    {"block count", kBlockCountBits, 1, machine::kMaxBlocks,
+     [](const Program& p) { return static_cast<uint32_t>(p.blocks.size()); },
+     [](Program& p, uint32_t v) { p.blocks.resize(v); }},
+    {"sharedWords", kSharedBits, 0, (1u << kSharedBits) - 1,
+     [](const Program& p) { return uint32_t{p.sharedWords}; },
+     [](Program& p, uint32_t v) { p.sharedWords = static_cast<uint8_t>(v); }},
+    {"spillSlots", kSharedBits, 0, (1u << kSharedBits) - 1,
+     [](const Program& p) { return uint32_t{p.spillSlots}; },
+     [](Program& p, uint32_t v) { p.spillSlots = static_cast<uint8_t>(v); }},
 };
 
 // LAUNCH.
-const Field<Launch> kLaunchFields[] = {
-    ranged<Launch>("gridX", 1, machine::kMaxGridBlocks, [](const Launch& l) { return int64_t{l.gridX}; },
-                   [](Launch& l, int64_t v) { l.gridX = static_cast<uint32_t>(v); }),
-    ranged<Launch>("blockX", 1, machine::kMaxThreadsPerBlock,
-                   [](const Launch& l) { return int64_t{l.blockX}; },
-                   [](Launch& l, int64_t v) { l.blockX = static_cast<uint32_t>(v); }),
+constexpr Bits<Launch> kLaunchWord[] = {
+    {"gridX", kGridBits, 1, machine::kMaxGridBlocks, [](const Launch& l) { return l.gridX; },
+     [](Launch& l, uint32_t v) { l.gridX = v; }},
+    {"blockX", kBlockXBits, 1, machine::kMaxThreadsPerBlock,
+     [](const Launch& l) { return l.blockX; }, [](Launch& l, uint32_t v) { l.blockX = v; }},
+};
+
+// OP(a), the head word: what every op has, the most frequent fields in the low bits (a value's
+// token count grows with its highest set bit).
+constexpr Bits<RomOp> kOpHeadWord[] = {
+    {"op index", kOpIndexBits, 0, machine::kMaxOpsPerBlock - 1,
+     [](const RomOp& r) { return r.index; }, [](RomOp& r, uint32_t v) { r.index = v; }},
+    {"opcode", kOpcodeBits, 0, machine::kNumOps - 1, [](const RomOp& r) { return code(r.in.op); },
+     [](RomOp& r, uint32_t v) { r.in.op = static_cast<machine::Op>(v); }},
+    {"dst", kRegBits, 0, machine::kRegs - 1, [](const RomOp& r) { return uint32_t{r.in.dst}; },
+     [](RomOp& r, uint32_t v) { r.in.dst = static_cast<uint8_t>(v); }},
+    {"dstPred", kPredBits, 0, machine::kPreds, [](const RomOp& r) { return predCode(r.in.dstPred); },
+     [](RomOp& r, uint32_t v) { r.in.dstPred = predFromCode(v); }},
+    {"guard predicate", kPredBits, 0, machine::kPreds,
+     [](const RomOp& r) { return predCode(r.in.guard.pred); },
+     [](RomOp& r, uint32_t v) { r.in.guard.pred = predFromCode(v); }},
+    {"guard negate", 1, 0, 1, [](const RomOp& r) { return uint32_t{r.in.guard.negate}; },
+     [](RomOp& r, uint32_t v) { r.in.guard.negate = v != 0; }},
+    {"space", kSpaceBits, 0, code(Space::Shared), [](const RomOp& r) { return code(r.in.space); },
+     [](RomOp& r, uint32_t v) { r.in.space = static_cast<Space>(v); }},
+};
+
+// OP(b), the sources word: per source its kind and index, then the predicate sources.
+template <int K>
+constexpr Bits<RomOp> operandKind(const char* name) {
+  return {name, kKindBits, 0, kOperandKinds - 1, [](const RomOp& r) { return code(r.in.src[K].kind); },
+          [](RomOp& r, uint32_t v) { r.in.src[K].kind = static_cast<OperandKind>(v); }};
+}
+template <int K>
+constexpr Bits<RomOp> operandIndexField(const char* name) {
+  return {name, kOperandIndexBits, 0, (1u << kOperandIndexBits) - 1,
+          [](const RomOp& r) { return operandIndex(r.in.src[K]); },
+          [](RomOp& r, uint32_t v) { r.operandIndex[K] = v; }};
+}
+template <int K>
+constexpr Bits<RomOp> psrcField(const char* name) {
+  return {name, kPredBits, 0, machine::kPreds, [](const RomOp& r) { return predCode(r.in.psrc[K]); },
+          [](RomOp& r, uint32_t v) { r.in.psrc[K] = predFromCode(v); }};
+}
+constexpr Bits<RomOp> kOpSourcesWord[] = {
+    operandKind<0>("src0 kind"), operandIndexField<0>("src0 index"),
+    operandKind<1>("src1 kind"), operandIndexField<1>("src1 index"),
+    operandKind<2>("src2 kind"), operandIndexField<2>("src2 index"),
+    psrcField<0>("psrc0"),       psrcField<1>("psrc1"),
+};
+
+// TERM.
+constexpr Bits<Terminator> kTermWord[] = {
+    {"terminator kind", kTermKindBits, 0, code(machine::TermKind::Exit),
+     [](const Terminator& t) { return code(t.kind); },
+     [](Terminator& t, uint32_t v) { t.kind = static_cast<machine::TermKind>(v); }},
+    {"next target", kTargetBits, 0, kExitCode, [](const Terminator& t) { return targetCode(t.next); },
+     [](Terminator& t, uint32_t v) { t.next = targetFromCode(v); }},
+    {"taken target", kTargetBits, 0, kExitCode,
+     [](const Terminator& t) { return targetCode(t.taken); },
+     [](Terminator& t, uint32_t v) { t.taken = targetFromCode(v); }},
+    {"branch predicate", kPredBits, 0, machine::kPreds,
+     [](const Terminator& t) { return predCode(t.pred); },
+     [](Terminator& t, uint32_t v) { t.pred = predFromCode(v); }},
+    {"branch negate", 1, 0, 1, [](const Terminator& t) { return uint32_t{t.negate}; },
+     [](Terminator& t, uint32_t v) { t.negate = v != 0; }},
 };
 
 template <typename T, size_t N>
-void encodeFields(const Field<T> (&fields)[N], const T& object, std::vector<Token>& out) {
-  for (const Field<T>& f : fields) appendValue(out, static_cast<uint32_t>(f.get(object)));
+constexpr int usedBits(const Bits<T> (&fields)[N]) {
+  int total = 0;
+  for (const Bits<T>& f : fields) total += f.width;
+  return total;
+}
+static_assert(usedBits(kProgramWord) <= 32 && usedBits(kLaunchWord) <= 32 &&
+                  usedBits(kOpHeadWord) <= 32 && usedBits(kOpSourcesWord) <= 32 &&
+                  usedBits(kTermWord) <= 32,
+              "every packed prompt word must fit 32 bits");
+
+template <typename T, size_t N>
+uint32_t pack(const Bits<T> (&fields)[N], const T& object) {
+  uint32_t word = 0;
+  int at = 0;
+  for (const Bits<T>& f : fields) {
+    const uint32_t mask = f.width >= 32 ? ~0u : (1u << f.width) - 1;
+    word |= (f.get(object) & mask) << at;
+    at += f.width;
+  }
+  return word;
 }
 
-void encodeOperand(const Operand& o, std::vector<Token>& out) {
-  appendValue(out, static_cast<uint32_t>(kOperandKindField.get(o)));
-  appendValue(out, static_cast<uint32_t>(kOperandPayload[static_cast<size_t>(o.kind)].get(o)));
+template <typename T, size_t N>
+std::vector<PackedField> layoutOf(const Bits<T> (&fields)[N]) {
+  std::vector<PackedField> out;
+  int at = 0;
+  for (const Bits<T>& f : fields) {
+    out.push_back({f.name, at, f.width});
+    at += f.width;
+  }
+  return out;
 }
 
 }  // namespace
 
+std::vector<PackedField> packedLayout(PackedWord word) {
+  switch (word) {
+    case PackedWord::Program:
+      return layoutOf(kProgramWord);
+    case PackedWord::Launch:
+      return layoutOf(kLaunchWord);
+    case PackedWord::OpHead:
+      return layoutOf(kOpHeadWord);
+    case PackedWord::OpSources:
+      return layoutOf(kOpSourcesWord);
+    case PackedWord::Term:
+      return layoutOf(kTermWord);
+  }
+  return {};
+}
+
 std::vector<Token> encodePrompt(const machine::Program& program, const machine::Launch& launch) {
   std::vector<Token> out;
   out.push_back(single(Family::Prog));
-  encodeFields(kProgramFields, program, out);
-  for (const machine::Block& block : program.blocks) {
+  appendValue(out, pack(kProgramWord, program));
+  out.push_back(single(Family::LaunchTok));
+  appendValue(out, pack(kLaunchWord, launch));
+  for (size_t b = 0; b < program.blocks.size(); ++b) {
+    const machine::Block& block = program.blocks[b];
     out.push_back(single(Family::Blk));
-    encodeFields(kBlockFields, block, out);
-    for (const machine::Instr& in : block.ops) {
-      out.push_back(single(Family::Opw));
-      encodeFields(kOpHeadFields, in, out);
-      for (const machine::Operand& o : in.src) encodeOperand(o, out);
-      encodeFields(kOpTailFields, in, out);
+    appendValue(out, static_cast<uint32_t>(b));
+    for (size_t j = 0; j < block.ops.size(); ++j) {
+      const RomOp op{block.ops[j], static_cast<uint32_t>(j), {}};
+      out.push_back(opWord(RomSlot::Head));
+      appendValue(out, pack(kOpHeadWord, op));
+      // The other words are written only when nonzero: an absent word reads as 0 from the ROM.
+      auto optional = [&](RomSlot slot, uint32_t word) {
+        if (word == 0) return;
+        out.push_back(opWord(slot));
+        appendValue(out, word);
+      };
+      optional(RomSlot::Sources, pack(kOpSourcesWord, op));
+      for (int k = 0; k < 3; ++k) {
+        const Operand& o = op.in.src[static_cast<size_t>(k)];
+        if (o.kind == OperandKind::Imm) optional(immSlot(k), o.imm);
+      }
+      optional(RomSlot::Offset, static_cast<uint32_t>(op.in.offset));
     }
     out.push_back(single(Family::Term));
-    encodeFields(kTermFields, block.term, out);
+    appendValue(out, pack(kTermWord, block.term));
   }
-  out.push_back(single(Family::LaunchTok));
-  encodeFields(kLaunchFields, launch, out);
-  out.push_back(single(Family::Gmem));
-  for (int a = 0; a < machine::kGlobalWords;) {
-    if (launch.global[a] == 0) {
-      ++a;
-      continue;
-    }
-    int end = a;
-    while (end < machine::kGlobalWords && launch.global[end] != 0) ++end;
+  for (int a = 0; a < machine::kGlobalWords; ++a) {
+    if (launch.global[static_cast<size_t>(a)] == 0) continue;
+    out.push_back(single(Family::Gmem));
     appendValue(out, static_cast<uint32_t>(a));
-    appendValue(out, static_cast<uint32_t>(end - a));
-    for (int i = a; i < end; ++i) appendValue(out, launch.global[i]);
-    a = end;
+    out.push_back(single(Family::Gw));
+    appendValue(out, launch.global[static_cast<size_t>(a)]);
   }
   out.push_back(single(Family::Run));
   return out;
@@ -365,36 +447,108 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
 
 namespace {
 
-// Reads one field's value from `in` into `object`.
-template <typename T>
-Status decodeField(Reader& in, const Field<T>& f, T& object) {
-  int64_t v = 0;
-  switch (f.kind) {
-    case FieldKind::Ranged:
-    case FieldKind::Pred: {
-      QGPU_TRY(x, in.ranged(f.name, f.lo, f.hi));
-      v = x;
-      break;
+// Reads one packed word (a value of any 32 bits) and unpacks it into `object`: every field's
+// stored value must lie in its range and the bits above the used ones must be 0, so every word
+// has one encoding.
+template <typename T, size_t N>
+Status unpackWord(const Reader& in, size_t at, const char* what, uint32_t word,
+                  const Bits<T> (&fields)[N], T& object) {
+  int bit = 0;
+  for (const Bits<T>& f : fields) {
+    const uint32_t v = (word >> bit) & ((1u << f.width) - 1);
+    if (v < f.lo || v > f.hi) {
+      return in.errorAt(at, std::string(what) + ": field '" + f.name + "' (bits " +
+                                std::to_string(bit) + ".." + std::to_string(bit + f.width - 1) +
+                                ") = " + std::to_string(v) + " is outside " +
+                                std::to_string(f.lo) + ".." + std::to_string(f.hi));
     }
-    case FieldKind::Word: {
-      QGPU_TRY(x, in.value(f.name));
-      v = static_cast<int32_t>(x);
-      break;
-    }
+    f.set(object, v);
+    bit += f.width;
   }
-  f.set(object, v);
+  if (bit < 32 && (word >> bit) != 0)
+    return in.errorAt(at, std::string(what) + " sets bits above its " + std::to_string(bit) +
+                              " used bits");
   return Ok{};
 }
 
 template <typename T, size_t N>
-Status decodeFields(Reader& in, const Field<T> (&fields)[N], T& object) {
-  for (const Field<T>& f : fields) QGPU_CHECK(decodeField(in, f, object));
+Status unpack(Reader& in, const char* what, const Bits<T> (&fields)[N], T& object) {
+  const size_t at = in.pos();
+  QGPU_TRY(word, in.value(what));
+  return unpackWord(in, at, what, word, fields, object);
+}
+
+// The sources word's indices, once the kinds are known: a register 0..15, a special 0..5, or 0
+// for an immediate or unused operand.
+Status resolveOperands(Reader& in, size_t at, RomOp& op) {
+  for (size_t k = 0; k < 3; ++k) {
+    Operand& o = op.in.src[k];
+    const uint32_t index = op.operandIndex[k];
+    const std::string slot = "src" + std::to_string(k);
+    switch (o.kind) {
+      case OperandKind::Reg:
+        o.reg = static_cast<uint8_t>(index);
+        break;
+      case OperandKind::Special:
+        if (index >= static_cast<uint32_t>(machine::kNumSpecials))
+          return in.errorAt(at, "sources word: " + slot + " names special register " +
+                                    std::to_string(index) + " (there are " +
+                                    std::to_string(machine::kNumSpecials) + ")");
+        o.special = static_cast<machine::Special>(index);
+        break;
+      case OperandKind::None:
+      case OperandKind::Imm:
+        if (index != 0)
+          return in.errorAt(at, "sources word: " + slot +
+                                    " is no register or special but its index is " +
+                                    std::to_string(index));
+        break;
+    }
+  }
   return Ok{};
 }
 
-Status decodeOperand(Reader& in, Operand& o) {
-  QGPU_CHECK(decodeField(in, kOperandKindField, o));
-  return decodeField(in, kOperandPayload[static_cast<size_t>(o.kind)], o);
+// One op: OP(a) v(head), then its optional words in slot order, each at most once and nonzero.
+Status decodeOp(Reader& in, uint32_t index, Instr& out) {
+  QGPU_CHECK(in.expect(Family::OpWord));  // the caller saw OP(a)
+  RomOp op;
+  const size_t headAt = in.pos();
+  QGPU_CHECK(unpack(in, "head word", kOpHeadWord, op));
+  if (op.index != index)
+    return in.errorAt(headAt, "head word: op index " + std::to_string(op.index) +
+                                  ", but this is op " + std::to_string(index) + " of its block");
+  int last = static_cast<int>(RomSlot::Head);
+  size_t sourcesAt = headAt;
+  while (in.next(Family::OpWord) && indexOf(in.peek()) != static_cast<int>(RomSlot::Head)) {
+    const int slot = indexOf(in.peek());
+    if (slot <= last)
+      return in.error(std::string("OP(") + kRomSlotNames[slot] + ") after OP(" +
+                      kRomSlotNames[last] + "): an op's words come once each, in slot order");
+    last = slot;
+    in.skip();
+    const size_t at = in.pos();
+    QGPU_TRY(word, in.value(kRomSlotNames[slot]));
+    // A word is written only when nonzero: the ROM reads an absent word as 0.
+    if (word == 0)
+      return in.errorAt(at, std::string("OP(") + kRomSlotNames[slot] +
+                                ") carries 0 (a zero word is left out)");
+    const auto s = static_cast<RomSlot>(slot);
+    if (s == RomSlot::Sources) {
+      sourcesAt = at;
+      QGPU_CHECK(unpackWord(in, at, "sources word", word, kOpSourcesWord, op));
+    } else if (s == RomSlot::Offset) {
+      op.in.offset = static_cast<int32_t>(word);
+    } else {
+      const auto k = static_cast<size_t>(slot - static_cast<int>(RomSlot::Imm0));
+      if (op.in.src[k].kind != OperandKind::Imm)
+        return in.errorAt(at, std::string("OP(") + kRomSlotNames[slot] + ") for src" +
+                                  std::to_string(k) + ", which is not an immediate");
+      op.in.src[k].imm = word;
+    }
+  }
+  QGPU_CHECK(resolveOperands(in, sourcesAt, op));
+  out = op.in;
+  return Ok{};
 }
 
 }  // namespace
@@ -404,35 +558,37 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
   Prompt prompt;
   machine::Program& program = prompt.program;
   QGPU_CHECK(in.expect(Family::Prog));
-  QGPU_CHECK(decodeFields(in, kProgramFields, program));
-  for (machine::Block& block : program.blocks) {
+  QGPU_CHECK(unpack(in, "program word", kProgramWord, program));
+  QGPU_CHECK(in.expect(Family::LaunchTok));
+  QGPU_CHECK(unpack(in, "launch word", kLaunchWord, prompt.launch));
+  for (size_t b = 0; b < program.blocks.size(); ++b) {
+    machine::Block& block = program.blocks[b];
     QGPU_CHECK(in.expect(Family::Blk));
-    QGPU_CHECK(decodeFields(in, kBlockFields, block));
-    for (machine::Instr& op : block.ops) {
-      QGPU_CHECK(in.expect(Family::Opw));
-      QGPU_CHECK(decodeFields(in, kOpHeadFields, op));
-      for (machine::Operand& o : op.src) QGPU_CHECK(decodeOperand(in, o));
-      QGPU_CHECK(decodeFields(in, kOpTailFields, op));
+    QGPU_CHECK(in.ranged("block index", static_cast<int64_t>(b), static_cast<int64_t>(b)));
+    while (in.next(Family::OpWord)) {
+      if (indexOf(in.peek()) != static_cast<int>(RomSlot::Head))
+        return in.error("an op starts with OP(a), its head word");
+      if (block.ops.size() == static_cast<size_t>(machine::kMaxOpsPerBlock))
+        return in.error("block " + std::to_string(b) + " has more than " +
+                        std::to_string(machine::kMaxOpsPerBlock) + " ops");
+      machine::Instr op;
+      QGPU_CHECK(decodeOp(in, static_cast<uint32_t>(block.ops.size()), op));
+      block.ops.push_back(op);
     }
     QGPU_CHECK(in.expect(Family::Term));
-    QGPU_CHECK(decodeFields(in, kTermFields, block.term));
+    QGPU_CHECK(unpack(in, "terminator word", kTermWord, block.term));
   }
-  QGPU_CHECK(in.expect(Family::LaunchTok));
-  QGPU_CHECK(decodeFields(in, kLaunchFields, prompt.launch));
-  QGPU_CHECK(in.expect(Family::Gmem));
-  // Runs are maximal runs of nonzero words in increasing order, so each memory image has one
-  // encoding: a run holds no zero word and the next run starts after a gap.
+  // Each nonzero word once, in increasing address order, so each memory image has one encoding.
   int64_t nextFree = 0;
-  while (!in.next(Family::Run)) {
-    QGPU_TRY(addr, in.ranged("memory run address", nextFree, machine::kGlobalWords - 1));
-    QGPU_TRY(n, in.ranged("memory run length", 1, machine::kGlobalWords - addr));
-    for (int64_t i = 0; i < n; ++i) {
-      const size_t at = in.pos();
-      QGPU_TRY(word, in.value("memory word"));
-      if (word == 0) return in.errorAt(at, "a zero word inside a run of nonzero words");
-      prompt.launch.global[static_cast<size_t>(addr + i)] = word;
-    }
-    nextFree = addr + n + 1;
+  while (in.next(Family::Gmem)) {
+    in.skip();
+    QGPU_TRY(addr, in.ranged("global word address", nextFree, machine::kGlobalWords - 1));
+    QGPU_CHECK(in.expect(Family::Gw));
+    const size_t at = in.pos();
+    QGPU_TRY(word, in.value("global word"));
+    if (word == 0) return in.errorAt(at, "a zero global word (only nonzero words are written)");
+    prompt.launch.global[static_cast<size_t>(addr)] = word;
+    nextFree = addr + 1;
   }
   QGPU_CHECK(in.expect(Family::Run));
   if (consumed != nullptr)

@@ -37,15 +37,43 @@ inline constexpr int kMaxValueChunks = (32 + 1 + kChunkBits - 1) / kChunkBits;
 inline constexpr int kLaneMasks = (1 << machine::kLanes) - 1;  // non-empty active-lane masks
 inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is never written)
 
+// The prompt's ROM words (trace v3): every 32-bit word of an op that the circuit's ROM holds,
+// X(Slot, "name"), in the order an op's words appear. The op's row in each slot's ROM bank is
+// keyed by (block, op index); docs/trace.md "Prompt" gives every word's bit layout.
+#define QGPU_ROM_SLOTS(X)                                                                         \
+  X(Head, "a")    /* always: op index, opcode, dst, dstPred, guard, space */                      \
+  X(Sources, "b") /* iff nonzero: the operands' kinds and register/special indices, psrc */       \
+  X(Imm0, "i0")   /* iff src0 is an immediate other than 0: its value */                          \
+  X(Imm1, "i1")   /* iff src1 is an immediate other than 0 */                                     \
+  X(Imm2, "i2")   /* iff src2 is an immediate other than 0 */                                     \
+  X(Offset, "off") /* iff offset != 0: the byte offset (Mem) or slot index (Local) */
+
+enum class RomSlot : uint8_t {
+#define QGPU_ROM_SLOT_ENUM(name, text) name,
+  QGPU_ROM_SLOTS(QGPU_ROM_SLOT_ENUM)
+#undef QGPU_ROM_SLOT_ENUM
+};
+inline constexpr const char* kRomSlotNames[] = {
+#define QGPU_ROM_SLOT_NAME(name, text) text,
+    QGPU_ROM_SLOTS(QGPU_ROM_SLOT_NAME)
+#undef QGPU_ROM_SLOT_NAME
+};
+inline constexpr int kRomSlots = sizeof(kRomSlotNames) / sizeof(kRomSlotNames[0]);
+// The slot of an immediate source operand k (0..2).
+constexpr RomSlot immSlot(int k) {
+  return static_cast<RomSlot>(static_cast<int>(RomSlot::Imm0) + k);
+}
+
 // The vocabulary: X(Family, "NAME", count), one row per token family. Ids are assigned in this
-// order: a family's base is the sum of the counts above it.
+// order: a family's base is the sum of the counts above it. Trace v3 kept every id of v2 except
+// v2's OPW (id 2, now GW): the prompt's new tags (OP) come last, so run token ids are unchanged.
 #define QGPU_TOKEN_FAMILIES(X)                                                                    \
-  X(Prog, "PROG", 1)                          /* prompt: start of the program */                  \
-  X(Blk, "BLK", 1)                            /* prompt: start of a block */                      \
-  X(Opw, "OPW", 1)                            /* prompt: start of one op's fields */              \
-  X(Term, "TERM", 1)                          /* prompt: the block's terminator fields follow */  \
-  X(LaunchTok, "LAUNCH", 1)                   /* prompt: gridX, blockX follow */                  \
-  X(Gmem, "GMEM", 1)                          /* prompt: runs of nonzero initial global words follow */\
+  X(Prog, "PROG", 1)                          /* prompt: the program word follows */              \
+  X(Blk, "BLK", 1)                            /* prompt: a block starts; its index follows */     \
+  X(Gw, "GW", 1)                              /* prompt: a global memory word's value follows */  \
+  X(Term, "TERM", 1)                          /* prompt: the block's terminator word follows */   \
+  X(LaunchTok, "LAUNCH", 1)                   /* prompt: the launch word follows */               \
+  X(Gmem, "GMEM", 1)                          /* prompt: a global memory word's address follows */\
   X(Run, "RUN", 1)                            /* end of the prompt, start of the run */           \
   X(Ex, "EX", machine::kMaxBlocks)            /* run: EX(b) executes block b */                   \
   X(Wm, "WM", machine::kMaxWarps * kLaneMasks)/* run: WM(w,m) warp w, active lane mask m != 0 */  \
@@ -60,7 +88,8 @@ inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is
   X(FaultTok, "FAULT", 1)                     /* run: the machine trapped */                      \
   X(Limit, "LIMIT", 1)                        /* run: the step limit was reached */               \
   X(C, "C", kChunkValues)                     /* value: a continuation chunk */                   \
-  X(T, "T", kChunkValues)                     /* value: the terminal chunk */
+  X(T, "T", kChunkValues)                     /* value: the terminal chunk */                     \
+  X(OpWord, "OP", kRomSlots)                  /* prompt: OP(s) the op's ROM word of slot s follows */
 
 enum class Family : uint8_t {
 #define QGPU_FAMILY_ENUM(name, text, count) name,
@@ -125,6 +154,9 @@ constexpr Token ms(int lanes) {
 constexpr Token single(Family f) {
   return tok(f, 0);
 }
+constexpr Token opWord(RomSlot slot) {  // prompt: OP(a), OP(b), OP(i0), ...
+  return tok(Family::OpWord, static_cast<int>(slot));
+}
 
 // Values.
 int valueLength(uint32_t value);  // 1..7 tokens
@@ -136,10 +168,36 @@ std::vector<Token> encodeValue(uint32_t value);
 std::string tokenName(Token t);
 
 // ---- Prompt ----
+//
+// Trace v3 (docs/trace.md "Prompt"): every value of the prompt follows a tag that names its field,
+// and the host packs an op's fields into 32-bit words laid out for the circuit's ROM:
+//   PROG v(program word) LAUNCH v(launch word)
+//   { BLK v(b) { OP(a) v(head word) [OP(b) v(sources word)] [OP(i0) v] [OP(i1) v] [OP(i2) v]
+//                [OP(off) v] } TERM v(terminator word) }
+//   { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
+//   RUN
+// The packed words: bit fields at fixed offsets (one table in trace.cpp that the encoder and the
+// decoder walk; widths derived from oracle/machine.h and oracle/isa.def). packedLayout() lists them.
+enum class PackedWord : uint8_t {
+  Program,  // PROG: block count, sharedWords, spillSlots
+  Launch,   // LAUNCH: gridX, blockX
+  OpHead,   // OP(a): op index, opcode, dst, dstPred, guard, guard negate, space
+  OpSources,// OP(b): per source its kind and register/special index, psrc0, psrc1
+  Term,     // TERM: kind, next, taken, predicate, negate
+};
+struct PackedField {
+  const char* name;
+  int offset;  // lowest bit
+  int width;   // bits
+};
+std::vector<PackedField> packedLayout(PackedWord word);
+
 struct Prompt {
   machine::Program program;  // name is not encoded: it comes back empty
   machine::Launch launch;
 };
+// Precondition: machine::verify(program, launch) holds (a field outside the machine's limits has
+// no bits in its packed word and is cut to its width).
 std::vector<Token> encodePrompt(const machine::Program& program, const machine::Launch& launch);
 // Decodes a prompt that ends with RUN. With `consumed`, tokens may continue after RUN and the
 // prompt's length is stored there; without it the sequence must end at RUN. The decoded program

@@ -209,13 +209,14 @@ TEST(GenProperties, PromptDecodesCatchesAChangedToken) {
   const Case c = gen(3);
   std::vector<tk::Token> prompt = tk::encodePrompt(c.program, c.launch);
   ASSERT_TRUE(checkPromptDecodes(c, prompt).ok());
-  // LAUNCH v(gridX) v(blockX): another grid size still decodes, to another launch.
+  // LAUNCH v(gridX | blockX << 5): bit 0 of gridX flipped, another grid size still decodes, to
+  // another launch.
   std::vector<tk::Token> changed = prompt;
   flipValue(changed, find(changed, tk::Family::LaunchTok) + 1);
   EXPECT_THAT(checkPromptDecodes(c, changed).error().message, HasSubstr("prompt-round-trip"));
-  // The first op's opcode: another op (or an invalid program).
+  // The first op's head word, bit 0 (its op index): the decoder refuses the op's place.
   std::vector<tk::Token> op = prompt;
-  flipValue(op, find(op, tk::Family::Opw) + 1);
+  flipValue(op, find(op, tk::Family::OpWord) + 1);
   EXPECT_FALSE(checkPromptDecodes(c, op).ok());
 }
 

@@ -30,6 +30,11 @@ const Token kEnd = single(Family::End);
 
 TEST(TraceVocabulary, FamilyBasesAndSize) {
   EXPECT_EQ(single(Family::Prog), 0);
+  EXPECT_EQ(single(Family::Blk), 1);
+  EXPECT_EQ(single(Family::Gw), 2);  // v2's OPW row
+  EXPECT_EQ(single(Family::Term), 3);
+  EXPECT_EQ(single(Family::LaunchTok), 4);
+  EXPECT_EQ(single(Family::Gmem), 5);
   EXPECT_EQ(single(Family::Run), 6);
   EXPECT_EQ(ex(0), 7);
   EXPECT_EQ(ex(31), 38);
@@ -53,7 +58,12 @@ TEST(TraceVocabulary, FamilyBasesAndSize) {
   EXPECT_EQ(C(31), 203);
   EXPECT_EQ(T(0), 204);
   EXPECT_EQ(T(-1), 235);
-  EXPECT_EQ(kVocabSize, 236);
+  EXPECT_EQ(opWord(RomSlot::Head), 236);  // the ROM word tags come last (trace v3)
+  EXPECT_EQ(opWord(RomSlot::Sources), 237);
+  EXPECT_EQ(opWord(RomSlot::Imm0), 238);
+  EXPECT_EQ(opWord(RomSlot::Imm2), 240);
+  EXPECT_EQ(opWord(RomSlot::Offset), 241);
+  EXPECT_EQ(kVocabSize, 242);
 }
 
 TEST(TraceVocabulary, TokenNames) {
@@ -69,7 +79,12 @@ TEST(TraceVocabulary, TokenNames) {
   EXPECT_EQ(tokenName(T(-3)), "T(-3)");
   EXPECT_EQ(tokenName(C(7)), "C(7)");
   EXPECT_EQ(tokenName(single(Family::Gmem)), "GMEM");
-  EXPECT_EQ(tokenName(kVocabSize), "?236");
+  EXPECT_EQ(tokenName(single(Family::Gw)), "GW");
+  EXPECT_EQ(tokenName(opWord(RomSlot::Head)), "OP(a)");
+  EXPECT_EQ(tokenName(opWord(RomSlot::Sources)), "OP(b)");
+  EXPECT_EQ(tokenName(opWord(RomSlot::Imm1)), "OP(i1)");
+  EXPECT_EQ(tokenName(opWord(RomSlot::Offset)), "OP(off)");
+  EXPECT_EQ(tokenName(kVocabSize), "?242");
 }
 
 TEST(TraceValues, BoundariesUseTheFewestChunks) {
@@ -179,7 +194,15 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
                                    101, 208, 209, 210, 100, 208, 214, 172, 222, 143,
                                    210, 208, 210, 218, 210, 173, 204, 169};
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
-  EXPECT_EQ(encodePrompt(p, l).size(), 110u);
+  // The prompt (v3), summed by hand (a value of 16..511 is 2 chunks, 512..16383 three):
+  //   PROG T(1) 2, LAUNCH 1 | 3 << 5 = 97 3, BLK T(0) 2;
+  //   shl  OP(a) 0 | 21 << 4 | 1 << 11 = 2384 (4), OP(b) 3 | 2 << 6 = 131 (3), OP(i1) T(2) (2) = 9
+  //   ld   OP(a) 1 | 50 << 4 | 2 << 11 (4), OP(b) 1 | 1 << 2 = 5 (2)                           = 6
+  //   ld   OP(a) (4), OP(b) 5 (2), OP(off) 12 (2)                                             = 8
+  //   mul  OP(a) 3 | 3 << 4 | 2 << 11 (4), OP(b) 1 | 2 << 2 | 1 << 6 | 3 << 8 = 841 (4)      = 8
+  //   atom OP(a) 4 | 52 << 4 = 836 (4), OP(b) 2 | 1 << 6 | 2 << 8 = 578 (4), OP(i0) 24 (3)    = 11
+  //   TERM T(3) 2; six words GMEM T(a) GW T(v) 24; RUN 1: 76 tokens (v2: 110).
+  EXPECT_EQ(encodePrompt(p, l).size(), 76u);
 }
 
 // Runs `p` (which must verify) and compares its run tokens with `want`.
@@ -556,14 +579,66 @@ TEST(TracePrompt, RoundTripsAnExitTarget) {
 TEST(TracePrompt, SmallestPromptIsExact) {
   Program p{"", {block({}, exitTerm())}, 0, 0};
   Launch l = launch(1, 1);
-  l.global[3] = 100;                                      // 00011 00100
-  const std::vector<Token> want = {0, T(1), T(0),  T(0),  // PROG 1 block, 0 shared, 0 spill
-                                   1, T(0),               // BLK 0 ops
-                                   3, T(3), T(-1), T(0), T(0), T(0),  // TERM exit, no pred
-                                   4, T(1), T(1),                     // LAUNCH 1 x 1
-                                   5, T(3), T(1),  C(3), T(4),        // GMEM word 3: 1 word, 100
-                                   6};                                // RUN
+  l.global[3] = 100;                       // 00011 00100
+  const std::vector<Token> want = {0, T(1),          // PROG: 1 block, 0 shared, 0 spill
+                                   4, C(1), T(1),    // LAUNCH: gridX 1 | blockX 1 << 5 = 33
+                                   1, T(0),          // BLK 0, no ops
+                                   3, T(3),          // TERM: exit (kind 3), no targets, no pred
+                                   5, T(3), 2, C(3), T(4),  // GMEM 3, GW 100
+                                   6};                      // RUN
   EXPECT_EQ(encodePrompt(p, l), want);
+}
+
+// The bit layouts, worked out by hand from machine.h's limits and isa.def's 73 ops: op index
+// 0..15 (4 bits), opcode 0..72 (7), registers 0..15 (4), predicates p + 1 with 0 = none (4),
+// operand kinds 0..3 (2), targets 0..31 with 32 = exit (6), 126 shared words (7), 16 CTAs and
+// 16 threads (5).
+TEST(TracePrompt, PackedLayoutsAreDerivedFromTheMachine) {
+  auto text = [](PackedWord w) {
+    std::string s;
+    for (const PackedField& f : packedLayout(w))
+      s += std::string(f.name) + "@" + std::to_string(f.offset) + ":" + std::to_string(f.width) + " ";
+    return s;
+  };
+  EXPECT_EQ(text(PackedWord::Program), "block count@0:6 sharedWords@6:7 spillSlots@13:7 ");
+  EXPECT_EQ(text(PackedWord::Launch), "gridX@0:5 blockX@5:5 ");
+  EXPECT_EQ(text(PackedWord::OpHead),
+            "op index@0:4 opcode@4:7 dst@11:4 dstPred@15:4 guard predicate@19:4 "
+            "guard negate@23:1 space@24:1 ");
+  EXPECT_EQ(text(PackedWord::OpSources),
+            "src0 kind@0:2 src0 index@2:4 src1 kind@6:2 src1 index@8:4 src2 kind@12:2 "
+            "src2 index@14:4 psrc0@18:4 psrc1@22:4 ");
+  EXPECT_EQ(text(PackedWord::Term),
+            "terminator kind@0:2 next target@2:6 taken target@8:6 branch predicate@14:4 "
+            "branch negate@18:1 ");
+}
+
+// One op's words, by hand: shl r1, %tid.x, 2 is op 0 of block 0.
+//   OP(a) 0 | 21 << 4 | 1 << 11 = 2384 = 00010 01010 10000 → C(2) C(10) T(-16)
+//   OP(b) src0 Special (3) index 0, src1 Imm (2 << 6) = 131 = 00100 00011 → C(4) T(3)
+//   OP(i1) 2 (src1's immediate); no OP(i0) (src0 is no immediate), no OP(off) (offset 0)
+TEST(TracePrompt, AnOpIsItsTaggedWordsInSlotOrder) {
+  Program p{"", {block({alu(Op::Shl, 1, Tid(), I(2))}, exitTerm())}, 0, 0};
+  const std::vector<Token> got = encodePrompt(p, launch(1, 1));
+  const std::vector<Token> op = {opWord(RomSlot::Head), C(2), C(10), T(-16),
+                                 opWord(RomSlot::Sources), C(4), T(3),
+                                 opWord(RomSlot::Imm1), T(2)};
+  ASSERT_GE(got.size(), 7u + op.size());
+  EXPECT_EQ(std::vector<Token>(got.begin() + 7, got.begin() + 7 + static_cast<long>(op.size())), op);
+  EXPECT_EQ(got[7 + op.size()], single(Family::Term));
+  // A guarded store with an offset and a zero immediate: st.shared [r2+8], 0 @!p1. The zero
+  // immediate has no word (an absent ROM word reads 0); the offset has one.
+  Program q{"", {block({cmp(Op::SetEq, 1, Tid(), I(0)),
+                        guard(st(Space::Shared, R(2), I(0), 8), 1, true)},
+                       exitTerm())},
+            4, 0};
+  ASSERT_TRUE(verify(q, launch(1, 1)).ok()) << verify(q, launch(1, 1)).error().message;
+  const std::vector<Token> all = encodePrompt(q, launch(1, 1));
+  auto back = decodePrompt(all);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->program, q);
+  EXPECT_EQ(std::count(all.begin(), all.end(), opWord(RomSlot::Imm1)), 0);
+  EXPECT_EQ(std::count(all.begin(), all.end(), opWord(RomSlot::Offset)), 1);
 }
 
 TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
@@ -576,7 +651,8 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
   // A program that decodes but breaks verify(): jump to a missing block.
   Program bad{"", {block({}, jmp(0))}, 0, 0};
   std::vector<Token> tokens = encodePrompt(bad, launch(1, 1));
-  tokens[11] = T(1);  // TERM(6) jmp pred negate taken next(11): next 0 -> 1
+  ASSERT_EQ(tokens[7], single(Family::Term));
+  tokens[8] = T(1 << 2);  // TERM: jmp (kind 0), next target 1 (bits 2..7)
   auto got = decodePrompt(tokens);
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.error().message.find("invalid program"), std::string::npos) << got.error().message;
@@ -591,29 +667,160 @@ TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
   EXPECT_EQ(used, tokens.size() - 1);
 }
 
-TEST(TracePrompt, DecodeRejectsNonCanonicalMemoryRuns) {
-  // Base: word 3 = 100 as in SmallestPromptIsExact; the GMEM section is at tokens 16..19.
-  Program p{"", {block({}, exitTerm())}, 0, 0};
-  Launch l = launch(1, 1);
-  l.global[3] = 100;
-  const std::vector<Token> good = encodePrompt(p, l);
-  ASSERT_TRUE(decodePrompt(good).ok());
-  auto withGmem = [&](std::vector<Token> gmem) {
-    std::vector<Token> t(good.begin(), good.begin() + 16);
-    t.insert(t.end(), gmem.begin(), gmem.end());
-    t.push_back(single(Family::Run));
-    return decodePrompt(t);
-  };
-  auto zero = withGmem({T(3), T(2), C(3), T(4), T(0)});  // run of 2 whose second word is 0
-  ASSERT_FALSE(zero.ok());
-  EXPECT_NE(zero.error().message.find("zero word"), std::string::npos) << zero.error().message;
-  auto adjacent =
-      withGmem({T(3), T(1), T(1), T(4), T(1), T(1)});  // runs 3..3 and 4..4: not maximal
-  ASSERT_FALSE(adjacent.ok());
-  EXPECT_NE(adjacent.error().message.find("memory run address"), std::string::npos);
-  auto backwards = withGmem({T(5), T(1), T(1), T(3), T(1), T(1)});
-  ASSERT_FALSE(backwards.ok());
-  EXPECT_TRUE(withGmem({T(3), T(1), T(1), T(5), T(1), T(1)}).ok());  // a gap at word 4
+// ---- One refusal per rule of the prompt's grammar (docs/trace.md "Prompt") ----
+//
+// Prompts are assembled from parts: PROG v LAUNCH v, then the blocks' tokens, then RUN. The
+// base program is one block; `ops` go between BLK v(0) and TERM v(exit).
+std::vector<Token> cat(std::initializer_list<std::vector<Token>> parts) {
+  std::vector<Token> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+std::vector<Token> val(uint32_t v) { return encodeValue(v); }
+const Token kProg = single(Family::Prog), kLaunch = single(Family::LaunchTok),
+            kBlk = single(Family::Blk), kTerm = single(Family::Term), kGmem = single(Family::Gmem),
+            kGw = single(Family::Gw), kRun = single(Family::Run);
+const Token kA = opWord(RomSlot::Head), kB = opWord(RomSlot::Sources),
+            kI0 = opWord(RomSlot::Imm0), kI1 = opWord(RomSlot::Imm1),
+            kOff = opWord(RomSlot::Offset);
+// Head word of op `index`: opcode, dst (fields of PackedLayoutsAreDerivedFromTheMachine).
+uint32_t head(uint32_t index, Op op, uint32_t dst) {
+  return index | static_cast<uint32_t>(op) << 4 | dst << 11;
+}
+// Sources word: src k's kind (1 Reg, 2 Imm, 3 Special) and index.
+uint32_t source(int k, uint32_t kind, uint32_t index) {
+  return (kind | index << 2) << (6 * k);
+}
+constexpr uint32_t kReg = 1, kImm = 2, kSpecial = 3;
+std::vector<Token> onlyBlock(const std::vector<Token>& ops, const std::vector<Token>& gmem = {}) {
+  return cat({{kProg}, val(1), {kLaunch}, val(1 | 1 << 5), {kBlk}, val(0), ops, {kTerm}, val(3),
+              gmem, {kRun}});
+}
+// mov r1, 5 as op `index`.
+std::vector<Token> mov5(uint32_t index) {
+  return cat({{kA}, val(head(index, Op::Mov, 1)), {kB}, val(source(0, kImm, 0)), {kI0}, val(5)});
+}
+
+void expectPromptRejected(const std::vector<Token>& tokens, size_t index, const std::string& part) {
+  auto got = decodePrompt(tokens);
+  ASSERT_FALSE(got.ok()) << part;
+  EXPECT_EQ(got.error().kind, ErrorKind::TraceInvalid);
+  EXPECT_EQ(got.error().index, index) << got.error().message;
+  EXPECT_NE(got.error().message.find(part), std::string::npos) << got.error().message;
+}
+
+TEST(TracePromptRejects, TheBaseCasesDecode) {
+  // The twins of every refusal below: the same assembly with the rule kept decodes.
+  EXPECT_TRUE(decodePrompt(onlyBlock({})).ok());
+  auto one = decodePrompt(onlyBlock(mov5(0)));
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->program.blocks[0].ops[0], alu(Op::Mov, 1, I(5)));
+  auto two = decodePrompt(onlyBlock(cat({mov5(0), mov5(1)}), cat({{kGmem}, val(2), {kGw}, val(7),
+                                                                  {kGmem}, val(3), {kGw}, val(9)})));
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->launch.global[2], 7u);
+  EXPECT_EQ(two->launch.global[3], 9u);
+}
+
+TEST(TracePromptRejects, AProgramWordFieldOutOfRange) {
+  std::vector<Token> t = onlyBlock({});
+  t[1] = T(0);  // block count 0
+  expectPromptRejected(t, 1, "field 'block count' (bits 0..5) = 0 is outside 1..32");
+}
+
+TEST(TracePromptRejects, BitsAboveAPackedWordsFields) {
+  std::vector<Token> t = cat({{kProg}, val(1 | 1u << 20), {kLaunch}, val(33)});
+  expectPromptRejected(t, 1, "program word sets bits above its 20 used bits");
+  std::vector<Token> op = onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1) | 1u << 25)}));
+  expectPromptRejected(op, 8, "head word sets bits above its 25 used bits");
+}
+
+TEST(TracePromptRejects, ALaunchWordFieldOutOfRange) {
+  std::vector<Token> t = cat({{kProg}, val(1), {kLaunch}, val(1 | 17 << 5)});
+  expectPromptRejected(t, 3, "field 'blockX' (bits 5..9) = 17 is outside 1..16");
+}
+
+TEST(TracePromptRejects, ABlockIndexOutOfOrder) {
+  std::vector<Token> t = onlyBlock({});
+  t[6] = T(1);
+  expectPromptRejected(t, 6, "block index = 1 is outside 0..0");
+}
+
+TEST(TracePromptRejects, AnOpThatDoesNotStartWithItsHeadWord) {
+  expectPromptRejected(onlyBlock(cat({{kB}, val(5)})), 7, "an op starts with OP(a)");
+}
+
+TEST(TracePromptRejects, AHeadWordWithTheWrongOpIndex) {
+  expectPromptRejected(onlyBlock(cat({mov5(0), mov5(0)})), 16, "op index 0, but this is op 1");
+}
+
+TEST(TracePromptRejects, AnOpcodeOutsideTheOpTable) {
+  const uint32_t bad = static_cast<uint32_t>(kNumOps) << 4;
+  expectPromptRejected(onlyBlock(cat({{kA}, val(bad)})), 8,
+                       "field 'opcode' (bits 4..10) = " + std::to_string(kNumOps) + " is outside 0..");
+}
+
+TEST(TracePromptRejects, OpWordsOutOfSlotOrderOrRepeated) {
+  const std::vector<Token> a = cat({{kA}, val(head(0, Op::Mov, 1))});
+  expectPromptRejected(onlyBlock(cat({a, {kOff}, val(5), {kB}, val(source(0, kImm, 0))})), 13,
+                       "OP(b) after OP(off)");
+  expectPromptRejected(
+      onlyBlock(cat({a, {kB}, val(source(0, kImm, 0)), {kB}, val(source(0, kImm, 0))})), 13,
+      "OP(b) after OP(b)");
+}
+
+TEST(TracePromptRejects, AZeroOpWord) {
+  expectPromptRejected(onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1)), {kB}, val(0)})), 12,
+                       "OP(b) carries 0");
+  expectPromptRejected(
+      onlyBlock(cat({{kA}, val(head(0, Op::Ld, 1)), {kB}, val(source(0, kReg, 2)), {kOff}, val(0)})),
+      14, "OP(off) carries 0");
+}
+
+TEST(TracePromptRejects, AnImmediateWordForAnOperandThatIsNoImmediate) {
+  expectPromptRejected(onlyBlock(cat({{kA}, val(head(0, Op::Add, 1)), {kB},
+                                      val(source(0, kReg, 2) | source(1, kReg, 3)), {kI1}, val(7)})),
+                       16, "OP(i1) for src1, which is not an immediate");
+}
+
+TEST(TracePromptRejects, ASourcesWordIndexThatNamesNothing) {
+  expectPromptRejected(onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1)), {kB},
+                                      val(source(0, kSpecial, machine::kNumSpecials))})),
+                       12, "src0 names special register 6");
+  expectPromptRejected(onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1)), {kB},
+                                      val(source(0, kImm, 3)), {kI0}, val(5)})),
+                       12, "src0 is no register or special but its index is 3");
+}
+
+TEST(TracePromptRejects, MoreOpsThanABlockHolds) {
+  std::vector<Token> ops;
+  for (uint32_t j = 0; j < static_cast<uint32_t>(kMaxOpsPerBlock); ++j) {
+    const auto op = mov5(j);
+    ops.insert(ops.end(), op.begin(), op.end());
+  }
+  const size_t at = 7 + ops.size();
+  const auto extra = mov5(0);
+  ops.insert(ops.end(), extra.begin(), extra.end());
+  expectPromptRejected(onlyBlock(ops), at, "has more than 16 ops");
+}
+
+TEST(TracePromptRejects, ATerminatorTargetOutOfRange) {
+  std::vector<Token> t = onlyBlock({});
+  const std::vector<Token> next33 = val(33 << 2);  // jmp, next target 33 (32 is exit)
+  t.erase(t.begin() + 8);
+  t.insert(t.begin() + 8, next33.begin(), next33.end());
+  expectPromptRejected(t, 8, "field 'next target' (bits 2..7) = 33 is outside 0..32");
+}
+
+TEST(TracePromptRejects, GlobalWordsOutOfOrderZeroOrUntagged) {
+  const auto word = [](uint32_t a, uint32_t v) { return cat({{kGmem}, val(a), {kGw}, val(v)}); };
+  // Token 9 is the first GMEM.
+  expectPromptRejected(onlyBlock({}, cat({word(3, 1), word(3, 2)})), 14,
+                       "global word address = 3 is outside 4..125");
+  expectPromptRejected(onlyBlock({}, cat({word(5, 1), word(3, 2)})), 14, "outside 6..125");
+  expectPromptRejected(onlyBlock({}, word(machine::kGlobalWords, 1)), 10, "outside 0..125");
+  expectPromptRejected(onlyBlock({}, word(3, 0)), 12, "a zero global word");
+  expectPromptRejected(onlyBlock({}, cat({{kGmem}, val(3), val(9)})), 11, "expected GW");
 }
 
 TEST(TracePretty, FullTraceListsProgramThenRun) {
