@@ -2,8 +2,10 @@
 # The nightly conformance run under one command: builds qgpu, runs the full catalog on every leg
 # this machine has (both compilers; the interpreter; the GPU when there is one, else its cases
 # are inconclusive with the reason), writes every report (docs/reports.md), runs the fuzzers for
-# their nightly budget and the benchmarks. Everything lands in $QGPU_NIGHTLY_OUT (default
-# build/nightly/): run.json, run.xml, run.html, run.txt, manifest-run.json, bench.json, fuzz.log.
+# their nightly budget and the benchmarks.
+# Everything lands in $QGPU_NIGHTLY_OUT (default build/nightly/): run.json, run.xml, run.html,
+# run.txt, manifest-run.json, traces-run/ (audit with `qgpu audit manifest-run.json`), bench.json,
+# fuzz.log.
 #
 # Sharded (a CI matrix, a Kubernetes indexed job, a Slurm array): set QGPU_SHARD=i/n (0-based), or
 # GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; each shard writes shard-<i>.json (+ .xml, .html, .txt,
@@ -40,7 +42,8 @@ if [ -n "$shard" ]; then
 fi
 [ -n "${QGPU_BALANCE:-}" ] && args+=(--balance "$QGPU_BALANCE")
 args+=(--report "$out/$name.json" --junit "$out/$name.xml" --html "$out/$name.html"
-       --manifest "$out/manifest-$name.json")  # not $name*: merge globs shard-*.json
+       --manifest "$out/manifest-$name.json"   # not $name*: merge globs shard-*.json
+       --traces "$out/traces-$name")           # for `qgpu audit $out/manifest-$name.json`
 start=$(date +%s)
 ./build/harness/qgpu "${args[@]}" | tee "$out/$name.txt"
 code=${PIPESTATUS[0]}
