@@ -51,5 +51,6 @@ Command addModelCommand(CLI::App& root, const CommonOptions& common);  // model/
 Command addGpuCommand(CLI::App& root, const CommonOptions& common);
 Command addReportCommand(CLI::App& root, const CommonOptions& common);  // `report merge`
 Command addAuditCommand(CLI::App& root, const CommonOptions& common);   // `audit RUN`
+Command addBenchCommand(CLI::App& root, const CommonOptions& common);   // `bench report`
 
 }  // namespace qgpu::cli
