@@ -188,14 +188,14 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   options.gpu = !o.noGpu;
   options.jobs = o.jobs;
   options.run.maxSteps = o.maxSteps;
-  // ... and rewritten as cases finish, at most once a second (each write is a whole atomic
-  // rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
-  std::map<std::string, size_t> jobOf;
-  for (size_t k = 0; k < plan.kernels.size(); ++k) jobOf[plan.kernels[k]] = k;
-  auto lastWrite = std::chrono::steady_clock::now();
   // On a terminal, a bar once the run has taken 2 s (progress.h); nothing when stderr is not one.
   ProgressBar progress(mine.size() * compilers->size() * (o.noGpu ? 1 : 2),
                        progressWanted(2, common.json));
+  // ... and the reports rewritten as cases finish, at most once a second (each write is a whole
+  // atomic rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
+  std::map<std::string, size_t> jobOf;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) jobOf[plan.kernels[k]] = k;
+  auto lastWrite = std::chrono::steady_clock::now();
   options.onCase = [&](const harness::CaseResult& c) {
     progress.tick(c.kernel);
     if (!o.outputs.any()) return;
