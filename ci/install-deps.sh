@@ -12,4 +12,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   clang-14 llvm-14 libclang-rt-14-dev \
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libicu-dev \
-  libtorch-dev libopenblas0-pthread >/dev/null
+  libtorch-dev libopenblas0-pthread \
+  chromium >/dev/null  # the HTML report's render test (harness/tests/html_render_test.sh)

@@ -2,8 +2,10 @@
 # The nightly conformance run under one command: builds qgpu, runs the full catalog on every leg
 # this machine has (both compilers; the interpreter; the GPU when there is one, else its cases
 # are inconclusive with the reason), writes every report (docs/reports.md), runs the fuzzers for
-# their nightly budget and the benchmarks. Everything lands in $QGPU_NIGHTLY_OUT (default
-# build/nightly/): run.json, run.xml, run.html, run.txt, manifest-run.json, bench.json, fuzz.log.
+# their nightly budget and the benchmarks with their regression gate against bench/baseline.json.
+# Everything lands in $QGPU_NIGHTLY_OUT (default build/nightly/): run.json, run.xml, run.html,
+# run.txt, manifest-run.json, traces-run/ (audit with `qgpu audit manifest-run.json`), bench.json,
+# bench-report.txt, bench.html, fuzz.log.
 #
 # Sharded (a CI matrix, a Kubernetes indexed job, a Slurm array): set QGPU_SHARD=i/n (0-based), or
 # GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; each shard writes shard-<i>.json (+ .xml, .html, .txt,
@@ -15,7 +17,8 @@
 # Shard 0 also runs the circuit's torch tests with QGPU_CIRCUIT_FULL=1 (circuit-full.log).
 # Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_NIGHTLY_BENCH=0 skips
 # the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
-# error, 4 inconclusive only), else 5 when a fuzzer, the full circuit tests or the benchmarks failed.
+# error, 4 inconclusive only), else 5 when a fuzzer, the full circuit tests or the benchmarks
+# failed or a benchmark regressed (the gate).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${QGPU_NIGHTLY_OUT:-build/nightly}"
@@ -41,7 +44,8 @@ if [ -n "$shard" ]; then
 fi
 [ -n "${QGPU_BALANCE:-}" ] && args+=(--balance "$QGPU_BALANCE")
 args+=(--report "$out/$name.json" --junit "$out/$name.xml" --html "$out/$name.html"
-       --manifest "$out/manifest-$name.json")  # not $name*: merge globs shard-*.json
+       --manifest "$out/manifest-$name.json"   # not $name*: merge globs shard-*.json
+       --traces "$out/traces-$name")           # for `qgpu audit $out/manifest-$name.json`
 start=$(date +%s)
 ./build/harness/qgpu "${args[@]}" | tee "$out/$name.txt"
 code=${PIPESTATUS[0]}
@@ -62,6 +66,18 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
     build/bench/qgpu_bench --benchmark_repetitions=5 --benchmark_out="$out/bench.json" \
       --benchmark_out_format=json >"$out/bench.txt" 2>&1 || extras_failed=1
     echo "benchmarks: $out/bench.json"
+    # The gate (docs/reports.md "Benchmark reports"): exit 5 is a regression beyond the
+    # threshold and the noise; 4 (nothing comparable with the baseline) is printed, not failed.
+    if [ -f bench/baseline.json ]; then
+      run_report=()
+      [ -f "$out/$name.json" ] && run_report=(--run-report "$out/$name.json")
+      ./build/harness/qgpu bench report "$out/bench.json" --baseline bench/baseline.json \
+        --thresholds bench/thresholds.json --html "$out/bench.html" "${run_report[@]}" \
+        | tee "$out/bench-report.txt"
+      gate=${PIPESTATUS[0]}
+      echo "benchmark gate: exit $gate ($out/bench-report.txt, $out/bench.html)"
+      case "$gate" in 0|4) ;; *) extras_failed=1 ;; esac
+    fi
   fi
 fi
 if [ "$code" = 0 ] && [ "$extras_failed" = 1 ]; then exit 5; fi

@@ -26,7 +26,8 @@
 //
 // Exit codes (the contract for scripts and CI; harness/cli/command.h re-exports them):
 //   0 ok / every compared case matched, 1 a mismatch, 2 bad input or usage, 3 harness error,
-//   4 inconclusive (nothing mismatched and nothing matched).
+//   4 inconclusive (nothing mismatched and nothing matched), 5 a benchmark regression (only
+//   `qgpu bench report`, whose gate is no verdict of a case).
 // A tally of many cases exits 1 if anything mismatched, else 3 if anything was a harness error,
 // else 4 if nothing matched (only inconclusive cases, or none), else 0: inconclusive cases next to
 // matches (no GPU here, a stale recording) are counted and printed, not failed.
@@ -64,6 +65,8 @@ enum ExitCode : int {
   kExitUsage = 2,         // usage error or bad input (the message names it)
   kExitHarnessError = 3,  // a bug in qgpu, or an unexpected exception
   kExitInconclusive = 4,  // nothing mismatched, nothing matched: could not be decided here
+  kExitRegression = 5,    // `qgpu bench report`: a benchmark regressed beyond its threshold and
+                          // beyond run-to-run noise (harness/bench_report.h)
 };
 
 // The table above: what an error of this kind means.

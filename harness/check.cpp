@@ -65,19 +65,24 @@ class Stopwatch {
 
 // The evidence a manifest records of what was built: program and input digests, the launch.
 void recordBuild(CaseResult& r, const BuiltKernel& kernel) {
-  r.programDigest = digestString(fnv1a64(machine::print(kernel.program)));
-  uint64_t h = kFnvOffset;
-  auto words = [&h](const uint32_t* p, size_t n) {
-    h = fnv1a64(std::string_view(reinterpret_cast<const char*>(p), n * sizeof(uint32_t)), h);
-  };
-  words(kernel.image.global.data(), kernel.image.global.size());
-  words(kernel.image.params.data(), kernel.image.params.size());
-  r.inputDigest = digestString(h);
+  r.programDigest = programDigest(kernel.program);
+  r.inputDigest = inputDigest(kernel.image.global, kernel.image.params);
   r.gridX = kernel.image.gridX;
   r.blockX = kernel.image.blockX;
 }
 
 }  // namespace
+
+std::string programDigest(const machine::Program& program) {
+  return digestString(fnv1a64(machine::print(program)));
+}
+
+std::string inputDigest(std::span<const uint32_t> global, std::span<const uint32_t> params) {
+  uint64_t h = kFnvOffset;
+  for (std::span<const uint32_t> words : {global, params})
+    h = fnv1a64(std::string_view(reinterpret_cast<const char*>(words.data()), words.size_bytes()), h);
+  return digestString(h);
+}
 
 CaseResult GpuSession::compare(const kernels::KernelSpec& spec, const InterpCase& interp) {
   gpu::Runner* runner = impl_->runner ? &*impl_->runner : nullptr;
@@ -176,6 +181,10 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
       if (interp[i].kernel.ok()) recordBuild(interp[i].result, *interp[i].kernel);
       watch.stop(interp[i].result);
       finished(interp[i].result);
+      if (options.onInterpCase) {
+        std::lock_guard<std::mutex> lock(reporting);
+        options.onInterpCase(interp[i]);
+      }
     }
   };
   int workers = std::max(1, std::min<int>(options.jobs, static_cast<int>(jobs.size())));

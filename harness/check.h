@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,7 +29,16 @@ struct CheckOptions {
   // Called once per case as it finishes (interpreter cases in the order they finish, then the
   // GPU's), never concurrently; the partial reports of harness/cli/cmd_check.cpp use it.
   std::function<void(const CaseResult&)> onCase;
+  // Called once per interpreter case after its result is final (recordBuild included), under the
+  // same lock as onCase, never concurrently: `check --traces` writes the case's trace from it.
+  std::function<void(const InterpCase&)> onInterpCase;
 };
+
+// The digests a manifest records of what was built (docs/reports.md): the lowered program's text
+// (machine::print, name included) and the launch's inputs (initial global memory, then the
+// parameter values, each word as 4 little-endian bytes). `qgpu audit` recomputes both.
+std::string programDigest(const machine::Program& program);
+std::string inputDigest(std::span<const uint32_t> global, std::span<const uint32_t> params);
 
 struct CheckReport {
   std::vector<CaseResult> cases;  // kernel order, then compiler, then backend

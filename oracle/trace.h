@@ -28,6 +28,11 @@ namespace qgpu::trace {
 
 using Token = uint16_t;
 
+// The version of the token format (prompt and run, docs/trace.md). Every file that stores tokens
+// records it, and readers refuse another version (a revision changes what the ids mean). Bump it
+// with every change to the vocabulary, the prompt or the run grammar.
+inline constexpr int kTraceVersion = 3;
+
 // The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the
 // chunk width of the trace itself. Revising the trace for the circuit changes these, not literals.
 inline constexpr int kChunkBits = 5;                       // bits per value chunk (C, T)

@@ -10,8 +10,14 @@
 #include <iostream>
 #include <set>
 
+#include <filesystem>
+
 #include "common/text.h"
+#include "harness/audit.h"
+#include "harness/cli/progress.h"
 #include "harness/cli/report_outputs.h"
+#include "common/file.h"
+#include "harness/report/manifest.h"
 #include "harness/report/plan.h"
 #include "harness/report/provenance.h"
 #include "harness/report/shard.h"
@@ -35,6 +41,7 @@ struct CheckCmdOptions {
   bool list = false;
   bool verbose = false;
   ReportOutputs outputs;
+  std::string out;          // --out DIR: report.json, manifest.json, traces/ (a recorded run)
   std::string shard;        // --shard i/n
   std::string balance;      // --balance REPORT
   int jobs = 2;
@@ -86,8 +93,29 @@ bool selected(const kernels::KernelSpec& spec, const CheckCmdOptions& o) {
   return false;
 }
 
-int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
+// --out DIR fills in the files of a recorded run (those not given explicitly) and makes the
+// directories --out and --traces need.
+Status prepareOutputs(CheckCmdOptions& o) {
+  namespace fs = std::filesystem;
+  if (!o.out.empty()) {
+    fs::path dir(o.out);
+    if (o.outputs.report.empty()) o.outputs.report = (dir / "report.json").string();
+    if (o.outputs.manifest.empty()) o.outputs.manifest = (dir / "manifest.json").string();
+    if (o.outputs.traces.empty()) o.outputs.traces = (dir / "traces").string();
+  }
+  for (const std::string& d : {o.out, o.outputs.traces}) {
+    if (d.empty()) continue;
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec || !fs::is_directory(d, ec))
+      return makeDiag(ErrorKind::Io, "cannot make the directory: " + ec.message(), SourceLoc{d, 0, 0});
+  }
+  return Ok{};
+}
+
+int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   auto started = std::chrono::steady_clock::now();
+  if (Status prepared = prepareOutputs(o); !prepared.ok()) return reportError(prepared.error());
   std::string startedAt = report::utcNow();
   auto catalog = kernels::loadCatalog(catalogDir(common));
   if (!catalog.ok()) return reportError(catalog.error());
@@ -160,20 +188,44 @@ int runCheckCommand(const CheckCmdOptions& o, const CommonOptions& common) {
   options.gpu = !o.noGpu;
   options.jobs = o.jobs;
   options.run.maxSteps = o.maxSteps;
-  // ... and rewritten as cases finish, at most once a second (each write is a whole atomic
-  // rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
+  // On a terminal, a bar once the run has taken 2 s (progress.h); nothing when stderr is not one.
+  ProgressBar progress(mine.size() * compilers->size() * (o.noGpu ? 1 : 2),
+                       progressWanted(2, common.json));
+  // ... and the reports rewritten as cases finish, at most once a second (each write is a whole
+  // atomic rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
   std::map<std::string, size_t> jobOf;
   for (size_t k = 0; k < plan.kernels.size(); ++k) jobOf[plan.kernels[k]] = k;
   auto lastWrite = std::chrono::steady_clock::now();
-  if (o.outputs.any())
-    options.onCase = [&](const harness::CaseResult& c) {
-      run.cases.push_back({jobOf[c.kernel], c});
-      auto now = std::chrono::steady_clock::now();
-      if (now - lastWrite < std::chrono::seconds(1)) return;
-      lastWrite = now;
-      (void)writeReportOutputs(o.outputs, run, processCpuSeconds());
+  options.onCase = [&](const harness::CaseResult& c) {
+    progress.tick(c.kernel);
+    if (!o.outputs.any()) return;
+    run.cases.push_back({jobOf[c.kernel], c});
+    auto now = std::chrono::steady_clock::now();
+    if (now - lastWrite < std::chrono::seconds(1)) return;
+    lastWrite = now;
+    (void)writeReportOutputs(o.outputs, run, processCpuSeconds());
+  };
+  // --traces: every interpreter case that ran leaves its full trace (prompt + run) as a trace
+  // record; the first write that fails is reported after the run.
+  std::optional<Diag> traceWriteError;
+  if (!o.outputs.traces.empty())
+    options.onInterpCase = [&](const harness::InterpCase& c) {
+      if (!c.kernel.ok() || !c.run.ok() || traceWriteError) return;
+      const harness::BuiltKernel& k = *c.kernel;
+      audit::TraceRecord record = audit::makeTraceRecord(
+          c.result, k.program, k.image.toMachineLaunch(), k.image.params, c.run->trace);
+      std::string path = (std::filesystem::path(o.outputs.traces) /
+                          report::traceFileName(c.result.kernel, c.result.compiler, c.result.backend))
+                             .string();
+      // Compact: a trace is up to millions of ids (dumpJson would put each on its own line).
+      std::string text = audit::toJson(record).dump(-1, ' ', false,
+                                                    nlohmann::json::error_handler_t::replace);
+      Status written = writeFileAtomic(path, text + "\n");
+      if (!written.ok()) traceWriteError = written.error();
     };
   harness::CheckReport report = harness::runCheck(mine, options);
+  progress.finish();
+  if (traceWriteError) return reportError(*traceWriteError);
   int code = harness::exitCodeFor(report);
 
   report::Provenance provenance = std::move(run.provenance);
@@ -215,6 +267,8 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common) {
   app->add_flag("--list", o.list, "List the selected kernels and exit");
   app->add_flag("--verbose,-v", o.verbose, "Print matching cases too");
   addReportOutputOptions(app, o.outputs, "--report", /*withManifest=*/true);
+  app->add_option("--out", o.out,
+                  "Record the run in DIR: report.json, manifest.json and traces/ (for `qgpu audit`)");
   app->add_option("--shard", o.shard,
                   "Run shard i of n (0-based, 'i/n'; default: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)");
   app->add_option("--balance", o.balance,

@@ -1,6 +1,9 @@
 // qgpu/harness/cli/cmd_run.cpp — `qgpu run`: runs one kernel (catalog name or .cu file) on one
 // backend and prints its final arrays, the comparison with the expected outputs, and optionally
-// the trace.
+// the trace. With --json it prints the run report of `check` (schema qgpu-check-report version 2,
+// docs/reports.md) of its one or two cases, plus `arrays` (and `trace` with --trace): a one-kernel
+// run whose plan's catalog is that kernel alone, readable by every reader of run reports.
+#include <chrono>
 #include <iostream>
 
 #include "common/digest.h"
@@ -9,6 +12,8 @@
 #include "harness/cli/command.h"
 #include "harness/cli/steps.h"
 #include "harness/cli/util.h"
+#include "harness/report/json_report.h"
+#include "harness/report/provenance.h"
 
 namespace qgpu::cli {
 
@@ -44,6 +49,8 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
   if (!spec.ok()) return reportError(spec.error());
 
+  auto started = std::chrono::steady_clock::now();
+  std::string startedAt = report::utcNow();
   oracle::RunOptions runOptions;
   runOptions.maxSteps = o.maxSteps;
   // The interpreter case always runs: it is the reference the GPU is compared with.
@@ -51,18 +58,46 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   // A kernel the user gave that does not build is bad input, reported with its location.
   if (!interp.built()) return reportError(interp.kernel.error());
   harness::CheckReport report;
+  // The evidence `check` records of a built case (the manifest's digests and the launch).
+  interp.result.programDigest = harness::programDigest(interp.kernel->program);
+  interp.result.inputDigest =
+      harness::inputDigest(interp.kernel->image.global, interp.kernel->image.params);
+  interp.result.gridX = interp.kernel->image.gridX;
+  interp.result.blockX = interp.kernel->image.blockX;
   report.cases.push_back(interp.result);
   if (o.backend == "gpu") {
     harness::GpuSession gpu;
     report.gpuDevice = gpu.description();
-    report.cases.push_back(gpu.compare(*spec, interp));
+    harness::CaseResult g = gpu.compare(*spec, interp);
+    g.programDigest = interp.result.programDigest;
+    g.inputDigest = interp.result.inputDigest;
+    g.gridX = interp.result.gridX;
+    g.blockX = interp.result.blockX;
+    report.cases.push_back(std::move(g));
   }
   for (const harness::CaseResult& c : report.cases)
     report.tallies[{c.backend, c.compiler}].add(c.verdict);
   const harness::CaseResult& shown = report.cases.back();
 
   if (common.json) {
-    nlohmann::json out = harness::toJson(report);
+    report::Plan plan;
+    plan.catalogDigest = report::catalogDigest({*spec});
+    plan.catalogKernels = 1;
+    plan.kernels = {spec->name};
+    plan.compilers = {o.compiler};
+    plan.gpu = o.backend == "gpu";
+    plan.maxSteps = o.maxSteps;
+    report::RunReport run = report::makeRunReport(plan, report::ShardSpec{}, {0}, report);
+    run.startedAt = startedAt;
+    run.finishedAt = report::utcNow();
+    run.wallSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::string torch;
+#ifdef QGPU_TORCH_VERSION
+    torch = QGPU_TORCH_VERSION;
+#endif
+    run.provenance = report::collectProvenance(common.sourceDir, torch);
+    nlohmann::json out = report::toJson(run);
     // No run (the interpreter's self-check failed): no arrays to show, only the verdict.
     if (interp.run.ok()) {
       nlohmann::json arrays = nlohmann::json::object();

@@ -10,6 +10,7 @@
 //   3  harness error (a bug in qgpu, an unexpected exception)
 //   4  inconclusive: nothing mismatched and nothing matched (no GPU, a tool missing, an
 //      unsupported construct, a program over the machine's limits, a step limit)
+//   5  `bench report` only: a benchmark regressed beyond its threshold and the noise
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@ using qgpu::kExitHarnessError;
 using qgpu::kExitInconclusive;
 using qgpu::kExitMismatch;
 using qgpu::kExitOk;
+using qgpu::kExitRegression;
 using qgpu::kExitUsage;
 
 // Flags every subcommand shares, defined once.
@@ -48,6 +50,8 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common);
 Command addModelCommand(CLI::App& root, const CommonOptions& common);  // model/ (LibTorch builds)
 Command addGpuCommand(CLI::App& root, const CommonOptions& common);
 Command addReportCommand(CLI::App& root, const CommonOptions& common);  // `report merge`
+Command addAuditCommand(CLI::App& root, const CommonOptions& common);   // `audit RUN`
+Command addBenchCommand(CLI::App& root, const CommonOptions& common);   // `bench report`
 Command addFuzzCommand(CLI::App& root, const CommonOptions& common);    // random generators (gen/)
 
 }  // namespace qgpu::cli

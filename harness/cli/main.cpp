@@ -36,6 +36,7 @@ int run(int argc, char** argv) {
       addCheckCommand(app, common),   addCompileCommand(app, common),
       addRunCommand(app, common),     addExprCommand(app, common),
       addTraceCommand(app, common),   addReportCommand(app, common),
+      addAuditCommand(app, common),   addBenchCommand(app, common),
       addFuzzCommand(app, common),
 #ifdef QGPU_HAVE_GPU_CLI
       addGpuCommand(app, common),

@@ -21,10 +21,13 @@ struct ReportOutputs {
   std::string junit;     // --junit FILE
   std::string html;      // --html FILE
   std::string manifest;  // --manifest FILE (check only)
+  std::string traces;    // --traces DIR (check only): one trace record per interpreter case
+                         // (harness/audit.h), named in the manifest for `qgpu audit`
   bool any() const { return !report.empty() || !junit.empty() || !html.empty() || !manifest.empty(); }
 };
 
 // `jsonFlag`: the name(s) of the JSON report's flag ("--report"; merge: "--out,--report").
+// `withManifest` (check): --manifest and --traces too.
 void addReportOutputOptions(CLI::App* app, ReportOutputs& out, const std::string& jsonFlag,
                             bool withManifest);
 

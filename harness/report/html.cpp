@@ -118,7 +118,19 @@ std::string verdictPlot(const std::map<Key, Tally>& tallies) {
 
 }  // namespace
 
-std::string htmlReport(const RunReport& r) {
+std::string htmlPage(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + esc(title) +
+         "</title>\n<style>" + kStyle + "</style></head><body>\n<h1>" + esc(title) + "</h1>\n" +
+         body + "</body></html>\n";
+}
+
+std::string htmlBarPlot(const std::string& title, const std::vector<std::string>& rows,
+                        const std::vector<std::string>& series,
+                        const std::vector<std::vector<double>>& values, const std::string& unit) {
+  return barPlot(title, rows, series, values, unit);
+}
+
+std::string htmlReport(const RunReport& r, const std::string& extraSections) {
   auto tallies = r.tallies();
   std::vector<Key> legs;
   for (const auto& [k, t] : tallies) legs.push_back(k);
@@ -222,6 +234,7 @@ std::string htmlReport(const RunReport& r) {
   o << "<h2>Plots</h2>\n"
     << barPlot("trace tokens per kernel", rowNames, series, tokens, "tokens")
     << barPlot("wall time per kernel", rowNames, series, times, "s");
+  o << extraSections;
   o << "</body></html>\n";
   return o.str();
 }

@@ -11,11 +11,23 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "harness/report/json_report.h"
 
 namespace qgpu::report {
 
-std::string htmlReport(const RunReport& report);
+// `extraSections`: HTML inserted before the end of the body (`qgpu bench report --html` adds its
+// benchmark section, harness/bench_report.h).
+std::string htmlReport(const RunReport& report, const std::string& extraSections = "");
+
+// A standalone page in the same style: `title` (escaped) and `body` (HTML, as given).
+std::string htmlPage(const std::string& title, const std::string& body);
+
+// The page's horizontal bar plot (SVG), for other sections: one group of bars per row, one bar
+// per series, `values[row][series]` to scale, labelled with `unit`.
+std::string htmlBarPlot(const std::string& title, const std::vector<std::string>& rows,
+                        const std::vector<std::string>& series,
+                        const std::vector<std::vector<double>>& values, const std::string& unit);
 
 }  // namespace qgpu::report

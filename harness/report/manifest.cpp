@@ -5,8 +5,13 @@ namespace qgpu::report {
 
 using Json = nlohmann::json;
 
+std::string traceFileName(const std::string& kernel, const std::string& compiler,
+                          harness::Backend backend) {
+  return kernel + "." + compiler + "." + harness::backendName(backend) + ".trace.json";
+}
+
 nlohmann::json manifestJson(const RunReport& r, const std::string& commandLine,
-                            double cpuSeconds) {
+                            double cpuSeconds, const std::string& tracesDir) {
   Json cases = Json::array();
   for (const ReportCase& rc : r.cases) {
     const harness::CaseResult& c = rc.result;
@@ -24,6 +29,8 @@ nlohmann::json manifestJson(const RunReport& r, const std::string& commandLine,
                      {"seeds", Json::object()},
                      {"wallSeconds", c.wallSeconds},
                      {"cpuSeconds", c.cpuSeconds}});
+    if (!tracesDir.empty() && c.backend == harness::Backend::Interp && !c.traceDigest.empty())
+      cases.back()["traceFile"] = tracesDir + "/" + traceFileName(c.kernel, c.compiler, c.backend);
   }
   return {{"magic", kManifestMagic},
           {"version", kManifestVersion},

@@ -24,7 +24,15 @@ inline constexpr int kManifestVersion = 1;
 
 // `commandLine`: the exact command that reproduces the run; `cpuSeconds`: the process's CPU
 // time (user + system, its threads and waited-for children: the compilers) for the run.
+// `tracesDir`: where `check --traces` wrote the trace records, relative to the manifest's
+// directory ("" when none were written); then every interpreter case with a trace digest names
+// its record as `traceFile` (tracesDir/traceFileName), which `qgpu audit` (harness/audit.h) reads.
 nlohmann::json manifestJson(const RunReport& report, const std::string& commandLine,
-                            double cpuSeconds);
+                            double cpuSeconds, const std::string& tracesDir = "");
+
+// The trace record's file name of a case: "<kernel>.<compiler>.<backend>.trace.json" (catalog
+// names are identifiers, so it is a plain file name).
+std::string traceFileName(const std::string& kernel, const std::string& compiler,
+                          harness::Backend backend);
 
 }  // namespace qgpu::report

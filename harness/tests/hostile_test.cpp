@@ -60,6 +60,8 @@ const std::set<std::string> kRequiredClasses = {
     "kernel-file", "ptx-syntax", "trace-tokens",
     // issue 10: run reports (merge, --balance) and shard selection
     "report-file", "shard-spec",
+    // issue 10: recorded runs (`qgpu audit`) and benchmark files (`qgpu bench report`)
+    "audit-run", "bench-file",
     // issue 9: `qgpu fuzz` generator names and policies
     "fuzz-policy",
 };

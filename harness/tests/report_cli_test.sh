@@ -8,7 +8,13 @@
 #   - 4 shards (round robin, then balanced by the first run's times) merged == the unsharded
 #     report but for times and hosts; GoogleTest's variables shard and touch the status file;
 #   - a run killed mid-way leaves a report marked partial holding the cases done so far, which
-#     parses and which merge refuses (ReportInvalid).
+#     parses and which merge refuses (ReportInvalid);
+#   - `check --out DIR` records a run that `qgpu audit DIR` confirms 1:1 (exit 0), and tampered
+#     copies of it are caught: a run token (exit 1, its position and meaning), a manifest digest
+#     (exit 1), an input (a parameter value: the input digest and the catalog's inputs; exit 1),
+#     another trace version (exit 2, TraceInvalid);
+#   - `check` with stderr not a terminal draws no progress bar;
+#   - `run --json` prints a version-2 run report that `report merge` reads.
 # Usage: report_cli_test.sh PATH/TO/qgpu
 set -u
 qgpu="$1"
@@ -147,6 +153,57 @@ out=$(run report merge "$tmp/k.json" --out "$tmp/x.json" 2>&1)
 rc=$?
 { [ "$rc" = 2 ] && grep -q 'ReportInvalid.*partial' <<<"$out"; } || fail "partial report merged: $out"
 ls -a "$tmp" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+
+# A recorded run, audited untouched and as tampered copies (docs/reports.md "qgpu audit").
+run check --compiler clang --no-gpu -k saxpy -k gcd -k warp_vote --out "$tmp/rec" \
+    >"$tmp/rec.out" 2>"$tmp/rec.err" || fail "check --out exit $? ($(cat "$tmp/rec.err"))"
+grep -q $'\r' "$tmp/rec.err" && fail "a progress bar on a stderr that is not a terminal"
+ls "$tmp/rec/traces" | grep -q '^saxpy.clang.interp.trace.json$' || fail "no trace record of saxpy"
+out=$(run audit "$tmp/rec" 2>&1)
+rc=$?
+{ [ "$rc" = 0 ] && grep -q '3 traces confirmed 1:1, 0 differ' <<<"$out" &&
+  grep -q 'catalog inputs compared' <<<"$out"; } || fail "untouched audit (exit $rc): $out"
+tamper() {  # tamper NAME PYTHON: a copy of the recorded run, edited by PYTHON (d: its directory)
+  rm -rf "$tmp/$1"; cp -r "$tmp/rec" "$tmp/$1"
+  python3 -c "import json, sys; d = sys.argv[1]
+def load(p): return json.load(open(f'{d}/{p}'))
+def store(p, j): json.dump(j, open(f'{d}/{p}', 'w'))
+$2" "$tmp/$1" || fail "tampering $1"
+}
+tamper tok 'r = load("traces/gcd.clang.interp.trace.json"); i = r["promptTokens"] + 3
+r["tokens"][i] = (r["tokens"][i] + 1) if r["tokens"][i] < 200 else r["tokens"][i] - 1
+store("traces/gcd.clang.interp.trace.json", r)'
+out=$(run audit "$tmp/tok" 2>&1)
+rc=$?
+{ [ "$rc" = 1 ] && grep -q 'mismatch  gcd \[clang, interp\]: the re-derived trace differs at token' <<<"$out" &&
+  grep -q '(run token 3)' <<<"$out" && grep -q 'step 0 (CTA 0' <<<"$out"; } ||
+  fail "tampered token not caught (exit $rc): $out"
+tamper dig 'm = load("manifest.json"); m["cases"][0]["traceDigest"] = "fnv1a64:0000000000000000"
+store("manifest.json", m)'
+out=$(run audit "$tmp/dig" 2>&1)
+rc=$?
+{ [ "$rc" = 1 ] && grep -q 'traceDigest: the manifest says fnv1a64:0000000000000000' <<<"$out"; } ||
+  fail "tampered manifest digest not caught (exit $rc): $out"
+# A parameter value of saxpy edited in its record: the input digest and the catalog check tell.
+tamper inp 'r = load("traces/saxpy.clang.interp.trace.json"); r["params"][-1] ^= 1
+store("traces/saxpy.clang.interp.trace.json", r)'
+out=$(run audit "$tmp/inp" 2>&1)
+rc=$?
+{ [ "$rc" = 1 ] && grep -q 'input: the parameter values differ from catalog kernel saxpy' <<<"$out"; } ||
+  fail "tampered input not caught (exit $rc): $out"
+tamper ver 'r = load("traces/saxpy.clang.interp.trace.json"); r["traceVersion"] -= 1
+store("traces/saxpy.clang.interp.trace.json", r)'
+out=$(run audit "$tmp/ver" 2>&1)
+rc=$?
+{ [ "$rc" = 2 ] && grep -q 'TraceInvalid.*recorded in trace version' <<<"$out"; } ||
+  fail "older trace version not refused (exit $rc): $out"
+
+# `run --json` prints a version-2 run report (plus its arrays), which the report readers accept.
+run --json run saxpy >"$tmp/run.json" 2>/dev/null || fail "run --json saxpy exit $?"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["magic"]=="qgpu-check-report" and d["version"]==2 and d["plan"]["kernels"]==["saxpy"] and "arrays" in d and d["cases"][0]["programDigest"].startswith("fnv1a64:") else 1)' \
+  "$tmp/run.json" || fail "run --json is not a version-2 run report"
+run report merge "$tmp/run.json" --out "$tmp/run-merged.json" >/dev/null 2>&1 ||
+  fail "report merge refuses run --json's report (exit $?)"
 
 if [ "$failed" != 0 ]; then echo "$failed failed"; exit 1; fi
 echo "report_cli_test: all passed"
