@@ -4,6 +4,8 @@
 // timing) and reported per kernel.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+
 #include "harness/pipeline.h"
 #include "host/lower/tests/huge_ptx.h"
 #include "host/ptx/parser.h"
@@ -56,8 +58,10 @@ void parseAndLowerCatalog(benchmark::State& state, Compiler compiler) {
 BENCHMARK_CAPTURE(parseAndLowerCatalog, clang, Compiler::Clang)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(parseAndLowerCatalog, nvcc, Compiler::Nvcc)->Unit(benchmark::kMillisecond);
 
-// One kernel, CUDA source to machine program, the compiler included.
+// One kernel, CUDA source to machine program, the compiler included: the compile cache
+// ($QGPU_COMPILE_CACHE, host/cuda/compile.h) is switched off, or this would time a cache hit.
 void compileAndLower(benchmark::State& state, Compiler compiler) {
+  ::unsetenv("QGPU_COMPILE_CACHE");
   auto spec = qgpu::kernels::parseKernelFile(qgpu::kernels::defaultCatalogDir() + "/matmul.cu");
   if (!spec.ok() || !qgpu::host::toolAvailable(compiler)) {
     state.SkipWithError("matmul.cu or the compiler is missing");
