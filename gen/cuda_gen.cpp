@@ -4,28 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <functional>
 
+#include "gen/policy_text.h"
 #include "gen/rng.h"
 
 namespace qgpu::gen {
 
 namespace {
 
-template <typename T>
-bool parseValue(std::string_view text, T& out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc{} && ptr == end;
-}
-template <typename T>
-std::string formatValue(T value) {
-  char buf[32];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  return ec == std::errc{} ? std::string(buf, ptr) : std::string("?");
-}
 
 constexpr CudaOpInfo kOps[] = {
 #define QGPU_CUDAGEN_OP_ROW(name, family, arity, spelling) {#name, CudaOpFamily::family, arity, spelling},
@@ -713,7 +701,7 @@ Status validate(const CudaPolicy& p) {
 std::string describeCuda(const CudaPolicy& policy, uint64_t seed) {
   std::string out = "qgpu-gen cuda v" + std::to_string(kCudaGeneratorVersion) + " seed=" + std::to_string(seed) +
                     " policy:";
-#define QGPU_CUDAGEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatValue(policy.name);
+#define QGPU_CUDAGEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatPolicyValue(policy.name);
   QGPU_CUDAGEN_POLICY_FIELDS(QGPU_CUDAGEN_DESCRIBE)
 #undef QGPU_CUDAGEN_DESCRIBE
   return out;
@@ -721,30 +709,14 @@ std::string describeCuda(const CudaPolicy& policy, uint64_t seed) {
 
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text) {
   CudaPolicy policy;
-  while (!text.empty()) {
-    size_t start = text.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    text.remove_prefix(start);
-    size_t end = std::min(text.find(' '), text.size());
-    std::string_view item = text.substr(0, end);
-    text.remove_prefix(end);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return makeDiag(ErrorKind::Usage, "CUDA generator policy: '" + std::string(item) + "' is not name=value");
-    std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
-    bool known = false, parsed = false;
+  auto set = [&](std::string_view name, std::string_view value) -> std::optional<bool> {
 #define QGPU_CUDAGEN_PARSE(type, field, def, doc) \
-  if (name == #field) {                           \
-    known = true;                                 \
-    parsed = parseValue(value, policy.field);     \
-  }
+  if (name == #field) return parsePolicyValue(value, policy.field);
     QGPU_CUDAGEN_POLICY_FIELDS(QGPU_CUDAGEN_PARSE)
 #undef QGPU_CUDAGEN_PARSE
-    if (!known) return makeDiag(ErrorKind::Usage, "CUDA generator policy: no field '" + std::string(name) + "'");
-    if (!parsed)
-      return makeDiag(ErrorKind::Usage,
-                      "CUDA generator policy: bad value '" + std::string(value) + "' for " + std::string(name));
-  }
+    return std::nullopt;
+  };
+  QGPU_CHECK(readPolicyItems(text, "CUDA generator policy", set));
   QGPU_CHECK(validate(policy));
   return policy;
 }

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <span>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "gen/policy_text.h"
 #include "gen/rng.h"
 
 namespace qgpu::gen {
@@ -505,19 +505,6 @@ class Generator {
   int reserved_ = 0;            // blocks promised to regions still to come
 };
 
-template <typename T>
-bool parseValue(std::string_view text, T& out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc{} && ptr == end;
-}
-
-template <typename T>
-std::string formatValue(T value) {
-  char buf[32];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  return ec == std::errc{} ? std::string(buf, ptr) : std::string("?");
-}
 
 }  // namespace
 
@@ -556,7 +543,7 @@ Status validate(const Policy& p) {
 std::string describe(const Policy& policy, uint64_t seed) {
   std::string out = "qgpu-gen program v" + std::to_string(kGeneratorVersion) +
                     " seed=" + std::to_string(seed) + " policy:";
-#define QGPU_GEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatValue(policy.name);
+#define QGPU_GEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatPolicyValue(policy.name);
   QGPU_GEN_POLICY_FIELDS(QGPU_GEN_DESCRIBE)
 #undef QGPU_GEN_DESCRIBE
   return out;
@@ -564,32 +551,14 @@ std::string describe(const Policy& policy, uint64_t seed) {
 
 Expected<Policy> parsePolicy(std::string_view text) {
   Policy policy;
-  while (!text.empty()) {
-    const size_t start = text.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    text.remove_prefix(start);
-    const size_t end = std::min(text.find(' '), text.size());
-    const std::string_view item = text.substr(0, end);
-    text.remove_prefix(end);
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return makeDiag(ErrorKind::Usage,
-                      "generator policy: '" + std::string(item) + "' is not name=value");
-    const std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
-    bool known = false, parsed = false;
+  auto set = [&](std::string_view name, std::string_view value) -> std::optional<bool> {
 #define QGPU_GEN_PARSE(type, field, def, doc) \
-  if (name == #field) {                       \
-    known = true;                             \
-    parsed = parseValue(value, policy.field); \
-  }
+  if (name == #field) return parsePolicyValue(value, policy.field);
     QGPU_GEN_POLICY_FIELDS(QGPU_GEN_PARSE)
 #undef QGPU_GEN_PARSE
-    if (!known)
-      return makeDiag(ErrorKind::Usage, "generator policy: no field '" + std::string(name) + "'");
-    if (!parsed)
-      return makeDiag(ErrorKind::Usage, "generator policy: bad value '" + std::string(value) +
-                                            "' for " + std::string(name));
-  }
+    return std::nullopt;
+  };
+  QGPU_CHECK(readPolicyItems(text, "generator policy", set));
   QGPU_CHECK(validate(policy));
   return policy;
 }

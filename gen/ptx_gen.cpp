@@ -7,9 +7,9 @@
 #include "gen/ptx_gen.h"
 
 #include <algorithm>
-#include <charconv>
 #include <span>
 
+#include "gen/policy_text.h"
 #include "gen/rng.h"
 #include "host/lower/lower.h"
 #include "host/ptx/parser.h"
@@ -20,18 +20,6 @@
 namespace qgpu::gen {
 namespace {
 
-template <typename T>
-bool parseValue(std::string_view text, T& out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc{} && ptr == end;
-}
-template <typename T>
-std::string formatValue(T value) {
-  char buf[32];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  return ec == std::errc{} ? std::string(buf, ptr) : std::string("?");
-}
 
 constexpr uint32_t kInWords = 16, kAccWords = 8;  // acc: one word per atomic operation
 constexpr uint32_t kInWord = 0, kAccWord = kInWords, kOutWord = kInWords + kAccWords;
@@ -575,7 +563,7 @@ Status validate(const PtxPolicy& p) {
 std::string describePtx(const PtxPolicy& policy, uint64_t seed) {
   std::string out = "qgpu-gen ptx v" + std::to_string(kPtxGeneratorVersion) + " seed=" + std::to_string(seed) +
                     " policy:";
-#define QGPU_PTXGEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatValue(policy.name);
+#define QGPU_PTXGEN_DESCRIBE(type, name, def, doc) out += " " #name "=" + formatPolicyValue(policy.name);
   QGPU_PTXGEN_POLICY_FIELDS(QGPU_PTXGEN_DESCRIBE)
 #undef QGPU_PTXGEN_DESCRIBE
   return out;
@@ -583,30 +571,14 @@ std::string describePtx(const PtxPolicy& policy, uint64_t seed) {
 
 Expected<PtxPolicy> parsePtxPolicy(std::string_view text) {
   PtxPolicy policy;
-  while (!text.empty()) {
-    size_t start = text.find_first_not_of(' ');
-    if (start == std::string_view::npos) break;
-    text.remove_prefix(start);
-    size_t end = std::min(text.find(' '), text.size());
-    std::string_view item = text.substr(0, end);
-    text.remove_prefix(end);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return makeDiag(ErrorKind::Usage, "PTX generator policy: '" + std::string(item) + "' is not name=value");
-    std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
-    bool known = false, parsed = false;
+  auto set = [&](std::string_view name, std::string_view value) -> std::optional<bool> {
 #define QGPU_PTXGEN_PARSE(type, field, def, doc) \
-  if (name == #field) {                          \
-    known = true;                                \
-    parsed = parseValue(value, policy.field);    \
-  }
+  if (name == #field) return parsePolicyValue(value, policy.field);
     QGPU_PTXGEN_POLICY_FIELDS(QGPU_PTXGEN_PARSE)
 #undef QGPU_PTXGEN_PARSE
-    if (!known) return makeDiag(ErrorKind::Usage, "PTX generator policy: no field '" + std::string(name) + "'");
-    if (!parsed)
-      return makeDiag(ErrorKind::Usage,
-                      "PTX generator policy: bad value '" + std::string(value) + "' for " + std::string(name));
-  }
+    return std::nullopt;
+  };
+  QGPU_CHECK(readPolicyItems(text, "PTX generator policy", set));
   QGPU_CHECK(validate(policy));
   return policy;
 }
