@@ -1,9 +1,5 @@
-// qgpu/circuit/alu_bits.cpp — see alu_bits.h for the maths.
-//
-// The unit builder below is the same construction as logic.cpp's private one (detector, step
-// pair, linear unit, Replace); it is repeated here rather than moved so that logic.cpp stays
-// untouched while other gadgets are written against it in parallel. Folding both into one
-// shared builder header is the follow-up (docs/circuit.md §9 "Built: the bit ALU").
+// qgpu/circuit/alu_bits.cpp — see alu_bits.h for the maths; the units come from
+// circuit/unit_builder.h, as logic.cpp's do.
 #include "circuit/alu_bits.h"
 
 #include <algorithm>
@@ -12,121 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "circuit/unit_builder.h"
+
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& gadget, const std::string& message) {
-  return makeDiag(ErrorKind::Usage, gadget + " gadget: " + message);
-}
-
-// N = Σ coef·x̂[dim] + constant: a decision in units of λG.
-struct Lin {
-  std::vector<std::pair<int, double>> terms;
-  double constant = 0;
-  Lin shifted(double by) const {
-    Lin l = *this;
-    l.constant += by;
-    return l;
-  }
-  Lin& add(int dim, double coef) {
-    terms.push_back({dim, coef});
-    return *this;
-  }
-};
-
-// A target of a unit's output: d units of u on dim when the unit is on at N = 1 (or, for a
-// select, per unit of x̂ of its up dim).
-struct Down {
-  int dim;
-  double d;
-};
-
-class Builder {
- public:
-  Builder(UnitWriter& units, const MlpContext& ctx, std::string gadget)
-      : units_(units), ctx_(ctx), gadget_(std::move(gadget)) {
-    gain_ = ctx.lowGainTwin ? 4.0 / ctx.lambda : ctx.gain;
-    lg_ = ctx.lambda * gain_;
-    report_.onMin = lg_;
-    report_.offMax = -lg_;
-  }
-
-  Status check() const {
-    if (ctx_.ballast.dims < 1) return usage(gadget_, "the ballast needs at least 1 dim");
-    if (!(ctx_.lambda > 0) || !(ctx_.unit > 0) || !(ctx_.gain > 0))
-      return usage(gadget_, "lambda, unit and gain must be positive");
-    int e = 0;
-    if (std::frexp(ctx_.gain, &e) != 0.5f) return usage(gadget_, "gain must be a power of two");
-    if (!ctx_.lowGainTwin && lg_ < 89.0)
-      return makeDiag(ErrorKind::OverLimit, gadget_ + " gadget: λ·G = " + std::to_string(lg_) +
-                                                " misses the exactness threshold 89 (rule R2)");
-    return Ok{};
-  }
-
-  Expected<std::vector<Term>> gate(const Lin& n) const {
-    std::vector<Term> out;
-    for (const auto& [dim, coef] : n.terms) out.push_back({dim, static_cast<float>(gain_ * coef)});
-    QGPU_TRY(constant, constantTerms(gain_ * n.constant, ctx_.ballast));
-    out.insert(out.end(), constant.begin(), constant.end());
-    return out;
-  }
-
-  // down weight that adds d·u when the unit's silu·up product is λG·λ.
-  float weight(double d) const {
-    return static_cast<float>(d * ctx_.unit / (ctx_.lambda * ctx_.lambda * gain_));
-  }
-  std::vector<Term> downs(const std::vector<Down>& ds, double sign = 1) const {
-    std::vector<Term> out;
-    for (const Down& d : ds) out.push_back({d.dim, weight(sign * d.d)});
-    return out;
-  }
-  Term ballastUp() const { return {ctx_.ballast.at(0), 1.0f}; }
-
-  // One unit, gate λG·N; up and downs as given (a detector with up = ballast, or a select).
-  Status unit(const Lin& n, const std::vector<Term>& up, const std::vector<Down>& ds) {
-    QGPU_TRY(g, gate(n));
-    QGPU_TRY(index, units_.add({g, up, downs(ds)}));
-    (void)index;
-    ++report_.units;
-    return Ok{};
-  }
-  Status detector(const Lin& n, const std::vector<Down>& ds) { return unit(n, {ballastUp()}, ds); }
-
-  // λG·[T ≥ θ]·up from N = T − θ + 1: the pair (N, N − 1).
-  Status step(const Lin& n, const std::vector<Term>& up, const std::vector<Down>& ds) {
-    QGPU_CHECK(unit(n, up, ds));
-    std::vector<Down> neg;
-    for (const Down& d : ds) neg.push_back({d.dim, -d.d});
-    return unit(n.shifted(-1), up, neg);
-  }
-
-  // Always on at λG.
-  Status linear(const std::vector<Term>& up, const std::vector<Down>& ds) {
-    Lin on;
-    on.constant = 1;
-    return unit(on, up, ds);
-  }
-  Status constant(const std::vector<Down>& ds) {
-    if (ds.empty()) return Ok{};
-    return linear({ballastUp()}, ds);
-  }
-  Status prior(Prior p, const Field& f) {
-    if (p != Prior::Replace) return Ok{};
-    for (int i = 0; i < f.dims; ++i) QGPU_CHECK(linear({{f.at(i), 1.0f}}, {{f.at(i), -1}}));
-    return Ok{};
-  }
-
-  GadgetReport report() const { return report_; }
-  const MlpContext& ctx() const { return ctx_; }
-
- private:
-  UnitWriter& units_;
-  const MlpContext& ctx_;
-  std::string gadget_;
-  double gain_ = 0;
-  double lg_ = 0;
-  GadgetReport report_;
-};
+using unit_builder::Builder;
+using unit_builder::Down;
+using unit_builder::Lin;
+using unit_builder::usage;
 
 double sgn(bool bit) {
   return bit ? 1.0 : -1.0;

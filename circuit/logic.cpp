@@ -6,137 +6,15 @@
 #include <string>
 #include <utility>
 
+#include "circuit/unit_builder.h"
+
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& gadget, const std::string& message) {
-  return makeDiag(ErrorKind::Usage, gadget + " gadget: " + message);
-}
-
-// N = Σ coef·(h[dim]/λ) + constant: a decision in units of λG.
-struct Lin {
-  std::vector<std::pair<int, double>> terms;
-  double constant = 0;
-  Lin shifted(double by) const {
-    Lin l = *this;
-    l.constant += by;
-    return l;
-  }
-};
-
-// A target of a unit's output: `d` units of u added to `dim` when the unit is on at N = 1 (or,
-// for a linear unit, per unit of x̂ of its up dim).
-struct Down {
-  int dim;
-  double d;
-};
-
-// The layer's builder: the context's effective gain, the unit writer, the running report.
-class Builder {
- public:
-  Builder(UnitWriter& units, const MlpContext& ctx, std::string gadget)
-      : units_(units), ctx_(ctx), gadget_(std::move(gadget)) {
-    gain_ = ctx.lowGainTwin ? 4.0 / ctx.lambda : ctx.gain;
-    lg_ = ctx.lambda * gain_;
-    report_.onMin = lg_;
-    report_.offMax = -lg_;
-  }
-
-  Status check() const {
-    if (ctx_.ballast.dims < 1) return usage(gadget_, "the ballast needs at least 1 dim");
-    if (!(ctx_.lambda > 0) || !(ctx_.unit > 0) || !(ctx_.gain > 0))
-      return usage(gadget_, "lambda, unit and gain must be positive");
-    int e = 0;
-    if (std::frexp(ctx_.gain, &e) != 0.5f) return usage(gadget_, "gain must be a power of two");
-    if (!ctx_.lowGainTwin && lg_ < 89.0)
-      return makeDiag(ErrorKind::OverLimit, gadget_ + " gadget: λ·G = " + std::to_string(lg_) +
-                                                " misses the exactness threshold 89 (rule R2)");
-    return Ok{};
-  }
-
-  // Gate terms of λG·N.
-  Expected<std::vector<Term>> gate(const Lin& n) const {
-    std::vector<Term> out;
-    for (const auto& [dim, coef] : n.terms) out.push_back({dim, static_cast<float>(gain_ * coef)});
-    QGPU_TRY(constant, constantTerms(gain_ * n.constant, ctx_.ballast));
-    out.insert(out.end(), constant.begin(), constant.end());
-    return out;
-  }
-
-  // down weight that adds d·u when the unit's silu·up product is λG·λ.
-  float weight(double d) const {
-    return static_cast<float>(d * ctx_.unit / (ctx_.lambda * ctx_.lambda * gain_));
-  }
-  // The same for a unit firing on a token whose pre-norm scale is `lambda` (not the layer's).
-  float weightAt(double d, double lambda) const {
-    return static_cast<float>(d * ctx_.unit / (lambda * lambda * gain_));
-  }
-
-  std::vector<Term> downs(const std::vector<Down>& ds, double sign = 1) const {
-    std::vector<Term> out;
-    for (const Down& d : ds) out.push_back({d.dim, weight(sign * d.d)});
-    return out;
-  }
-
-  // A unit with gate λG·N, up = 1·ballast.
-  Status detector(const Lin& n, const std::vector<Term>& down) {
-    QGPU_TRY(g, gate(n));
-    QGPU_TRY(index, units_.add({g, {{ctx_.ballast.at(0), 1.0f}}, down}));
-    (void)index;
-    ++report_.units;
-    return Ok{};
-  }
-
-  // λG·[T ≥ θ] from N = T − θ + 1: the pair (N, N − 1), or the single unit N (twin).
-  Status step(const Lin& n, const std::vector<Term>& up, const std::vector<Down>& ds,
-              bool unclamped) {
-    QGPU_TRY(g1, gate(n));
-    QGPU_TRY(i1, units_.add({g1, up, downs(ds)}));
-    (void)i1;
-    ++report_.units;
-    if (unclamped) return Ok{};
-    QGPU_TRY(g0, gate(n.shifted(-1)));
-    QGPU_TRY(i0, units_.add({g0, up, downs(ds, -1)}));
-    (void)i0;
-    ++report_.units;
-    return Ok{};
-  }
-
-  // Always on at λG; up = the given linear terms.
-  Status linear(const std::vector<Term>& up, const std::vector<Term>& down) {
-    Lin on;
-    on.constant = 1;
-    QGPU_TRY(g, gate(on));
-    QGPU_TRY(index, units_.add({g, up, down}));
-    (void)index;
-    ++report_.units;
-    return Ok{};
-  }
-
-  Status cancel(const Field& f) {
-    for (int i = 0; i < f.dims; ++i) QGPU_CHECK(linear({{f.at(i), 1.0f}}, {{f.at(i), weight(-1)}}));
-    return Ok{};
-  }
-  Status prior(Prior p, const Field& f) { return p == Prior::Replace ? cancel(f) : Status(Ok{}); }
-
-  // A constant d_j·u on dims.
-  Status constant(const std::vector<Down>& ds) {
-    if (ds.empty()) return Ok{};
-    return linear({{ctx_.ballast.at(0), 1.0f}}, downs(ds));
-  }
-
-  GadgetReport report() const { return report_; }
-  double lambdaGain() const { return lg_; }
-  const MlpContext& ctx() const { return ctx_; }
-
- private:
-  UnitWriter& units_;
-  const MlpContext& ctx_;
-  std::string gadget_;
-  double gain_ = 0;
-  double lg_ = 0;
-  GadgetReport report_;
-};
+using unit_builder::Builder;
+using unit_builder::Down;
+using unit_builder::Lin;
+using unit_builder::usage;
 
 double sgn(bool bit) {
   return bit ? 1.0 : -1.0;
@@ -226,7 +104,7 @@ Expected<GadgetReport> buildDecode(UnitWriter& units, const DecodeSpec& s, const
   for (int p = 0; p < (1 << k); ++p) all.push_back({s.out.at(p), -1});
   QGPU_CHECK(b.constant(all));
   for (int p = 0; p < (1 << k); ++p)
-    QGPU_CHECK(b.detector(pattern(s.in, static_cast<uint32_t>(p)), b.downs({{s.out.at(p), 2}})));
+    QGPU_CHECK(b.detector(pattern(s.in, static_cast<uint32_t>(p)), {{s.out.at(p), 2}}));
   return b.report();
 }
 
@@ -243,7 +121,7 @@ Expected<GadgetReport> buildLookup(UnitWriter& units, const LookupSpec& s, const
   for (uint32_t p = 0; p < (1u << k); ++p) {
     std::vector<Down> word;
     for (int j = 0; j < m; ++j) word.push_back({s.out.at(j), sgn((s.table[p] >> j) & 1)});
-    QGPU_CHECK(b.detector(pattern(s.in, p), b.downs(word)));
+    QGPU_CHECK(b.detector(pattern(s.in, p), word));
   }
   return b.report();
 }
@@ -271,7 +149,7 @@ Expected<GadgetReport> buildRequantise(UnitWriter& units, const RequantiseSpec& 
       emptyWrite.push_back({s.out.at(j), b.weightAt(e, s.lambdaEmpty)});
       emptyCancel.push_back({s.out.at(j), b.weightAt(-e, s.lambdaEmpty)});
     }
-    QGPU_CHECK(b.linear({{ctx.ballast.at(0), 1.0f}}, emptyWrite));
+    QGPU_CHECK(b.linearRaw({b.ballastUp()}, emptyWrite));
   }
   for (int j = 0; j < V; ++j)
     for (double side : {1.0, -1.0}) {
@@ -280,7 +158,7 @@ Expected<GadgetReport> buildRequantise(UnitWriter& units, const RequantiseSpec& 
       n.constant = -(k * y - 1);
       std::vector<Term> down = b.downs({{s.out.at(j), side}});
       if (j == 0) down.insert(down.end(), emptyCancel.begin(), emptyCancel.end());
-      QGPU_CHECK(b.detector(n, down));
+      QGPU_CHECK(b.detectorRaw(n, down));
     }
   return b.report();
 }
@@ -339,7 +217,7 @@ Expected<GadgetReport> buildAdder(UnitWriter& level1, const MlpContext& ctx1, Un
     for (int k = 0; k < 4; ++k) {
       const int outDim = s.out.at(4 * j + k);
       // out = S⁰ + c_j·(S¹ − S⁰)
-      QGPU_CHECK(b2.linear({{s0(j, k), 1.0f}}, {{outDim, b2.weight(1)}}));
+      QGPU_CHECK(b2.linear({{s0(j, k), 1.0f}}, {{outDim, 1}}));
       QGPU_CHECK(b2.step(n, {{s1(j, k), 1.0f}, {s0(j, k), -1.0f}}, {{outDim, 1}}, s.unclamped));
     }
   }
@@ -409,7 +287,7 @@ Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
     all.constant = -(nibbles - 1);
     const double sign = s.op == CompareOp::Eq ? 1 : -1;
     QGPU_CHECK(b2.constant({{out, -sign}}));
-    QGPU_CHECK(b2.detector(all, b2.downs({{out, 2 * sign}})));
+    QGPU_CHECK(b2.detector(all, {{out, 2 * sign}}));
   } else {
     const bool strict = s.op == CompareOp::LtU || s.op == CompareOp::LtS;
     // lt = no carry out of a' + ~b' + 1, le = none out of a' + ~b'; out = +u − 2u·carry.

@@ -4,27 +4,7 @@
 # Usage: cli_test.sh PATH/TO/qgpu
 set -u
 qgpu="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-# expect NAME CODE REGEX -- command...: runs the command, checks its exit code and that its
-# combined output matches the extended regex.
-expect() {
-  local name="$1" code="$2" regex="$3"
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" = "$code" ] && grep -Eq -- "$regex" <<<"$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc (want $code), output:"
-    head -n 20 <<<"$out" | sed 's/^/    /'
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect expr-dot 0 '^32$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
 # The seeds' demo (47 tokens in qwenGPU): the exact run, pinned as the figure of merit.
@@ -125,5 +105,4 @@ if "$qgpu" --help | grep -Eq "^ +model "; then
   expect model-info-corrupt 2 'model.safetensors' -- "$qgpu" model generate "$tmp/corrupt" --prompt "x" -n 1
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish cli_test

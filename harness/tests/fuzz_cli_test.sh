@@ -6,26 +6,7 @@
 # Usage: fuzz_cli_test.sh PATH/TO/qgpu   (needs clang-14; label tools)
 set -u
 qgpu="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-# expect NAME CODE REGEX -- command...: the exit code, and the combined output matches REGEX.
-expect() {
-  local name="$1" code="$2" regex="$3"
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" = "$code" ] && grep -Eq -- "$regex" <<<"$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc (want $code), output:"
-    head -n 20 <<<"$out" | sed 's/^/    /'
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect program 0 '^fuzz program: 300 cases from seed 1 .* 300 match, .* 0 failed' -- \
   "$qgpu" fuzz --gen program --cases 300 --seed 1
@@ -67,5 +48,4 @@ fi
 first=$(ls "$tmp/found"/rk*.cu 2>/dev/null | head -n 1)
 expect run-found 0 'match' -- "$qgpu" run "${first:-$tmp/none.cu}" --compiler clang
 
-echo "fuzz_cli_test: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish fuzz_cli_test
