@@ -11,6 +11,7 @@
 #include "common/file.h"
 #include "common/text.h"
 #include "harness/check.h"
+#include "harness/report/json_fields.h"
 #include "harness/report/json_report.h"
 #include "harness/report/manifest.h"
 #include "kernels/catalog.h"
@@ -23,59 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Field access naming the JSON path at fault; every error has `kind` and the file as location.
-class Fields {
- public:
-  Fields(ErrorKind kind, std::string file) : kind_(kind), file_(std::move(file)) {}
-  Diag error(const std::string& path, const std::string& message) const {
-    return makeDiag(kind_, (path.empty() ? "" : path + ": ") + message, SourceLoc{file_, 0, 0});
-  }
-  Expected<const Json*> get(const Json& obj, const std::string& path, const char* key,
-                            Json::value_t type) const {
-    std::string where = path.empty() ? key : path + "." + key;
-    auto it = obj.find(key);
-    if (it == obj.end()) return error(where, "missing");
-    bool ok = it->type() == type ||
-              (type == Json::value_t::number_unsigned && it->is_number_unsigned()) ||
-              (type == Json::value_t::number_float && it->is_number());
-    if (!ok)
-      return error(
-          where, std::string("expected ") + Json(type).type_name() + ", found " + it->type_name());
-    return &*it;
-  }
-  Expected<std::string> str(const Json& obj, const std::string& path, const char* key) const {
-    QGPU_TRY(v, get(obj, path, key, Json::value_t::string));
-    return v->get<std::string>();
-  }
-  Expected<uint64_t> u64(const Json& obj, const std::string& path, const char* key,
-                         uint64_t max) const {
-    QGPU_TRY(v, get(obj, path, key, Json::value_t::number_unsigned));
-    uint64_t value = v->get<uint64_t>();
-    if (value > max)
-      return error(path.empty() ? key : path + "." + key,
-                   std::to_string(value) + " is over " + std::to_string(max));
-    return value;
-  }
-  Expected<bool> boolean(const Json& obj, const std::string& path, const char* key) const {
-    QGPU_TRY(v, get(obj, path, key, Json::value_t::boolean));
-    return v->get<bool>();
-  }
-  Expected<std::vector<std::string>> strings(const Json& obj, const std::string& path,
-                                             const char* key) const {
-    QGPU_TRY(v, get(obj, path, key, Json::value_t::array));
-    std::vector<std::string> out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string())
-        return error(path + "." + key + "[" + std::to_string(i) + "]", "expected string");
-      out.push_back((*v)[i].get<std::string>());
-    }
-    return out;
-  }
-
- private:
-  ErrorKind kind_;
-  std::string file_;
-};
+using Fields = report::JsonFields;
 
 std::optional<harness::Backend> backendByName(const std::string& name) {
   for (auto b : {harness::Backend::Interp, harness::Backend::Gpu, harness::Backend::Model})
@@ -114,11 +63,11 @@ Expected<Manifest> parseManifest(const std::string& text, const std::string& fil
   if (partial)
     return rd.error("partial", "the run did not finish (a partial manifest): nothing to audit");
   Manifest m;
-  QGPU_TRY(prov, rd.get(doc, "", "provenance", Json::value_t::object));
+  QGPU_TRY(prov, rd.field(doc, "", "provenance", Json::value_t::object));
   QGPU_TRY(commit, rd.str(*prov, "provenance", "commit"));
   m.commit = commit;
-  QGPU_TRY(plan, rd.get(doc, "", "plan", Json::value_t::object));
-  QGPU_TRY(cat, rd.get(*plan, "plan", "catalog", Json::value_t::object));
+  QGPU_TRY(plan, rd.field(doc, "", "plan", Json::value_t::object));
+  QGPU_TRY(cat, rd.field(*plan, "plan", "catalog", Json::value_t::object));
   QGPU_TRY(catDigest, rd.str(*cat, "plan.catalog", "digest"));
   QGPU_TRY(catKernels, rd.u64(*cat, "plan.catalog", "kernels", 1u << 20));
   QGPU_TRY(kernels, rd.strings(*plan, "plan", "kernels"));
@@ -131,7 +80,7 @@ Expected<Manifest> parseManifest(const std::string& text, const std::string& fil
     return rd.error("plan.digest", "'" + echo(planDigest) +
                                        "' is not the digest of the plan's fields (" +
                                        m.plan.digest() + "): the plan was edited");
-  QGPU_TRY(cases, rd.get(doc, "", "cases", Json::value_t::array));
+  QGPU_TRY(cases, rd.field(doc, "", "cases", Json::value_t::array));
   for (size_t i = 0; i < cases->size(); ++i) {
     const Json& item = (*cases)[i];
     std::string at = "cases[" + std::to_string(i) + "]";
@@ -151,7 +100,7 @@ Expected<Manifest> parseManifest(const std::string& text, const std::string& fil
     QGPU_TRY(input, rd.str(item, at, "inputDigest"));
     QGPU_TRY(traceDigest, rd.str(item, at, "traceDigest"));
     QGPU_TRY(traceTokens, rd.u64(item, at, "traceTokens", UINT64_MAX));
-    QGPU_TRY(launch, rd.get(item, at, "launch", Json::value_t::object));
+    QGPU_TRY(launch, rd.field(item, at, "launch", Json::value_t::object));
     QGPU_TRY(gridX, rd.u64(*launch, at + ".launch", "gridX", UINT32_MAX));
     QGPU_TRY(blockX, rd.u64(*launch, at + ".launch", "blockX", UINT32_MAX));
     c.programDigest = program;
@@ -356,14 +305,14 @@ Expected<TraceRecord> parseTraceRecord(const std::string& text, const std::strin
   r.compiler = compiler;
   r.backend = *b;
   r.programName = programName;
-  QGPU_TRY(params, rd.get(doc, "", "params", Json::value_t::array));
+  QGPU_TRY(params, rd.field(doc, "", "params", Json::value_t::array));
   for (size_t i = 0; i < params->size(); ++i) {
     const Json& v = (*params)[i];
     if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
       return rd.error("params[" + std::to_string(i) + "]", "not a 32-bit word");
     r.params.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
   }
-  QGPU_TRY(tokens, rd.get(doc, "", "tokens", Json::value_t::array));
+  QGPU_TRY(tokens, rd.field(doc, "", "tokens", Json::value_t::array));
   r.tokens.reserve(tokens->size());
   for (size_t i = 0; i < tokens->size(); ++i) {
     const Json& v = (*tokens)[i];

@@ -9,6 +9,7 @@
 
 #include "common/file.h"
 #include "common/text.h"
+#include "harness/report/json_fields.h"
 
 namespace qgpu::report {
 
@@ -80,66 +81,9 @@ Json toJson(const Plan& p) {
 
 namespace {
 
-// Field access that names what is wrong: every error is ReportInvalid at "file: path".
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-
-  Diag error(const std::string& path, const std::string& message) const {
-    return makeDiag(ErrorKind::ReportInvalid,
-                    (path.empty() ? "" : path + ": ") + message, SourceLoc{file_, 0, 0});
-  }
-  Expected<const Json*> field(const Json& obj, const std::string& path, const char* key,
-                              Json::value_t type) const {
-    std::string where = path.empty() ? key : path + "." + key;
-    auto it = obj.find(key);
-    if (it == obj.end()) return error(where, "missing");
-    bool ok = it->type() == type ||
-              (type == Json::value_t::number_unsigned && it->is_number_integer() &&
-               it->get<int64_t>() >= 0) ||
-              (type == Json::value_t::number_float && it->is_number());
-    if (!ok) return error(where, std::string("expected ") + Json(type).type_name() + ", found " +
-                                     it->type_name());
-    return &*it;
-  }
-  Expected<std::string> str(const Json& obj, const std::string& path, const char* key) const {
-    QGPU_TRY(v, field(obj, path, key, Json::value_t::string));
-    return v->get<std::string>();
-  }
-  Expected<uint64_t> u64(const Json& obj, const std::string& path, const char* key,
-                         uint64_t max) const {
-    QGPU_TRY(v, field(obj, path, key, Json::value_t::number_unsigned));
-    uint64_t value = v->get<uint64_t>();
-    if (value > max)
-      return error(path.empty() ? key : path + "." + key,
-                   std::to_string(value) + " is over " + std::to_string(max));
-    return value;
-  }
-  Expected<double> seconds(const Json& obj, const std::string& path, const char* key) const {
-    QGPU_TRY(v, field(obj, path, key, Json::value_t::number_float));
-    double value = v->get<double>();
-    if (!std::isfinite(value) || value < 0 || value > 1e9)
-      return error(path.empty() ? key : path + "." + key, "not a duration in seconds");
-    return value;
-  }
-  Expected<bool> boolean(const Json& obj, const std::string& path, const char* key) const {
-    QGPU_TRY(v, field(obj, path, key, Json::value_t::boolean));
-    return v->get<bool>();
-  }
-  Expected<std::vector<std::string>> strings(const Json& obj, const std::string& path,
-                                             const char* key) const {
-    QGPU_TRY(v, field(obj, path, key, Json::value_t::array));
-    std::vector<std::string> out;
-    for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string())
-        return error(path + "." + key + "[" + std::to_string(i) + "]", "expected string");
-      out.push_back((*v)[i].get<std::string>());
-    }
-    return out;
-  }
-
- private:
-  std::string file_;
+// Every error reading a report is ReportInvalid at "file: path".
+struct Reader : JsonFields {
+  explicit Reader(std::string file) : JsonFields(ErrorKind::ReportInvalid, std::move(file)) {}
 };
 
 template <typename E, typename NameFn>
