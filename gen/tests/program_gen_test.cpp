@@ -262,7 +262,7 @@ TEST(ProgramGen, CoversDivergenceLoopsBarriersWarpsAndCtas) {
   EXPECT_GT(spill, 0);
 }
 
-// The listing is the human-readable face of a case (qgpu_gen_run --print, failure reports): every
+// The listing is the human-readable face of a case (qgpu fuzz --print, failure reports): every
 // operand an op uses must show in it. Changing any used field of a generated op changes its line.
 TEST(ProgramGen, ListingShowsEveryOperandOfEveryGeneratedOp) {
   for (uint64_t s = 0; s < 300; ++s) {

@@ -2,7 +2,7 @@
 // property outside the test framework, for a time or a number of cases.
 //
 //   qgpu fuzz --gen cuda|ptx|program [--seconds N] [--cases N] [--seed S] [--policy "k=v ..."]
-//             [--compiler clang|nvcc|both] [--batch N] [--out DIR]
+//             [--compiler clang|nvcc|both] [--batch N] [--out DIR] [--print]
 //
 // Seeds S, S+1, ... (default S = 1, N = 10 seconds; --cases stops after that many). Per generator:
 //   cuda     gen/cuda_check.h: clang-14 and/or nvcc, batches of --batch kernels per compiler run;
@@ -13,8 +13,10 @@
 // failures; failed (the property did not hold: a finding). Each failing case is written to DIR
 // (default: nothing is written) as <gen>-<seed>[.cu|.ptx|.txt] with its header (generator
 // version, seed, policy) and the failure; stderr gets the command that replays it.
-// A progress line on stderr when it is a terminal; a summary on stdout (JSON with --json):
-// cases, seconds, cases/s, the verdict counts.
+// --print writes each case (header and text) to stdout before it runs. A progress line on stderr
+// when it is a terminal; a summary on stdout (JSON with --json): cases, seconds, cases/s, the
+// verdict counts, and for `program` how the runs ended (Finished, Fault, StepLimit: the policy's
+// mix, each a checked outcome).
 // Exit codes (common/outcome.h's tally rule): 0 nothing failed and something matched, 1 a case
 // failed, 2 bad usage or policy, 3 harness error, 4 nothing matched (every case refused, or no
 // compiler installed).
@@ -48,6 +50,7 @@ struct FuzzOptions {
   std::string compiler = "both";
   uint32_t batch = 32;
   std::string outDir;
+  bool print = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -55,6 +58,7 @@ using Clock = std::chrono::steady_clock;
 struct Summary {
   uint64_t cases = 0, match = 0, refusedLimit = 0, refusedUnsupported = 0, failed = 0;
   std::map<std::string, uint64_t> reasons;  // refusal messages' first words, for the summary
+  std::map<std::string, uint64_t> outcomes;  // program: how the checked runs ended
   Tally tally() const {
     Tally t;
     t.counts[static_cast<int>(Verdict::Match)] = static_cast<int>(match);
@@ -158,6 +162,7 @@ Expected<Summary> fuzzCuda(const FuzzOptions& o, Clock::time_point start, Progre
     if (o.cases) n = std::min<uint64_t>(n, o.cases - s.cases);
     for (uint64_t i = 0; i < n; ++i, ++seed) {
       QGPU_TRY(c, gen::generateCuda(policy, seed));
+      if (o.print) std::printf("%s\n", c.text.c_str());
       batch.push_back(std::move(c));
     }
     QGPU_TRY(results, gen::checkCudaBatch(batch, compilers, &stats));
@@ -194,6 +199,7 @@ Expected<Summary> fuzzPtx(const FuzzOptions& o, Clock::time_point start, Progres
   for (uint64_t seed = o.seed; !timeUp(o, s, start); ++seed) {
     for (gen::PtxDialect d : {gen::PtxDialect::Clang, gen::PtxDialect::Nvcc}) {
       QGPU_TRY(c, gen::generatePtx(policy, seed, d));
+      if (o.print) std::printf("%s\n", c.ptx.c_str());
       ++s.cases;
       auto r = gen::checkPtxCase(c);
       if (!r) {
@@ -211,19 +217,33 @@ Expected<Summary> fuzzPtx(const FuzzOptions& o, Clock::time_point start, Progres
   return s;
 }
 
+const char* outcomeName(oracle::RunStatus status) {
+  switch (status) {
+    case oracle::RunStatus::Finished:
+      return "Finished";
+    case oracle::RunStatus::Fault:
+      return "Fault";
+    case oracle::RunStatus::StepLimit:
+      return "StepLimit";
+  }
+  return "?";
+}
+
 Expected<Summary> fuzzProgram(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
   QGPU_TRY(policy, echoed(gen::parsePolicy(o.policy)));
   Summary s;
   for (uint64_t seed = o.seed; !timeUp(o, s, start); ++seed) {
     QGPU_TRY(c, gen::generateProgram(policy, seed));
+    const std::string text = c.header + "\n" + machine::print(c.program);
+    if (o.print) std::printf("%s\n", text.c_str());
     ++s.cases;
     auto r = gen::checkCase(c);
     if (!r) {
       ++s.failed;
-      recordFailure(o, "program-" + std::to_string(seed) + ".txt", c.header + "\n" + machine::print(c.program), seed,
-                    c.header, r.error());
+      recordFailure(o, "program-" + std::to_string(seed) + ".txt", text, seed, c.header, r.error());
     } else {
       ++s.match;  // every property held (a Fault or StepLimit the policy asked for included)
+      ++s.outcomes[outcomeName(r->status)];
     }
     progress.update(s, start);
   }
@@ -259,6 +279,7 @@ int runFuzz(const FuzzOptions& o) {
     nlohmann::json reasons = nlohmann::json::object();
     for (const auto& [m, n] : s->reasons) reasons[m] = n;
     j["refusals"] = reasons;
+    if (!s->outcomes.empty()) j["outcomes"] = s->outcomes;
     std::printf("%s\n", dumpJson(j).c_str());
   } else {
     std::printf("fuzz %s: %llu cases from seed %llu in %.2f s (%.1f cases/s): %llu match, %llu refused (limit), "
@@ -268,6 +289,11 @@ int runFuzz(const FuzzOptions& o) {
                 static_cast<unsigned long long>(s->refusedUnsupported), static_cast<unsigned long long>(s->failed));
     for (const auto& [m, n] : s->reasons)
       std::printf("  refused %llu x: %s\n", static_cast<unsigned long long>(n), m.c_str());
+    if (!s->outcomes.empty()) {
+      std::printf("  runs ended:");
+      for (const auto& [m, n] : s->outcomes) std::printf(" %s %llu", m.c_str(), static_cast<unsigned long long>(n));
+      std::printf("\n");
+    }
   }
   return exitCode(tally);
 }
@@ -285,6 +311,7 @@ Command addFuzzCommand(CLI::App& root, const CommonOptions&) {
   app->add_option("--compiler", o.compiler, "cuda: clang, nvcc or both")->capture_default_str();
   app->add_option("--batch", o.batch, "cuda: kernels per compiler run (one translation unit)")->capture_default_str();
   app->add_option("--out", o.outDir, "Write each failing case (with its seed and policy) under this directory");
+  app->add_flag("--print", o.print, "Write each case (header and text) to stdout before it runs");
   return {app, [] { return runFuzz(o); }};
 }
 

@@ -10,6 +10,17 @@ qgpu="$1"
 
 expect program 0 '^fuzz program: 300 cases from seed 1 .* 300 match, .* 0 failed' -- \
   "$qgpu" fuzz --gen program --cases 300 --seed 1
+# How the runs ended is counted, and the counts add up to the cases.
+expect program-outcomes 0 '^  runs ended:( (Fault|Finished|StepLimit) [0-9]+)+$' -- \
+  "$qgpu" fuzz --gen program --cases 50 --seed 1
+if "$qgpu" --json fuzz --gen program --cases 50 --seed 1 | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(0 if sum(j["outcomes"].values())==50 else 1)'; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL outcomes-sum"
+fi
+# --print writes each case before it runs: the program's header names its seed; the PTX is a module.
+expect print-program 0 'seed=2' -- "$qgpu" fuzz --gen program --cases 1 --seed 2 --print
+expect print-ptx 0 '^\.version' -- "$qgpu" fuzz --gen ptx --cases 1 --seed 2 --print
 expect ptx 0 '^fuzz ptx: 100 cases from seed 7 .* 0 failed' -- "$qgpu" fuzz --gen ptx --cases 100 --seed 7
 expect cuda-clang 0 '^fuzz cuda: 24 cases from seed 3 .* 0 failed' -- \
   "$qgpu" fuzz --gen cuda --compiler clang --cases 24 --batch 12 --seed 3
