@@ -37,7 +37,8 @@ int run(int argc, char** argv) {
       addRunCommand(app, common),     addExprCommand(app, common),
       addTraceCommand(app, common),   addReportCommand(app, common),
       addAuditCommand(app, common),   addBenchCommand(app, common),
-      addFuzzCommand(app, common),
+      addFuzzCommand(app, common),    addReduceCommand(app, common),
+      addBisectCommand(app, common),
 #ifdef QGPU_HAVE_GPU_CLI
       addGpuCommand(app, common),
 #endif
