@@ -32,8 +32,12 @@
 // reduced kernel is still free of undefined behaviour: nothing inside `[...]` is rewritten (loads
 // stay `in[x & 15u]`, stores stay in the thread's own slots, atomics on their own word), mask
 // operands (a literal after `&` or `|`: `& 31u`, `| 1u`, `& 0x7777u`) are never rewritten, a
-// divisor (after `/` or `%`, a `(int)` cast between allowed) is only ever replaced by 1, and a
-// `__syncthreads();` line is not removed while the kernel still names a `__shared__` array.
+// divisor (after `/` or `%`, a `(int)` cast between allowed) is only ever replaced by 1, the
+// definition of a variable that indexes a store or an atomic is never rewritten (the thread's own
+// slot), a for-header only in its bound, and a candidate whose shared-memory exchange would race
+// is never tried (sharedExchangesRaceFree). gen/cuda_check.h's property does not apply to a
+// reduced kernel (it needs the generator's own expectation): these rules stand in for it, and
+// the predicate is the final judge of validity.
 #pragma once
 
 #include <cstdint>

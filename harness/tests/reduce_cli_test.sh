@@ -59,15 +59,17 @@ if [ "$mode" = cuda ]; then
   command -v clang-14 >/dev/null || [ -x /usr/lib/llvm-14/bin/clang ] || { echo "SKIP: no clang-14"; exit 77; }
   cp "$data/rk_planted.cu" "$dir/rk_planted.cu"
   pred="grep -Eq 'in\\[[^]]*\\] \\* in\\[' rk_planted.cu && \"$QGPU\" compile rk_planted.cu --compiler clang --ptx >/dev/null 2>&1"
-  out=$("$QGPU" --json reduce "$dir/rk_planted.cu" --predicate "$pred" --timeout 60 --out "$dir/small.cu" --quiet)
+  mkdir "$dir/out"  # the result keeps its name: a kernel file's stem is its kernel's name
+  out=$("$QGPU" --json reduce "$dir/rk_planted.cu" --predicate "$pred" --timeout 60 --out "$dir/out/rk_planted.cu" --quiet)
   check "reduce exits 0" 0 $?
   before=$(echo "$out" | json '["linesBefore"]'); after=$(echo "$out" | json '["linesAfter"]')
   echo "planted CUDA: $before -> $after lines, $(echo "$out" | json '["predicateCalls"]') predicate calls"
-  cat "$dir/small.cu"
-  body=$(grep -vc '^//' "$dir/small.cu")
+  cat "$dir/out/rk_planted.cu"
+  body=$(grep -vc '^//' "$dir/out/rk_planted.cu")
   [ "$before" -ge 90 ] && check "the original has 90+ lines" yes yes || check "the original has 90+ lines" ">=90" "$before"
   [ "$body" -le 6 ] && check "at most 6 lines of code are left" yes yes || check "at most 6 lines of code left" "<=6" "$body"
-  "$QGPU" compile "$dir/small.cu" --compiler clang --ptx >/dev/null 2>&1; check "the result still compiles" 0 $?
+  "$QGPU" compile "$dir/out/rk_planted.cu" --compiler clang --ptx >/dev/null 2>&1; check "the result still compiles" 0 $?
+  grep -q 'param: acc\|unsigned\* acc' "$dir/out/rk_planted.cu"; check "the unused parameter acc left the signature and the header" 1 $?
   exit $fail
 fi
 echo "usage: reduce_cli_test.sh ptx|cuda QGPU"; exit 2

@@ -1,98 +1,103 @@
 // qgpu-kernel: rk_planted
 // summary: random CUDA kernel (gen/cuda_gen.h), expectations computed by the generator
-// launch: grid=2 block=6
-// param: in in u32[16] = 0 15 413960169 3667077251 8 1 0 2708417131 13 6 4 2494442191 1784274758 15 2 1
-// param: out out u32[24]
-// param: acc inout u32[8] = 14 0 13 2899047424 4061457090 331419710 15 10
-// param: k scalar u32 = 15
-// expect: out = 1073741824 4294967295 1073741824 4294967295 1073741824 4294967295 1073741824 4294967295 1073741824 4294967295 1073741824 4294967295 1 0 1 0 1 0 1 0 1 0 1 0
-// expect: acc = 20 0 13 2899047424 4061457091 331419710 15 10
+// launch: grid=2 block=3
+// param: in in u32[16] = 2 14 14 9 2798678302 1 9 6 11 0 11 10 12 14 3391048206 2
+// param: out out u32[6]
+// param: acc inout u32[8] = 8 5 1 462033620 2991263028 1 3103464654 4090121818
+// param: k scalar u32 = 2
+// expect: out = 0 1 2 0 1 2
+// expect: acc = 8 5 1 462033620 2991263028 1 3103464654 4090121818
 // tags: random
-// note: qgpu-gen cuda v1 seed=71 policy: maxTopStmts=12 maxDepth=3 maxBlockStmts=3 maxExprDepth=3 maxVars=5 maxHelpers=2 noinlineProb=0.3 maxTrips=3 elseProb=0.5 wAssign=5 wStore=3 wAtomic=1 wIf=2 wLoop=1 wReturn=1 wShared=1 wSyncReduce=1 wWarp=1 wArith=4 wDiv=1 wShift=2 wCompare=2 wBuiltin=2 wCall=1 leafProb=0.3 smallConstProb=0.7 maxGrid=2 maxBlockX=8 warpBlockProb=0.4 maxSlots=2
+// note: qgpu-gen cuda v1 seed=12303 policy: maxTopStmts=12 maxDepth=3 maxBlockStmts=3 maxExprDepth=3 maxVars=5 maxHelpers=2 noinlineProb=0.3 maxTrips=3 elseProb=0.5 wAssign=5 wStore=3 wAtomic=1 wIf=2 wLoop=1 wReturn=1 wShared=1 wSyncReduce=1 wWarp=1 wArith=4 wDiv=1 wShift=2 wCompare=2 wBuiltin=2 wCall=1 leafProb=0.3 smallConstProb=0.7 maxGrid=2 maxBlockX=8 warpBlockProb=0.4 maxSlots=2
 
 __device__ unsigned rk_planted_h0(unsigned a, unsigned b) {
-  if (a) return (b << ((~(unsigned)(b != a)) & 31u));
-  return ((unsigned)((int)0xe2d6cd98u <= (int)5u) | b);
+  return min(((~b) + __byte_perm(0x146a2b88u, 0xa8728e91u, 10u & 0x7777u)), ((unsigned)(b > b) * 13u));
 }
 
 __device__ unsigned rk_planted_h1(unsigned a, unsigned b) {
-  if ((0u - b)) return (rk_planted_h0((a + b), __byte_perm(a, b, b & 0x7777u)) | ((unsigned)((int)8u <= (int)0x21a6c00cu) - (a - a)));
-  return (unsigned)(b == b);
+  return (~8u);
 }
 
 __global__ void rk_planted(const unsigned* in, unsigned* out, unsigned* acc, unsigned k) {
-  __shared__ unsigned sh[6];
-  unsigned o = (blockIdx.x * blockDim.x + threadIdx.x) * 2u;
-  unsigned v0 = 0x67ad4b05u;
-  unsigned v1 = rk_planted_h0(12u, v0);
-  unsigned v2 = 7u;
-  unsigned v3 = (~v1);
-  unsigned v4 = v1;
-  v2 = rk_planted_h0((__byte_perm(7u, v0, in[threadIdx.x & 15u] & 0x7777u) * (unsigned)__clz((int)2u)), ((v1 << (v4 & 31u)) >> ((unsigned)((int)v4 >> (in[v2 & 15u] & 31u)) & 31u)));
-  out[o + 0u] = (unsigned)((~blockIdx.x) != (~(unsigned)((int)v2 > (int)v3)));
-  if ((unsigned)(blockIdx.x <= v3)) {
-    v4 = __sad((int)(~(unsigned)((int)1u % (int)((v1 & 255u) | 1u))), (int)(unsigned)(!rk_planted_h0(v0, 5u)), (unsigned)((int)v1 / (int)((in[v0 & 15u] & 255u) | 1u)));
-    v0 = (__umul24((unsigned)((int)v3 >> (v3 & 31u)), (unsigned)((int)12u >> (in[gridDim.x & 15u] & 31u))) * (unsigned)((threadIdx.x - 0xf84c7f45u) == k));
-  }
-  for (unsigned i0 = 0; i0 < rk_planted_h1(((unsigned)min((int)v1, (int)gridDim.x) << (v4 & 31u)), v3) % 4u; ++i0) {
-    out[o + 0u] = v1;
-  }
-  sh[threadIdx.x] = (unsigned)((int)((v4 & 0u) >> (in[k & 15u] & 31u)) <= (int)(gridDim.x & (6u % (v1 | 1u))));
-  __syncthreads();
-  v0 = sh[(threadIdx.x + 1u) % 6u];
-  __syncthreads();
-  v3 = (blockDim.x & rk_planted_h0((unsigned)((int)in[v0 & 15u] % (int)((v4 & 255u) | 1u)), (unsigned)__mulhi((int)k, (int)v4)));
-  if (__usad(v1, (unsigned)((int)(unsigned)((int)0xcbd91d7cu >= (int)gridDim.x) <= (int)(unsigned)min((int)blockDim.x, (int)in[v0 & 15u])), ((unsigned)((int)v3 > (int)v3) ^ blockIdx.x))) {
-    out[o + 1u] = 3u;
-    if (1u) {
-      for (unsigned i1 = 0; i1 < __byte_perm(blockDim.x, v0, (unsigned)((int)11u >> ((5u - 0x9b2cb41bu) & 31u)) & 0x7777u) % 4u; ++i1) {
-        out[o + 1u] = (i1 << (threadIdx.x & 31u));
-        atomicOr(&acc[4], (unsigned)((int)v2 < (int)3u));
-        v2 = (unsigned)((int)i1 / (int)((8u & 255u) | 1u));
+  unsigned o = (blockIdx.x * blockDim.x + threadIdx.x) * 1u;
+  unsigned v0 = 0xa0455784u;
+  unsigned v1 = (unsigned)((int)threadIdx.x >> (v0 & 31u));
+  unsigned v2 = (v0 / (v0 | 1u));
+  unsigned v3 = blockDim.x;
+  out[o + 0u] = min((v1 ^ __usad(11u, v2, 10u)), threadIdx.x);
+  v1 = threadIdx.x;
+  for (unsigned i0 = 0; i0 < gridDim.x % 4u; ++i0) {
+    if ((unsigned)__clz((int)(unsigned)((int)in[v0 & 15u] > (int)v3))) {
+      if ((i0 + ((i0 * i0) | v1))) {
+        v1 = ((unsigned)__mulhi((int)7u, (int)threadIdx.x) - rk_planted_h1((in[threadIdx.x & 15u] << (in[threadIdx.x & 15u] & 31u)), (in[v2 & 15u] << (0x388eb75cu & 31u))));
+      } else {
+        if (blockDim.x) return;
+        v1 = v2;
       }
-      out[o + 1u] = (unsigned)((int)(unsigned)((int)14u > (int)v3) >> ((unsigned)((int)(0u - v0) <= (int)(v0 >> (blockIdx.x & 31u))) & 31u));
-      out[o + 0u] = (unsigned)((v2 / ((6u * v3) | 1u)) != (rk_planted_h1(blockDim.x, in[v3 & 15u]) ? v0 : v4));
+      for (unsigned i1 = 0; i1 < __umul24((unsigned)((int)(v1 ^ i0) % (int)((blockIdx.x & 255u) | 1u)), (i0 % ((unsigned)__mul24((int)v0, (int)v2) | 1u))) % 4u; ++i1) {
+        v1 = (unsigned)((unsigned)__popc(v2) < (~(unsigned)((int)11u >> (i1 & 31u))));
+      }
+      v2 = (unsigned)((__usad(5u, blockDim.x, 14u) * 0x545b94f7u) && (unsigned)((int)(unsigned)((int)v1 >> (13u & 31u)) >> ((~0x824bf1b7u) & 31u)));
+    }
+    if (((v1 + k) | min((threadIdx.x - i0), (unsigned)(v2 || gridDim.x)))) {
+      if (rk_planted_h0(blockDim.x, (unsigned)(blockDim.x && 1u))) {
+        out[o + 0u] = (rk_planted_h1((i0 >> (v2 & 31u)), blockIdx.x) ? (0u - rk_planted_h1(7u, in[v2 & 15u])) : (unsigned)(rk_planted_h0(v1, gridDim.x) <= (unsigned)(16u && i0)));
+        v0 = (unsigned)((int)(unsigned)((int)(threadIdx.x * gridDim.x) >> (7u & 31u)) % (int)((rk_planted_h1(i0, (unsigned)(i0 || k)) & 255u) | 1u));
+      }
+      if (((unsigned)(rk_planted_h0(threadIdx.x, in[v1 & 15u]) && (i0 + v2)) | (unsigned)((int)rk_planted_h1(in[v3 & 15u], in[threadIdx.x & 15u]) >> (v0 & 31u)))) return;
+      atomicAnd(&acc[1], rk_planted_h1(14u, 0x5042acb6u));
     } else {
-      out[o + 0u] = min((unsigned)((int)rk_planted_h1(2u, threadIdx.x) >> ((~k) & 31u)), (unsigned)((int)(unsigned)((int)11u >> (blockDim.x & 31u)) % (int)((max(v1, v3) & 255u) | 1u)));
-      out[o + (v4) % 2u] = rk_planted_h1((unsigned)abs((int)((v1 | k) | 1u)), v1);
+      if (((~(unsigned)(i0 >= 0xd6783fadu)) / ((unsigned)((unsigned)min((int)v3, (int)v2) != (unsigned)(in[k & 15u] < v0)) | 1u))) {
+        v3 = (unsigned)((int)((in[v0 & 15u] + i0) * (0u - k)) / (int)((((blockIdx.x | in[v0 & 15u]) - (0u - 13u)) & 255u) | 1u));
+        v0 = (((blockIdx.x & v1) | rk_planted_h1(blockIdx.x, blockDim.x)) ^ threadIdx.x);
+      }
+      v3 = (0u ^ threadIdx.x);
     }
-  } else {
-    out[o + 0u] = (unsigned)((int)threadIdx.x >> ((unsigned)((int)(unsigned)(v1 || blockIdx.x) % (int)((rk_planted_h1(3u, gridDim.x) & 255u) | 1u)) & 31u));
-    if ((unsigned)((int)(0u - (14u + gridDim.x)) / (int)(((unsigned)((0u - blockIdx.x) != (unsigned)(!0xe0fbf330u)) & 255u) | 1u))) return;
-    v3 = (unsigned)((int)__brev(4u) >= (int)(~__brev(v3)));
+    atomicMax(&acc[6], rk_planted_h1(v2, __sad((int)(~v1), (int)(unsigned)((int)0xbd69a34au % (int)((12u & 255u) | 1u)), 0x1f5ee8a6u)));
   }
-  if (blockIdx.x) {
-    if ((((0u - in[blockIdx.x & 15u]) / ((v1 | 8u) | 1u)) & ((unsigned)((int)v1 >= (int)v2) - in[v4 & 15u]))) {
-      if ((unsigned)((unsigned)max((int)(unsigned)__clz((int)7u), (int)(in[v2 & 15u] ^ in[v1 & 15u])) <= v3)) {
-        v1 = 7u;
-        out[o + 1u] = (v3 * (v0 << (gridDim.x & 31u)));
+  for (unsigned i2 = 0; i2 < (~(rk_planted_h1(in[gridDim.x & 15u], v0) << (blockIdx.x & 31u))) % 4u; ++i2) {
+    v3 = __umul24(((unsigned)(16u <= v3) - (threadIdx.x ^ i2)), rk_planted_h1(i2, (~4u)));
+  }
+  for (unsigned i3 = 0; i3 < (unsigned)((int)__byte_perm((16u >> (v1 & 31u)), (v2 - gridDim.x), (in[v1 & 15u] << (blockDim.x & 31u)) & 0x7777u) <= (int)((v2 & v1) << ((in[blockIdx.x & 15u] * in[blockIdx.x & 15u]) & 31u))) % 4u; ++i3) {
+    atomicMax(&acc[6], in[v0 & 15u]);
+    if ((unsigned)((unsigned)(i3 >= v0) >= in[threadIdx.x & 15u])) {
+      if (((in[blockIdx.x & 15u] >> (rk_planted_h0(gridDim.x, blockDim.x) & 31u)) ? v0 : (unsigned)((v3 >> (threadIdx.x & 31u)) <= (unsigned)(v0 != v1)))) {
+        if (__sad((int)(unsigned)((int)(k - v2) >> ((unsigned)(threadIdx.x == blockIdx.x) & 31u)), (int)(unsigned)((k >> (gridDim.x & 31u)) >= (unsigned)(!v0)), (blockIdx.x / ((v1 & v0) | 1u)))) return;
+        out[o + 0u] = (0u - (__umulhi(0x0341fd77u, v0) + (unsigned)__ffs((int)gridDim.x)));
+      } else {
+        v2 = (unsigned)((int)v3 / (int)((rk_planted_h1((v1 << (in[blockDim.x & 15u] & 31u)), (i3 & v1)) & 255u) | 1u));
       }
-      v2 = ((unsigned)((int)(unsigned)min((int)gridDim.x, (int)0x3592c46eu) <= (int)(unsigned)__mul24((int)7u, (int)in[v0 & 15u])) >> (rk_planted_h1(min(v3, blockDim.x), (v4 % (threadIdx.x | 1u))) & 31u));
-      v0 = 0xd1af064du;
-    }
-    if (v1) return;
-  } else {
-    if (((in[gridDim.x & 15u] >> (0x98ed03a4u & 31u)) ^ (blockIdx.x + (unsigned)((int)k >> (in[v1 & 15u] & 31u))))) {
-      if (blockIdx.x) {
-        v0 = rk_planted_h0(((unsigned)((int)v1 % (int)((in[v3 & 15u] & 255u) | 1u)) << ((~v2) & 31u)), (unsigned)__popc((~v1)));
-        v0 = in[v4 & 15u];
-        v1 = (threadIdx.x + ((v1 ^ v3) ^ (unsigned)((int)16u >> (gridDim.x & 31u))));
-      }
-      out[o + 1u] = v3;
-      v3 = (0u - (unsigned)(!(v4 / (v0 | 1u))));
+      out[o + 0u] = (unsigned)(!v3);
+      v3 = (blockDim.x >> (((threadIdx.x >> (in[gridDim.x & 15u] & 31u)) - rk_planted_h0(blockDim.x, v3)) & 31u));
     } else {
-      if (rk_planted_h0(rk_planted_h0((unsigned)(5u <= blockIdx.x), (unsigned)((int)v0 >= (int)7u)), ((v4 - v4) + rk_planted_h1(k, v4)))) {
-        v0 = 15u;
-        v1 = gridDim.x;
-        v2 = (v1 | __byte_perm((unsigned)((int)blockIdx.x >> (blockDim.x & 31u)), 14u, v1 & 0x7777u));
+      if (((unsigned)(rk_planted_h1(in[v0 & 15u], v2) > (unsigned)max((int)0x91c77536u, (int)in[threadIdx.x & 15u])) * v2)) return;
+      out[o + 0u] = 0x23cc016du;
+    }
+    for (unsigned i4 = 0; i4 < v1 % 4u; ++i4) {
+      atomicAnd(&acc[1], ((i3 | (unsigned)__popc(v2)) & 11u));
+      if (k) {
+        out[o + 0u] = (0u - 0u);
+        v3 = rk_planted_h0(((0u - v0) % ((unsigned)(threadIdx.x == i3) | 1u)), ((unsigned)(!v0) << ((unsigned)(v0 == blockDim.x) & 31u)));
+        out[o + 0u] = (0u - (unsigned)((int)0x7e2e8122u >> ((unsigned)((int)v1 >> (gridDim.x & 31u)) & 31u)));
+      } else {
+        v2 = __usad((0x5d5aa57cu % ((unsigned)((int)i3 / (int)((v0 & 255u) | 1u)) | 1u)), (v0 >> (v1 & 31u)), gridDim.x);
+        v0 = min((unsigned)((v0 >> (k & 31u)) < (i3 >> (threadIdx.x & 31u))), (unsigned)((unsigned)((int)0x17a259cau >> (threadIdx.x & 31u)) || (v2 ^ threadIdx.x)));
+        out[o + 0u] = (~i3);
       }
-      out[o + (v2) % 2u] = (v3 * in[threadIdx.x & 15u]);
-      out[o + 1u] = (threadIdx.x | in[v0 & 15u]);
+      out[o + 0u] = (0u - max(in[v0 & 15u], (11u / (k | 1u))));
     }
   }
-  atomicAdd(&acc[0], rk_planted_h0(((v2 >> (0xbb231c27u & 31u)) * (0x111192f2u ^ v0)), ((in[blockDim.x & 15u] & gridDim.x) >> (threadIdx.x & 31u))));
-  out[o + 1u] = (~(unsigned)(blockDim.x == rk_planted_h0(v3, threadIdx.x)));
-  out[o + 0u] = rk_planted_h0((unsigned)__popc((v0 * 7u)), (rk_planted_h1(v0, in[v2 & 15u]) >> ((0u - blockIdx.x) & 31u)));
-  if (((unsigned)((unsigned)__mul24((int)v0, (int)v0) >= (in[gridDim.x & 15u] * in[v3 & 15u])) ? 15u : rk_planted_h1((v2 + in[blockIdx.x & 15u]), 1u))) return;
-  out[o] ^= v0 + v1 + v2 + v3 + v4;
+  v3 = (unsigned)(__usad(0x04c6ca93u, v2, (unsigned)(blockIdx.x <= v1)) <= min(11u, (~0xe3aafe21u)));
+  v3 = (unsigned)(__usad((gridDim.x | v0), (v3 >> (5u & 31u)), (unsigned)__mulhi((int)in[blockIdx.x & 15u], (int)16u)) >= v1);
+  v2 = (unsigned)__clz((int)(~(~v3)));
+  for (unsigned i5 = 0; i5 < k % 4u; ++i5) {
+    v3 = ((v3 / (rk_planted_h1(v3, 0x3cdaf01fu) | 1u)) >> (__sad((int)(unsigned)((int)v3 >> (4u & 31u)), (int)rk_planted_h0(v3, blockIdx.x), i5) & 31u));
+    v0 = (((v3 ? v2 : v3) - (unsigned)((int)i5 <= (int)8u)) * (unsigned)((v2 - k) >= v2));
+    for (unsigned i6 = 0; i6 < v2 % 4u; ++i6) {
+      v0 = (((12u ^ v3) * (0u & v2)) >> (gridDim.x & 31u));
+      v2 = (unsigned)((int)(unsigned)(v0 == (v2 * v0)) >> (((unsigned)max((int)14u, (int)v2) << (in[k & 15u] & 31u)) & 31u));
+    }
+  }
+  v1 = (unsigned)(((0u - v0) ^ (unsigned)(3u < v2)) < (0u - (unsigned)__mul24((int)v0, (int)6u)));
+  out[o] ^= v0 + v1 + v2 + v3;
 }
