@@ -37,6 +37,8 @@ Step classifyCase(int exitCode, int signal, bool timedOut, bool harnessErrorIsBa
 Expected<Step> bisectStep(const BisectOptions& o) {
   if (o.buildCommand.empty()) return makeDiag(ErrorKind::Usage, "no build command");
   if (o.caseCommand.empty()) return makeDiag(ErrorKind::Usage, "no case after '--'");
+  for (double t : {o.buildTimeoutSeconds, o.caseTimeoutSeconds})
+    if (!(t > 0) || t > 1e6) return makeDiag(ErrorKind::Usage, "a timeout must be in (0, 1e6] seconds");
   ProcessOptions build;
   build.timeoutSeconds = o.buildTimeoutSeconds;
   if (!o.logDir.empty()) build.logPath = (fs::path(o.logDir) / "build.log").string();

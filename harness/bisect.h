@@ -52,7 +52,8 @@ struct Step {
 };
 Step classifyCase(int exitCode, int signal, bool timedOut, bool harnessErrorIsBad);
 
-// Builds and runs the case. Errors: Usage (no build command, no case), Internal (fork/wait).
+// Builds and runs the case. Errors: Usage (no build command, no case, a timeout outside
+// (0, 1e6] s), Internal (fork/wait).
 Expected<Step> bisectStep(const BisectOptions& options);
 
 }  // namespace qgpu::bisect

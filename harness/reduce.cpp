@@ -193,11 +193,8 @@ class Reducer {
                                               std::to_string(i + 1) + " (" + why + ") of the original" + logNote(p));
       }
     }
-    static const std::pair<const char*, void (Reducer::*)()> kPasses[] = {
-        {"lines", &Reducer::passLines},   {"blocks", &Reducer::passBlocks}, {"params", &Reducer::passParams},
-        {"exprs", &Reducer::passExprs},   {"atoms", &Reducer::passAtoms},
-    };
-    for (const auto& [name, fn] : kPasses) stats_.push_back({name, 0, 0});
+    static const char* const kPasses[] = {"lines", "blocks", "params", "exprs", "atoms"};
+    for (const char* name : kPasses) stats_.push_back({name, 0, 0});
     bool changed = true;
     while (changed && !exhausted()) {
       changed = false;
@@ -206,10 +203,10 @@ class Reducer {
         current_ = &stats_[i];
         size_t before = joinLines(lines_, finalNewline_).size();
         int accepted = stats_[i].accepted;
-        (this->*kPasses[i].second)();
+        runPass(i);
         if (stats_[i].accepted > accepted) changed = true;
         if (options_.progress)
-          options_.progress("round " + std::to_string(r.rounds) + " pass " + kPasses[i].first + ": " +
+          options_.progress("round " + std::to_string(r.rounds) + " pass " + kPasses[i] + ": " +
                             std::to_string(before) + " -> " + std::to_string(joinLines(lines_, finalNewline_).size()) +
                             " bytes, " + std::to_string(lines_.size()) + " lines, " + std::to_string(calls_) + "/" +
                             std::to_string(options_.budget) + " predicate calls");
@@ -229,6 +226,16 @@ class Reducer {
  private:
   std::string logNote(const PredicateRun& p) const {
     return p.logTail.empty() ? "" : "; its output ends: " + trim(p.logTail);
+  }
+
+  void runPass(size_t i) {
+    switch (i) {
+      case 0: passLines(); break;
+      case 1: passBlocks(); break;
+      case 2: passParams(); break;
+      case 3: passExprs(); break;
+      default: passAtoms(); break;
+    }
   }
 
   bool exhausted() const { return calls_ >= options_.budget || error_.has_value(); }

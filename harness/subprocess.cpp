@@ -18,6 +18,8 @@ namespace qgpu {
 
 Expected<ProcessResult> runProcess(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) return makeDiag(ErrorKind::Usage, "no command to run");
+  if (!(options.timeoutSeconds > 0) || options.timeoutSeconds > 1e6)
+    return makeDiag(ErrorKind::Usage, "a timeout must be in (0, 1e6] seconds");
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

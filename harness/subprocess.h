@@ -21,7 +21,7 @@ struct ProcessOptions {
   std::string workDir;                                   // empty: the current directory
   std::string logPath;                                   // empty: inherit stdout/stderr
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
-  double timeoutSeconds = 60;
+  double timeoutSeconds = 60;  // (0, 1e6]; the caller validates user input against that
 };
 
 struct ProcessResult {
