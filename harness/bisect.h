@@ -34,6 +34,9 @@ enum class Answer : uint8_t {
   Skip = 125, // git bisect skip
 };
 const char* answerName(Answer a);  // "good", "bad", "skip"
+// What `qgpu bisect-run` exits with when it could not run at all (its command line, a fork):
+// above 127, so `git bisect run` stops instead of marking the commit.
+inline constexpr int kExitBisectAbort = 128;
 
 struct BisectOptions {
   std::string buildCommand;       // /bin/sh -c

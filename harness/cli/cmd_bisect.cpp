@@ -6,10 +6,10 @@
 //
 // Exit codes are git bisect's, not qgpu's (command.h): 0 good, 1 bad, 125 skip (the build
 // failed, the case was inconclusive, bad input at that commit, or timed out), and 128 when
-// bisect-run itself could not run (no case, fork failed): git bisect run stops on it. A command
-// line CLI11 cannot parse exits 2 before this runs — which git reads as bad: try the command
-// once by hand before `git bisect run`. One line on stderr says what was decided and why (JSON on
-// stdout with --json).
+// bisect-run itself could not run (a bad option value, fork failed) or its command line does
+// not parse (main.cpp answers 128 for bisect-run instead of 2, which git would read as bad): git
+// bisect run stops on it. One line on stderr says what was decided and why (JSON on stdout with
+// --json).
 #include <cstdio>
 
 #include "harness/bisect.h"
@@ -20,7 +20,7 @@ namespace qgpu::cli {
 
 namespace {
 
-constexpr int kExitBisectAbort = 128;  // git bisect run: stop the bisection
+using bisect::kExitBisectAbort;
 
 struct BisectCmdOptions {
   bisect::BisectOptions options;

@@ -44,6 +44,8 @@ check "--harness-error skip" 125 "$("$QGPU" bisect-run --harness-error skip true
 check "a case that hangs is skipped" 125 "$("$QGPU" bisect-run --timeout 0.5 true -- sleep 30 2>/dev/null; echo $?)"
 check "a case command that does not exist is skipped" 125 "$("$QGPU" bisect-run true -- /no/such/case 2>/dev/null; echo $?)"
 check "--harness-error garbage stops git bisect (128)" 128 "$("$QGPU" bisect-run --harness-error maybe true -- true 2>/dev/null; echo $?)"
+check "a command line that does not parse stops git bisect (128), not bad (2)" 128 "$("$QGPU" bisect-run --no-such-flag true -- true 2>/dev/null; echo $?)"
+check "no case stops git bisect (128)" 128 "$("$QGPU" bisect-run true 2>/dev/null; echo $?)"
 why=$("$QGPU" --json bisect-run "sh build.sh" -- sh case.sh 2>/dev/null | tr -d ' \n')
 check "--json names the answer" '{"answer":"bad","exit":1,"reason":"case:mismatch(exit1)"}' "$why"
 
