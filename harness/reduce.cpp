@@ -25,7 +25,8 @@ Expected<FileKind> fileKindOf(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   if (ext == ".cu") return FileKind::Cuda;
   if (ext == ".ptx") return FileKind::Ptx;
-  return makeDiag(ErrorKind::Usage, "cannot reduce '" + path + "': the file must end in .cu or .ptx",
+  return makeDiag(ErrorKind::Usage,
+                  "cannot reduce '" + path + "': the file must end in .cu or .ptx",
                   SourceLoc{path, 0, 0});
 }
 
@@ -62,8 +63,12 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool isIdentStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool isIdentChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 bool containsWord(const std::string& text, const std::string& word) {
   for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
@@ -78,10 +83,12 @@ bool containsWord(const std::string& text, const std::string& word) {
 
 Expected<PredicateRun> runPredicate(const std::string& text, const PredicateOptions& options) {
   if (options.fileName.empty() || options.fileName.find('/') != std::string::npos)
-    return makeDiag(ErrorKind::Usage, "the candidate's name must be a plain file name, not '" + options.fileName + "'");
+    return makeDiag(ErrorKind::Usage, "the candidate's name must be a plain file name, not '" +
+                                          options.fileName + "'");
   std::string tmpl = (fs::temp_directory_path() / "qgpu-reduce.XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr)
-    return makeDiag(ErrorKind::Io, std::string("cannot make a scratch directory: ") + std::strerror(errno));
+    return makeDiag(ErrorKind::Io,
+                    std::string("cannot make a scratch directory: ") + std::strerror(errno));
   const fs::path dir = tmpl;
   struct Cleanup {
     fs::path dir;
@@ -168,7 +175,9 @@ namespace {
 class Reducer {
  public:
   Reducer(const std::string& text, FileKind kind, const ReduceOptions& options)
-      : kind_(kind), options_(options), lines_(splitLines(text)),
+      : kind_(kind),
+        options_(options),
+        lines_(splitLines(text)),
         finalNewline_(!text.empty() && text.back() == '\n') {}
 
   Expected<ReduceResult> run() {
@@ -180,17 +189,21 @@ class Reducer {
     for (int i = 0; i < options_.determinismRuns; ++i) {
       QGPU_TRY(p, call(original));
       if (!p.interesting) {
-        std::string why = p.timedOut ? "timed out after " + std::to_string(options_.predicate.timeoutSeconds) + " s"
+        std::string why = p.timedOut ? "timed out after " +
+                                           std::to_string(options_.predicate.timeoutSeconds) + " s"
                           : p.signal ? "killed by signal " + std::to_string(p.signal)
                                      : "exit " + std::to_string(p.exitCode);
         if (p.exitCode == 127 && !p.timedOut && p.signal == 0)
-          return makeDiag(ErrorKind::Usage, "the predicate command was not found (sh: exit 127): '" +
-                                                options_.predicate.command + "'" + logNote(p));
+          return makeDiag(ErrorKind::Usage,
+                          "the predicate command was not found (sh: exit 127): '" +
+                              options_.predicate.command + "'" + logNote(p));
         if (i == 0)
-          return makeDiag(ErrorKind::Usage, "the predicate is not interesting on the original file (" + why +
-                                                "): nothing to reduce" + logNote(p));
-        return makeDiag(ErrorKind::Usage, "the predicate is nondeterministic: interesting on run 1, not on run " +
-                                              std::to_string(i + 1) + " (" + why + ") of the original" + logNote(p));
+          return makeDiag(ErrorKind::Usage,
+                          "the predicate is not interesting on the original file (" + why +
+                              "): nothing to reduce" + logNote(p));
+        return makeDiag(ErrorKind::Usage,
+                        "the predicate is nondeterministic: interesting on run 1, not on run " +
+                            std::to_string(i + 1) + " (" + why + ") of the original" + logNote(p));
       }
     }
     static const char* const kPasses[] = {"lines", "blocks", "params", "exprs", "atoms"};
@@ -207,9 +220,10 @@ class Reducer {
         if (stats_[i].accepted > accepted) changed = true;
         if (options_.progress)
           options_.progress("round " + std::to_string(r.rounds) + " pass " + kPasses[i] + ": " +
-                            std::to_string(before) + " -> " + std::to_string(joinLines(lines_, finalNewline_).size()) +
-                            " bytes, " + std::to_string(lines_.size()) + " lines, " + std::to_string(calls_) + "/" +
-                            std::to_string(options_.budget) + " predicate calls");
+                            std::to_string(before) + " -> " +
+                            std::to_string(joinLines(lines_, finalNewline_).size()) + " bytes, " +
+                            std::to_string(lines_.size()) + " lines, " + std::to_string(calls_) +
+                            "/" + std::to_string(options_.budget) + " predicate calls");
       }
     }
     r.text = joinLines(lines_, finalNewline_);
@@ -230,11 +244,21 @@ class Reducer {
 
   void runPass(size_t i) {
     switch (i) {
-      case 0: passLines(); break;
-      case 1: passBlocks(); break;
-      case 2: passParams(); break;
-      case 3: passExprs(); break;
-      default: passAtoms(); break;
+      case 0:
+        passLines();
+        break;
+      case 1:
+        passBlocks();
+        break;
+      case 2:
+        passParams();
+        break;
+      case 3:
+        passExprs();
+        break;
+      default:
+        passAtoms();
+        break;
     }
   }
 
@@ -276,7 +300,8 @@ class Reducer {
     if (i < bodyStart()) return true;
     if (kind_ != FileKind::Ptx) return false;
     std::string t = trim(lines_[i]);
-    return t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 || t.rfind(".address_size", 0) == 0;
+    return t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 ||
+           t.rfind(".address_size", 0) == 0;
   }
 
   // ddmin over the removable lines: chunks of n/2, then n/4, ... 1.
@@ -306,8 +331,10 @@ class Reducer {
         }
       }
       if (chunk == 1 && !any) break;
-      if (!any) chunk = std::max<size_t>(1, chunk / 2);
-      else chunk = std::min(chunk, std::max<size_t>(1, idx.size() / 2));
+      if (!any)
+        chunk = std::max<size_t>(1, chunk / 2);
+      else
+        chunk = std::min(chunk, std::max<size_t>(1, idx.size() / 2));
     }
   }
 
@@ -346,14 +373,32 @@ class Reducer {
       if (elseArm) {
         size_t end = matchingClose(close);
         if (end == std::string::npos || trim(lines_[end]) != "}") continue;
-        if (attempt(without({{i, end}}))) { --i; continue; }
-        if (attempt(without({{i, i}, {close, end}}))) { --i; continue; }  // the then-arm alone
-        if (attempt(without({{i, close}, {end, end}}))) { --i; continue; }  // the else-arm alone
-        if (attempt(without({{close, end - 1}}))) { --i; continue; }  // no else
+        if (attempt(without({{i, end}}))) {
+          --i;
+          continue;
+        }
+        if (attempt(without({{i, i}, {close, end}}))) {
+          --i;
+          continue;
+        }  // the then-arm alone
+        if (attempt(without({{i, close}, {end, end}}))) {
+          --i;
+          continue;
+        }  // the else-arm alone
+        if (attempt(without({{close, end - 1}}))) {
+          --i;
+          continue;
+        }  // no else
         continue;
       }
-      if (attempt(without({{i, close}}))) { --i; continue; }
-      if ((c == "}" || c == "};") && i + 1 < close && attempt(without({{i, i}, {close, close}}))) { --i; continue; }
+      if (attempt(without({{i, close}}))) {
+        --i;
+        continue;
+      }
+      if ((c == "}" || c == "};") && i + 1 < close && attempt(without({{i, i}, {close, close}}))) {
+        --i;
+        continue;
+      }
     }
   }
 
@@ -387,7 +432,8 @@ class Reducer {
       }
     }
     if (p == 0) return "";
-    if (p >= 2 && (l.substr(p - 2, 2) == "&&" || l.substr(p - 2, 2) == "||")) return l.substr(p - 2, 2);
+    if (p >= 2 && (l.substr(p - 2, 2) == "&&" || l.substr(p - 2, 2) == "||"))
+      return l.substr(p - 2, 2);
     return std::string(1, l[p - 1]);
   }
 
@@ -401,9 +447,11 @@ class Reducer {
         size_t e = l.find(']', b);
         if (e == std::string::npos) break;
         std::string after = trim(l.substr(e + 1));
-        bool store = !after.empty() && (after[0] == '=' ? after.rfind("==", 0) != 0
-                                                        : after.size() > 1 && after[1] == '=' &&
-                                                              std::string("+-*/%^&|").find(after[0]) != std::string::npos);
+        bool store =
+            !after.empty() &&
+            (after[0] == '=' ? after.rfind("==", 0) != 0
+                             : after.size() > 1 && after[1] == '=' &&
+                                   std::string("+-*/%^&|").find(after[0]) != std::string::npos);
         size_t nb = b;
         while (nb > 0 && isIdentChar(l[nb - 1])) --nb;
         bool address = nb > 0 && l[nb - 1] == '&';
@@ -423,8 +471,9 @@ class Reducer {
     std::set<size_t> prot;
     for (size_t i = bodyStart(); i < lines_.size(); ++i) {
       std::string t = trim(lines_[i]);
-      if (t.rfind("#", 0) == 0 || t.find("__global__") != std::string::npos || t.find("__device__") != std::string::npos ||
-          t.find("__shared__") != std::string::npos || t.find("template") != std::string::npos)
+      if (t.rfind("#", 0) == 0 || t.find("__global__") != std::string::npos ||
+          t.find("__device__") != std::string::npos || t.find("__shared__") != std::string::npos ||
+          t.find("template") != std::string::npos)
         prot.insert(i);
       for (const std::string& v : slotVars)
         if (t.rfind("unsigned " + v + " =", 0) == 0 || t.rfind("int " + v + " =", 0) == 0 ||
@@ -478,11 +527,14 @@ class Reducer {
         std::string inner = l.substr(open + 1, close - open - 1);
         bool cast = !inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) {
           return isIdentChar(c) || c == ' ' || c == '*';
-        }) && !std::all_of(inner.begin(), inner.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'u'; });
+        }) && !std::all_of(inner.begin(), inner.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) || c == 'u';
+        });
         if (cast || inner.find(';') != std::string::npos) continue;
         std::string op = operatorBefore(l, open);
-        std::vector<std::string> repl = (op == "/" || op == "%") ? std::vector<std::string>{"1u"}
-                                                                 : std::vector<std::string>{"0u", "1u"};
+        std::vector<std::string> repl = (op == "/" || op == "%")
+                                            ? std::vector<std::string>{"1u"}
+                                            : std::vector<std::string>{"0u", "1u"};
         for (const std::string& r : repl) {
           std::vector<std::string> cand = lines_;
           cand[li] = l.substr(0, open) + r + l.substr(close + 1);
@@ -496,11 +548,26 @@ class Reducer {
   }
 
   static bool isKeyword(const std::string& w) {
-    static const std::set<std::string> k = {
-        "unsigned", "int", "signed", "char", "short", "long", "bool", "void", "const", "volatile", "static",
-        "extern", "inline", "auto", "return", "if", "else", "for", "while", "do", "break", "continue", "struct",
-        "template", "typename", "class", "true", "false", "sizeof", "__global__", "__device__", "__shared__",
-        "__noinline__", "__forceinline__", "__restrict__", "__syncthreads", "uint", "uint32_t", "int32_t"};
+    static const std::set<std::string> k = {"unsigned",     "int",
+                                            "signed",       "char",
+                                            "short",        "long",
+                                            "bool",         "void",
+                                            "const",        "volatile",
+                                            "static",       "extern",
+                                            "inline",       "auto",
+                                            "return",       "if",
+                                            "else",         "for",
+                                            "while",        "do",
+                                            "break",        "continue",
+                                            "struct",       "template",
+                                            "typename",     "class",
+                                            "true",         "false",
+                                            "sizeof",       "__global__",
+                                            "__device__",   "__shared__",
+                                            "__noinline__", "__forceinline__",
+                                            "__restrict__", "__syncthreads",
+                                            "uint",         "uint32_t",
+                                            "int32_t"};
     return k.count(w) > 0 || w.rfind("atomic", 0) == 0;
   }
 
@@ -533,10 +600,12 @@ class Reducer {
           if (op == "." || (s >= 2 && (l.substr(s - 2, 2) == "++" || l.substr(s - 2, 2) == "--")) ||
               (s >= 2 && l.substr(s - 2, 2) == "->"))
             continue;
-          if (!after.empty() && (after[0] == '.' || after.rfind("++", 0) == 0 || after.rfind("--", 0) == 0))
+          if (!after.empty() &&
+              (after[0] == '.' || after.rfind("++", 0) == 0 || after.rfind("--", 0) == 0))
             continue;
           bool assign = !after.empty() && after[0] == '=' && after.rfind("==", 0) != 0;
-          bool compound = after.size() > 1 && after[1] == '=' && std::string("+-*/%^&|").find(after[0]) != std::string::npos;
+          bool compound = after.size() > 1 && after[1] == '=' &&
+                          std::string("+-*/%^&|").find(after[0]) != std::string::npos;
           if (assign || compound) continue;
           // A declaration: a type word right before.
           size_t p = s;
@@ -560,15 +629,18 @@ class Reducer {
             }
             if (end == std::string::npos || end > to) continue;
             std::string rest = trim(l.substr(end));
-            bool stored = !rest.empty() && ((rest[0] == '=' && rest.rfind("==", 0) != 0) ||
-                                            (rest.size() > 1 && rest[1] == '=' &&
-                                             std::string("+-*/%^&|").find(rest[0]) != std::string::npos));
+            bool stored =
+                !rest.empty() && ((rest[0] == '=' && rest.rfind("==", 0) != 0) ||
+                                  (rest.size() > 1 && rest[1] == '=' &&
+                                   std::string("+-*/%^&|").find(rest[0]) != std::string::npos));
             if (stored || (s > 0 && operatorBefore(l, s) == "&" && l[s - 1] == '&')) continue;
-            if (trim(l.substr(0, s)).empty()) continue;  // a call statement: the lines pass removes it
+            if (trim(l.substr(0, s)).empty())
+              continue;  // a call statement: the lines pass removes it
           }
         }
-        std::vector<std::string> repl = (op == "/" || op == "%") ? std::vector<std::string>{"1u"}
-                                                                 : std::vector<std::string>{"0u", "1u"};
+        std::vector<std::string> repl = (op == "/" || op == "%")
+                                            ? std::vector<std::string>{"1u"}
+                                            : std::vector<std::string>{"0u", "1u"};
         for (const std::string& r : repl) {
           std::vector<std::string> cand = lines_;
           cand[li] = l.substr(0, s) + r + l.substr(end);
@@ -586,8 +658,8 @@ class Reducer {
   void passPtxOperands() {
     for (size_t li = bodyStart(); li < lines_.size() && !exhausted(); ++li) {
       std::string t = trim(lines_[li]);
-      if (t.empty() || t[0] == '.' || t[0] == '/' || t[0] == '{' || t[0] == '}' || t.back() == ':' ||
-          t.back() != ';' || fixedLine(li))
+      if (t.empty() || t[0] == '.' || t[0] == '/' || t[0] == '{' || t[0] == '}' ||
+          t.back() == ':' || t.back() != ';' || fixedLine(li))
         continue;
       size_t indent = lines_[li].find(t[0]);
       std::string guard, rest = t;
@@ -599,8 +671,9 @@ class Reducer {
       }
       size_t sp = rest.find_first_of(" \t");
       std::string opcode = rest.substr(0, sp == std::string::npos ? rest.size() : sp);
-      if (opcode.rfind("bra", 0) == 0 || opcode.rfind("call", 0) == 0 || opcode.rfind("ret", 0) == 0 ||
-          opcode.rfind("exit", 0) == 0 || opcode.rfind("bar", 0) == 0 || sp == std::string::npos)
+      if (opcode.rfind("bra", 0) == 0 || opcode.rfind("call", 0) == 0 ||
+          opcode.rfind("ret", 0) == 0 || opcode.rfind("exit", 0) == 0 ||
+          opcode.rfind("bar", 0) == 0 || sp == std::string::npos)
         continue;
       std::string operands = rest.substr(sp, rest.size() - sp - 1);
       std::vector<std::string> ops;
@@ -619,7 +692,8 @@ class Reducer {
       ops.push_back(trim(cur));
       bool storeLike = opcode.rfind("st.", 0) == 0 || opcode.rfind("red.", 0) == 0;
       auto rebuild = [&](const std::string& g, const std::vector<std::string>& o) {
-        std::string line = lines_[li].substr(0, indent) + (g.empty() ? "" : g + " ") + opcode + "\t";
+        std::string line =
+            lines_[li].substr(0, indent) + (g.empty() ? "" : g + " ") + opcode + "\t";
         for (size_t k = 0; k < o.size(); ++k) line += (k ? ", " : "") + o[k];
         return line + ";";
       };
@@ -685,7 +759,8 @@ class Reducer {
           std::vector<std::string> cand;
           for (size_t j = 0; j < lines_.size(); ++j) {
             std::string t = trim(lines_[j]);
-            if (j < bodyStart() && (t.rfind("// param: " + name + " ", 0) == 0 || t.rfind("// expect: " + name + " ", 0) == 0))
+            if (j < bodyStart() && (t.rfind("// param: " + name + " ", 0) == 0 ||
+                                    t.rfind("// expect: " + name + " ", 0) == 0))
               continue;
             cand.push_back(j == li ? l.substr(0, open + 1) + sig + l.substr(close) : lines_[j]);
           }
@@ -730,11 +805,13 @@ class Reducer {
 
 }  // namespace
 
-Expected<ReduceResult> reduce(const std::string& text, FileKind kind, const ReduceOptions& options) {
+Expected<ReduceResult> reduce(const std::string& text, FileKind kind,
+                              const ReduceOptions& options) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     return makeDiag(ErrorKind::Usage, "nothing to reduce: the file is empty (or only blanks)");
   if (options.predicate.command.empty()) return makeDiag(ErrorKind::Usage, "no predicate command");
-  if (options.determinismRuns < 1) return makeDiag(ErrorKind::Usage, "the determinism check needs at least 1 run");
+  if (options.determinismRuns < 1)
+    return makeDiag(ErrorKind::Usage, "the determinism check needs at least 1 run");
   if (options.budget < options.determinismRuns)
     return makeDiag(ErrorKind::Usage, "the budget (" + std::to_string(options.budget) +
                                           " predicate calls) is below the determinism runs");

@@ -16,7 +16,8 @@
 
 namespace qgpu {
 
-Expected<ProcessResult> runProcess(const std::vector<std::string>& argv, const ProcessOptions& options) {
+Expected<ProcessResult> runProcess(const std::vector<std::string>& argv,
+                                   const ProcessOptions& options) {
   if (argv.empty()) return makeDiag(ErrorKind::Usage, "no command to run");
   if (!(options.timeoutSeconds > 0) || options.timeoutSeconds > 1e6)
     return makeDiag(ErrorKind::Usage, "a timeout must be in (0, 1e6] seconds");
@@ -24,7 +25,8 @@ Expected<ProcessResult> runProcess(const std::vector<std::string>& argv, const P
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = ::fork();
-  if (pid < 0) return makeDiag(ErrorKind::Internal, std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0)
+    return makeDiag(ErrorKind::Internal, std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     // Only async-signal-safe calls from here on (and setenv, which is fine single-threaded).
     ::setpgid(0, 0);
@@ -44,8 +46,9 @@ Expected<ProcessResult> runProcess(const std::vector<std::string>& argv, const P
   }
   ::setpgid(pid, pid);  // from the parent too: the group exists before any kill below
   ProcessResult result;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(options.timeoutSeconds * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(options.timeoutSeconds * 1000));
   auto pause = std::chrono::milliseconds(1);
   int status = 0;
   for (;;) {
@@ -83,7 +86,8 @@ std::string logTail(const std::string& path, int lines) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   size_t at = text.size();
-  for (int i = 0; i < lines && at != std::string::npos && at > 0; ++i) at = text.rfind('\n', at - 1);
+  for (int i = 0; i < lines && at != std::string::npos && at > 0; ++i)
+    at = text.rfind('\n', at - 1);
   std::string t = at == std::string::npos ? text : text.substr(at + 1);
   if (t.size() > 2000) t = t.substr(t.size() - 2000);
   return t;

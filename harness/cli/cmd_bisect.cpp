@@ -2,7 +2,8 @@
 // `git bisect run` (harness/bisect.h, docs/reduce.md).
 //
 //   git bisect run /stable/qgpu bisect-run [--qgpu P] [--build-timeout S] [--timeout S]
-//                                          [--harness-error bad|skip] [--log-dir D] BUILD_CMD -- CASE...
+//                                          [--harness-error bad|skip] [--log-dir D] BUILD_CMD --
+//                                          CASE...
 //
 // Exit codes are git bisect's, not qgpu's (command.h): 0 good, 1 bad, 125 skip (the build
 // failed, the case was inconclusive, bad input at that commit, or timed out), and 128 when
@@ -43,7 +44,8 @@ int runBisectCommand(BisectCmdOptions& o) {
                                   {"exit", static_cast<int>(step->answer)},
                                   {"reason", step->reason}})
                             .c_str());
-  std::fprintf(stderr, "qgpu bisect-run: %s (%s)\n", bisect::answerName(step->answer), step->reason.c_str());
+  std::fprintf(stderr, "qgpu bisect-run: %s (%s)\n", bisect::answerName(step->answer),
+               step->reason.c_str());
   return static_cast<int>(step->answer);
 }
 
@@ -53,18 +55,24 @@ Command addBisectCommand(CLI::App& root, const CommonOptions&) {
   static BisectCmdOptions o;
   CLI::App* app = root.add_subcommand(
       "bisect-run", "One `git bisect run` step: build, run the case; exit 0 good, 1 bad, 125 skip");
-  app->add_option("build", o.options.buildCommand, "Build command (sh -c), e.g. \"ninja -C build qgpu\"")->required();
+  app->add_option("build", o.options.buildCommand,
+                  "Build command (sh -c), e.g. \"ninja -C build qgpu\"")
+      ->required();
   app->add_option("case", o.options.caseCommand,
                   "After --: the case command (qgpu exit codes), or one .cu file (= QGPU run FILE)")
       ->required()
       ->expected(-1);
-  app->add_option("--qgpu", o.options.qgpu, "The qgpu under test, for a case that is a file")->capture_default_str();
-  app->add_option("--build-timeout", o.options.buildTimeoutSeconds, "Seconds; over = skip")->capture_default_str();
+  app->add_option("--qgpu", o.options.qgpu, "The qgpu under test, for a case that is a file")
+      ->capture_default_str();
+  app->add_option("--build-timeout", o.options.buildTimeoutSeconds, "Seconds; over = skip")
+      ->capture_default_str();
   app->add_option("--timeout", o.options.caseTimeoutSeconds, "Seconds for the case; over = skip")
       ->capture_default_str();
-  app->add_option("--harness-error", o.harnessError, "What a harness error (exit 3) or a crash of the case is: bad or skip")
+  app->add_option("--harness-error", o.harnessError,
+                  "What a harness error (exit 3) or a crash of the case is: bad or skip")
       ->capture_default_str();
-  app->add_option("--log-dir", o.options.logDir, "Write build.log and case.log here (default: output passes through)");
+  app->add_option("--log-dir", o.options.logDir,
+                  "Write build.log and case.log here (default: output passes through)");
   return {app, [] { return runBisectCommand(o); }};
 }
 

@@ -48,7 +48,10 @@ int runReduceCommand(const ReduceCmdOptions& o) {
   options.predicate.fileName = std::filesystem::path(o.file).filename().string();
   options.budget = o.budget;
   options.determinismRuns = o.runs;
-  if (!o.quiet) options.progress = [](const std::string& line) { std::fprintf(stderr, "reduce: %s\n", line.c_str()); };
+  if (!o.quiet)
+    options.progress = [](const std::string& line) {
+      std::fprintf(stderr, "reduce: %s\n", line.c_str());
+    };
   auto r = reduce::reduce(*text, *kind, options);
   if (!r) {
     Diag d = r.error();
@@ -61,21 +64,32 @@ int runReduceCommand(const ReduceCmdOptions& o) {
   }
   if (jsonOutput()) {
     nlohmann::json passes = nlohmann::json::array();
-    for (const auto& p : r->passes) passes.push_back({{"name", p.name}, {"tried", p.tried}, {"accepted", p.accepted}});
-    nlohmann::json j = {{"file", o.file},          {"linesBefore", r->linesBefore}, {"linesAfter", r->linesAfter},
-                        {"bytesBefore", r->bytesBefore}, {"bytesAfter", r->bytesAfter},
-                        {"predicateCalls", r->predicateCalls}, {"cacheHits", r->cacheHits},
-                        {"rounds", r->rounds},      {"budgetExhausted", r->budgetExhausted},
+    for (const auto& p : r->passes)
+      passes.push_back({{"name", p.name}, {"tried", p.tried}, {"accepted", p.accepted}});
+    nlohmann::json j = {{"file", o.file},
+                        {"linesBefore", r->linesBefore},
+                        {"linesAfter", r->linesAfter},
+                        {"bytesBefore", r->bytesBefore},
+                        {"bytesAfter", r->bytesAfter},
+                        {"predicateCalls", r->predicateCalls},
+                        {"cacheHits", r->cacheHits},
+                        {"rounds", r->rounds},
+                        {"budgetExhausted", r->budgetExhausted},
                         {"passes", passes}};
-    if (o.out.empty()) j["text"] = r->text;
-    else j["out"] = o.out;
+    if (o.out.empty())
+      j["text"] = r->text;
+    else
+      j["out"] = o.out;
     std::printf("%s\n", dumpJson(j).c_str());
   } else {
     if (o.out.empty()) std::fwrite(r->text.data(), 1, r->text.size(), stdout);
-    std::fprintf(stderr, "reduce: %s: %d -> %d lines (%zu -> %zu bytes), %d predicate calls (%d candidates seen before), "
+    std::fprintf(stderr,
+                 "reduce: %s: %d -> %d lines (%zu -> %zu bytes), %d predicate calls (%d candidates "
+                 "seen before), "
                  "%d rounds%s%s\n",
-                 o.file.c_str(), r->linesBefore, r->linesAfter, r->bytesBefore, r->bytesAfter, r->predicateCalls,
-                 r->cacheHits, r->rounds, r->budgetExhausted ? ", stopped by the budget" : ", fixed point",
+                 o.file.c_str(), r->linesBefore, r->linesAfter, r->bytesBefore, r->bytesAfter,
+                 r->predicateCalls, r->cacheHits, r->rounds,
+                 r->budgetExhausted ? ", stopped by the budget" : ", fixed point",
                  o.out.empty() ? "" : (", written to " + o.out).c_str());
   }
   return kExitOk;
@@ -85,14 +99,18 @@ int runReduceCommand(const ReduceCmdOptions& o) {
 
 Command addReduceCommand(CLI::App& root, const CommonOptions&) {
   static ReduceCmdOptions o;
-  CLI::App* app = root.add_subcommand("reduce", "Shrink a .cu or .ptx file while a predicate still holds (C-Reduce style)");
+  CLI::App* app = root.add_subcommand(
+      "reduce", "Shrink a .cu or .ptx file while a predicate still holds (C-Reduce style)");
   app->add_option("file", o.file, "The .cu kernel file or .ptx file")->required();
-  app->add_option("--predicate", o.predicate,
-                  "Shell command run in a scratch dir with the candidate (same name): exit 0 = interesting")
+  app->add_option(
+         "--predicate", o.predicate,
+         "Shell command run in a scratch dir with the candidate (same name): exit 0 = interesting")
       ->required();
-  app->add_option("--timeout", o.timeout, "Seconds per predicate run; over = not interesting")->capture_default_str();
+  app->add_option("--timeout", o.timeout, "Seconds per predicate run; over = not interesting")
+      ->capture_default_str();
   app->add_option("--budget", o.budget, "Predicate calls in all")->capture_default_str();
-  app->add_option("--runs", o.runs, "The original must be interesting this many times (determinism)")
+  app->add_option("--runs", o.runs,
+                  "The original must be interesting this many times (determinism)")
       ->capture_default_str();
   app->add_option("--out", o.out, "Write the reduced file here (default: stdout)");
   app->add_flag("--quiet", o.quiet, "No progress lines");

@@ -25,10 +25,13 @@ namespace fs = std::filesystem;
 // The planted bug: "the file still multiplies two loads" (in[...] * in[...]) and is still a
 // plausible kernel (its braces balance, the __global__ line is there).
 const char* kMulOfLoads =
-    "grep -Eq 'in\\[[^]]*\\] \\* in\\[' \"$QGPU_REDUCE_FILE\" && grep -q __global__ \"$QGPU_REDUCE_FILE\" && "
+    "grep -Eq 'in\\[[^]]*\\] \\* in\\[' \"$QGPU_REDUCE_FILE\" && grep -q __global__ "
+    "\"$QGPU_REDUCE_FILE\" && "
     "awk '{o+=gsub(/[{]/,\"\");c+=gsub(/[}]/,\"\")} END{exit o!=c}' \"$QGPU_REDUCE_FILE\"";
 
-int countLines(const std::string& text) { return static_cast<int>(splitLines(text).size()); }
+int countLines(const std::string& text) {
+  return static_cast<int>(splitLines(text).size());
+}
 int bodyLines(const std::string& text) {
   int n = 0;
   for (const std::string& l : splitLines(text))
@@ -91,16 +94,17 @@ TEST(Reduce, PlantedBugInAGeneratedKernelShrinksToAFewLines) {
   auto again = runPredicate(r->text, po);
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->interesting);
-  std::printf("planted bug: %d -> %d lines (%d body lines), %d predicate calls, %d rounds\n", r->linesBefore,
-              r->linesAfter, bodyLines(r->text), r->predicateCalls, r->rounds);
+  std::printf("planted bug: %d -> %d lines (%d body lines), %d predicate calls, %d rounds\n",
+              r->linesBefore, r->linesAfter, bodyLines(r->text), r->predicateCalls, r->rounds);
 }
 
 // A predicate that is interesting on every other call (a counter outside the scratch dir).
 TEST(Reduce, RefusesANondeterministicPredicate) {
-  fs::path counter = fs::temp_directory_path() / ("qgpu_reduce_counter_" + std::to_string(::getpid()));
+  fs::path counter =
+      fs::temp_directory_path() / ("qgpu_reduce_counter_" + std::to_string(::getpid()));
   fs::remove(counter);
-  std::string pred = "n=$(cat " + counter.string() + " 2>/dev/null || echo 0); echo $((n+1)) > " + counter.string() +
-                     "; test $((n % 2)) -eq 0";
+  std::string pred = "n=$(cat " + counter.string() + " 2>/dev/null || echo 0); echo $((n+1)) > " +
+                     counter.string() + "; test $((n % 2)) -eq 0";
   auto r = reduce("__global__ void k() {\n  int a = 1;\n}\n", FileKind::Cuda, optionsFor(pred));
   fs::remove(counter);
   ASSERT_FALSE(r.ok());
@@ -120,11 +124,13 @@ TEST(Reduce, RefusesAPredicateNotInterestingOnTheOriginal) {
   auto r = reduce("__global__ void k() {\n}\n", FileKind::Cuda, optionsFor("exit 1"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::Usage);
-  EXPECT_NE(r.error().message.find("not interesting on the original"), std::string::npos) << r.error().str();
+  EXPECT_NE(r.error().message.find("not interesting on the original"), std::string::npos)
+      << r.error().str();
 }
 
 TEST(Reduce, RefusesAPredicateThatDoesNotExist) {
-  auto r = reduce("__global__ void k() {\n}\n", FileKind::Cuda, optionsFor("/no/such/predicate-xyz"));
+  auto r =
+      reduce("__global__ void k() {\n}\n", FileKind::Cuda, optionsFor("/no/such/predicate-xyz"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::Usage);
   EXPECT_NE(r.error().message.find("not found"), std::string::npos) << r.error().str();
@@ -201,15 +207,44 @@ TEST(Reduce, KeepsTheGeneratedKernelsUbGuards) {
       "  unsigned v2 = (unsigned)((int)v1 % (int)((v0 & 255u) | 1u));\n"
       "  out[o] = (v1 << (v2 & 31u));\n"
       "}\n";
-  auto r = reduce(k, FileKind::Cuda, optionsFor("grep -q ' / ' k.cu && grep -q ' % ' k.cu && grep -q '<< (v2 &' k.cu && "
-                                                     "grep -q 'unsigned o = ' k.cu"));
+  auto r =
+      reduce(k, FileKind::Cuda,
+             optionsFor("grep -q ' / ' k.cu && grep -q ' % ' k.cu && grep -q '<< (v2 &' k.cu && "
+                        "grep -q 'unsigned o = ' k.cu"));
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ(r->text.find("/ 0u"), std::string::npos) << r->text;
   EXPECT_EQ(r->text.find("% 0u"), std::string::npos) << r->text;
   EXPECT_NE(r->text.find("/ 1u"), std::string::npos) << r->text;  // the divisor went to 1, not 0
   EXPECT_NE(r->text.find("& 31u)"), std::string::npos) << r->text;
   EXPECT_NE(r->text.find("out[o]"), std::string::npos) << r->text;
-  EXPECT_NE(r->text.find("unsigned o = (threadIdx.x) * 2u;"), std::string::npos) << r->text;  // the slot
+  EXPECT_NE(r->text.find("unsigned o = (threadIdx.x) * 2u;"), std::string::npos)
+      << r->text;  // the slot
+}
+
+// The blocks pass: a wrapper's braces go and its body stays; of an if/else only the arm that
+// matters stays. The predicate wants the two marker statements and balanced braces.
+TEST(Reduce, UnwrapsBlocksAndKeepsOneArmOfAnIfElse) {
+  std::string k =
+      "__global__ void k(unsigned* out) {\n"
+      "  if (threadIdx.x) {\n"
+      "    out[0] = 1u;\n"
+      "  } else {\n"
+      "    out[1] = 2u;\n"
+      "  }\n"
+      "  for (unsigned i0 = 0; i0 < 3u; ++i0) {\n"
+      "    out[2] = 3u;\n"
+      "  }\n"
+      "}\n";
+  const std::string pred =
+      "grep -q 'out\\[1\\] = 2u' k.cu && grep -q 'out\\[2\\] = 3u' k.cu && grep -q __global__ k.cu && "
+      "awk '{o+=gsub(/[{]/,\"\");c+=gsub(/[}]/,\"\")} END{exit o!=c}' k.cu";
+  auto r = reduce(k, FileKind::Cuda, optionsFor(pred));
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->text,
+            "__global__ void k(unsigned* out) {\n"
+            "    out[1] = 2u;\n"
+            "    out[2] = 3u;\n"
+            "}\n");
 }
 
 TEST(Reduce, SharedExchangesStayRaceFree) {
@@ -255,10 +290,12 @@ TEST(Reduce, ReducesPtxOperandsAndParameters) {
       "\tmul.lo.s32 \t%r3, %r1, %r2;\n"
       "\tret;\n"
       "}\n";
-  auto r = reduce(ptx, FileKind::Ptx, optionsFor("grep -q 'mul.lo' k.ptx && grep -q '^{' k.ptx && grep -q '^)' k.ptx",
-                                                   "k.ptx"));
+  auto r = reduce(
+      ptx, FileKind::Ptx,
+      optionsFor("grep -q 'mul.lo' k.ptx && grep -q '^{' k.ptx && grep -q '^)' k.ptx", "k.ptx"));
   ASSERT_TRUE(r.ok()) << r.error().str();
-  EXPECT_NE(r->text.find("// qgpu-bug: x\n.version 6.4\n.target sm_75\n.address_size 64\n"), std::string::npos)
+  EXPECT_NE(r->text.find("// qgpu-bug: x\n.version 6.4\n.target sm_75\n.address_size 64\n"),
+            std::string::npos)
       << r->text;
   EXPECT_NE(r->text.find("mul.lo.s32\t%r3, 0, 0;"), std::string::npos) << r->text;
   EXPECT_EQ(r->text.find("add.s32"), std::string::npos) << r->text;
