@@ -12,6 +12,8 @@ set -u
 QGPU=$1
 corpus=${2:-$(dirname "$0")}
 fail=0 ran=0 skipped=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
 note() { sed -n "s/^\/\/ note: $1: //p" "$2" | head -1; }
 for file in "$corpus"/*/kernel.cu; do
   [ -e "$file" ] || continue
@@ -22,9 +24,9 @@ for file in "$corpus"/*/kernel.cu; do
   [ "$(note qgpu-bug "$file")" = "$name" ] || { echo "FAIL $name: qgpu-bug names '$(note qgpu-bug "$file")'"; fail=1; }
   status=$(note status "$file")
   for compiler in $(note compilers "$file"); do
-    "$QGPU" run "$file" --compiler "$compiler" > /dev/null 2> "$corpus/.run.err.$$" </dev/null
+    "$QGPU" run "$file" --compiler "$compiler" > /dev/null 2> "$err" </dev/null
     rc=$?
-    why=$(head -c 300 "$corpus/.run.err.$$"); rm -f "$corpus/.run.err.$$"
+    why=$(head -c 300 "$err")
     case "$status:$rc" in
       fixed*:0) echo "ok   $name ($compiler): matches (fixed)"; ran=$((ran + 1)) ;;
       open:1 | open:3) echo "ok   $name ($compiler): still fails (open, exit $rc)"; ran=$((ran + 1)) ;;
