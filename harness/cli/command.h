@@ -53,5 +53,7 @@ Command addReportCommand(CLI::App& root, const CommonOptions& common);  // `repo
 Command addAuditCommand(CLI::App& root, const CommonOptions& common);   // `audit RUN`
 Command addBenchCommand(CLI::App& root, const CommonOptions& common);   // `bench report`
 Command addFuzzCommand(CLI::App& root, const CommonOptions& common);    // random generators (gen/)
+Command addReduceCommand(CLI::App& root, const CommonOptions& common);  // `reduce FILE --predicate`
+Command addBisectCommand(CLI::App& root, const CommonOptions& common);  // `bisect-run` (git bisect)
 
 }  // namespace qgpu::cli

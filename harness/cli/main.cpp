@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/text.h"
+#include "harness/bisect.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
 
@@ -19,6 +20,14 @@ namespace {
 bool wantsJson(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+// `bisect-run` answers git bisect, for which 2 would mean "bad": a command line that does not
+// parse must stop the bisection instead (128, harness/cli/cmd_bisect.cpp).
+bool isBisectRun(int argc, char** argv) {
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+    if (std::strcmp(argv[i], "bisect-run") == 0) return true;
   return false;
 }
 
@@ -37,7 +46,8 @@ int run(int argc, char** argv) {
       addRunCommand(app, common),     addExprCommand(app, common),
       addTraceCommand(app, common),   addReportCommand(app, common),
       addAuditCommand(app, common),   addBenchCommand(app, common),
-      addFuzzCommand(app, common),
+      addFuzzCommand(app, common),    addReduceCommand(app, common),
+      addBisectCommand(app, common),
 #ifdef QGPU_HAVE_GPU_CLI
       addGpuCommand(app, common),
 #endif
@@ -49,12 +59,14 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    const int code = isBisectRun(argc, argv) ? qgpu::bisect::kExitBisectAbort : kExitUsage;
     if (wantsJson(argc, argv)) {
       setJsonOutput(true);
-      return reportError(qgpu::makeDiag(qgpu::ErrorKind::Usage, qgpu::echo(e.what(), 400)));
+      reportError(qgpu::makeDiag(qgpu::ErrorKind::Usage, qgpu::echo(e.what(), 400)));
+      return code;
     }
     app.exit(e);
-    return kExitUsage;
+    return code;
   }
   setJsonOutput(common.json);
   for (const Command& command : commands)

@@ -181,6 +181,26 @@ TEST_F(AuditTest, DecodesTamperedMemoryRecordTokens) {
             "after lane 2's access");
 }
 
+// Issue 9 item 7, "a swapped trace step": the two register records of the step (run tokens 2-6,
+// r1 = tid * 3, and 7-11, r2 = tid << 2) recorded in the other order. Every token is still
+// well-formed; the audit names the first position where the order differs.
+TEST_F(AuditTest, DetectsASwappedPairOfOpRecords) {
+  Json rec = load(tracePath());
+  Json tokens = rec["tokens"];
+  for (uint64_t i = 0; i < 5; ++i) std::swap(tokens[promptTokens_ + 2 + i], tokens[promptTokens_ + 7 + i]);
+  rec["tokens"] = tokens;
+  store(tracePath(), rec);
+  auto r = audit();
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  const CaseAudit& c = r->cases[0];
+  EXPECT_EQ(c.verdict, Verdict::Mismatch);
+  ASSERT_TRUE(c.difference.has_value());
+  EXPECT_EQ(c.difference->runIndex, 2u);
+  EXPECT_EQ(c.difference->expectedName, "WR(r1)");
+  EXPECT_EQ(c.difference->actualName, "WR(r2)");
+  EXPECT_EQ(exitCode(r->total()), kExitMismatch);
+}
+
 TEST_F(AuditTest, DetectsATruncatedRecordedRun) {
   Json rec = load(tracePath());
   rec["tokens"].erase(rec["tokens"].size() - 1);  // END removed

@@ -64,6 +64,8 @@ const std::set<std::string> kRequiredClasses = {
     "audit-run", "bench-file",
     // issue 9: `qgpu fuzz` generator names and policies
     "fuzz-policy",
+    // issue 9: `qgpu reduce` inputs and predicates (missing, empty, not found, hanging)
+    "reduce-input",
 };
 
 struct ChildResult {

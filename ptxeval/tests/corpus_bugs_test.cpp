@@ -1,6 +1,8 @@
-// Runs the regression corpus corpus/bugs/*/case.ptx (format: corpus/bugs/README.md): the PTX
-// evaluator must give the hand-worked `expect`; lowering + the interpreter must give it too when
-// the bug is fixed, and must still fail while it is open (an unexpected pass is a failure).
+// Runs the PTX entries of the regression corpus, corpus/bugs/*/case.ptx (format:
+// corpus/bugs/README.md): the PTX evaluator must give the hand-worked `expect`; lowering + the
+// interpreter must give it too when the bug is fixed, and must still fail while it is open (an
+// unexpected pass is a failure). The CUDA entries (kernel.cu) run through `qgpu run` with their
+// compilers (corpus/bugs/run.sh, corpus_bugs_cli_test); every entry is one or the other.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -61,6 +63,9 @@ TEST(CorpusBugs, EveryCaseHasItsExpectedResultAndItsStatus) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_directory()) continue;
     fs::path file = entry.path() / "case.ptx";
+    bool cuda = fs::exists(entry.path() / "kernel.cu");
+    EXPECT_NE(cuda, fs::exists(file)) << entry.path() << ": an entry holds case.ptx or kernel.cu, exactly one";
+    if (cuda) continue;
     auto text = readInputFile(file.string(), size_t{1} << 20, "bug case");
     ASSERT_TRUE(text.ok()) << text.error().str();
     auto h = headerOf(*text);
