@@ -1,0 +1,116 @@
+// qgpu/circuit/tests/scheduler_events.h — the scheduler's test inputs and expected outputs, taken
+// from real interpreter runs (torch-free; scheduler_spec_test and scheduler_test share it).
+//
+// A run of oracle::Execution becomes a list of positions, as the circuit sees them:
+//   - a reset position at every CTA start (the RUN token for CTA 0, the CTA token after it);
+//   - per step, its terminator position (the block's terminator kind and targets from the
+//     program, the per-lane branch predicate read back from where the interpreter sent each active
+//     lane), and, when another step follows, the next position (the same inputs, no write).
+// The expected output of each position is the interpreter's next event: the next step's
+// (warp, block, mask), or "done" when the CTA finished (CtaStart or Finished follows). Nothing
+// here calls the circuit's rule (circuit/scheduler.h): the expectations are the interpreter's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "circuit/scheduler.h"
+#include "oracle/interpreter.h"
+
+namespace qgpu::circuit::testing {
+
+struct SchedPosition {
+  bool reset = false;  // a CTA start
+  bool term = false;   // a terminator position (writes the PC table)
+  int warp = 0;
+  uint8_t mask = 0;
+  SchedKind kind = SchedKind::Jump;
+  int taken = 0, next = 0;  // 0..31, 32 = exit
+  uint8_t pred = 0;
+  int blockX = 1;
+  // The interpreter's own outcome of the step (terminator positions): each active lane's next PC
+  // (machine::kExitTarget for an exit) and whether the warp now waits.
+  std::array<uint8_t, kSchedLanes> nextBlock{};
+  bool barrier = false;
+  // Expected: the interpreter's next event.
+  SchedChoice expect;
+};
+
+struct SchedRun {
+  std::vector<SchedPosition> positions;
+  bool finished = false;  // the run ended with Finished (not a fault or the step limit)
+  int steps = 0;
+};
+
+inline int targetCode(uint8_t t) { return t == machine::kExitTarget ? 32 : t; }
+
+inline SchedChoice choiceOf(const oracle::StepEvent& e) {
+  SchedChoice c;
+  if (e.kind == oracle::EventKind::Step) {
+    c.warp = e.step.warp;
+    c.block = e.step.block;
+    c.mask = e.step.mask;
+  } else {
+    c.done = true;
+  }
+  return c;
+}
+
+// The positions of one run (at most `maxSteps` steps; a run that faults or does not finish is
+// returned with finished = false and should be skipped).
+inline SchedRun collectRun(const machine::Program& p, const machine::Launch& launch,
+                           uint64_t maxSteps) {
+  SchedRun run;
+  oracle::RunOptions opt;
+  opt.maxSteps = maxSteps;
+  opt.recordTrace = false;
+  auto started = oracle::Execution::start(p, launch, opt);
+  if (!started.ok()) return run;
+  oracle::Execution ex = std::move(started).value();
+  SchedPosition reset;
+  reset.reset = true;
+  reset.blockX = static_cast<int>(launch.blockX);
+  oracle::StepEvent e = ex.next();
+  reset.expect = choiceOf(e);
+  run.positions.push_back(reset);
+  while (e.kind == oracle::EventKind::Step) {
+    ++run.steps;
+    const machine::Terminator& t = p.blocks[e.step.block].term;
+    SchedPosition pos;
+    pos.term = true;
+    pos.warp = e.step.warp;
+    pos.mask = e.step.mask;
+    pos.blockX = static_cast<int>(launch.blockX);
+    pos.kind = t.kind == machine::TermKind::Jump     ? SchedKind::Jump
+               : t.kind == machine::TermKind::Branch ? SchedKind::Branch
+               : t.kind == machine::TermKind::Barrier ? SchedKind::Barrier
+                                                       : SchedKind::Exit;
+    pos.taken = targetCode(t.taken);
+    pos.next = targetCode(t.next);
+    for (int l = 0; l < kSchedLanes; ++l) {
+      if (!(e.step.mask >> l & 1)) continue;
+      pos.nextBlock[static_cast<size_t>(l)] = e.step.nextBlock[static_cast<size_t>(l)];
+      if (t.kind == machine::TermKind::Branch && e.step.nextBlock[static_cast<size_t>(l)] == t.taken)
+        pos.pred = static_cast<uint8_t>(pos.pred | (1u << l));
+    }
+    pos.barrier = e.step.barrier;
+    e = ex.next();
+    pos.expect = choiceOf(e);
+    run.positions.push_back(pos);
+    if (e.kind == oracle::EventKind::Step) {
+      SchedPosition after = pos;  // the next position: same inputs, no write
+      after.term = false;
+      run.positions.push_back(after);
+    } else if (e.kind == oracle::EventKind::CtaStart) {
+      SchedPosition r = reset;
+      e = ex.next();
+      r.expect = choiceOf(e);
+      run.positions.push_back(r);
+    }
+  }
+  run.finished = e.kind == oracle::EventKind::Finished;
+  return run;
+}
+
+}  // namespace qgpu::circuit::testing

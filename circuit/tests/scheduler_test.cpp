@@ -1,0 +1,235 @@
+// qgpu/circuit/tests/scheduler_test.cpp — the scheduling stage (circuit/scheduler.h) run through
+// model/'s real decoder: 7 standard linear_attention layers (16 DeltaNet heads of 64/128 in the
+// PC-table layer) in a tiny checkpoint, loaded by model::Decoder unchanged, in fp32 and bf16,
+// through the chunked prefill, the recurrent decode and the mixed path (crossing the 64-token
+// chunk).
+//
+// What it pins down: on interpreter runs of random programs (gen/: barriers, divergent branches
+// and loops, early exits, 1..16 threads — so warps of 1..4 lanes — and 1..3 CTAs), at every
+// position where the trace's next token is a step header — every CTA start, every terminator,
+// and the position after it — the stage's output (b', w', m', or "done" where the CTA finished)
+// equals the interpreter's next event exactly, and every probed dim is exactly ±1 (the full
+// layout's magnitude). The inputs are the embedded fields of scheduler.h (in the circuit: the
+// EXEC latch, the fetched terminator, the branch predicate read, the launch latch); the expected
+// values are the interpreter's events (circuit/tests/scheduler_events.h), never the gadget's.
+// The twins (max instead of min PC, no barrier release) must be wrong somewhere.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "circuit/scheduler.h"
+#include "circuit/tests/harness.h"
+#include "circuit/tests/scheduler_events.h"
+#include "gen/program_gen.h"
+
+namespace qgpu::circuit {
+namespace {
+
+using harness::ComputeDtype;
+using harness::Path;
+
+constexpr int kHidden = 384;
+constexpr float kUnit = 16;
+constexpr int kLayers = 7;
+constexpr int kProbes = 16;  // b' 5, w' 2, m' 4, done 1, w' one-hot 4
+constexpr int kDoneProbe = 11;
+
+struct Coverage {
+  int runs = 0, ctas = 0, releases = 0, switches = 0, exits = 0, oddBlockX = 0, done = 0;
+  std::set<int> warps;  // warps per CTA seen
+};
+
+// Positions of many short runs, concatenated (each run starts with its reset position).
+std::vector<testing::SchedPosition> positions(size_t n, Coverage& cov) {
+  gen::Policy p;
+  p.wBarrier = 3;
+  p.wEarlyExit = 2;
+  p.divergentBarrierProb = 0;
+  p.outOfRangeProb = 0;
+  p.maxGrid = 3;
+  p.maxRegions = 4;
+  p.maxTrips = 3;
+  std::vector<testing::SchedPosition> out;
+  for (uint64_t seed = 0; out.size() < n && seed < 100000; ++seed) {
+    auto c = gen::generateProgram(p, seed);
+    if (!c.ok()) continue;
+    const testing::SchedRun run = testing::collectRun(c.value().program, c.value().launch,
+                                                      c.value().stepBound);
+    if (!run.finished || run.positions.size() > 90) continue;
+    ++cov.runs;
+    cov.oddBlockX += c.value().launch.blockX % 4 != 0 ? 1 : 0;
+    cov.warps.insert(static_cast<int>((c.value().launch.blockX + 3) / 4));
+    for (const auto& pos : run.positions) {
+      cov.ctas += pos.reset ? 1 : 0;
+      cov.done += pos.expect.done ? 1 : 0;
+      if (pos.term && !pos.expect.done && pos.expect.warp != pos.warp) ++cov.switches;
+      if (pos.term && pos.barrier && !pos.expect.done && pos.expect.warp <= pos.warp)
+        ++cov.releases;
+      for (int l = 0; l < kSchedLanes; ++l)
+        if (pos.term && (pos.mask >> l & 1) && pos.nextBlock[static_cast<size_t>(l)] == machine::kExitTarget)
+          ++cov.exits;
+    }
+    out.insert(out.end(), run.positions.begin(), run.positions.end());
+  }
+  out.resize(std::min(out.size(), n));
+  return out;
+}
+
+struct Rig {
+  std::string dir;
+  Scheduler sched;
+};
+
+Rig build(const std::string& name, const std::vector<testing::SchedPosition>& pos,
+          SchedulerTwin twin = SchedulerTwin::None) {
+  model::Qwen35Config c =
+      harness::config(kHidden, kLayers, 512, std::max<int64_t>(kProbes, static_cast<int64_t>(pos.size())));
+  c.linearNumKeyHeads = c.linearNumValueHeads = kSchedThreads;
+  c.linearKeyHeadDim = 64;  // a power of four: exact one-row reads in fp32 (docs/circuit.md §9)
+  CircuitWeights w(c);
+  FieldAllocator alloc(kHidden);
+  SchedulerSpec spec;
+  SchedulerInputs& in = spec.in;
+  in.ballast = alloc.take("ballast", 8).value();
+  in.reset = alloc.take("reset", 1).value();
+  in.term = alloc.take("term", 1).value();
+  in.warp = alloc.take("warp", 2).value();
+  in.mask = alloc.take("mask", 4).value();
+  in.kind = alloc.take("kind", 2).value();
+  in.taken = alloc.take("taken", 6).value();
+  in.next = alloc.take("next", 6).value();
+  in.pred = alloc.take("pred", 4).value();
+  in.blockX = alloc.take("blockX", 5).value();
+  spec.twin = twin;
+  auto s = buildScheduler(w, alloc, spec);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  if (!s.ok()) return {};
+  for (size_t t = 0; t < pos.size(); ++t) {
+    const auto row = static_cast<int64_t>(t);
+    const testing::SchedPosition& p = pos[t];
+    harness::fillRow(w, row, kUnit);  // ballast and every pad +u
+    harness::setSigns(w, row, in.reset, p.reset, kUnit);
+    harness::setSigns(w, row, in.term, p.term, kUnit);
+    harness::setSigns(w, row, in.warp, static_cast<uint64_t>(p.warp), kUnit);
+    harness::setSigns(w, row, in.mask, p.mask, kUnit);
+    harness::setSigns(w, row, in.kind, static_cast<uint64_t>(p.kind), kUnit);
+    harness::setSigns(w, row, in.taken, static_cast<uint64_t>(p.taken), kUnit);
+    harness::setSigns(w, row, in.next, static_cast<uint64_t>(p.next), kUnit);
+    harness::setSigns(w, row, in.pred, p.pred, kUnit);
+    harness::setSigns(w, row, in.blockX, static_cast<uint64_t>(p.blockX), kUnit);
+  }
+  const Scheduler& sc = s.value();
+  harness::probe(w, 0, sc.nextBlock);
+  harness::probe(w, 5, sc.nextWarp);
+  harness::probe(w, 7, sc.nextMask);
+  harness::probe(w, kDoneProbe, sc.done);
+  harness::probe(w, 12, sc.nextWarpOneHot);
+  return {harness::write(w, name), sc};
+}
+
+struct Result {
+  harness::SignCheck bits;
+  int64_t wrongPositions = 0;
+  std::string firstWrong;
+  std::vector<std::vector<float>> rows;
+};
+
+Result check(model::Decoder& dec, const std::vector<testing::SchedPosition>& pos, Path path) {
+  std::vector<int64_t> tokens(pos.size());
+  for (size_t t = 0; t < pos.size(); ++t) tokens[t] = static_cast<int64_t>(t);
+  Result r;
+  r.rows = harness::run(dec, tokens, path, kProbes);
+  EXPECT_EQ(r.rows.size(), pos.size());
+  for (size_t t = 0; t < r.rows.size() && t < pos.size(); ++t) {
+    const SchedChoice& e = pos[t].expect;
+    const int64_t before = r.bits.wrongSign + r.bits.inexact;
+    const std::string where = "position " + std::to_string(t);
+    if (e.done) {
+      harness::checkBits(r.bits, {r.rows[t][kDoneProbe]}, {true}, 1.0, where + " (done)");
+    } else {
+      std::vector<bool> bits = harness::bitsOf(static_cast<uint64_t>(e.block), 5);
+      for (bool b : harness::bitsOf(static_cast<uint64_t>(e.warp), 2)) bits.push_back(b);
+      for (bool b : harness::bitsOf(e.mask, 4)) bits.push_back(b);
+      bits.push_back(false);  // not done
+      for (int v = 0; v < kSchedWarps; ++v) bits.push_back(v == e.warp);
+      harness::checkBits(r.bits, r.rows[t], bits, 1.0, where);
+    }
+    if (r.bits.wrongSign + r.bits.inexact > before) {
+      ++r.wrongPositions;
+      if (r.firstWrong.empty())
+        r.firstWrong = where + ": expected " +
+                       (e.done ? std::string("done")
+                               : "b" + std::to_string(e.block) + " w" + std::to_string(e.warp) +
+                                     " m" + std::to_string(e.mask));
+    }
+  }
+  return r;
+}
+
+TEST(CircuitScheduler, EmitsTheInterpretersNextExecAtEveryPositionOnEveryPathInBothDtypes) {
+  const size_t n = static_cast<size_t>(harness::inputs(640, 4000));
+  Coverage cov;
+  const auto pos = positions(n, cov);
+  ASSERT_EQ(pos.size(), n);
+  // What the sequence holds (so that the check is not vacuous).
+  EXPECT_GT(cov.releases, 10);
+  EXPECT_GT(cov.switches, 20);
+  EXPECT_GT(cov.exits, 20);
+  EXPECT_GT(cov.ctas, cov.runs);
+  EXPECT_GT(cov.oddBlockX, 3);
+  EXPECT_EQ(cov.warps.size(), 4u);
+  std::cout << "sequence: " << pos.size() << " positions, " << cov.runs << " runs, " << cov.ctas
+            << " CTA starts, " << cov.switches << " warp switches, " << cov.releases
+            << " barrier releases, " << cov.exits << " lane exits, " << cov.done
+            << " CTA ends\n";
+  const Rig rig = build("sched", pos);
+  ASSERT_FALSE(rig.dir.empty());
+  for (ComputeDtype dtype : harness::kDtypes) {
+    auto dec = harness::load(rig.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    const bool f32 = dtype == ComputeDtype::F32;
+    std::vector<std::vector<float>> prefillRows;
+    for (Path path : harness::kPaths) {
+      // Per commit: fp32 prefill on every position, the other runs on a prefix that crosses the
+      // 64-token chunk (the mixed path's prompt is 65..100 tokens).
+      const size_t m = path == Path::Prefill && f32
+                           ? n
+                           : static_cast<size_t>(harness::inputs(
+                                 f32 ? 200 : (path == Path::Prefill ? 320 : 130), static_cast<int>(n)));
+      const std::vector<testing::SchedPosition> sub(pos.begin(), pos.begin() + static_cast<long>(m));
+      const Result r = check(*dec, sub, path);
+      EXPECT_TRUE(r.bits.ok()) << (f32 ? "fp32 " : "bf16 ") << harness::pathName(path) << ": "
+                               << r.bits.summary() << "; " << r.firstWrong;
+      std::cout << (f32 ? "fp32 " : "bf16 ") << harness::pathName(path) << ": " << m
+                << " positions, " << r.wrongPositions << " wrong; " << r.bits.summary() << "\n";
+      if (path == Path::Prefill) {
+        prefillRows = r.rows;
+      } else {
+        // The paths agree bit for bit on the positions they share.
+        int64_t differ = 0;
+        for (size_t t = 0; t < r.rows.size() && t < prefillRows.size(); ++t)
+          differ += r.rows[t] != prefillRows[t] ? 1 : 0;
+        EXPECT_EQ(differ, 0) << harness::pathName(path) << " differs from prefill";
+      }
+    }
+  }
+}
+
+TEST(CircuitScheduler, EachTwinIsWrongSomewhere) {
+  Coverage cov;
+  const auto pos = positions(static_cast<size_t>(harness::inputs(640, 4000)), cov);
+  for (SchedulerTwin twin : {SchedulerTwin::MaxPc, SchedulerTwin::NoRelease}) {
+    const char* name = twin == SchedulerTwin::MaxPc ? "max-PC" : "no-release";
+    const Rig rig = build(std::string("sched_twin_") + name, pos, twin);
+    ASSERT_FALSE(rig.dir.empty());
+    auto dec = harness::load(rig.dir, ComputeDtype::F32);
+    ASSERT_NE(dec, nullptr);
+    const Result r = check(*dec, pos, Path::Prefill);
+    EXPECT_GT(r.wrongPositions, 0) << name;
+    std::cout << "twin " << name << ": " << r.wrongPositions << " of " << pos.size()
+              << " positions wrong\n";
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
