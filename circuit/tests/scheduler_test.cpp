@@ -15,6 +15,8 @@
 // The twins (max instead of min PC, no barrier release) must be wrong somewhere.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <ctime>
 #include <iostream>
 
 #include "circuit/scheduler.h"
@@ -166,58 +168,81 @@ Result check(model::Decoder& dec, const std::vector<testing::SchedPosition>& pos
   return r;
 }
 
-TEST(CircuitScheduler, EmitsTheInterpretersNextExecAtEveryPositionOnEveryPathInBothDtypes) {
-  const size_t n = static_cast<size_t>(harness::inputs(640, 4000));
+// The sequence every check uses (positions of many short runs) and its checkpoint, built once.
+struct Fixture {
+  std::vector<testing::SchedPosition> pos;
   Coverage cov;
-  const auto pos = positions(n, cov);
-  ASSERT_EQ(pos.size(), n);
-  // What the sequence holds (so that the check is not vacuous).
-  EXPECT_GT(cov.releases, 10);
-  EXPECT_GT(cov.switches, 20);
-  EXPECT_GT(cov.exits, 20);
-  EXPECT_GT(cov.ctas, cov.runs);
-  EXPECT_GT(cov.oddBlockX, 3);
-  EXPECT_EQ(cov.warps.size(), 4u);
-  std::cout << "sequence: " << pos.size() << " positions, " << cov.runs << " runs, " << cov.ctas
-            << " CTA starts, " << cov.switches << " warp switches, " << cov.releases
-            << " barrier releases, " << cov.exits << " lane exits, " << cov.done
-            << " CTA ends\n";
-  const Rig rig = build("sched", pos);
-  ASSERT_FALSE(rig.dir.empty());
-  for (ComputeDtype dtype : harness::kDtypes) {
-    auto dec = harness::load(rig.dir, dtype);
-    ASSERT_NE(dec, nullptr);
-    const bool f32 = dtype == ComputeDtype::F32;
-    std::vector<std::vector<float>> prefillRows;
-    for (Path path : harness::kPaths) {
-      // Per commit: fp32 prefill on every position, the other runs on a prefix that crosses the
-      // 64-token chunk (the mixed path's prompt is 65..100 tokens).
-      const size_t m = path == Path::Prefill && f32
-                           ? n
-                           : static_cast<size_t>(harness::inputs(
-                                 f32 ? 200 : (path == Path::Prefill ? 320 : 130), static_cast<int>(n)));
-      const std::vector<testing::SchedPosition> sub(pos.begin(), pos.begin() + static_cast<long>(m));
-      const Result r = check(*dec, sub, path);
-      EXPECT_TRUE(r.bits.ok()) << (f32 ? "fp32 " : "bf16 ") << harness::pathName(path) << ": "
-                               << r.bits.summary() << "; " << r.firstWrong;
-      std::cout << (f32 ? "fp32 " : "bf16 ") << harness::pathName(path) << ": " << m
-                << " positions, " << r.wrongPositions << " wrong; " << r.bits.summary() << "\n";
-      if (path == Path::Prefill) {
-        prefillRows = r.rows;
-      } else {
-        // The paths agree bit for bit on the positions they share.
-        int64_t differ = 0;
-        for (size_t t = 0; t < r.rows.size() && t < prefillRows.size(); ++t)
-          differ += r.rows[t] != prefillRows[t] ? 1 : 0;
-        EXPECT_EQ(differ, 0) << harness::pathName(path) << " differs from prefill";
-      }
+  Rig rig;
+};
+const Fixture& fixture() {
+  static const Fixture f = [] {
+    Fixture x;
+    x.pos = positions(static_cast<size_t>(harness::inputs(640, 4000)), x.cov);
+    x.rig = build("sched", x.pos);
+    return x;
+  }();
+  return f;
+}
+
+// Every path of one dtype: prefill on the first `prefill` positions, decode and mixed on the first
+// `paths` (each crossing the 64-token chunk: the mixed path's prompt is 65..100 tokens).
+void checkPaths(ComputeDtype dtype, size_t prefill, size_t paths) {
+  const Fixture& f = fixture();
+  ASSERT_FALSE(f.rig.dir.empty());
+  ASSERT_GE(f.pos.size(), std::max(prefill, paths));
+  auto dec = harness::load(f.rig.dir, dtype);
+  ASSERT_NE(dec, nullptr);
+  const char* dt = dtype == ComputeDtype::F32 ? "fp32 " : "bf16 ";
+  std::vector<std::vector<float>> prefillRows;
+  for (Path path : harness::kPaths) {
+    const size_t m = path == Path::Prefill ? prefill : paths;
+    const std::vector<testing::SchedPosition> sub(f.pos.begin(), f.pos.begin() + static_cast<long>(m));
+    const std::clock_t t0 = std::clock();
+    const Result r = check(*dec, sub, path);
+    const double cpu = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+    EXPECT_TRUE(r.bits.ok()) << dt << harness::pathName(path) << ": " << r.bits.summary() << "; "
+                             << r.firstWrong;
+    std::cout << dt << harness::pathName(path) << ": " << m << " positions, " << r.wrongPositions
+              << " wrong; " << r.bits.summary() << " (" << cpu << " s CPU)\n";
+    if (path == Path::Prefill) {
+      prefillRows = r.rows;
+    } else {
+      // The paths agree bit for bit on the positions they share.
+      int64_t differ = 0;
+      for (size_t t = 0; t < r.rows.size() && t < prefillRows.size(); ++t)
+        differ += r.rows[t] != prefillRows[t] ? 1 : 0;
+      EXPECT_EQ(differ, 0) << dt << harness::pathName(path) << " differs from prefill";
     }
   }
 }
 
+TEST(CircuitScheduler, TheSequenceHoldsReleasesSwitchesExitsAndCtas) {
+  const Fixture& f = fixture();
+  EXPECT_GT(f.cov.releases, 10);
+  EXPECT_GT(f.cov.switches, 20);
+  EXPECT_GT(f.cov.exits, 20);
+  EXPECT_GT(f.cov.ctas, f.cov.runs);
+  EXPECT_GT(f.cov.oddBlockX, 3);
+  EXPECT_EQ(f.cov.warps.size(), 4u);
+  std::cout << "sequence: " << f.pos.size() << " positions, " << f.cov.runs << " runs, "
+            << f.cov.ctas << " CTA starts, " << f.cov.switches << " warp switches, "
+            << f.cov.releases << " barrier releases, " << f.cov.exits << " lane exits, "
+            << f.cov.done << " CTA ends\n";
+}
+
+TEST(CircuitScheduler, EmitsTheInterpretersNextExecAtEveryPositionInFp32OnEveryPath) {
+  const size_t n = fixture().pos.size();
+  checkPaths(ComputeDtype::F32, n, static_cast<size_t>(harness::inputs(200, static_cast<int>(n))));
+}
+
+TEST(CircuitScheduler, EmitsTheInterpretersNextExecAtEveryPositionInBf16OnEveryPath) {
+  const size_t n = fixture().pos.size();
+  checkPaths(ComputeDtype::BF16, static_cast<size_t>(harness::inputs(130, static_cast<int>(n))),
+             static_cast<size_t>(harness::inputs(80, static_cast<int>(n))));
+}
+
 TEST(CircuitScheduler, EachTwinIsWrongSomewhere) {
-  Coverage cov;
-  const auto pos = positions(static_cast<size_t>(harness::inputs(640, 4000)), cov);
+  const auto& pos = fixture().pos;
   for (SchedulerTwin twin : {SchedulerTwin::MaxPc, SchedulerTwin::NoRelease}) {
     const char* name = twin == SchedulerTwin::MaxPc ? "max-PC" : "no-release";
     const Rig rig = build(std::string("sched_twin_") + name, pos, twin);
