@@ -113,8 +113,9 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
                                    const SchedulerSpec& spec) {
   const model::Qwen35Config& c = weights.config();
   const SchedulerInputs& in = spec.in;
-  if (spec.firstLayer < 0 || spec.firstLayer + 7 > c.numLayers())
-    return usage("needs 7 layers from layer " + std::to_string(spec.firstLayer) + ", the config has " +
+  const int layers = spec.emit ? 8 : 7;
+  if (spec.firstLayer < 0 || spec.firstLayer + layers > c.numLayers())
+    return usage("needs " + std::to_string(layers) + " layers from layer " + std::to_string(spec.firstLayer) + ", the config has " +
                  std::to_string(c.numLayers()));
   if (c.linearNumKeyHeads != c.linearNumValueHeads ||
       spec.firstHead < 0 || spec.firstHead + kSchedThreads > c.linearNumValueHeads)
@@ -132,6 +133,7 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
   QGPU_CHECK(checkWidth(in.next, kSchedTargetBits, "next"));
   QGPU_CHECK(checkWidth(in.pred, kSchedLanes, "pred"));
   QGPU_CHECK(checkWidth(in.blockX, 5, "blockX"));
+  if (spec.emit) QGPU_CHECK(checkWidth(in.lastCta, 1, "lastCta"));
 
   Scheduler s;
   for (int l = 0; l < kSchedLanes; ++l) {
@@ -371,6 +373,49 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
     for (int j = 0; j < kSchedPcBits; ++j) zero.push_back({s.nextBlock.at(j), -1});
     QGPU_CHECK(l6.detector(none, zero));
     s.units[6] = l6.used();
+  }
+
+  // ---- L+7: the next token (EX(b') / WM(w', m') / CTA / END) as an emit field ----
+  if (spec.emit) {
+    QGPU_TRY(family, alloc.take("sched.emit.family", trace::kNumFamilies));
+    QGPU_TRY(index, alloc.take("sched.emit.index", tokenIndexBits()));
+    s.emit = {family, index};
+    for (int b = 0; b < 32; ++b)
+      if (trace::indexOf(trace::ex(b)) != b)
+        return makeDiag(ErrorKind::Internal, "scheduler: EX(b)'s index is not b");
+    Layer l7(weights, L + 7, ctx, s.mlp);
+    const int D = s.done.at(0), last = in.lastCta.at(0);
+    auto famDim = [&](trace::Family f) { return family.at(static_cast<int>(f)); };
+    QGPU_CHECK(clearToZero(l7, family));
+    // EX(b'): (reset ∨ term) ∧ ¬done, as the two disjoint cases reset ∧ ¬done, ¬reset ∧ term ∧ ¬done
+    const LinearForm exCases[2] = {{{{R, 1}, {D, -1}}, -1}, {{{R, -1}, {T, 1}, {D, -1}}, -2}};
+    for (const LinearForm& n : exCases) QGPU_CHECK(l7.detector(n, {{famDim(trace::Family::Ex), 2}}));
+    QGPU_CHECK(l7.detector({{{R, -1}, {T, -1}, {D, -1}}, -2}, {{famDim(trace::Family::Wm), 2}}));
+    QGPU_CHECK(l7.detector({{{D, 1}, {last, -1}}, -1}, {{famDim(trace::Family::Cta), 2}}));
+    QGPU_CHECK(l7.detector({{{D, 1}, {last, 1}}, -1}, {{famDim(trace::Family::End), 2}}));
+    QGPU_CHECK(l7.cancel(index));
+    for (const LinearForm& n : exCases) {
+      for (int j = 0; j < kSchedPcBits; ++j)
+        QGPU_CHECK(l7.detector(n, {{index.at(j), 1}}, s.nextBlock.at(j)));
+      std::vector<Output> high;
+      for (int j = kSchedPcBits; j < index.dims; ++j) high.push_back({index.at(j), -1});
+      QGPU_CHECK(l7.detector(n, high));
+    }
+    for (uint32_t p = 0; p < 64; ++p) {  // WM(w', m'): p = w' | m' << 2
+      const int w = static_cast<int>(p & 3), m = static_cast<int>(p >> 2);
+      LinearForm n{{{R, -1}, {T, -1}, {D, -1}}, 0};
+      for (int i = 0; i < 2; ++i) n.terms.push_back({s.nextWarp.at(i), sgn((w >> i) & 1)});
+      for (int i = 0; i < kSchedLanes; ++i) n.terms.push_back({s.nextMask.at(i), sgn((m >> i) & 1)});
+      n.constant = -static_cast<double>(n.terms.size() - 1);
+      const int idx = m == 0 ? 0 : trace::indexOf(trace::wm(w, m));  // m' = 0 never follows
+      std::vector<Output> word;
+      for (int j = 0; j < index.dims; ++j) word.push_back({index.at(j), sgn((idx >> j) & 1)});
+      QGPU_CHECK(l7.detector(n, word));
+    }
+    std::vector<Output> zero;  // CTA, END: index 0
+    for (int j = 0; j < index.dims; ++j) zero.push_back({index.at(j), -1});
+    QGPU_CHECK(l7.detector({{{D, 1}}, 0}, zero));
+    s.units[7] = l7.used();
   }
   return s;
 }

@@ -63,13 +63,18 @@
 //   L+6 MLP  m'_l = liveSel_l ∧ ⋀_{l'} le_{l,l'}; b' = pc of the first such lane (first_l =
 //            liveSel_l ∧ ⋀_{l'<l} ¬le_{l',l} ∧ ⋀_{l'>l} le_{l,l'}, a detector gating 5 selects),
 //            or 0 when w' has no live lane.
+//   L+7 MLP  (with `emit`) the next token as an emit field (emit.h: family sign one-hot + index
+//            bits): at a reset or terminator position EX(b') — or, when done, CTA, or END at
+//            the last CTA (the `lastCta` input) — and at the position after them WM(w', m')
+//            (index w'·15 + m' − 1 from oracle/trace.h's constructors: one 9-literal detector
+//            per (w', m') pattern). The family dims are −u, +2u where a case's detector fires.
 // Margins: every gate is λG·N with N an exact integer (|N| ≤ 64), on ≥ λG, off ≤ −λG; the
 // latches' margins are tap.h's.
 //
 // Budget (per stage, `units` counts the Replace cancels): 16 heads in L+1 (the whole of a `2b`
 // layer: one head per (warp, lane), since a head answers one query per token and a row written
-// by a terminator must not depend on a read of the same row), ≈ 1,000 MLP units over 7 layers
-// (the widest, L+3, 135), ≈ 300 residual dims (field list in `Scheduler`).
+// by a terminator must not depend on a read of the same row), 617 MLP units over 7 layers
+// (the widest, L, 244), ≈ 300 residual dims (field list in `Scheduler`).
 //
 // Failing twins (`SchedulerTwin`): MaxPc (b' = the highest PC, le reversed) and NoRelease (the
 // wrap-around of the warp choice writes "done": the barrier is never released).
@@ -78,6 +83,7 @@
 #include <array>
 #include <cstdint>
 
+#include "circuit/emit.h"
 #include "circuit/logic.h"
 #include "circuit/tap.h"
 #include "circuit/weights.h"
@@ -132,6 +138,7 @@ struct SchedulerInputs {
   Field next;     // 6
   Field pred;     // 4
   Field blockX;   // 5
+  Field lastCta;  // 1, only with SchedulerSpec::emit: +1 while the launch's last CTA runs
 };
 
 struct SchedulerSpec {
@@ -142,6 +149,7 @@ struct SchedulerSpec {
   float gain = 128;    // G of the MLPs and heads: λG ≥ 89
   float unit = 16;     // u
   SchedulerTwin twin = SchedulerTwin::None;
+  bool emit = false;   // one more layer, firstLayer + 7: the next token's emit field
 };
 
 struct Scheduler {
@@ -163,8 +171,9 @@ struct Scheduler {
   Field le;                               // 12: pair index of (l, l') in `lePairs` order
   Field nextMask;                         // 4: m'
   Field nextBlock;                        // 5: b'
+  EmitField emit;                         // L+7 (with SchedulerSpec::emit)
   // Cost and margins.
-  std::array<int, 7> units{};             // MLP units per layer L .. L+6 (with the cancels)
+  std::array<int, 8> units{};             // MLP units per layer L .. L+7 (with the cancels)
   int heads = 0;
   HeadMargins latch;
   GadgetReport mlp;                       // the margins over every MLP unit

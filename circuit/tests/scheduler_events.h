@@ -2,7 +2,8 @@
 // from real interpreter runs (torch-free; scheduler_spec_test and scheduler_test share it).
 //
 // A run of oracle::Execution becomes a list of positions, as the circuit sees them:
-//   - a reset position at every CTA start (the RUN token for CTA 0, the CTA token after it);
+//   - a reset position at every CTA start (the RUN token for CTA 0, the CTA token after it), and
+//     the position after it (the EX token of the CTA's first step: no write);
 //   - per step, its terminator position (the block's terminator kind and targets from the
 //     program, the per-lane branch predicate read back from where the interpreter sent each active
 //     lane), and, when another step follows, the next position (the same inputs, no write).
@@ -29,6 +30,7 @@ struct SchedPosition {
   int taken = 0, next = 0;  // 0..31, 32 = exit
   uint8_t pred = 0;
   int blockX = 1;
+  bool lastCta = false;  // the launch's last CTA runs
   // The interpreter's own outcome of the step (terminator positions): each active lane's next PC
   // (machine::kExitTarget for an exit) and whether the warp now waits.
   std::array<uint8_t, kSchedLanes> nextBlock{};
@@ -44,6 +46,14 @@ struct SchedRun {
 };
 
 inline int targetCode(uint8_t t) { return t == machine::kExitTarget ? 32 : t; }
+
+// The token the trace has next at a position: EX(b') after a reset or a terminator (CTA or END
+// when the CTA is done), WM(w', m') at the position after them (oracle/trace.h's constructors).
+inline trace::Token nextToken(const SchedPosition& p) {
+  if (p.expect.done) return trace::single(p.lastCta ? trace::Family::End : trace::Family::Cta);
+  if (p.reset || p.term) return trace::ex(p.expect.block);
+  return trace::wm(p.expect.warp, p.expect.mask);
+}
 
 inline SchedChoice choiceOf(const oracle::StepEvent& e) {
   SchedChoice c;
@@ -71,9 +81,17 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
   SchedPosition reset;
   reset.reset = true;
   reset.blockX = static_cast<int>(launch.blockX);
+  int cta = 0;
+  auto pushReset = [&](const oracle::StepEvent& first) {
+    SchedPosition r = reset;
+    r.lastCta = cta + 1 == static_cast<int>(launch.gridX);
+    r.expect = choiceOf(first);
+    run.positions.push_back(r);
+    r.reset = false;  // the position after it: same inputs (warp 0, jmp), no write
+    run.positions.push_back(r);
+  };
   oracle::StepEvent e = ex.next();
-  reset.expect = choiceOf(e);
-  run.positions.push_back(reset);
+  pushReset(e);
   while (e.kind == oracle::EventKind::Step) {
     ++run.steps;
     const machine::Terminator& t = p.blocks[e.step.block].term;
@@ -82,6 +100,7 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
     pos.warp = e.step.warp;
     pos.mask = e.step.mask;
     pos.blockX = static_cast<int>(launch.blockX);
+    pos.lastCta = cta + 1 == static_cast<int>(launch.gridX);
     pos.kind = t.kind == machine::TermKind::Jump     ? SchedKind::Jump
                : t.kind == machine::TermKind::Branch ? SchedKind::Branch
                : t.kind == machine::TermKind::Barrier ? SchedKind::Barrier
@@ -103,10 +122,9 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
       after.term = false;
       run.positions.push_back(after);
     } else if (e.kind == oracle::EventKind::CtaStart) {
-      SchedPosition r = reset;
+      ++cta;
       e = ex.next();
-      r.expect = choiceOf(e);
-      run.positions.push_back(r);
+      pushReset(e);
     }
   }
   run.finished = e.kind == oracle::EventKind::Finished;

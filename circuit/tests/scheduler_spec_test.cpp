@@ -165,6 +165,35 @@ TEST(SchedulerRule, EachTwinDisagreesWithTheInterpreter) {
             << " wrong, no release " << noRelease.wrong << " of " << noRelease.decisions << "\n";
 }
 
+// The test's positions (scheduler_events.h) against the interpreter's own trace: the tokens they
+// say come next are exactly the EX / WM / CTA / END tokens of the run, in order.
+TEST(SchedulerEvents, TheNextTokensAreTheStepHeadersCtaAndEndOfTheInterpretersTrace) {
+  int runs = 0;
+  for (int seed = 0; seed < 300; ++seed) {
+    auto c = gen::generateProgram(barrierPolicy(), static_cast<uint64_t>(seed));
+    ASSERT_TRUE(c.ok());
+    const testing::SchedRun run =
+        testing::collectRun(c.value().program, c.value().launch, c.value().stepBound);
+    if (!run.finished) continue;
+    oracle::RunOptions opt;
+    opt.maxSteps = c.value().stepBound;
+    auto r = oracle::run(c.value().program, c.value().launch, opt);
+    ASSERT_TRUE(r.ok());
+    std::vector<trace::Token> want;
+    for (trace::Token t : r.value().trace) {
+      const trace::Family f = trace::familyOf(t);
+      if (f == trace::Family::Ex || f == trace::Family::Wm || f == trace::Family::Cta ||
+          f == trace::Family::End)
+        want.push_back(t);
+    }
+    std::vector<trace::Token> got;
+    for (const auto& p : run.positions) got.push_back(testing::nextToken(p));
+    ASSERT_EQ(got, want) << "seed " << seed;
+    ++runs;
+  }
+  EXPECT_GT(runs, 200);
+}
+
 // ---- The gadget: refusals and cost ----
 
 struct Rig {
@@ -202,8 +231,8 @@ TEST(SchedulerGadget, CostsWhatTheHeaderSays) {
   // L+1 16 + 1 + 16; L+2 4 + 1 + 2 per warp; L+3 7 cancels + 128 patterns; L+4 per lane two
   // muxes of 4 inputs (5 + 20 and 1 + 4 with their cancels); L+5 12 + 1 + 2 per pair; L+6
   // 4 + 1 + 4 (mask), 5 cancels + 4 × 5 selects + 1 (b').
-  const std::array<int, 7> expected = {24 * 6 + 16 + 1 + 32 + 32 + 16 + 3, 33, 13, 135,
-                                       4 * (25 + 5), 12 + 1 + 24, 9 + 26};
+  const std::array<int, 8> expected = {24 * 6 + 16 + 1 + 32 + 32 + 16 + 3, 33, 13, 135,
+                                       4 * (25 + 5), 12 + 1 + 24, 9 + 26, 0};
   EXPECT_EQ(s.value().units, expected);
   EXPECT_EQ(s.value().heads, 16);
   EXPECT_EQ(s.value().mlp.onMin, 128);

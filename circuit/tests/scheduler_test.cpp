@@ -19,6 +19,9 @@
 #include <ctime>
 #include <iostream>
 
+#include <algorithm>
+#include <map>
+
 #include "circuit/scheduler.h"
 #include "circuit/tests/harness.h"
 #include "circuit/tests/scheduler_events.h"
@@ -35,6 +38,10 @@ constexpr float kUnit = 16;
 constexpr int kLayers = 7;
 constexpr int kProbes = 16;  // b' 5, w' 2, m' 4, done 1, w' one-hot 4
 constexpr int kDoneProbe = 11;
+// Position t's token is row kFirstRow + t; the probes are logits kFirstRow.. (rows 0..241 are the
+// trace tokens, whose lm_head rows the emit head writes).
+constexpr int kFirstRow = trace::kVocabSize;
+constexpr float kEmitWeight = 8;
 
 struct Coverage {
   int runs = 0, ctas = 0, releases = 0, switches = 0, exits = 0, oddBlockX = 0, done = 0;
@@ -83,9 +90,9 @@ struct Rig {
 };
 
 Rig build(const std::string& name, const std::vector<testing::SchedPosition>& pos,
-          SchedulerTwin twin = SchedulerTwin::None) {
-  model::Qwen35Config c =
-      harness::config(kHidden, kLayers, 512, std::max<int64_t>(kProbes, static_cast<int64_t>(pos.size())));
+          SchedulerTwin twin = SchedulerTwin::None, bool emit = false) {
+  model::Qwen35Config c = harness::config(kHidden, kLayers + (emit ? 1 : 0), 512,
+                                          kFirstRow + std::max<int64_t>(kProbes, static_cast<int64_t>(pos.size())));
   c.linearNumKeyHeads = c.linearNumValueHeads = kSchedThreads;
   c.linearKeyHeadDim = 64;  // a power of four: exact one-row reads in fp32 (docs/circuit.md §9)
   CircuitWeights w(c);
@@ -102,12 +109,14 @@ Rig build(const std::string& name, const std::vector<testing::SchedPosition>& po
   in.next = alloc.take("next", 6).value();
   in.pred = alloc.take("pred", 4).value();
   in.blockX = alloc.take("blockX", 5).value();
+  in.lastCta = alloc.take("lastCta", 1).value();
   spec.twin = twin;
+  spec.emit = emit;
   auto s = buildScheduler(w, alloc, spec);
   EXPECT_TRUE(s.ok()) << s.error().message;
   if (!s.ok()) return {};
   for (size_t t = 0; t < pos.size(); ++t) {
-    const auto row = static_cast<int64_t>(t);
+    const auto row = static_cast<int64_t>(kFirstRow + t);
     const testing::SchedPosition& p = pos[t];
     harness::fillRow(w, row, kUnit);  // ballast and every pad +u
     harness::setSigns(w, row, in.reset, p.reset, kUnit);
@@ -119,13 +128,20 @@ Rig build(const std::string& name, const std::vector<testing::SchedPosition>& po
     harness::setSigns(w, row, in.next, static_cast<uint64_t>(p.next), kUnit);
     harness::setSigns(w, row, in.pred, p.pred, kUnit);
     harness::setSigns(w, row, in.blockX, static_cast<uint64_t>(p.blockX), kUnit);
+    harness::setSigns(w, row, in.lastCta, p.lastCta, kUnit);
   }
   const Scheduler& sc = s.value();
-  harness::probe(w, 0, sc.nextBlock);
-  harness::probe(w, 5, sc.nextWarp);
-  harness::probe(w, 7, sc.nextMask);
-  harness::probe(w, kDoneProbe, sc.done);
-  harness::probe(w, 12, sc.nextWarpOneHot);
+  harness::probe(w, kFirstRow + 0, sc.nextBlock);
+  harness::probe(w, kFirstRow + 5, sc.nextWarp);
+  harness::probe(w, kFirstRow + 7, sc.nextMask);
+  harness::probe(w, kFirstRow + kDoneProbe, sc.done);
+  harness::probe(w, kFirstRow + 12, sc.nextWarpOneHot);
+  if (emit) {
+    TokenLayout tokens;  // only the row offset matters to the emit head
+    tokens.rowOffset = 0;
+    auto margin = writeEmitHead(w, tokens, sc.emit, kEmitWeight);
+    EXPECT_TRUE(margin.ok()) << margin.error().message;
+  }
   return {harness::write(w, name), sc};
 }
 
@@ -133,14 +149,19 @@ struct Result {
   harness::SignCheck bits;
   int64_t wrongPositions = 0;
   std::string firstWrong;
-  std::vector<std::vector<float>> rows;
+  std::vector<std::vector<float>> rows;      // the probes
+  std::vector<std::vector<float>> emitRows;  // the logits of the trace tokens
 };
 
 Result check(model::Decoder& dec, const std::vector<testing::SchedPosition>& pos, Path path) {
   std::vector<int64_t> tokens(pos.size());
-  for (size_t t = 0; t < pos.size(); ++t) tokens[t] = static_cast<int64_t>(t);
+  for (size_t t = 0; t < pos.size(); ++t) tokens[t] = static_cast<int64_t>(kFirstRow + t);
   Result r;
-  r.rows = harness::run(dec, tokens, path, kProbes);
+  r.rows = harness::run(dec, tokens, path, kFirstRow + kProbes);
+  for (auto& row : r.rows) {  // the trace tokens' logits apart, the probes from index 0
+    r.emitRows.emplace_back(row.begin(), row.begin() + kFirstRow);
+    row.erase(row.begin(), row.begin() + kFirstRow);
+  }
   EXPECT_EQ(r.rows.size(), pos.size());
   for (size_t t = 0; t < r.rows.size() && t < pos.size(); ++t) {
     const SchedChoice& e = pos[t].expect;
@@ -253,6 +274,59 @@ TEST(CircuitScheduler, EachTwinIsWrongSomewhere) {
     EXPECT_GT(r.wrongPositions, 0) << name;
     std::cout << "twin " << name << ": " << r.wrongPositions << " of " << pos.size()
               << " positions wrong\n";
+  }
+}
+
+// The emit layer (L+7): the argmax over the trace vocabulary at every position is the token the
+// interpreter's trace has next there (scheduler_spec_test checks that these tokens are exactly the
+// EX / WM / CTA / END subsequence of the interpreter's trace).
+TEST(CircuitScheduler, EmitsTheTracesNextStepHeaderCtaOrEndToken) {
+  const auto& all = fixture().pos;
+  const size_t n = static_cast<size_t>(harness::inputs(320, static_cast<int>(all.size())));
+  const std::vector<testing::SchedPosition> pos(all.begin(), all.begin() + static_cast<long>(n));
+  const Rig rig = build("sched_emit", pos, SchedulerTwin::None, true);
+  ASSERT_FALSE(rig.dir.empty());
+  for (ComputeDtype dtype : harness::kDtypes) {
+    const bool f32 = dtype == ComputeDtype::F32;
+    auto dec = harness::load(rig.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    for (Path path : {Path::Prefill, Path::Mixed}) {
+      const size_t m = f32 ? n : static_cast<size_t>(harness::inputs(80, static_cast<int>(n)));
+      const std::vector<testing::SchedPosition> sub(pos.begin(), pos.begin() + static_cast<long>(m));
+      const Result r = check(*dec, sub, path);
+      EXPECT_TRUE(r.bits.ok()) << r.bits.summary() << "; " << r.firstWrong;
+      int64_t wrong = 0;
+      float minGap = 1e30f;
+      std::string first;
+      std::map<trace::Family, int> families;
+      for (size_t t = 0; t < r.emitRows.size(); ++t) {
+        const auto& row = r.emitRows[t];
+        const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+        float second = -1e30f;
+        for (size_t i = 0; i < row.size(); ++i)
+          if (static_cast<long>(i) != best) second = std::max(second, row[i]);
+        minGap = std::min(minGap, row[static_cast<size_t>(best)] - second);
+        const trace::Token want = testing::nextToken(sub[t]);
+        ++families[trace::familyOf(want)];
+        if (best != want) {
+          ++wrong;
+          if (first.empty())
+            first = "position " + std::to_string(t) + ": expected " + trace::tokenName(want) +
+                    ", argmax " + trace::tokenName(static_cast<trace::Token>(best));
+        }
+      }
+      EXPECT_EQ(wrong, 0) << first;
+      EXPECT_EQ(minGap, 2 * kEmitWeight) << "the stated margin 2W·λf";
+      EXPECT_GT(families[trace::Family::Ex], 0);
+      EXPECT_GT(families[trace::Family::Wm], 0);
+      EXPECT_GT(families[trace::Family::Cta], 0);
+      EXPECT_GT(families[trace::Family::End], 0);
+      std::cout << (f32 ? "fp32 " : "bf16 ") << harness::pathName(path) << " emit: " << m
+                << " tokens (EX " << families[trace::Family::Ex] << ", WM "
+                << families[trace::Family::Wm] << ", CTA " << families[trace::Family::Cta]
+                << ", END " << families[trace::Family::End] << "), " << wrong
+                << " wrong, smallest top-vs-second gap " << minGap << "\n";
+    }
   }
 }
 
