@@ -100,6 +100,14 @@ SchedChoice scheduleNext(const SchedView& view, SchedulerTwin twin) {
   return c;
 }
 
+bool divergentBarrier(const SchedView& view, const SchedChoice& choice, bool nextBar) {
+  if (!nextBar || choice.done) return false;
+  for (int l = 0; l < kSchedLanes; ++l)
+    if (view.live[static_cast<size_t>(choice.warp * kSchedLanes + l)] && !(choice.mask >> l & 1))
+      return true;
+  return false;
+}
+
 std::array<std::pair<int, int>, 12> lePairs() {
   std::array<std::pair<int, int>, 12> p{};
   size_t i = 0;
@@ -133,7 +141,10 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
   QGPU_CHECK(checkWidth(in.next, kSchedTargetBits, "next"));
   QGPU_CHECK(checkWidth(in.pred, kSchedLanes, "pred"));
   QGPU_CHECK(checkWidth(in.blockX, 5, "blockX"));
-  if (spec.emit) QGPU_CHECK(checkWidth(in.lastCta, 1, "lastCta"));
+  if (spec.emit) {
+    QGPU_CHECK(checkWidth(in.lastCta, 1, "lastCta"));
+    QGPU_CHECK(checkWidth(in.nextBar, 1, "nextBar"));
+  }
 
   Scheduler s;
   for (int l = 0; l < kSchedLanes; ++l) {
@@ -415,6 +426,17 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
     std::vector<Output> zero;  // CTA, END: index 0
     for (int j = 0; j < index.dims; ++j) zero.push_back({index.at(j), -1});
     QGPU_CHECK(l7.detector({{{D, 1}}, 0}, zero));
+    QGPU_TRY(fault, alloc.take("sched.fault", 1));
+    s.fault = fault;
+    QGPU_CHECK(clearToZero(l7, fault));
+    LinearForm div;  // T = Σ_l (liveSel_l − m'_l) + 8·(nextBar − 1), in x̂: N = T
+    for (int l = 0; l < kSchedLanes; ++l) {
+      div.terms.push_back({s.liveSel.at(l), 0.5});
+      div.terms.push_back({s.nextMask.at(l), -0.5});
+    }
+    div.terms.push_back({in.nextBar.at(0), 4});
+    div.constant = -4;
+    QGPU_CHECK(l7.step(div, {{fault.at(0), 2}}));
     s.units[7] = l7.used();
   }
   return s;

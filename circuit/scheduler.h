@@ -68,6 +68,10 @@
 //            the last CTA (the `lastCta` input) — and at the position after them WM(w', m')
 //            (index w'·15 + m' − 1 from oracle/trace.h's constructors: one 9-literal detector
 //            per (w', m') pattern). The family dims are −u, +2u where a case's detector fires.
+//            And `fault`: the step (b', w', m') faults at a divergent barrier, = nextBar ∧ a live
+//            lane of w' is not in m' = [Σ_l (liveSel_l − m'_l) + 8·(nextBar − 1) ≥ 1] (m' ⊆
+//            liveSel; one step pair). The FAULT token itself comes at the WM position (the
+//            record stage's emit, not built): this field is what it reads.
 // Margins: every gate is λG·N with N an exact integer (|N| ≤ 64), on ≥ λG, off ≤ −λG; the
 // latches' margins are tap.h's.
 //
@@ -123,6 +127,9 @@ struct SchedChoice {
   bool operator==(const SchedChoice&) const = default;
 };
 SchedChoice scheduleNext(const SchedView& view, SchedulerTwin twin = SchedulerTwin::None);
+// The divergent-barrier fault of the step `choice` names (machine.md §5: checked before its block
+// runs): its block ends in bar (`nextBar`) and a live lane of its warp is not in its mask.
+bool divergentBarrier(const SchedView& view, const SchedChoice& choice, bool nextBar);
 // The warp part alone: the next warp, or −1 for "CTA done".
 int chooseWarp(int warp, bool barrier, const std::array<bool, kSchedWarps>& anyLive,
                SchedulerTwin twin = SchedulerTwin::None);
@@ -139,6 +146,8 @@ struct SchedulerInputs {
   Field pred;     // 4
   Field blockX;   // 5
   Field lastCta;  // 1, only with SchedulerSpec::emit: +1 while the launch's last CTA runs
+  Field nextBar;  // 1, only with SchedulerSpec::emit: +1 when block b' ends in bar (the ROM's
+                  // terminator bank read at the EX(b') token)
 };
 
 struct SchedulerSpec {
@@ -172,6 +181,7 @@ struct Scheduler {
   Field nextMask;                         // 4: m'
   Field nextBlock;                        // 5: b'
   EmitField emit;                         // L+7 (with SchedulerSpec::emit)
+  Field fault;                            // L+7: the next step faults (divergent barrier)
   // Cost and margins.
   std::array<int, 8> units{};             // MLP units per layer L .. L+7 (with the cancels)
   int heads = 0;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "circuit/scheduler.h"
@@ -35,13 +36,17 @@ struct SchedPosition {
   // (machine::kExitTarget for an exit) and whether the warp now waits.
   std::array<uint8_t, kSchedLanes> nextBlock{};
   bool barrier = false;
-  // Expected: the interpreter's next event.
+  // Expected: the interpreter's next event (a step; also the step that faults at a divergent
+  // barrier, before any of its ops).
   SchedChoice expect;
+  bool nextBar = false;      // input: the next step's block ends in bar (the ROM's terminator)
+  bool expectFault = false;  // the next step faults: a divergent barrier
 };
 
 struct SchedRun {
   std::vector<SchedPosition> positions;
-  bool finished = false;  // the run ended with Finished (not a fault or the step limit)
+  bool finished = false;  // the run ended with Finished
+  bool faulted = false;   // the run ended with a divergent-barrier fault (its positions are valid)
   int steps = 0;
 };
 
@@ -57,7 +62,7 @@ inline trace::Token nextToken(const SchedPosition& p) {
 
 inline SchedChoice choiceOf(const oracle::StepEvent& e) {
   SchedChoice c;
-  if (e.kind == oracle::EventKind::Step) {
+  if (e.kind == oracle::EventKind::Step || e.kind == oracle::EventKind::Fault) {
     c.warp = e.step.warp;
     c.block = e.step.block;
     c.mask = e.step.mask;
@@ -82,10 +87,18 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
   reset.reset = true;
   reset.blockX = static_cast<int>(launch.blockX);
   int cta = 0;
+  // The expected outcome of a position from the interpreter's next event.
+  auto expectFrom = [&](SchedPosition& pos, const oracle::StepEvent& next) {
+    pos.expect = choiceOf(next);
+    pos.nextBar = !pos.expect.done &&
+                  p.blocks[static_cast<size_t>(pos.expect.block)].term.kind == machine::TermKind::Barrier;
+    pos.expectFault = next.kind == oracle::EventKind::Fault && next.step.numOps == 0 &&
+                      next.fault.message.find("divergent barrier") != std::string::npos;
+  };
   auto pushReset = [&](const oracle::StepEvent& first) {
     SchedPosition r = reset;
     r.lastCta = cta + 1 == static_cast<int>(launch.gridX);
-    r.expect = choiceOf(first);
+    expectFrom(r, first);
     run.positions.push_back(r);
     r.reset = false;  // the position after it: same inputs (warp 0, jmp), no write
     run.positions.push_back(r);
@@ -115,9 +128,9 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
     }
     pos.barrier = e.step.barrier;
     e = ex.next();
-    pos.expect = choiceOf(e);
+    expectFrom(pos, e);
     run.positions.push_back(pos);
-    if (e.kind == oracle::EventKind::Step) {
+    if (e.kind == oracle::EventKind::Step || e.kind == oracle::EventKind::Fault) {
       SchedPosition after = pos;  // the next position: same inputs, no write
       after.term = false;
       run.positions.push_back(after);
@@ -128,6 +141,8 @@ inline SchedRun collectRun(const machine::Program& p, const machine::Launch& lau
     }
   }
   run.finished = e.kind == oracle::EventKind::Finished;
+  run.faulted = e.kind == oracle::EventKind::Fault && !run.positions.empty() &&
+                run.positions.back().expectFault;
   return run;
 }
 

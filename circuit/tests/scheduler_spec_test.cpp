@@ -66,12 +66,12 @@ TEST(SchedulerRule, MinPcPicksTheLowestBlockOfTheLiveLanesAndTheirMask) {
 // ---- The rule against the interpreter ----
 
 // Random programs with barriers, divergence, early exits (br p ? exit : next), 1..16 threads and
-// 1..3 CTAs; no faults (the divergent-barrier fault is not the stage's output yet).
+// 1..3 CTAs, and barriers in divergent flow now and then (a divergent-barrier fault ends the run).
 gen::Policy barrierPolicy() {
   gen::Policy p;
   p.wBarrier = 3;
   p.wEarlyExit = 2;
-  p.divergentBarrierProb = 0;
+  p.divergentBarrierProb = 0.1;
   p.outOfRangeProb = 0;
   p.maxGrid = 3;
   return p;
@@ -79,6 +79,7 @@ gen::Policy barrierPolicy() {
 
 struct Agreement {
   int64_t decisions = 0, wrong = 0, releases = 0, switches = 0, exits = 0, ctas = 0;
+  int64_t faults = 0, barriersAhead = 0, faultWrong = 0;
   int runs = 0, oddBlockX = 0;
   std::string first;
 };
@@ -92,7 +93,7 @@ Agreement agree(int cases, SchedulerTwin twin) {
     if (!c.ok()) continue;
     const testing::SchedRun run =
         testing::collectRun(c.value().program, c.value().launch, c.value().stepBound);
-    if (!run.finished) continue;
+    if (!run.finished && !run.faulted) continue;
     ++a.runs;
     a.oddBlockX += c.value().launch.blockX % 4 != 0 ? 1 : 0;
     SchedView view;
@@ -123,6 +124,9 @@ Agreement agree(int cases, SchedulerTwin twin) {
       }
       const SchedChoice got = scheduleNext(view, twin);
       ++a.decisions;
+      a.faults += pos.expectFault ? 1 : 0;
+      a.barriersAhead += pos.nextBar ? 1 : 0;
+      if (divergentBarrier(view, got, pos.nextBar) != pos.expectFault) ++a.faultWrong;
       if (pos.term && !pos.expect.done && pos.expect.warp != pos.warp) ++a.switches;
       if (pos.term && pos.barrier && !pos.expect.done && pos.expect.warp <= pos.warp) ++a.releases;
       if (!(got == pos.expect)) {
@@ -143,6 +147,8 @@ Agreement agree(int cases, SchedulerTwin twin) {
 TEST(SchedulerRule, AgreesWithTheInterpreterOnRandomProgramsWithBarriersAndExits) {
   const Agreement a = agree(3000, SchedulerTwin::None);
   EXPECT_EQ(a.wrong, 0) << a.first;
+  EXPECT_EQ(a.faultWrong, 0);
+  EXPECT_GT(a.faults, 50);
   // What the corpus reached (so that the agreement is not vacuous).
   EXPECT_GT(a.runs, 2000);
   EXPECT_GT(a.decisions, 100000);
@@ -153,7 +159,9 @@ TEST(SchedulerRule, AgreesWithTheInterpreterOnRandomProgramsWithBarriersAndExits
   EXPECT_GT(a.ctas, a.runs);
   std::cout << "rule vs interpreter: " << a.runs << " runs, " << a.ctas << " CTAs, "
             << a.decisions << " decisions (" << a.switches << " warp switches, " << a.releases
-            << " barrier releases, " << a.exits << " lane exits), " << a.wrong << " wrong\n";
+            << " barrier releases, " << a.exits << " lane exits), " << a.wrong << " wrong; "
+            << a.barriersAhead << " steps ahead ending in bar, " << a.faults
+            << " divergent-barrier faults, " << a.faultWrong << " fault decisions wrong\n";
 }
 
 TEST(SchedulerRule, EachTwinDisagreesWithTheInterpreter) {
@@ -174,7 +182,7 @@ TEST(SchedulerEvents, TheNextTokensAreTheStepHeadersCtaAndEndOfTheInterpretersTr
     ASSERT_TRUE(c.ok());
     const testing::SchedRun run =
         testing::collectRun(c.value().program, c.value().launch, c.value().stepBound);
-    if (!run.finished) continue;
+    if (!run.finished && !run.faulted) continue;
     oracle::RunOptions opt;
     opt.maxSteps = c.value().stepBound;
     auto r = oracle::run(c.value().program, c.value().launch, opt);
@@ -238,6 +246,22 @@ TEST(SchedulerGadget, CostsWhatTheHeaderSays) {
   EXPECT_EQ(s.value().mlp.onMin, 128);
   EXPECT_EQ(s.value().mlp.offMax, -128);
   EXPECT_EQ(s.value().latch.keyOn, 128);
+  EXPECT_TRUE(r.w.checkBf16Exact().ok());
+}
+
+TEST(SchedulerGadget, TheEmitLayerCostsWhatTheHeaderSays) {
+  Rig r(16, 8);
+  r.spec.emit = true;
+  r.spec.in.lastCta = r.alloc.take("lastCta", 1).value();
+  r.spec.in.nextBar = r.alloc.take("nextBar", 1).value();
+  auto s = buildScheduler(r.w, r.alloc, r.spec);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  // By hand: the family dims (one per trace family) cancelled + 1 constant + 5 case detectors
+  // (EX twice, WM, CTA, END); 6 index cancels, per EX case 5 selects + 1 constant detector, 64
+  // WM patterns, 1 for CTA / END; the fault bit 1 cancel + 1 constant + a step pair.
+  EXPECT_EQ(s.value().units[7], trace::kNumFamilies + 1 + 5 + 6 + 2 * 6 + 64 + 1 + 4);
+  EXPECT_EQ(s.value().emit.family.dims, trace::kNumFamilies);
+  EXPECT_EQ(s.value().emit.index.dims, tokenIndexBits());
   EXPECT_TRUE(r.w.checkBf16Exact().ok());
 }
 

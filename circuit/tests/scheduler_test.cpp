@@ -36,7 +36,8 @@ using harness::Path;
 constexpr int kHidden = 384;
 constexpr float kUnit = 16;
 constexpr int kLayers = 7;
-constexpr int kProbes = 16;  // b' 5, w' 2, m' 4, done 1, w' one-hot 4
+constexpr int kProbes = 17;  // b' 5, w' 2, m' 4, done 1, w' one-hot 4, fault 1 (emit only)
+constexpr int kFaultProbe = 16;
 constexpr int kDoneProbe = 11;
 // Position t's token is row kFirstRow + t; the probes are logits kFirstRow.. (rows 0..241 are the
 // trace tokens, whose lm_head rows the emit head writes).
@@ -45,6 +46,7 @@ constexpr float kEmitWeight = 8;
 
 struct Coverage {
   int runs = 0, ctas = 0, releases = 0, switches = 0, exits = 0, oddBlockX = 0, done = 0;
+  int faults = 0;  // runs that end in a divergent-barrier fault
   std::set<int> warps;  // warps per CTA seen
 };
 
@@ -53,7 +55,7 @@ std::vector<testing::SchedPosition> positions(size_t n, Coverage& cov) {
   gen::Policy p;
   p.wBarrier = 3;
   p.wEarlyExit = 2;
-  p.divergentBarrierProb = 0;
+  p.divergentBarrierProb = 0.1;
   p.outOfRangeProb = 0;
   p.maxGrid = 3;
   p.maxRegions = 4;
@@ -64,7 +66,8 @@ std::vector<testing::SchedPosition> positions(size_t n, Coverage& cov) {
     if (!c.ok()) continue;
     const testing::SchedRun run = testing::collectRun(c.value().program, c.value().launch,
                                                       c.value().stepBound);
-    if (!run.finished || run.positions.size() > 90) continue;
+    if ((!run.finished && !run.faulted) || run.positions.size() > 90) continue;
+    cov.faults += run.faulted ? 1 : 0;
     ++cov.runs;
     cov.oddBlockX += c.value().launch.blockX % 4 != 0 ? 1 : 0;
     cov.warps.insert(static_cast<int>((c.value().launch.blockX + 3) / 4));
@@ -110,6 +113,7 @@ Rig build(const std::string& name, const std::vector<testing::SchedPosition>& po
   in.pred = alloc.take("pred", 4).value();
   in.blockX = alloc.take("blockX", 5).value();
   in.lastCta = alloc.take("lastCta", 1).value();
+  in.nextBar = alloc.take("nextBar", 1).value();
   spec.twin = twin;
   spec.emit = emit;
   auto s = buildScheduler(w, alloc, spec);
@@ -129,6 +133,7 @@ Rig build(const std::string& name, const std::vector<testing::SchedPosition>& po
     harness::setSigns(w, row, in.pred, p.pred, kUnit);
     harness::setSigns(w, row, in.blockX, static_cast<uint64_t>(p.blockX), kUnit);
     harness::setSigns(w, row, in.lastCta, p.lastCta, kUnit);
+    harness::setSigns(w, row, in.nextBar, p.nextBar, kUnit);
   }
   const Scheduler& sc = s.value();
   harness::probe(w, kFirstRow + 0, sc.nextBlock);
@@ -141,6 +146,7 @@ Rig build(const std::string& name, const std::vector<testing::SchedPosition>& po
     tokens.rowOffset = 0;
     auto margin = writeEmitHead(w, tokens, sc.emit, kEmitWeight);
     EXPECT_TRUE(margin.ok()) << margin.error().message;
+    harness::probe(w, kFirstRow + kFaultProbe, sc.fault);
   }
   return {harness::write(w, name), sc};
 }
@@ -248,7 +254,7 @@ TEST(CircuitScheduler, TheSequenceHoldsReleasesSwitchesExitsAndCtas) {
   std::cout << "sequence: " << f.pos.size() << " positions, " << f.cov.runs << " runs, "
             << f.cov.ctas << " CTA starts, " << f.cov.switches << " warp switches, "
             << f.cov.releases << " barrier releases, " << f.cov.exits << " lane exits, "
-            << f.cov.done << " CTA ends\n";
+            << f.cov.done << " CTA ends, " << f.cov.faults << " runs ending in a divergent-barrier fault\n";
 }
 
 TEST(CircuitScheduler, EmitsTheInterpretersNextExecAtEveryPositionInFp32OnEveryPath) {
@@ -299,6 +305,17 @@ TEST(CircuitScheduler, EmitsTheTracesNextStepHeaderCtaOrEndToken) {
       float minGap = 1e30f;
       std::string first;
       std::map<trace::Family, int> families;
+      harness::SignCheck faultBits;
+      int faults = 0;
+      for (size_t t = 0; t < r.rows.size(); ++t) {
+        harness::checkBits(faultBits, {r.rows[t][kFaultProbe]}, {sub[t].expectFault}, 1.0,
+                           "position " + std::to_string(t) + " (fault)");
+        faults += sub[t].expectFault ? 1 : 0;
+      }
+      EXPECT_TRUE(faultBits.ok()) << faultBits.summary();
+      if (f32) {
+        EXPECT_GT(faults, 0);
+      }
       for (size_t t = 0; t < r.emitRows.size(); ++t) {
         const auto& row = r.emitRows[t];
         const auto best = std::max_element(row.begin(), row.end()) - row.begin();
@@ -325,7 +342,8 @@ TEST(CircuitScheduler, EmitsTheTracesNextStepHeaderCtaOrEndToken) {
                 << " tokens (EX " << families[trace::Family::Ex] << ", WM "
                 << families[trace::Family::Wm] << ", CTA " << families[trace::Family::Cta]
                 << ", END " << families[trace::Family::End] << "), " << wrong
-                << " wrong, smallest top-vs-second gap " << minGap << "\n";
+                << " wrong, smallest top-vs-second gap " << minGap << "; fault flag at " << faults
+                << " positions: " << faultBits.summary() << "\n";
     }
   }
 }
