@@ -78,7 +78,8 @@
 // Budget (per stage, `units` counts the Replace cancels): 16 heads in L+1 (the whole of a `2b`
 // layer: one head per (warp, lane), since a head answers one query per token and a row written
 // by a terminator must not depend on a read of the same row), 617 MLP units over 7 layers
-// (the widest, L, 244), ≈ 300 residual dims (field list in `Scheduler`).
+// (the widest, L, 244), ≈ 300 residual dims (field list in `Scheduler`); the emit layer L+7 adds
+// 115 units (93 + one cancel per trace family) and 29 dims.
 //
 // Failing twins (`SchedulerTwin`): MaxPc (b' = the highest PC, le reversed) and NoRelease (the
 // wrap-around of the warp choice writes "done": the barrier is never released).
@@ -86,6 +87,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 
 #include "circuit/emit.h"
 #include "circuit/logic.h"

@@ -1,6 +1,6 @@
 // qgpu/circuit/tests/scheduler_test.cpp — the scheduling stage (circuit/scheduler.h) run through
 // model/'s real decoder: 7 standard linear_attention layers (16 DeltaNet heads of 64/128 in the
-// PC-table layer) in a tiny checkpoint, loaded by model::Decoder unchanged, in fp32 and bf16,
+// PC-table layer; 8 with the emit layer) in a tiny checkpoint, loaded by model::Decoder unchanged, in fp32 and bf16,
 // through the chunked prefill, the recurrent decode and the mixed path (crossing the 64-token
 // chunk).
 //
@@ -12,7 +12,9 @@
 // layout's magnitude). The inputs are the embedded fields of scheduler.h (in the circuit: the
 // EXEC latch, the fetched terminator, the branch predicate read, the launch latch); the expected
 // values are the interpreter's events (circuit/tests/scheduler_events.h), never the gadget's.
-// The twins (max instead of min PC, no barrier release) must be wrong somewhere.
+// The emit layer's argmax must be the trace's next token (EX(b'), WM(w', m'), CTA, END) and its
+// fault bit the interpreter's divergent-barrier fault. The twins (max instead of min PC, no
+// barrier release) must be wrong somewhere.
 #include <gtest/gtest.h>
 
 #include <chrono>
