@@ -18,7 +18,7 @@
 //   mul.lo      (al*bl : mulhi.u(al, bl) + al*bh + ah*bl)
 //   mul.hi.u    the four 32x32 products summed by columns with their carries
 //   mul.hi.s    mul.hi.u(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0) (mod 2^64)
-//   div/rem     not lowered (see translate64's default): refused with the op and its line
+//   div/rem     a 64-step shift-and-subtract loop on the magnitudes (two VIR blocks of its own)
 #include <algorithm>
 #include <optional>
 
@@ -489,9 +489,62 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       em.selp(d.lo, imm(0xffffffffu), w.op(Op::Sub, imm(63), idx), zero);
       return Ok{};
     }
+    case Opcode::Div: case Opcode::Rem: {
+      // Shift-and-subtract division of the magnitudes, a loop of 64 steps on register pairs:
+      // (r : q) starts as (0 : |a|) and is shifted left one bit per step; when r >= |b| (or the
+      // bit shifted out of r was set: r then exceeds 2^64 > |b|), r -= |b| and q's low bit is
+      // set. The quotient is q, the remainder r; signed results take the sign of a ^ b (quotient)
+      // or of a (remainder). The machine's conventions fall out: by 0 every step subtracts 0, so
+      // q = all ones and r = a (signed: a < 0 ? 1 : -1, and a), and INT64_MIN / -1 = INT64_MIN,
+      // INT64_MIN % -1 = 0, as ptxeval and docs/machine.md give them at 32 bits.
+      QGPU_CHECK(nsrc(2));
+      QGPU_TRY(a, pairOf(0));
+      QGPU_TRY(b, pairOf(1));
+      int aNeg = kNone, bNeg = kNone;
+      if (sgn) {
+        aNeg = w.cmp(Op::SetLtS, a.hi, imm(0));
+        bNeg = w.cmp(Op::SetLtS, b.hi, imm(0));
+        a = w.select(aNeg, w.neg(a), a);
+        b = w.select(bNeg, w.neg(b), b);
+      }
+      // The loop state, in vregs of its own (updated in place by every step).
+      Pair q{w.op(Op::Mov, a.lo), w.op(Op::Mov, a.hi)}, r{w.op(Op::Mov, imm(0)), w.op(Op::Mov, imm(0))};
+      Pair dv{w.op(Op::Mov, b.lo), w.op(Op::Mov, b.hi)};
+      VOperand count = w.op(Op::Mov, imm(64));
+      const int loop = em.newBlock(), after = em.newBlock();
+      em.terminate(VTerm{machine::TermKind::Jump, kNone, false, kNone, loop});
+      em.setCurrent(loop);
+      VOperand top = w.op(Op::ShrU, r.hi, imm(31));
+      em.alu(Op::ShfLW, r.hi.reg, r.lo, r.hi, imm(1));
+      em.alu(Op::ShfLW, r.lo.reg, q.hi, r.lo, imm(1));
+      em.alu(Op::ShfLW, q.hi.reg, q.lo, q.hi, imm(1));
+      em.alu(Op::Shl, q.lo.reg, q.lo, imm(1));
+      int fits = w.compare(Op::SetGeU, r, dv);
+      int over = w.cmp(Op::SetNe, top, imm(0));
+      int take = em.newPred();
+      em.pop(Op::POr, take, fits, over);
+      Pair diff = w.sub(r, dv);
+      em.selp(r.lo.reg, diff.lo, r.lo, take);
+      em.selp(r.hi.reg, diff.hi, r.hi, take);
+      em.alu(Op::Or, q.lo.reg, q.lo, w.bit(take));
+      em.alu(Op::Sub, count.reg, count, imm(1));
+      int more = w.cmp(Op::SetNe, count, imm(0));
+      em.terminate(VTerm{machine::TermKind::Branch, more, false, loop, after});
+      em.setCurrent(after);  // the rest of the PTX block continues here
+      Pair res = op == Opcode::Div ? q : r;
+      if (sgn) {
+        int flip = aNeg;
+        if (op == Opcode::Div) {
+          flip = em.newPred();
+          em.pop(Op::PXor, flip, aNeg, bNeg);
+        }
+        res = w.select(flip, w.neg(res), res);
+      }
+      write(res);
+      return Ok{};
+    }
     default:
-      return c.unsupported(std::string("64-bit ") + ptx::spelling(op) +
-                           (op == Opcode::Div || op == Opcode::Rem ? " (64-bit division is not lowered)" : ""));
+      return c.unsupported(std::string("64-bit ") + ptx::spelling(op));
   }
 }
 

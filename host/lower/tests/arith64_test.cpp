@@ -1,10 +1,11 @@
 // qgpu/host/lower/tests/arith64_test.cpp — integer arithmetic at the widths compilers emit, lowered
 // with register pairs and run in the reference interpreter (label cpu): neg.s64, ordered 64-bit
 // setp, 64-bit shifts by a register (PTX clamps amounts above 64 to 64), mul.hi.u64/.s64,
+// div/rem.u64/.s64 (a loop, guarded too),
 // min/max/abs on 64 bits, bfe.u64/.s64, bfi.b32/.b64, popc/clz/brev.b64, the narrow cvts
 // (8 and 16 bits, destinations wider than the type), div/rem.u16/.s16 with their edge values,
 // ld.param of 8/16-bit entry parameters and of narrow or widened callee arguments; the
-// refusals name the op and its line.
+// refusals name the load and its line.
 //
 // Each op has a table of edge cases whose expected words are worked out by hand in the comments,
 // and a seeded sweep (edge-heavy random operands) against a plain C++ evaluation of the PTX
@@ -322,13 +323,34 @@ TEST(Lower64, PopcClzBrevBfind) {
               [](uint64_t a, uint64_t) { return a == 0 ? 64 : static_cast<uint64_t>(__builtin_clzll(a)); });
 }
 
-TEST(Lower64, Division64IsRefusedNamingTheOpAndLine) {
-  for (const char* op : {"div.s64", "div.u64", "rem.s64", "rem.u64"}) {
-    Op64 k(std::string(op) + " %rd9, %rd4, %rd6;\n");
-    EXPECT_NE(k.error().find("unsupported PTX `" + std::string(op) + " %rd9, %rd4, %rd6;`"), std::string::npos) << k.error();
-    EXPECT_NE(k.error().find("t.ptx:27"), std::string::npos) << k.error();  // the body's first line
-    EXPECT_NE(k.error().find("error[PtxUnsupported]"), std::string::npos) << k.error();
-  }
+TEST(Lower64, DivisionIsAShiftAndSubtractLoop) {
+  // By 0: the machine's conventions (div.u all ones, div.s a < 0 ? 1 : -1, rem a);
+  // INT64_MIN / -1 = INT64_MIN, % -1 = 0; operands across the 32-bit boundary.
+  expectTable("div.u64 %rd9, %rd4, %rd6;\n",
+              {{kAll, 1, kAll}, {kAll, 0x100000000, 0xffffffff}, {0x123456789abcdef0, 0x10, 0x0123456789abcdef},
+               {5, 0, kAll}, {kMin, kAll, 0}, {kAll, kMin, 1}, {0x100000000, 3, 0x55555555}});
+  expectTable("rem.u64 %rd9, %rd4, %rd6;\n",
+              {{kAll, 0x100000000, 0xffffffff}, {5, 0, 5}, {0x100000000, 3, 1}, {kAll, kMin, kMax}});
+  expectTable("div.s64 %rd9, %rd4, %rd6;\n",
+              {{kMin, kAll, kMin}, {0xfffffffffffffff9, 2, 0xfffffffffffffffd}, {7, 0xfffffffffffffffe, 0xfffffffffffffffd},
+               {5, 0, kAll}, {0xfffffffffffffffb, 0, 1}, {kMin, 0x100000000, 0xffffffff80000000}});
+  expectTable("rem.s64 %rd9, %rd4, %rd6;\n",
+              {{kMin, kAll, 0}, {0xfffffffffffffff9, 2, kAll}, {7, 0xfffffffffffffffe, 1}, {0xfffffffffffffffb, 0, 0xfffffffffffffffb}});
+  expectModel("div.u64 %rd9, %rd4, %rd6;\n", [](uint64_t a, uint64_t b) { return b == 0 ? kAll : a / b; }, 60);
+  expectModel("rem.u64 %rd9, %rd4, %rd6;\n", [](uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }, 60);
+  expectModel("div.s64 %rd9, %rd4, %rd6;\n", [](uint64_t a, uint64_t b) -> uint64_t {
+    if (b == 0) return s64(a) < 0 ? 1 : kAll;
+    if (a == kMin && b == kAll) return kMin;
+    return static_cast<uint64_t>(s64(a) / s64(b));
+  }, 60);
+  expectModel("rem.s64 %rd9, %rd4, %rd6;\n", [](uint64_t a, uint64_t b) -> uint64_t {
+    if (b == 0) return a;
+    if (a == kMin && b == kAll) return 0;
+    return static_cast<uint64_t>(s64(a) % s64(b));
+  }, 60);
+  // Guarded: only the lanes whose guard (x < 0) holds divide; lanes 1 and 3 keep %rd9 = 7.
+  expectTable("mov.u64 %rd9, 7;\nsetp.lt.s64 %p1, %rd4, 0;\n@%p1 div.s64 %rd9, %rd4, %rd6;\n",
+              {{kAll, 1, kAll}, {5, 1, 7}, {0xfffffffffffffff0, 4, 0xfffffffffffffffc}, {9, 2, 7}});
 }
 
 // ---- Narrow widths ----
