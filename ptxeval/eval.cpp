@@ -790,6 +790,16 @@ class Evaluator {
         dst(r);
         break;
       }
+      case Opcode::Bfi: {
+        // bfi.b32/.b64 d, f, b, pos, len: b with bits pos.. pos+len-1 (those <= msb) from f's
+        // low bits; pos = c & 0xff, len = d & 0xff.
+        uint64_t f = src(0, w), r = src(1, w);
+        uint64_t pos = src(2, 32) & 0xff, len = src(3, 32) & 0xff;
+        for (uint64_t i = 0; i < len && pos + i < static_cast<uint64_t>(w); ++i)
+          r = (r & ~(uint64_t{1} << (pos + i))) | (((f >> i) & 1) << (pos + i));
+        dst(r);
+        break;
+      }
       case Opcode::Prmt: {
         uint64_t a = src(0, 32), b = src(1, 32), c = src(2, 32);
         uint64_t both = (b << 32) | a, r = 0;

@@ -37,6 +37,17 @@ ptx::Instruction makeMov(ptx::Type type, uint32_t dst, uint32_t src, const ptx::
   return mov;
 }
 
+// The integer type of `bits` bits with the signedness of t (.bN counts as unsigned).
+ptx::Type intType(int bits, bool isSigned) {
+  using ptx::Type;
+  switch (bits) {
+    case 8: return isSigned ? Type::S8 : Type::U8;
+    case 16: return isSigned ? Type::S16 : Type::U16;
+    case 32: return isSigned ? Type::S32 : Type::U32;
+    default: return isSigned ? Type::S64 : Type::U64;
+  }
+}
+
 struct Flattener {
   const ptx::Module& module;
   FlatFunction out;
@@ -89,6 +100,23 @@ struct Flattener {
     return Ok{};
   }
 
+  // `ld.param.T d, [p]` of a parameter or return slot held in register `held`: a mov when T,
+  // d and the held register have one width, else `cvt.D.T d, held` with D of d's width and T's
+  // signedness -- the held value's low |T| bits extended per T into d, as ld.param fills a
+  // register wider than its type (`ld.param.s8 %rs1`, `ld.param.u32 %rd1` of a .b32 slot).
+  Expected<ptx::Instruction> readParam(const ptx::Instruction& in, uint32_t held) const {
+    ptx::Type t = in.types.at(0);
+    uint32_t dst = in.dsts.at(0).reg;
+    int tb = ptx::bits(t), db = ptx::bits(out.regs.at(dst).type), hb = ptx::bits(out.regs.at(held).type);
+    if (tb == db && tb == hb) return makeMov(t, dst, held, in);
+    if (tb > hb) return unsupported(in, "ld.param of " + std::to_string(tb) + " bits from a " + std::to_string(hb) + "-bit argument");
+    if (db < 16 || tb > db) return unsupported(in, "ld.param into a " + std::to_string(db) + "-bit register");
+    ptx::Instruction cvt = makeMov(t, dst, held, in);
+    cvt.op = ptx::Opcode::Cvt;
+    cvt.types = {intType(db, ptx::isSigned(t)), intType(tb, ptx::isSigned(t))};
+    return cvt;
+  }
+
   // `[sym+0]` of a param symbol: the symbol, or "" if the operand is not of that form.
   static std::string paramSymbol(const ptx::Operand& op) {
     if (op.kind == ptx::OperandKind::Address && !op.addrIsReg) return op.name;
@@ -106,10 +134,13 @@ struct Flattener {
         return unsupported(in, "st.param to anything but [symbol+0]");
       if (in.srcs.size() < 2 || (in.srcs[1].kind != ptx::OperandKind::Reg && in.srcs[1].kind != ptx::OperandKind::Imm))
         return unsupported(in, "st.param of a value that is neither a register nor an immediate");
+      // An 8-bit parameter travels in a 16-bit register (lowering has no 8-bit registers); the
+      // reader's ld.param takes its low byte.
+      ptx::Type t = ptx::bits(in.types.at(0)) == 8 ? ptx::Type::B16 : in.types.at(0);
       auto it = fr.symbolRegs.find(sym);
       if (it == fr.symbolRegs.end())
-        it = fr.symbolRegs.emplace(sym, freshReg(in.types.at(0), sym)).first;
-      ptx::Instruction mov = makeMov(in.types.at(0), it->second, 0, in);
+        it = fr.symbolRegs.emplace(sym, freshReg(t, sym)).first;
+      ptx::Instruction mov = makeMov(t, it->second, 0, in);
       mov.srcs[0] = in.srcs[1];
       out.body.push_back(mov);
       return Ok{};
@@ -118,14 +149,31 @@ struct Flattener {
       std::string sym = paramSymbol(in.srcs.at(0));
       auto it = fr.symbolRegs.find(sym);
       if (it != fr.symbolRegs.end()) {
-        if (in.srcs[0].imm != 0) return unsupported(in, "ld.param at a non-zero offset");
         if (in.guarded) return unsupported(in, "guarded ld.param");
-        out.body.push_back(makeMov(in.types.at(0), in.dsts.at(0).reg, it->second, in));
+        uint32_t held = it->second;
+        if (int64_t off = in.srcs[0].imm; off != 0) {
+          // A byte of the argument (nvcc reads `(k >> 8) & 0xff` as ld.param.u8 [p+1]): the
+          // held value shifted right by 8 * off, then read as at offset 0.
+          int hb = ptx::bits(out.regs.at(held).type);
+          if (off < 0 || 8 * off + ptx::bits(in.types.at(0)) > hb)
+            return unsupported(in, "ld.param at byte offset " + std::to_string(off) + " of a " + std::to_string(hb) + "-bit argument");
+          ptx::Instruction shr = makeMov(out.regs.at(held).type, 0, held, in);
+          shr.op = Opcode::Shr;
+          shr.types = {intType(hb, false)};
+          shr.dsts[0].reg = freshReg(out.regs.at(held).type, sym);
+          ptx::Operand amount = shr.srcs[0];
+          amount.kind = ptx::OperandKind::Imm;
+          amount.imm = 8 * off;
+          shr.srcs.push_back(amount);
+          held = shr.dsts[0].reg;
+          out.body.push_back(std::move(shr));
+        }
+        QGPU_TRY(read, readParam(in, held));
+        out.body.push_back(std::move(read));
         return Ok{};
       }
       if (fr.contLabel.empty() && out.params.count(sym)) {
-        if (in.srcs[0].imm != 0) return unsupported(in, "ld.param at a non-zero offset");
-        out.body.push_back(in);  // translate() reads the value from `params`
+        out.body.push_back(in);  // translate() reads the value (at its byte offset) from `params`
         return Ok{};
       }
       return makeDiag(ErrorKind::PtxInvalid, "`" + in.text + "` reads an unknown parameter `" + sym + "`", in.loc);
@@ -244,13 +292,16 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
     const auto& p = entry->params[k];
     int bits = 0;
     switch (p.type) {
+      case ptx::Type::B8: case ptx::Type::U8: case ptx::Type::S8: bits = 8; break;
+      case ptx::Type::B16: case ptx::Type::U16: case ptx::Type::S16: bits = 16; break;
       case ptx::Type::B32: case ptx::Type::U32: case ptx::Type::S32: bits = 32; break;
       case ptx::Type::B64: case ptx::Type::U64: case ptx::Type::S64: bits = 64; break;
       default:
         return makeDiag(ErrorKind::PtxUnsupported,
-                        "unsupported PTX: entry parameter `" + p.name + "` is not a 32- or 64-bit scalar", p.loc);
+                        "unsupported PTX: entry parameter `" + p.name + "` is not an integer scalar", p.loc);
     }
-    fl.out.params[p.name] = options.params[k];
+    // A sub-word parameter holds the low bits of its value (a char argument of 0x1ff is 0xff).
+    fl.out.params[p.name] = bits < 32 ? options.params[k] & ((1u << bits) - 1) : options.params[k];
     fl.out.paramBits[p.name] = bits;
   }
   Flattener::Frame fr;

@@ -41,6 +41,7 @@ Status arithmetic(Ctx& c) {
     if ((op == Opcode::Shl || op == Opcode::Shr) && last && in.srcs.size() == 2) sw = 32;  // shift amounts are .u32
     if (op == Opcode::Mad && m.wide && last) sw = 2 * w;
     if (op == Opcode::Bfe && k > 0) sw = 32;
+    if (op == Opcode::Bfi && k > 1) sw = 32;  // position and length
     if (op == Opcode::Shf && last) sw = 32;
     QGPU_TRY(x, c.val(o, sw));
     s.push_back(x);
@@ -66,7 +67,8 @@ Status instruction(Ctx& c) {
       break;
   }
   if (in.types.empty()) return c.invalid("missing type");
-  if (tr::typeBits(in.types[0]) == 8) return c.unsupported("8-bit types");
+  // 8-bit values exist here only in memory, parameters and conversions (cvt.u8/.s8).
+  if (tr::typeBits(in.types[0]) == 8 && in.op != Opcode::Cvt) return c.unsupported("8-bit arithmetic");
   QGPU_TRY(done, tr::translateConvert(c));
   if (done) return Ok{};
   return arithmetic(c);

@@ -41,6 +41,12 @@ bool typeSigned(ptx::Type t);
 // every memory of the machine (global and shared have 126 words), so the access faults.
 inline constexpr uint32_t kFaultAddress = 0xfffffffcu;
 
+// ---- Entry parameters (translate_values.cpp) ----
+// The value `ld.param.T d, [p+off]` of an entry parameter puts into a 64-bit register: the
+// parameter's |T| bits from byte off (little-endian) extended per T (a register narrower than 64
+// bits holds its low bits). nullopt when p is no entry parameter or the bytes lie outside it.
+std::optional<uint64_t> paramValue(const FlatFunction& f, const ptx::Instruction& in);
+
 // ---- Value bounds and demanded high halves (translate_values.cpp) ----
 // bound[r] = k: every value register r ever holds is < 2^k (docs/lowering.md, "Sound narrowing").
 std::vector<int> valueBounds(const FlatFunction& f);
@@ -172,5 +178,9 @@ Expected<bool> translateConvert(Ctx& c);
 // Arithmetic on general registers; d is the destination, s the sources read per their widths.
 Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s);  // translate_64.cpp
 Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s);  // translate_32.cpp
+// dstPred = (ah:al) OP (bh:bl) for an ordered 32-bit compare op OP, whose signedness is the
+// 64-bit compare's: the high words compared strictly, ties decided by the low words unsigned
+// (translate_64.cpp).
+void compare64(Ctx& c, machine::Op op, int dstPred, VOperand al, VOperand ah, VOperand bl, VOperand bh);
 
 }  // namespace qgpu::lower::tr

@@ -15,6 +15,7 @@ using ptx::Opcode;
 enum class Narrow : uint8_t {
   Mask,        // compute on the zero-extended inputs, mask the result to 16 bits
   SignExtend,  // signed: sign-extend the inputs, compute, mask; unsigned: the result is exact
+  Extend,      // signed: sign-extend the inputs; both: compute and mask (div.u16 by 0 is 0xffff)
   Exact,       // the result on zero-extended inputs is already zero-extended (and, or, xor)
   Only32,      // 32-bit only; refused on 16 bits
 };
@@ -39,8 +40,8 @@ constexpr DirectOp kDirect[] = {
     {Opcode::Min, Op::MinU, Op::MinS, 2, Narrow::SignExtend},
     {Opcode::Max, Op::MaxU, Op::MaxS, 2, Narrow::SignExtend},
     {Opcode::Abs, Op::Abs, Op::Abs, 1, Narrow::SignExtend},
-    {Opcode::Div, Op::DivU, Op::DivS, 2, Narrow::Only32},
-    {Opcode::Rem, Op::RemU, Op::RemS, 2, Narrow::Only32},
+    {Opcode::Div, Op::DivU, Op::DivS, 2, Narrow::Extend},
+    {Opcode::Rem, Op::RemU, Op::RemS, 2, Narrow::Extend},
     {Opcode::Popc, Op::Popc, Op::Popc, 1, Narrow::Only32},
     {Opcode::Clz, Op::Clz, Op::Clz, 1, Narrow::Only32},
     {Opcode::Brev, Op::Brev, Op::Brev, 1, Narrow::Only32},
@@ -78,6 +79,15 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
         break;
       case Narrow::SignExtend:
         if (is16 && sgn) em.alu16(mop, d.lo, em.sext16(src(0)), t->srcs > 1 ? em.sext16(src(1)) : VOperand{});
+        else em.alu(mop, d.lo, src(0), src(1));
+        break;
+      case Narrow::Extend:
+        // 16-bit division on the 32-bit values: exact, because |a| and |b| < 2^16 (no 32-bit
+        // overflow: INT16_MIN / -1 is 32768, masked to 0x8000 = INT16_MIN, as PTX gives the
+        // dividend there), and the machine's by-zero values masked to 16 bits are the 16-bit
+        // ones: div.u 0xffff, div.s a < 0 ? 1 : 0xffff, rem a.
+        if (is16 && sgn) em.alu16(mop, d.lo, em.sext16(src(0)), em.sext16(src(1)));
+        else if (is16) em.alu16(mop, d.lo, src(0), src(1));
         else em.alu(mop, d.lo, src(0), src(1));
         break;
       case Narrow::Exact:
@@ -129,7 +139,16 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
     }
     case Opcode::Mad: {
       QGPU_CHECK(nsrc(3));
-      if (is16) return c.unsupported("16-bit mad");
+      if (is16) {
+        if (m.wide) {  // a 32-bit result: the product of the extended inputs plus c
+          if (sgn) em.alu(Op::Mad, d.lo, em.sext16(s[0]), em.sext16(s[1]), s[2]);
+          else em.alu(Op::Mad, d.lo, s[0], s[1], s[2]);
+          return Ok{};
+        }
+        if (m.hi) return c.unsupported("16-bit mad.hi");
+        em.alu16(Op::Mad, d.lo, s[0], s[1], s[2]);  // the low 16 bits depend only on the low 16 bits
+        return Ok{};
+      }
       if (m.wide) {
         if (d.wantsHi()) {  // (mulhi(a,b) : a*b) + (ch : cl), into temporaries first (d may be c)
           QGPU_TRY(ch, c.valHi(in.srcs[2]));
@@ -210,6 +229,35 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       em.cmp(sgn ? Op::SetLtS : Op::SetLtU, less, s[0], s[1]);
       em.selp(diff, VOperand::r(ba), VOperand::r(ab), less);
       em.alu(Op::Add, d.lo, s[2], VOperand::r(diff));
+      return Ok{};
+    }
+    case Opcode::Bfi: {
+      // bfi.b32 d, f, b, pos, len: d = (b & ~m) | ((f << pos) & m) with the field mask
+      // m = ((1 << len) - 1) << pos, pos = c & 0xff, len = d & 0xff. The machine's shl gives 0
+      // for amounts >= 32, so len >= 32 makes (1 << len) - 1 all ones and pos >= 32 makes m 0:
+      // exactly PTX's "bits pos + i <= 31 only".
+      QGPU_CHECK(nsrc(4));
+      if (w != 32) return c.unsupported("non-32-bit bfi");
+      VOperand pos = s[2], len = s[3];
+      if (!pos.isImm() || pos.imm > 0xff) {
+        int t = em.tmp();
+        em.alu(Op::And, t, pos, VOperand::i(0xff));
+        pos = VOperand::r(t);
+      }
+      if (!len.isImm() || len.imm > 0xff) {
+        int t = em.tmp();
+        em.alu(Op::And, t, len, VOperand::i(0xff));
+        len = VOperand::r(t);
+      }
+      int one = em.tmp(), field = em.tmp(), mask = em.tmp(), moved = em.tmp(), ins = em.tmp(), keep = em.tmp(), kept = em.tmp();
+      em.alu(Op::Shl, one, VOperand::i(1), len);
+      em.alu(Op::Sub, field, VOperand::r(one), VOperand::i(1));
+      em.alu(Op::Shl, mask, VOperand::r(field), pos);
+      em.alu(Op::Shl, moved, s[0], pos);
+      em.alu(Op::And, ins, VOperand::r(moved), VOperand::r(mask));
+      em.alu(Op::Not, keep, VOperand::r(mask));
+      em.alu(Op::And, kept, s[1], VOperand::r(keep));
+      em.alu(Op::Or, d.lo, VOperand::r(ins), VOperand::r(kept));
       return Ok{};
     }
     case Opcode::Prmt:

@@ -61,16 +61,19 @@ Status setp(Ctx& c, int w, bool sgn) {
     default: return c.unsupported("setp comparison");
   }
   if (w == 64) {
-    if (mop != Op::SetEq && mop != Op::SetNe) return c.unsupported("64-bit ordered comparison");
     QGPU_TRY(al, c.val(in.srcs[0], 64));
     QGPU_TRY(bl, c.val(in.srcs[1], 64));
     QGPU_TRY(ah, c.valHi(in.srcs[0]));
     QGPU_TRY(bh, c.valHi(in.srcs[1]));
-    int p1 = em.newPred();
-    int p2 = em.newPred();
-    em.cmp(mop, p1, al, bl);
-    em.cmp(mop, p2, ah, bh);
-    em.pop(mop == Op::SetEq ? Op::PAnd : Op::POr, p, p1, p2);
+    if (mop != Op::SetEq && mop != Op::SetNe) {
+      compare64(c, mop, p, al, ah, bl, bh);
+    } else {
+      int p1 = em.newPred();
+      int p2 = em.newPred();
+      em.cmp(mop, p1, al, bl);
+      em.cmp(mop, p2, ah, bh);
+      em.pop(mop == Op::SetEq ? Op::PAnd : Op::POr, p, p1, p2);
+    }
   } else {
     QGPU_TRY(a, c.val(in.srcs[0], w));
     QGPU_TRY(b, c.val(in.srcs[1], w));
@@ -102,35 +105,66 @@ Status cvta(Ctx& c) {
   return Ok{};
 }
 
+// cvt.dtype.stype d, a: the source's low |stype| bits extended per stype, truncated to |dtype|
+// bits and extended per dtype into d's register (ptxas lets d be wider than dtype and a wider
+// than stype). 16-bit registers hold their value zero-extended to 32 bits; 8-bit values live in
+// 16- or 32-bit registers (the front end has no 8-bit arithmetic).
 Status cvt(Ctx& c) {
   const auto& in = *c.in;
   Emitter& em = c.em;
   if (in.types.size() != 2) return c.unsupported("cvt form");
   QGPU_CHECK(need(c, 1, 1));
-  int wd = typeBits(in.types[0]);
-  int ws = typeBits(in.types[1]);
-  if (wd < 16 || ws < 16) return c.unsupported("8-bit conversion");
+  const int wd = typeBits(in.types[0]);
+  const int ws = typeBits(in.types[1]);
+  const bool sd = typeSigned(in.types[0]);
+  const bool ss = typeSigned(in.types[1]);
   QGPU_TRY(d, c.dest(in.dsts[0]));
+  const int rd = c.regBits(in.dsts[0]);
   QGPU_TRY(a, c.val(in.srcs[0], ws == 16 ? 16 : 32));
-  bool ssrc = typeSigned(in.types[1]);
-  VOperand v32 = a;  // the source, extended to 32 bits per its type
-  if (ws == 16 && ssrc && wd > 16) v32 = em.sext16(a);
-  if (wd == 16) {
+  if (wd == 16 && rd == 16 && ws >= 16) {  // the low 16 bits do not depend on the extension
     if (ws == 16 && a.isReg() && in.srcs[0].kind == OperandKind::Reg && c.regBits(in.srcs[0]) == 16) em.alu(Op::Mov, d.lo, a);
     else em.alu(Op::And, d.lo, a, VOperand::i(0xffff));
     return Ok{};
   }
-  em.alu(Op::Mov, d.lo, v32);
-  if (wd == 64 && d.wantsHi()) {
-    if (ws == 64) {
+  // v: the source extended per stype to 32 bits (for ws = 64: its low word).
+  VOperand v = a;
+  if (ws == 16 && ss) {
+    v = em.sext16(a);
+  } else if (ws == 8) {
+    int t = em.tmp();
+    if (ss) em.alu(Op::BfeS, t, a, VOperand::i(0), VOperand::i(8));
+    else em.alu(Op::And, t, a, VOperand::i(0xff));
+    v = VOperand::r(t);
+  }
+  if (wd < 32) {
+    // Truncated to wd bits, extended per dtype into the register (zero-extended in a 16-bit one).
+    const uint32_t mask = wd == 8 ? 0xffu : 0xffffu;
+    if (!sd || (rd == 16 && wd == 16)) {
+      em.alu(Op::And, d.lo, v, VOperand::i(mask));
+    } else if (rd == 16) {  // cvt.s8.*: the byte sign-extended to 16 bits
+      int t = em.tmp();
+      em.alu(Op::BfeS, t, v, VOperand::i(0), VOperand::i(static_cast<uint32_t>(wd)));
+      em.alu(Op::And, d.lo, VOperand::r(t), VOperand::i(0xffff));
+    } else {
+      em.alu(Op::BfeS, d.lo, v, VOperand::i(0), VOperand::i(static_cast<uint32_t>(wd)));
+    }
+    if (rd == 64 && d.wantsHi()) {
+      if (sd) em.alu(Op::ShrS, d.hi(), VOperand::r(d.lo), VOperand::i(31));
+      else c.writeHi(d, VOperand::i(0));
+    }
+    return Ok{};
+  }
+  if (rd == 64 && d.wantsHi()) {  // written before the low half: d may be the source
+    if (wd == 64 && ws == 64) {
       QGPU_TRY(ah, c.valHi(in.srcs[0]));
       c.writeHi(d, ah);
-    } else if (ssrc) {
-      em.alu(Op::ShrS, d.hi(), v32, VOperand::i(31));
+    } else if (wd == 64 ? ss : sd) {  // extended per stype to 64 bits, or per dtype into the register
+      em.alu(Op::ShrS, d.hi(), v, VOperand::i(31));
     } else {
       c.writeHi(d, VOperand::i(0));
     }
   }
+  em.alu(Op::Mov, d.lo, v);
   return Ok{};
 }
 

@@ -62,14 +62,21 @@ Status ldParam(Ctx& c) {
   const auto& in = *c.in;
   if (in.srcs.size() != 1 || in.types.size() != 1) return c.invalid("ld.param needs one address and one type");
   const auto& a = in.srcs[0];
-  auto it = c.f.params.find(a.name);
   auto width = c.f.paramBits.find(a.name);
-  if (it == c.f.params.end() || width == c.f.paramBits.end() || in.dsts.size() != 1)
+  if (!c.f.params.count(a.name) || width == c.f.paramBits.end() || in.dsts.size() != 1)
     return c.invalid("ld.param of an unknown parameter");
-  if (typeBits(in.types[0]) != width->second) return c.unsupported("ld.param with a type other than the parameter's");
+  // The value, extended per the load's type (ld.param.s8 of a .u8 char, ld.param.s16 into a
+  // 32-bit register); a load wider than the parameter reads past it.
+  std::optional<uint64_t> v = paramValue(c.f, in);
+  if (!v)
+    return c.unsupported("ld.param of " + std::to_string(typeBits(in.types[0])) + " bits" +
+                         (a.imm != 0 ? " at byte offset " + std::to_string(a.imm) : std::string()) + " from a " +
+                         std::to_string(width->second) + "-bit parameter");
   QGPU_TRY(d, c.dest(in.dsts[0]));
-  c.em.alu(Op::Mov, d.lo, VOperand::i(static_cast<uint32_t>(it->second)));
-  c.writeHi(d, VOperand::i(0));
+  uint32_t lo = static_cast<uint32_t>(*v);
+  if (c.regBits(in.dsts[0]) == 16) lo &= 0xffff;  // 16-bit registers hold their value zero-extended
+  c.em.alu(Op::Mov, d.lo, VOperand::i(lo));
+  c.writeHi(d, VOperand::i(static_cast<uint32_t>(*v >> 32)));
   return Ok{};
 }
 

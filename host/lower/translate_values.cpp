@@ -29,6 +29,22 @@ int bitsOf(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
 
 }  // namespace
 
+std::optional<uint64_t> paramValue(const FlatFunction& f, const ptx::Instruction& in) {
+  if (in.srcs.size() != 1 || in.types.size() != 1) return std::nullopt;
+  auto it = f.params.find(in.srcs[0].name);
+  auto width = f.paramBits.find(in.srcs[0].name);
+  if (it == f.params.end() || width == f.paramBits.end()) return std::nullopt;
+  const int tb = typeBits(in.types[0]);
+  const int64_t off = in.srcs[0].imm;  // bytes: nvcc reads byte 1 of a .u32 as [p+1]
+  if (tb < 8 || off < 0 || 8 * off + tb > width->second) return std::nullopt;
+  uint64_t v = it->second >> (8 * off);  // off <= 7: the bytes lie inside a 64-bit parameter
+  if (tb < 64) {
+    v &= (uint64_t{1} << tb) - 1;
+    if (typeSigned(in.types[0]) && (v >> (tb - 1)) != 0) v |= ~uint64_t{0} << tb;
+  }
+  return v;
+}
+
 std::vector<int> valueBounds(const FlatFunction& f) {
   std::vector<int> bound(f.regs.size(), 0);
   auto regWidth = [&](uint32_t r) { return r < f.regs.size() ? typeBits(f.regs[r].type) : 64; };
@@ -90,8 +106,8 @@ std::vector<int> valueBounds(const FlatFunction& f) {
         case Opcode::Mov: case Opcode::Cvta: b = src(0, w); break;
         case Opcode::Ld:
           if (m.space == ptx::StateSpace::Param) {
-            auto it = in.srcs.empty() ? f.params.end() : f.params.find(in.srcs[0].name);
-            b = it == f.params.end() ? rw : bitsOf(it->second);
+            auto v = paramValue(f, in);
+            b = v ? bitsOf(rw < 64 ? *v & ((uint64_t{1} << rw) - 1) : *v) : rw;
           } else {
             b = sgn ? rw : w;  // a zero-extending load of w bits
           }
@@ -199,7 +215,8 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
       int tb = in.types.empty() ? 0 : typeBits(in.types[0]);
       switch (in.op) {
         case Opcode::Mov: case Opcode::Cvta: case Opcode::And: case Opcode::Or: case Opcode::Xor:
-        case Opcode::Not: case Opcode::Add: case Opcode::Sub: case Opcode::Selp: case Opcode::Mad:
+        case Opcode::Not: case Opcode::Neg: case Opcode::Add: case Opcode::Sub: case Opcode::Selp:
+        case Opcode::Mad:
           if (d) markAll();
           break;
         case Opcode::Mul:
@@ -264,8 +281,7 @@ void ValueMap::init(const FlatFunction& f, VFunc& out) {
     if (r >= f.regs.size() || defCount[r] != 1 || in.types.empty() || typeBits(in.types[0]) != 64) continue;
     const auto& src = in.srcs[0];
     if (in.op == Opcode::Ld && in.mods.space == ptx::StateSpace::Param) {
-      auto it = f.params.find(src.name);
-      if (it != f.params.end()) constant_[r] = it->second;
+      constant_[r] = paramValue(f, in);
     } else if (in.op == Opcode::Mov && src.kind == OperandKind::Imm) {
       constant_[r] = static_cast<uint64_t>(src.imm);
     } else if (in.op == Opcode::Cvta && src.kind == OperandKind::Reg && src.reg < f.regs.size()) {

@@ -878,7 +878,15 @@ class Parser {
     if (op.kind != Tok::Word || op.text[0] == '%' || op.text[0] == '.' || op.text[0] == '$')
       return syntax(op, "an instruction");
     next();
-    QGPU_CHECK(opcode(op, in));
+    if (Status st = opcode(op, in); !st.ok()) {
+      // A refused opcode or modifier: the message quotes the whole statement, up to its ';'
+      // (bounded, so a missing ';' cannot make it long).
+      size_t end = startPos;
+      while (end < t_.size() && end - startPos < 64 && t_[end].kind != Tok::End && !t_[end].is(';')) ++end;
+      Diag d = st.error();
+      d.message += " in `" + joinTokens(t_, startPos, end < t_.size() && t_[end].is(';') ? end + 1 : end) + "`";
+      return d;
+    }
     scopes_.back().hasCode = true;
     vectorOperands_ = in.mods.vec != 0;
 

@@ -40,6 +40,7 @@ Shape shapeOf(const Instruction& in) {
     case Opcode::Abs: case Opcode::Neg: case Opcode::Not: case Opcode::Popc: case Opcode::Clz:
     case Opcode::Brev: case Opcode::Bfind: case Opcode::Mov: case Opcode::Cvta: case Opcode::Ld:
       return {1, 1, 1, 1, 1};
+    case Opcode::Bfi: return {1, 1, 4, 4, 1};
     case Opcode::Cvt: return {1, 1, 1, 1, 2};
     case Opcode::Setp: return {1, 2, 2, 2, 1};
     case Opcode::St: return {0, 0, 2, 2, 1};
@@ -157,6 +158,7 @@ constexpr TypeRule kTypeRules[] = {
      {S::B32}, {S::Same}},
     {O::Bfe, F::Plain, tm(Type::U32) | tm(Type::U64) | tm(Type::S32) | tm(Type::S64), kNone,
      {S::Same}, {S::Same, S::B32, S::B32}},
+    {O::Bfi, F::Plain, k3264, kNone, {S::Same}, {S::Same, S::Same, S::B32, S::B32}},
     {O::Prmt, F::Plain, tm(Type::B32), kNone, {S::Same}, {S::Same, S::Same, S::Same}},
     {O::Shf, F::Plain, tm(Type::B32), kNone, {S::Same}, {S::Same, S::Same, S::Same}},
     {O::Selp, F::Plain, kB | kInt, kNone, {S::Same}, {S::Same, S::Same, S::Pred}},

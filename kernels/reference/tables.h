@@ -16,5 +16,6 @@ void addSyncKernels(Table& table);       // ref_sync.cpp: atomics, warp votes an
 void addIdiomKernels(Table& table);     // ref_idioms.cpp: public-code idioms (intrinsics, templates,
                                          // dynamic shared, cooperative groups, fences)
 void addSubwordKernels(Table& table);    // ref_subword.cpp: byte/bool/halfword arrays, vectors
+void addArithKernels(Table& table);      // ref_arith.cpp: long long, short and char arithmetic
 
 }  // namespace qgpu::kernels::ref

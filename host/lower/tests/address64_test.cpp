@@ -137,21 +137,23 @@ TEST(Address64, SubtractingAConstantCarriesToo) {
   for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(r.global[4 + t], 100 + t);
 }
 
-TEST(Address64, RefusesAnAddressWhoseHighHalfCannotBeComputed) {
-  // shl.b64 by a register amount is computed only in its low half; as an address its high half
-  // is demanded, so lowering refuses, naming the definition and the first reader of its high half.
-  std::string text = indexKernel(kStore);
-  const std::string from = "shl.b64 %rd6, %rd5, 2;";
-  text.replace(text.find(from), from.size(), "shl.b64 %rd6, %rd5, %r2;");
-  auto module = ptx::parse(text, "<test>");
-  ASSERT_TRUE(module.ok()) << module.error().str();
-  LowerOptions opt;
-  opt.params = {0, 16};
-  auto program = lower(*module, opt);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error().kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(program.error().message.find("upper half"), std::string::npos) << program.error().str();
-  EXPECT_NE(program.error().message.find("add.s64 %rd7, %rd2, %rd6"), std::string::npos) << program.error().str();
+TEST(Address64, AnAddressShiftedByARegisterAmountIsExact) {
+  // Once refused (shl.b64 by a register had only its low half): the byte offset (x + t) << n with
+  // n = 2 in a register. x = 2^30 gives 2^32 + 4t, above memory: a fault, not out[t]; x = 0 gives
+  // out[t] = t + 100 (the twin); x = 2^62 (2^30 shifted left by 32 first) gives 2^64 + 4t, which
+  // wraps modulo 2^64 to out[t] as on a GPU.
+  auto byRegister = [](std::string text) {
+    const std::string from = "shl.b64 %rd6, %rd5, 2;";
+    text.replace(text.find(from), from.size(), "mov.u32 %r5, 2;\nshl.b64 %rd6, %rd5, %r5;");
+    return text;
+  };
+  EXPECT_EQ(runWith(byRegister(indexKernel(kStore)), int64_t{1} << 30).status, oracle::RunStatus::Fault);
+  Outcome r = runWith(byRegister(indexKernel(kStore)), 0);
+  ASSERT_EQ(r.status, oracle::RunStatus::Finished) << r.fault;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(r.global[4 + t], 100 + t);
+  Outcome w = runWith(byRegister(indexKernel(kStore, 32)), int64_t{1} << 30);
+  ASSERT_EQ(w.status, oracle::RunStatus::Finished) << w.fault;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(w.global[4 + t], 100 + t);
 }
 
 TEST(Address64, SixtyFourBitCompareSeesTheHighHalf) {

@@ -277,26 +277,25 @@ TEST(LowerErrors, RefusesFloatAddNamingItsLine) {
 }
 
 TEST(LowerErrors, RefusesUnsupportedOpcodeForms) {
-  auto d = lowerError(kernel("mov.u32 %r1, %tid.x;\nmul.hi.u64 %rd1, %rd2, %rd3;\nret;"));
+  auto d = lowerError(kernel("mov.u32 %r1, %tid.x;\nmad.hi.u64 %rd1, %rd2, %rd3, %rd4;\nret;"));
   EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(d.message.find("mul.hi.u64"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("`mad.hi.u64 %rd1, %rd2, %rd3, %rd4;`"), std::string::npos) << d.str();
   EXPECT_EQ(d.loc.line, 12u) << d.str();
   auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\nst.global.u64 [%rd1], %rd2;\nret;"));
   EXPECT_EQ(st.kind, ErrorKind::PtxUnsupported);
   EXPECT_NE(st.message.find("st.global.u64"), std::string::npos) << st.str();
 }
 
-TEST(LowerErrors, RefusesUsedUpperHalfOfA64BitValue) {
-  // shl by a register amount is exact only in the low half; shr.u64 32 then reads the high half.
-  auto d = lowerError(kernel(
-      "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\ncvt.u64.u32 %rd2, %r1;\n"
-      "shl.b64 %rd3, %rd2, %r1;\nshr.u64 %rd4, %rd3, 32;\ncvt.u32.u64 %r2, %rd4;\n"
-      "st.global.u32 [%rd1], %r2;\nret;"));
-  EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(d.message.find("64-bit value whose upper half is used"), std::string::npos) << d.str();
-  EXPECT_NE(d.message.find("shl.b64"), std::string::npos) << d.str();
-  EXPECT_NE(d.message.find("line 15"), std::string::npos) << d.str();  // the reader, shr.u64
-  EXPECT_EQ(d.loc.line, 14u) << d.str();
+TEST(Lower64Bit, ShlByARegisterComputesTheUpperHalfItFeeds) {
+  // Once refused ("64-bit value whose upper half is used"): 0xffffffff << (30 + t), then its high
+  // word: 0x3fffffff, 0x7fffffff, 0xffffffff and (0x1fffffffe << 32 truncated) 0xfffffffe.
+  Outcome out;
+  ASSERT_TRUE(lowerAndRun(kernel("ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\nadd.s32 %r3, %r1, 30;\n"
+                                 "mov.u64 %rd2, 4294967295;\nshl.b64 %rd3, %rd2, %r3;\nshr.u64 %rd4, %rd3, 32;\n"
+                                 "cvt.u32.u64 %r2, %rd4;\nmul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd6, %rd1, %rd5;\n"
+                                 "st.global.u32 [%rd6], %r2;\nret;"),
+                          {zeros(4)}, 4, out));
+  EXPECT_EQ(out.buffers[0], (std::vector<uint32_t>{0x3fffffff, 0x7fffffff, 0xffffffff, 0xfffffffe}));
 }
 
 TEST(LowerErrors, AcceptsUpperHalfWhenComputable) {

@@ -369,6 +369,25 @@ TEST(PtxParser, RejectsUnknownOpcode) {
               "unsupported PTX opcode 'fma' at line 11");
 }
 
+TEST(PtxParser, RefusedOpcodeQuotesTheStatement) {
+  // The refusal names the opcode, its line and the whole statement up to its ';'.
+  expectError(kernel("fma.rn.f32 %r1, %r2, %r3, %r4;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
+              "unsupported PTX opcode 'fma' at line 11 in `fma.rn.f32 %r1, %r2, %r3, %r4;`");
+  expectError(kernel("@%p1 vabsdiff.u32.u32.u32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 0,
+              "in `@%p1 vabsdiff.u32.u32.u32 %r1, %r2, %r3;`");
+  // An unsupported modifier is quoted the same way.
+  expectError(kernel("add.sat.s32 %r1, %r2, %r3;\nret;\n"), ErrorKind::PtxUnsupported, kBodyLine, 1,
+              "in `add.sat.s32 %r1, %r2, %r3;`");
+}
+
+TEST(PtxParser, ParsesBfi) {
+  auto m = ptx::parse(kernel("bfi.b32 %r1, %r2, %r3, 8, %r4;\nret;\n"), "t.ptx");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  const auto& in = m->functions[0].body[0];
+  EXPECT_EQ(in.op, Opcode::Bfi);
+  EXPECT_EQ(in.srcs.size(), 4u);
+}
+
 TEST(PtxParser, RejectsFloatType) {
   expectError(kernel("ret;\nadd.f32 %r1, %r2, %r3;\n"), ErrorKind::PtxUnsupported, kBodyLine + 1, 1,
               "float type '.f32' in 'add.f32' at line 12");

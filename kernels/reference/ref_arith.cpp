@@ -1,0 +1,75 @@
+// qgpu/kernels/reference/ref_arith.cpp — references: integer arithmetic at the widths compilers
+// emit (long long on word pairs, short and char values, narrowed call arguments).
+#include "kernels/reference/tables.h"
+
+namespace qgpu::kernels::ref {
+namespace {
+
+uint64_t pairAt(const std::vector<int32_t>& words, uint32_t i) {
+  return static_cast<uint32_t>(words[2 * i]) | static_cast<uint64_t>(static_cast<uint32_t>(words[2 * i + 1])) << 32;
+}
+void setPair(std::vector<int32_t>& words, uint32_t i, uint64_t v) {
+  words[2 * i] = static_cast<int32_t>(static_cast<uint32_t>(v));
+  words[2 * i + 1] = static_cast<int32_t>(static_cast<uint32_t>(v >> 32));
+}
+uint32_t half(const std::vector<int32_t>& words, uint32_t i) {
+  return (static_cast<uint32_t>(words[i / 2]) >> (16 * (i % 2))) & 0xffff;
+}
+void setHalf(std::vector<int32_t>& words, uint32_t i, uint32_t v) {
+  uint32_t w = static_cast<uint32_t>(words[i / 2]), shift = 16 * (i % 2);
+  words[i / 2] = static_cast<int32_t>((w & ~(0xffffu << shift)) | ((v & 0xffff) << shift));
+}
+
+void int64Ops(RefArgs& r) {
+  auto &a = r.a("a"), &b = r.a("b"), &s = r.a("s"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    const uint64_t x = pairAt(a, t), y = pairAt(b, t);
+    const unsigned n = static_cast<uint32_t>(s[t]) & 63;
+    const auto sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
+    uint64_t res[7];
+    res[0] = (x << n) | (x >> ((64 - n) & 63));
+    res[1] = sx < sy ? 1 : 0;
+    res[2] = x < y ? 1 : 0;
+    res[3] = static_cast<uint64_t>(sx < sy ? sx : sy) + (x > y ? x : y);
+    res[4] = 0 - x;
+    res[5] = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * y) >> 64);
+    res[6] = static_cast<uint64_t>(sx >> n);  // arithmetic in C++20
+    for (uint32_t k = 0; k < 7; ++k) setPair(out, 7 * t + k, res[k]);
+  }
+}
+
+void shortDiv(RefArgs& r) {
+  auto &num = r.a("num"), &den = r.a("den"), &quo = r.a("quo"), &rem = r.a("rem"), &uq = r.a("uq"),
+       &mix = r.a("mix");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    const auto p = static_cast<int16_t>(half(num, t)), q = static_cast<int16_t>(half(den, t));
+    const int32_t pi = p, qi = q;  // promoted to int, as in C: -32768 / -1 = 32768
+    setHalf(quo, t, static_cast<uint32_t>(pi / qi));
+    setHalf(rem, t, static_cast<uint32_t>(pi % qi));
+    const uint32_t up = static_cast<uint16_t>(p), uqv = static_cast<uint16_t>(q);
+    setHalf(uq, t, up / uqv + up % uqv);
+    mix[t] = static_cast<int8_t>(p) * 3 + static_cast<uint8_t>(q);
+  }
+}
+
+void charArgs(RefArgs& r) {
+  auto &in = r.a("in"), &out = r.a("out");
+  for (uint32_t t = 0; t < r.blockX; ++t) {
+    const int32_t v = in[t];
+    const auto c = static_cast<int8_t>(v);
+    const auto h = static_cast<uint16_t>(v);
+    const auto k = static_cast<uint32_t>(v) + 1;
+    const uint64_t res = static_cast<uint64_t>(static_cast<int64_t>(c) * h) - (static_cast<uint64_t>(k) << 20);
+    setPair(out, t, res);
+  }
+}
+
+}  // namespace
+
+void addArithKernels(Table& t) {
+  t["int64_ops"] = int64Ops;
+  t["short_div"] = shortDiv;
+  t["char_args"] = charArgs;
+}
+
+}  // namespace qgpu::kernels::ref
