@@ -52,7 +52,8 @@ constexpr int kPorts = 3;
 constexpr int kLanes = 4;
 constexpr int kProbes = 64;
 constexpr int kProbeLogits = kPorts * kLanes * 32;
-constexpr int64_t kVocab = std::max<int64_t>(trace::kVocabSize + kProbes, kProbeLogits);
+// Enough logits for the operand probes, or for every residual dim (the layer-input check).
+constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kProbes, kProbeLogits, kHidden});
 constexpr float kUnit = 16;
 
 // A read request: per port (register, warp).
@@ -81,8 +82,15 @@ struct Bench {
   RegisterFile rf;
 };
 
+// A probe of layer inputs: every dim through the lm_head, the layers after `layer` silenced
+// (harness::silenceAfter; layer −1: the embedding).
+struct Stage {
+  int layer = 0;
+  bool withMlp = true;
+};
+
 Bench build(const std::string& name, RegisterFileTwin twin = RegisterFileTwin::None,
-            int keyHeadDim = 64) {
+            int keyHeadDim = 64, const Stage* stage = nullptr) {
   CircuitWeights w(config(keyHeadDim));
   FieldAllocator alloc(kHidden);
   const TokenLayout tokens = planTokenLayout(alloc, kHidden).value();
@@ -114,9 +122,15 @@ Bench build(const std::string& name, RegisterFileTwin twin = RegisterFileTwin::N
                                               r.warp[static_cast<size_t>(p)] << 4),
                         kUnit);
   }
-  for (int p = 0; p < kPorts; ++p)
-    for (int l = 0; l < kLanes; ++l)
-      harness::probe(w, (p * kLanes + l) * 32, b.rf.operand[static_cast<size_t>(p)][static_cast<size_t>(l)]);
+  if (stage) {
+    harness::silenceAfter(w, stage->layer, stage->withMlp);
+    harness::probe(w, 0, Field{"all", 0, kHidden});
+  } else {
+    for (int p = 0; p < kPorts; ++p)
+      for (int l = 0; l < kLanes; ++l)
+        harness::probe(w, (p * kLanes + l) * 32,
+                       b.rf.operand[static_cast<size_t>(p)][static_cast<size_t>(l)]);
+  }
   b.dir = harness::write(w, "regfile_" + name);
   return b;
 }
@@ -412,6 +426,42 @@ TEST(RegisterFile, RealRunsOfRandomProgramsReadExactlyOnEveryPath) {
   std::cout << seeds << " programs\n";
   ASSERT_GT(e.writes, 200);
   runMatrix(b, tokens, "real runs");
+}
+
+// The full layout at every layer and MLP input: every dim of every position exactly ±1 after the
+// final norm (the counter's quiet dims excepted, 0 or its tiny level; the heavy pad ±2), so Σx² and
+// λ = 1 are the same at every depth, whatever the reads return (written, empty, r0).
+TEST(RegisterFile, EveryDimIsExactlyPlusMinusUnitAtEveryLayerInput) {
+  const std::vector<int64_t> tokens = prefix(withProbes(handMade(7, 70), 11, 0.3), 300);
+  std::vector<Stage> stages = {{-1, true}};
+  for (int l = 0; l < 4; ++l) stages.push_back({l, false}), stages.push_back({l, true});
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (const Stage& st : stages) {
+      if (dtype == ComputeDtype::BF16 && st.layer != 3) continue;  // bf16: the output only
+      const Bench b = build("stage", RegisterFileTwin::None, 64, &st);
+      auto dec = harness::load(b.dir, dtype);
+      ASSERT_TRUE(dec);
+      const size_t n = dtype == ComputeDtype::F32 ? tokens.size() : 100;
+      const auto rows = harness::run(*dec, prefix(tokens, n), Path::Prefill, kHidden);
+      int64_t off = 0, dims = 0;
+      std::string first;
+      for (size_t p = 0; p < rows.size(); ++p)
+        for (int d = 0; d < kHidden; ++d) {
+          if (d >= b.rf.quiet.offset && d < b.rf.quiet.offset + b.rf.quiet.dims) continue;
+          const float want = d == b.rf.heavy.at(0) ? 2.0f : 1.0f;
+          ++dims;
+          if (std::fabs(rows[p][static_cast<size_t>(d)]) != want) {
+            if (first.empty())
+              first = "position " + std::to_string(p) + " dim " + std::to_string(d) + ": " +
+                      std::to_string(rows[p][static_cast<size_t>(d)]);
+            ++off;
+          }
+        }
+      std::cout << dtypeName(dtype) << " after layer " << st.layer
+                << (st.withMlp ? " (with its MLP)" : " (attention only)") << ": " << dims
+                << " dims, " << off << " off ±1\n";
+      EXPECT_EQ(off, 0) << "layer " << st.layer << " " << st.withMlp << ": " << first;
+    }
 }
 
 harness::SignCheck twinRun(RegisterFileTwin twin, const std::string& name) {
