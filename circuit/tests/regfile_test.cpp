@@ -231,8 +231,11 @@ struct Model {
   bool inValue = false;
   int writes = 0, ctaResets = 0;
   int lastReg = 0, lastWarp = 0;  // the register written last
+  int64_t position = -1, tagAt = 0;
+  int crossing = 0;  // register values whose T is in another 64-token chunk than their tag
 
   void step(int64_t id) {
+    ++position;
     if (id >= trace::kVocabSize) return;  // a probe token
     const Token t = static_cast<Token>(id);
     const Family f = trace::familyOf(t);
@@ -249,6 +252,7 @@ struct Model {
       case Family::Wr:
       case Family::Wu:
         rec = f == Family::Wr ? Rec::Wr : Rec::Wu;
+        tagAt = position;
         reg = i + 1;
         rank = 0;
         return;
@@ -275,6 +279,7 @@ struct Model {
     if ((rec == Rec::Wr || rec == Rec::Wu) && rank < std::popcount(static_cast<unsigned>(mask))) {
       lastReg = reg;
       lastWarp = warp;
+      crossing += tagAt / 64 != position / 64 ? 1 : 0;
     }
     if (rec == Rec::Wr) {
       int seen = 0;
@@ -328,7 +333,7 @@ std::vector<int64_t> withProbes(const std::vector<Token>& trace, uint32_t seed, 
 
 struct Expect {
   std::vector<std::vector<bool>> bits;  // per position
-  int writes = 0, ctaResets = 0, probes = 0, nonzeroReads = 0;
+  int writes = 0, ctaResets = 0, probes = 0, nonzeroReads = 0, crossing = 0;
 };
 
 Expect expect(const std::vector<int64_t>& tokens) {
@@ -344,6 +349,7 @@ Expect expect(const std::vector<int64_t>& tokens) {
   }
   e.writes = m.writes;
   e.ctaResets = m.ctaResets;
+  e.crossing = m.crossing;
   return e;
 }
 
@@ -371,16 +377,16 @@ void runMatrix(const Bench& b, const std::vector<int64_t>& tokens, const std::st
   const Expect e = expect(tokens);
   std::cout << what << ": " << tokens.size() << " tokens, " << e.writes << " lane writes, "
             << e.ctaResets << " CTA resets, " << e.probes << " probe positions, "
-            << e.nonzeroReads << " positions reading a nonzero value\n";
+            << e.nonzeroReads << " positions reading a nonzero value, " << e.crossing
+            << " register values in another chunk than their tag\n";
   for (ComputeDtype dtype : harness::kDtypes)
     for (Path path : harness::kPaths) {
       const bool f32 = dtype == ComputeDtype::F32;
       // Per commit: fp32 prefill the whole sequence, the other runs a prefix (bf16 matmuls are
       // ~20× slower here, decode runs one forward per token); QGPU_CIRCUIT_FULL=1: longer ones.
-      const size_t n = path == Path::Prefill
-                           ? (f32 ? tokens.size() : harness::inputs(200, 1 << 20))
-                           : path == Path::Mixed ? harness::inputs(f32 ? 180 : 150, 1 << 20)
-                                                 : harness::inputs(f32 ? 100 : 40, f32 ? 1 << 20 : 600);
+      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : harness::inputs(200, 1000))
+                       : path == Path::Mixed   ? harness::inputs(f32 ? 180 : 150, f32 ? 1000 : 600)
+                                               : harness::inputs(f32 ? 100 : 40, f32 ? 1000 : 300);
       const std::vector<int64_t> t = prefix(tokens, n);
       const auto start = std::chrono::steady_clock::now();
       const harness::SignCheck c = runAndCheck(b, t, dtype, path);
@@ -397,11 +403,12 @@ TEST(RegisterFile, HandMadeRecordsWriteTheRightLanesAndReadExactlyOnEveryPath) {
   const Bench b = build("hand");
   ASSERT_FALSE(b.dir.empty());
   const std::vector<int64_t> tokens =
-      withProbes(handMade(7, harness::inputs(70, 400)), 11, 0.3);
+      withProbes(handMade(7, harness::inputs(70, 200)), 11, 0.3);
   ASSERT_GT(tokens.size(), 5u * 64);  // many chunks
   const Expect e = expect(tokens);
   ASSERT_GT(e.ctaResets, 2);
   ASSERT_GT(e.writes, 200);
+  ASSERT_GT(e.crossing, 5);
   runMatrix(b, tokens, "hand-made records");
 }
 
@@ -412,7 +419,7 @@ TEST(RegisterFile, RealRunsOfRandomProgramsReadExactlyOnEveryPath) {
   // the last one comes with its prompt.
   std::vector<int64_t> tokens;
   int seeds = 0;
-  const size_t total = static_cast<size_t>(harness::inputs(1400, 8000));
+  const size_t total = static_cast<size_t>(harness::inputs(1400, 4000));
   for (uint64_t seed = 1; tokens.size() < total; ++seed) {
     const bool last = tokens.size() + 700 >= total;
     const std::vector<Token> t = realRun(seed, last ? 900 : 400, last);
