@@ -11,7 +11,7 @@
 // registers are 0 at every CTA start). Every port is a copy of the same rows, written by the same
 // tokens (§2: a head answers one query per token).
 //
-// Five layers, the first two shared with the value assembler (circuit/assembler.h), L = layer0:
+// Four layers, the first two shared with the value assembler (circuit/assembler.h), L = layer0:
 //   L   attention: the assembler's level-0 taps (heads 0..2).
 //       MLP: decode of the token's index field (a 6 → 10 lookup, circuit/logic.h): as a WM(w,m)
 //       index p = 15w + m − 1 → w, m; as a WR(r) / WU(r) index p = r − 1 → r; and `recordTag`
