@@ -148,12 +148,12 @@ uint32_t randomValue(std::mt19937& rng) {
 
 // Random records in the trace grammar: steps of random warps and masks (every mask 1..15), WR
 // and WU of random registers, WP / MG / MS / NOP in between, CTA starts, a few prompt-like values
-// first (a GMEM / GW pair: values outside any record).
+// first (two GMEM / GW pairs: values outside any record).
 std::vector<Token> handMade(uint32_t seed, int steps) {
   std::mt19937 rng(seed);
   std::vector<Token> t;
   auto value = [&](uint32_t v) { trace::appendValue(t, v); };
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 2; ++i) {
     t.push_back(trace::single(Family::Gmem));
     value(rng() % 126);
     t.push_back(trace::single(Family::Gw));
@@ -161,7 +161,8 @@ std::vector<Token> handMade(uint32_t seed, int steps) {
   }
   t.push_back(trace::single(Family::Run));
   for (int s = 0; s < steps; ++s) {
-    if (s > 0 && rng() % 12 == 0) t.push_back(trace::single(Family::Cta));
+    // A CTA start early (so that even the short decode prefixes hold one), then at random.
+    if (s == 2 || (s > 0 && rng() % 12 == 0)) t.push_back(trace::single(Family::Cta));
     const int w = static_cast<int>(rng() % 4), m = static_cast<int>(rng() % 15) + 1;
     t.push_back(trace::ex(static_cast<int>(rng() % 32)));
     t.push_back(trace::wm(w, m));
@@ -386,14 +387,16 @@ void runMatrix(const Bench& b, const std::vector<int64_t>& tokens, const std::st
       // ~20× slower here, decode runs one forward per token); QGPU_CIRCUIT_FULL=1: longer ones.
       const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : harness::inputs(200, 1000))
                        : path == Path::Mixed   ? harness::inputs(f32 ? 180 : 150, f32 ? 1000 : 600)
-                                               : harness::inputs(f32 ? 100 : 40, f32 ? 1000 : 300);
+                                               : harness::inputs(f32 ? 100 : 64, f32 ? 1000 : 300);
       const std::vector<int64_t> t = prefix(tokens, n);
       const auto start = std::chrono::steady_clock::now();
       const harness::SignCheck c = runAndCheck(b, t, dtype, path);
       const double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const Expect pe = expect(t);
       std::cout << "  " << dtypeName(dtype) << " " << harness::pathName(path) << " (" << t.size()
-                << " tokens, " << s << " s): " << c.summary() << "\n";
+                << " tokens, " << pe.writes << " lane writes, " << pe.ctaResets << " CTA, " << s
+                << " s): " << c.summary() << "\n";
       EXPECT_TRUE(c.ok()) << what << " " << dtypeName(dtype) << " " << harness::pathName(path)
                           << ": " << c.summary();
     }
