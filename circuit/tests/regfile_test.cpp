@@ -494,7 +494,7 @@ TEST(RegisterFileTwin, NoResetLeavesStaleValuesAfterCta) {
 
 // Finding (the `2b` shape has key head dim 128): the query's 1/√128 is rounded in fp32, so head
 // reads come back ulps off ±u (docs/circuit.md §9 "Built: the token I/O"); pinned: every operand
-// bit keeps its sign and some are off ±1 (measured: 43,781 of 555,648, 27 magnitudes within 3e-6).
+// bit keeps its sign and some are off ±1 (measured: 51,378 of 566,400, 22 magnitudes within 6e-6).
 TEST(RegisterFileFinding, WithKeyHeadDim128Fp32BitsKeepTheirSignButAreUlpsOff) {
   const Bench b = build("dk128", RegisterFileTwin::None, 128);
   const std::vector<int64_t> tokens = withProbes(handMade(7, 70), 11, 0.3);
