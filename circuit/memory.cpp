@@ -79,6 +79,10 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
   // out_proj: out_j = c·(y_2j − y_2j+1); every bank adds into the same out dims.
   const std::string outProj = w.layerTensor(s.layer, "linear_attn.out_proj.weight");
   for (int j = 0; j < V; ++j) {
+    if (s.readout == MemoryReadout::PadInverted) {  // the 1 rail alone, −2·outUnit (header)
+      QGPU_CHECK(w.set(outProj, s.out.at(j), head * dv + 2 * j, -2.0f * cOut));
+      continue;
+    }
     QGPU_CHECK(w.set(outProj, s.out.at(j), head * dv + 2 * j, cOut));
     QGPU_CHECK(w.set(outProj, s.out.at(j), head * dv + 2 * j + 1, -cOut));
   }

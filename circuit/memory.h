@@ -55,6 +55,14 @@
 // (NoWrite::ZeroKey is required) — and the banks' out_proj columns add into one `out`: the sum is
 // the selected bank's read plus exact zeros.
 //
+// Readout `PadInverted` (the full layout, docs/circuit.md §3.2; used by the register file,
+// circuit/regfile.h): `out` holds the layout's +outUnit pad at the layer input, and out_proj
+// reads only the 1 rail: out_j += −c'·y_2j, c' = 2·outUnit / (√(128/V)·λGz). A set bit adds
+// exactly −2·outUnit (→ −outUnit), a clear bit and an empty row add exactly 0 (→ +outUnit). So the
+// field holds the read with inverted polarity (+ = 0), an empty row reads as the word 0 with no
+// re-quantiser, and Σx² is the same whatever is read (every out dim ends at ±outUnit), where the
+// Signed readout's empty 0 would change the next norm (a second λ per combination of empty reads).
+//
 // Failing-twin knobs (they break one rule each and must corrupt reads): `write = Half` sets
 // b = 0 (beta = ½: a write leaves half of the old row, R6); `decay = Half` sets A_log = 0
 // (exp(g) = exp(−softplus(0)) = ½ per token: rows fade until the norm's eps takes over, R5).
@@ -77,6 +85,13 @@ enum class WriteStrength : uint8_t {
 enum class NoWrite : uint8_t {
   ScratchRow,  // writes a reserved row (row 2^A): 2^A + 1 ≤ dk, so at most 64 cells of 128
   ZeroKey,     // writes nothing: its key is exactly 0 (rule R6's "a key exactly 0"); 2^A ≤ dk
+};
+
+// How a read lands in `out` (header: "Readout").
+enum class MemoryReadout : uint8_t {
+  Signed,       // out holds 0 before: ±outUnit per bit (+ = 1), an empty row exactly 0
+  PadInverted,  // out holds a +outUnit pad before: −outUnit for a set bit, +outUnit for a clear
+                // bit or an empty row (inverted polarity; Σx² unchanged)
 };
 
 enum class Decay : uint8_t {
@@ -102,6 +117,7 @@ struct MemorySpec {
   Decay decay = Decay::Off;
   NoWrite noWrite = NoWrite::ScratchRow;
   int banks = 1;       // a power of two; value heads head .. head + banks − 1; > 1 needs ZeroKey
+  MemoryReadout readout = MemoryReadout::Signed;
 };
 
 // The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).
