@@ -194,7 +194,7 @@ bool pairReadsPowerOfTwo(float a, float b, float chunkScale, float sqrtDk, float
 }  // namespace
 
 Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight, ReadHeight mode,
-                                    double queryHeight) {
+                                    double queryHeight, double queryGrid) {
   if (keyHeadDim < 1 || !(nominalHeight > 0) || !(queryHeight > 0))
     return makeDiag(ErrorKind::Usage, "one-row read: key head dim " + std::to_string(keyHeadDim) +
                                           ", value height " + std::to_string(nominalHeight) +
@@ -237,7 +237,7 @@ Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight, Re
   // first k ≥ 1 whose two scaled l2norm entries sum to a power of two t on both paths.
   const float a = static_cast<float>(queryHeight);
   std::frexp(a, &e);
-  const float ulp = std::ldexp(1.0f, e - 24);
+  const float ulp = queryGrid > 0 ? static_cast<float>(queryGrid) : std::ldexp(1.0f, e - 24);
   float t = 0, b = 0;
   for (int k = 1; k <= 1 << 16 && t == 0; ++k) {
     const float cand = a + static_cast<float>(k) * ulp;

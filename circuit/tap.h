@@ -112,11 +112,12 @@ struct OneRowRead {
 // a power of 4 (or Nominal): one row, h = λGv. Exact otherwise: a 4-hot key, the query on two of
 // its rows at λG and the first b > λG (in ulp steps) whose scaled l2norm entries sum to a power
 // of two t on both paths (checked under the correctly rounded rsqrt and 1/sqrtf), h =
-// 2X/t with X the power of two at or above λGv·s. Usage diag for non-positive inputs or when no b
-// within 2^16 ulp works.
+// 2X/t with X the power of two at or above λGv·s. `queryGrid` > 0 restricts b − a to multiples of
+// it (a decoder's query row sums terms up to A·λG: its pieces must sit on that sum's fp32 grid);
+// 0: ulp(a). Usage diag for non-positive inputs or when no b within 2^16 steps works.
 Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight,
                                     ReadHeight mode = ReadHeight::Exact,
-                                    double queryHeight = 128);
+                                    double queryHeight = 128, double queryGrid = 0);
 
 // The weights that make a pre-activation of λ·(±`lead`·x[sign] + rest) from a ±1 sign dim and the
 // ballast: `lead` = bf16(height/λ) on `sign` (−lead for the cold rail), the remainder height/λ −
