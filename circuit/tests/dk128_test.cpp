@@ -22,7 +22,9 @@
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <tuple>
 
+#include "circuit/memory.h"
 #include "circuit/tap.h"
 #include "circuit/tests/harness.h"
 #include "model/tiny.h"
@@ -281,6 +283,37 @@ TEST(OneRowRead, HeightTermsAreBf16PiecesThatSumToTheHeight) {
   EXPECT_EQ(all.value().rest.size(), 3u);
   auto tooFew = heightTerms(181.01934814453125, Field{"ballast", 10, 2}, false);
   EXPECT_FALSE(tooFew.ok());
+}
+
+// A memory with exact reads at dk = 128 (circuit/memory.h "Key head dim") spends 4 key rows per
+// cell: 32 cells with ZeroKey, 16 (+ a scratch group) with ScratchRow; more are refused.
+TEST(OneRowRead, ExactMemoryCellsTakeFourKeyRowsEachAndTooManyAreRefused) {
+  for (auto [addrBits, noWrite, ok] : {std::tuple{5, NoWrite::ZeroKey, true},
+                                       std::tuple{6, NoWrite::ZeroKey, false},
+                                       std::tuple{4, NoWrite::ScratchRow, true},
+                                       std::tuple{5, NoWrite::ScratchRow, false}}) {
+    model::Qwen35Config c = config(64, 1, 8, 16);
+    CircuitWeights w(c);
+    MemorySpec m;
+    m.ballast = {"ballast", 0, 3};
+    m.writeEnable = {"we", 3, 1};
+    m.writeAddr = {"waddr", 4, addrBits};
+    m.value = {"value", 12, 8};
+    m.readAddr = {"raddr", 20, addrBits};
+    m.out = {"out", 28, 8};
+    m.noWrite = noWrite;
+    m.read = ReadHeight::Exact;
+    auto r = buildMemory(w, m);
+    EXPECT_EQ(r.ok(), ok) << addrBits << (r.ok() ? "" : ": " + r.error().message);
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().kind, ErrorKind::Usage);
+      continue;
+    }
+    EXPECT_EQ(r.value().read.keyRows, 4);
+    EXPECT_EQ(r.value().scratchRow, noWrite == NoWrite::ScratchRow ? 4 << addrBits : -1);
+    EXPECT_EQ(r.value().read.read, 32.0f);   // λGv = 2·64·2 = 256: X = 32, the dk = 64 read
+    EXPECT_EQ(r.value().read.height, 512.0f);
+  }
 }
 
 // ---- Through model::Decoder. ----
