@@ -252,6 +252,9 @@ Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight, Re
   // X: the power of two at or above λGv·s; rows hold h/2 (key entries ½), the read is (h/2)·t.
   const double m = std::frexp(nominalHeight * static_cast<double>(chunkScale), &e);
   const float X = static_cast<float>(std::ldexp(1.0, m == 0.5 ? e - 1 : e));
+  if (!std::isfinite(2.0f * X / t) || X < std::ldexp(1.0f, -100))
+    return makeDiag(ErrorKind::Usage, "one-row read: value height " + std::to_string(nominalHeight) +
+                                          " is outside fp32's range for an exact read");
   r.keyRows = 4;
   r.queryHeights = {a, b};
   r.querySum = t;
