@@ -121,8 +121,8 @@ Expected<HeadMargins> build(CircuitWeights& w, const OneRowHead& s) {
       QGPU_CHECK(w.set(qkv, qBase + static_cast<int64_t>(r), t.dim, t.weight));
     QGPU_CHECK(w.set(conv, qBase + static_cast<int64_t>(r), now, 1.0f));
   }
-  // Value rails (and absence channels): exactly V hot channels of height λGv at every position.
-  // The hot one is h (λGv for a power-of-4 dk), the cold one h − 2λ·lead ≤ −λGv.
+  // Value rails (and absence channels): exactly V hot channels of height h at every position
+  // (λGv for a power-of-4 dk, 2λGv with the 4-hot key); the cold one is h − 2λ·lead ≤ −λGv.
   for (int j = 0; j < V; ++j) {
     const int src = s.sources[static_cast<size_t>(j)];
     QGPU_CHECK(w.set(qkv, vBase + 2 * j, src, rail.lead));
