@@ -89,6 +89,7 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
     tap.outUnit = s.unit;
     tap.padding = s.padding;
     tap.prior = prior;
+    tap.read = s.read;
     QGPU_TRY(m0, buildTap(w, tap));
     a.heads[static_cast<size_t>(k - 1)] = m0;
 

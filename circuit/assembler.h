@@ -85,6 +85,7 @@ struct AssemblerSpec {
   bool secondLevel = true;  // false (a failing twin): no layer1 heads, p−4..p−6 keep their pads
   bool accumulateTwin = false;  // failing twin: heads write ±u over the pads (HeadPrior::Zero) and
                                 // the MLP does not cancel the value field (Σx² grows, λ ≠ 1)
+  ReadHeight read = ReadHeight::Exact;  // the tap heads' read (tap.h); Nominal: the dk = 128 twin
 };
 
 struct Assembler {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "circuit/tap.h"
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
@@ -71,6 +72,33 @@ Status useChannel(CircuitWeights& w, const HeadSlots& s, int64_t ch) {
 }
 
 // silu(z) = λGz on every channel of the head, the shared gated-norm weight 1.
+// The read at this key head dim (circuit/tap.h "The read height"): key rows 0..R−1 with the same
+// terms, the query on the plan's rows (row 1 at λG + δ, δ's pieces on ballast dims 1..). Returns
+// the plan; plan.height / 128 is the factor every value gain takes (1 for dk a power of 4, 2 at
+// dk = 128: the read (value·t/2) is then the dk = 64 read, bit for bit).
+Expected<OneRowRead> keyAndQuery(CircuitWeights& w, const HeadSlots& s, const std::vector<Term>& key,
+                                 const Field& ballast, double lambda, float G, ReadHeight mode,
+                                 const std::string& gadget) {
+  QGPU_TRY(plan, planOneRowRead(s.dk, 128.0, mode, lambda * G));
+  if (plan.keyRows > 1 && ballast.dims < 2)
+    return usage(gadget, "an exact read at key head dim " + std::to_string(s.dk) +
+                             " needs 2 ballast dims (the query's second row)");
+  for (int r = 0; r < plan.keyRows; ++r) {
+    for (const Term& t : key) QGPU_CHECK(w.set(s.qkv, s.k + r, t.dim, t.weight));
+    QGPU_CHECK(useChannel(w, s, s.k + r));
+  }
+  const Field pieces{ballast.name, ballast.at(0) + 1, ballast.dims - 1};
+  for (size_t r = 0; r < plan.queryHeights.size(); ++r) {
+    const int64_t row = s.q + static_cast<int64_t>(r);
+    QGPU_CHECK(w.set(s.qkv, row, ballast.at(0), G));
+    QGPU_TRY(extra, heightTerms((plan.queryHeights[r] - plan.queryHeights[0]) / lambda, pieces,
+                                false));
+    for (const Term& t : extra.rest) QGPU_CHECK(w.set(s.qkv, row, t.dim, t.weight));
+    QGPU_CHECK(useChannel(w, s, row));
+  }
+  return plan;
+}
+
 Status gate(CircuitWeights& w, const HeadSlots& s, int head, int ballast, float gz) {
   for (int64_t ch = 0; ch < s.dv; ++ch) QGPU_CHECK(w.set(s.z, head * s.dv + ch, ballast, gz));
   return w.fill(s.norm, 1.0f);
@@ -108,20 +136,18 @@ Expected<EventCounterMargins> buildEventCounter(CircuitWeights& w, const EventCo
   const double c = 1048576.0, x = 128.0;
   m.companion = c;
   m.countStart = x;
-  const float gc = static_cast<float>(c / spec.lambda), gx = static_cast<float>(x / spec.lambda);
   const float G = spec.gain;
   const int bal = spec.ballast.at(0);
-  constexpr int kRow = 0, kCountChannel = 8;
+  constexpr int kCountChannel = 8;
 
-  // Key: row 0 on events and resets; a plain token's key channel is −λG, so its key is exactly 0
-  // after SiLU and the L2 norm and it writes nothing (memory.h's NoWrite::ZeroKey).
-  QGPU_CHECK(w.set(s.qkv, s.k + kRow, spec.event, G));
-  QGPU_CHECK(w.set(s.qkv, s.k + kRow, spec.reset, G));
-  QGPU_CHECK(w.set(s.qkv, s.k + kRow, bal, G));
-  QGPU_CHECK(useChannel(w, s, s.k + kRow));
-  // Query: row 0 (l2norm of one hot channel: exactly e_0).
-  QGPU_CHECK(w.set(s.qkv, s.q + kRow, bal, G));
-  QGPU_CHECK(useChannel(w, s, s.q + kRow));
+  // Key: row 0 (rows 0..3 at dk = 128) on events and resets; a plain token's key channels are
+  // −λG, so its key is exactly 0 after SiLU and the L2 norm and it writes nothing (memory.h's
+  // NoWrite::ZeroKey). Query: row 0 (l2norm of one hot channel: exactly e_0), or the plan's two
+  // rows (circuit/tap.h "The read height").
+  QGPU_TRY(read, keyAndQuery(w, s, {{spec.event, G}, {spec.reset, G}, {bal, G}}, spec.ballast,
+                             spec.lambda, G, spec.read, "counter"));
+  const double f = read.height / 128.0;  // 1, or 2 with the 4-hot key (its rows hold v/2)
+  const float gc = static_cast<float>(f * c / spec.lambda), gx = static_cast<float>(f * x / spec.lambda);
   // Values: the reference c in channels 0..7 on events and resets (the NoCompanion twin: on
   // resets only, so an event halves the reference with the count), x in channel 8 on resets.
   for (int j = 0; j < 8; ++j) {
@@ -215,13 +241,12 @@ Expected<ThresholdMargins> buildThreshold(CircuitWeights& w, const ThresholdSpec
   QGPU_CHECK(w.set(s.a, spec.head, bal, -c));
   QGPU_CHECK(w.set(s.aLog, spec.head, 0, 0.0f));  // exp(A_log) = 1: g = −softplus(a)
   QGPU_CHECK(w.set(s.dt, spec.head, 0, 0.0f));
-  // One row: constant key and query e_0, 8 hot value channels of height λG.
-  QGPU_CHECK(w.set(s.qkv, s.k, bal, G));
-  QGPU_CHECK(useChannel(w, s, s.k));
-  QGPU_CHECK(w.set(s.qkv, s.q, bal, G));
-  QGPU_CHECK(useChannel(w, s, s.q));
+  // One row: constant key and query e_0 (at dk = 128 the plan's 4-hot key and two-row query),
+  // 8 hot value channels of height λG (2λG with the 4-hot key: the read is the same).
+  QGPU_TRY(read, keyAndQuery(w, s, {{bal, G}}, spec.ballast, spec.lambda, G, spec.read, g));
+  const float gv = static_cast<float>(read.height / 128.0) * G;
   for (int j = 0; j < 8; ++j) {
-    QGPU_CHECK(w.set(s.qkv, s.v + j, bal, G));
+    QGPU_CHECK(w.set(s.qkv, s.v + j, bal, gv));
     QGPU_CHECK(useChannel(w, s, s.v + j));
   }
   QGPU_CHECK(gate(w, s, spec.head, bal, spec.zGain));

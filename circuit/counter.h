@@ -67,8 +67,13 @@
 // the rounding cannot move it across 128); bf16 rounds it to 8 bits, which keeps it ≥ 127 or
 // ≤ −127. The rule: K ≤ 2^127 and ℓ(N)·λ'/u ≥ 2^-126 (normal in bf16), i.e.
 // N ≤ min(119 − log2(u/λ') + e0, 126 − log2(u/λ') + e0) — `thresholdRange` (N ≤ 105 with u = 16,
-// λ' = 1, e0 = −10). The key head dim should be a power of 4 (dk^-½ exact): with dk = 128 the
-// decisions were right but magnitudes came back ulps off (docs/circuit.md §9).
+// λ' = 1, e0 = −10). Key head dim (circuit/tap.h "The read height"): both heads read through
+// `planOneRowRead` — one row for dk a power of 4; at dk = 128 a 4-hot key (rows 0..3, each
+// holding v/2) and the query on rows 0 and 1 (λG, λG + δ; δ's piece on ballast dim 1, so the
+// ballast needs 2 dims), value gains doubled: the read is the dk = 64 read bit for bit, and the
+// chunked read's coefficient is a power of two (t/2 = 2^-4), so the a-th event of a chunk no
+// longer picks up s's mantissa (measured exact, docs/circuit.md §9). `read = Nominal` keeps the
+// one-row heads (the twin: fp32 magnitudes ulps off, the level up to 41 % off at dk = 128).
 //
 // Limit of the chunked prefill (measured, docs/circuit.md §9 "Built: the event counter"): the
 // chunked rule writes a chunk's m halvings of one row as S − Σ_{a≤m} 2^-a·S, a sum that needs m
@@ -81,6 +86,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "circuit/tap.h"
 #include "circuit/units.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
@@ -108,6 +114,7 @@ struct EventCounterSpec {
   float unit = 16;        // u
   float gain = 128;       // G, a power of two; λG ≥ 89
   EventCounterTwin twin = EventCounterTwin::None;
+  ReadHeight read = ReadHeight::Exact;  // the read (circuit/tap.h); Nominal: the one-row twin
 };
 
 struct EventCounterMargins {
@@ -137,6 +144,7 @@ struct ThresholdSpec {
   float unit = 16;
   float gain = 128;       // key/query/value heights λ'G; λ'G ≥ 89
   float zGain = 32;       // λ'Gz ≥ 17
+  ReadHeight read = ReadHeight::Exact;  // the read (circuit/tap.h); Nominal: the one-row twin
 };
 
 struct ThresholdMargins {

@@ -22,7 +22,7 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
   const model::Qwen35Config& c = w.config();
   const int A = s.writeAddr.dims, V = s.value.dims;
   const int64_t dv = c.linearValueHeadDim, dk = c.linearKeyHeadDim;
-  const double G = s.gain, Gv = 2.0 * G, Gz = G / 2.0;
+  const double G = s.gain, Gz = G / 2.0;
   const int kh = head / static_cast<int>(c.linearNumValueHeads / c.linearNumKeyHeads);
   const int64_t qBase = kh * dk, kBase = c.linearKeyDim() + kh * dk;
   const int64_t vBase = 2 * c.linearKeyDim() + head * dv;
@@ -33,29 +33,43 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
   auto sign = [](int r, int i) { return (r >> i) & 1 ? 1.0f : -1.0f; };
   auto useChannel = [&](int64_t ch) { return w.set(conv, ch, K - 1, 1.0f); };
 
+  // Rows per cell R (1, or 4 with ReadHeight::Exact at a dk that is not a power of 4, header).
+  const int R = m.read.keyRows;
+  const Field pieces{s.ballast.name, s.ballast.at(0) + 1, s.ballast.dims - 1};
   for (int r = 0; r < (1 << rowBits); ++r) {
-    const int addr = (bank << rowBits) | r;  // the cell this row holds
-    // Key: the write decoder over all A bits (the bank's bits fixed), gated by write-enable.
-    for (int i = 0; i < A; ++i)
-      QGPU_CHECK(w.set(qkv, kBase + r, s.writeAddr.at(i), static_cast<float>(G) * sign(addr, i)));
-    QGPU_CHECK(w.set(qkv, kBase + r, s.writeEnable.at(0), static_cast<float>(G)));
-    QGPU_CHECK(w.set(qkv, kBase + r, bal, static_cast<float>(-A * G)));
-    QGPU_CHECK(useChannel(kBase + r));
-    // Query: the read decoder.
-    for (int i = 0; i < A; ++i)
-      QGPU_CHECK(w.set(qkv, qBase + r, s.readAddr.at(i), static_cast<float>(G) * sign(addr, i)));
-    QGPU_CHECK(w.set(qkv, qBase + r, bal, static_cast<float>(-(A - 1) * G)));
-    QGPU_CHECK(useChannel(qBase + r));
+    const int addr = (bank << rowBits) | r;  // the cell rows R·r .. R·r + R − 1 hold
+    for (int g = 0; g < R; ++g) {
+      const int64_t row = static_cast<int64_t>(R) * r + g;
+      // Key: the write decoder over all A bits (the bank's bits fixed), gated by write-enable.
+      for (int i = 0; i < A; ++i)
+        QGPU_CHECK(w.set(qkv, kBase + row, s.writeAddr.at(i), static_cast<float>(G) * sign(addr, i)));
+      QGPU_CHECK(w.set(qkv, kBase + row, s.writeEnable.at(0), static_cast<float>(G)));
+      QGPU_CHECK(w.set(qkv, kBase + row, bal, static_cast<float>(-A * G)));
+      QGPU_CHECK(useChannel(kBase + row));
+    }
+    // Query: the read decoder, on the cell's first row (and its second, at λG + δ).
+    for (size_t g = 0; g < m.read.queryHeights.size(); ++g) {
+      const int64_t row = static_cast<int64_t>(R) * r + static_cast<int64_t>(g);
+      for (int i = 0; i < A; ++i)
+        QGPU_CHECK(w.set(qkv, qBase + row, s.readAddr.at(i), static_cast<float>(G) * sign(addr, i)));
+      QGPU_CHECK(w.set(qkv, qBase + row, bal, static_cast<float>(-(A - 1) * G)));
+      const double delta = (m.read.queryHeights[g] - m.read.queryHeights[0]) / s.lambda;
+      QGPU_TRY(extra, heightTerms(delta, pieces, false));
+      for (const Term& t : extra.rest) QGPU_CHECK(w.set(qkv, qBase + row, t.dim, t.weight));
+      QGPU_CHECK(useChannel(qBase + row));
+    }
   }
-  // The scratch row takes every non-writing token's write (with ZeroKey, nothing does).
-  if (s.noWrite == NoWrite::ScratchRow) {
-    QGPU_CHECK(w.set(qkv, kBase + m.scratchRow, s.writeEnable.at(0), static_cast<float>(-G)));
-    QGPU_CHECK(useChannel(kBase + m.scratchRow));
-  }
-  // Value: dual rail.
+  // The scratch rows take every non-writing token's write (with ZeroKey, nothing does).
+  if (s.noWrite == NoWrite::ScratchRow)
+    for (int g = 0; g < R; ++g) {
+      QGPU_CHECK(w.set(qkv, kBase + m.scratchRow + g, s.writeEnable.at(0), static_cast<float>(-G)));
+      QGPU_CHECK(useChannel(kBase + m.scratchRow + g));
+    }
+  // Value: dual rail at the read plan's height h (λGv for one-row cells).
+  const float lead = static_cast<float>(m.read.height / s.lambda);
   for (int j = 0; j < V; ++j) {
-    QGPU_CHECK(w.set(qkv, vBase + 2 * j, s.value.at(j), static_cast<float>(Gv)));
-    QGPU_CHECK(w.set(qkv, vBase + 2 * j + 1, s.value.at(j), static_cast<float>(-Gv)));
+    QGPU_CHECK(w.set(qkv, vBase + 2 * j, s.value.at(j), lead));
+    QGPU_CHECK(w.set(qkv, vBase + 2 * j + 1, s.value.at(j), -lead));
     QGPU_CHECK(useChannel(vBase + 2 * j));
     QGPU_CHECK(useChannel(vBase + 2 * j + 1));
   }
@@ -111,11 +125,19 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   if (c.linearNumValueHeads != c.linearNumKeyHeads && s.banks > 1)
     return usage("banks need one key head per value head");
   const int rowBits = A - bankBits;
+  // The read plan (memory.h "Key head dim"): rows per cell, query heights, the value height. The
+  // query row's terms reach (2A − 1)·λG: its δ must sit on that sum's fp32 grid.
+  int gridExp = 0;
+  std::frexp((2.0 * A) * s.lambda * s.gain, &gridExp);
+  auto plan = planOneRowRead(dk, s.lambda * 2.0 * s.gain, s.read, s.lambda * s.gain,
+                             std::ldexp(1.0, gridExp - 24));
+  if (!plan.ok()) return plan.error();
+  const int R = plan.value().keyRows;
   const int64_t rowsNeeded =
-      (int64_t{1} << rowBits) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0);
+      R * ((int64_t{1} << rowBits) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0));
   if (rowBits < 1 || rowBits > 7 || s.readAddr.dims != A || rowsNeeded > dk)
-    return usage("address fields need equal dims, 1..7 of them per bank, and 2^rows (+ 1 for a "
-                 "scratch row) <= key head dim");
+    return usage("address fields need equal dims, 1..7 of them per bank, and " + std::to_string(R) +
+                 " rows per cell (+ a scratch group) within the key head dim " + std::to_string(dk));
   if (V < 1 || 2 * V > dv || s.out.dims != V)
     return usage("value and out fields need V dims, 2V <= value head dim");
   if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
@@ -133,7 +155,12 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   m.valueHot = s.lambda * 2.0 * G;
   m.betaLogit = s.write == WriteStrength::Full ? s.lambda * G : 0.0;
   m.gateZ = s.lambda * Gz;
-  m.scratchRow = s.noWrite == NoWrite::ScratchRow ? 1 << rowBits : -1;
+  m.scratchRow = s.noWrite == NoWrite::ScratchRow ? R << rowBits : -1;
+  m.read = plan.value();
+  m.valueHot = m.read.height;
+  if (m.read.keyRows > 1 && s.ballast.dims < 3)
+    return usage("exact reads at key head dim " + std::to_string(dk) +
+                 " need 3 ballast dims (the query's second row's pieces)");
   // Rule R2: off pre-activations must reach −88.8 (silu, sigmoid exactly 0), on ones 17.
   if (m.keyOn < 89.0 || m.gateZ < 17.0)
     return makeDiag(ErrorKind::OverLimit, "memory gadget: λ·G = " + std::to_string(m.keyOn) +

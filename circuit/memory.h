@@ -63,6 +63,16 @@
 // re-quantiser, and Σx² is the same whatever is read (every out dim ends at ±outUnit), where the
 // Signed readout's empty 0 would change the next norm (a second λ per combination of empty reads).
 //
+// Key head dim (circuit/tap.h "The read height"): with dk a power of 4 the one-row read above is
+// exact. With dk = 128 (the `2b` shape) the query's scale fl(2^-3.5) leaves fp32 reads 1–4 ulp off
+// ±X (decisions stay right). `read = ReadHeight::Exact` makes them exact there: every cell is a
+// group of 4 key rows (4r..4r+3, the key ½ on each; the scratch group after the cells), the query
+// hot on rows 4r and 4r+1 at λG and λG + δ (δ from `planOneRowRead` on the fp32 grid of the
+// decoder's sums, its pieces on ballast dims 1..), value rails at h = 2X/t (a power of two) — so
+// the read is X on both paths, the dk = 64 read bit for bit. The cost: a head holds dk/4 cells
+// (32 at dk = 128; 31 with a scratch group). `Nominal` (the default, so that 128-cell heads and
+// the ROM's banks keep their size) is the one-row construction.
+//
 // Failing-twin knobs (they break one rule each and must corrupt reads): `write = Half` sets
 // b = 0 (beta = ½: a write leaves half of the old row, R6); `decay = Half` sets A_log = 0
 // (exp(g) = exp(−softplus(0)) = ½ per token: rows fade until the norm's eps takes over, R5).
@@ -71,6 +81,7 @@
 #include <cstdint>
 #include <string>
 
+#include "circuit/tap.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
 
@@ -104,8 +115,8 @@ struct MemorySpec {
   int head = 0;        // value head (its key head is head / (Hv / Hk))
   Field ballast;       // dims[0] is +1 unit on every token
   Field writeEnable;   // 1 dim
-  Field writeAddr;     // A dims, 1 ≤ A − B ≤ 7 (B = log2 banks); 2^(A−B) + 1 ≤ key head dim
-                       // (ScratchRow), 2^(A−B) ≤ key head dim (ZeroKey)
+  Field writeAddr;     // A dims, 1 ≤ A − B ≤ 7 (B = log2 banks); R·(2^(A−B) + 1) ≤ key head dim
+                       // (ScratchRow), R·2^(A−B) ≤ key head dim (ZeroKey); R = rows per cell
   Field value;         // V dims, 2V ≤ value head dim, dv/V a power of 4 (out_proj exact, R4)
   Field readAddr;      // A dims
   Field out;           // V dims, written by out_proj
@@ -118,6 +129,7 @@ struct MemorySpec {
   NoWrite noWrite = NoWrite::ScratchRow;
   int banks = 1;       // a power of two; value heads head .. head + banks − 1; > 1 needs ZeroKey
   MemoryReadout readout = MemoryReadout::Signed;
+  ReadHeight read = ReadHeight::Nominal;  // Exact: 4-row cells, exact reads at any dk (header)
 };
 
 // The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).
@@ -127,7 +139,8 @@ struct MemoryMargins {
   double valueHot = 0;   // a hot value rail before SiLU: λGv (the cold one is −λGv)
   double betaLogit = 0;  // b: λG (Full) or 0 (Half)
   double gateZ = 0;      // z: λGz
-  int scratchRow = -1;   // the key row a non-writing token writes; −1 with NoWrite::ZeroKey
+  int scratchRow = -1;   // the first key row a non-writing token writes; −1 with ZeroKey
+  OneRowRead read;       // rows per cell (read.keyRows), the query heights, h and the read X
 };
 
 // Writes the memory head into `weights`. Usage diag for a spec that does not fit the config or

@@ -51,15 +51,83 @@
 //
 // λ need not be a power of two for the construction to work (c is then rounded to bf16 and the
 // read size reported in `readUnitError`), but only a power of two makes the read exactly ±u.
+//
+// The read height, any key head dim (docs/circuit.md §9 "Key head dim"): the delta rule scales
+// the l2-normed query by dk^-½ (the chunked rule multiplies by fl32(dk^-½) = s, the decode divides
+// by fl32(√dk)). With dk a power of 4, s is a power of two: a one-row read of hot value channels of
+// height λGv is λGv·s, a power of two, and everything after it (the gated norm, silu(z),
+// out_proj) is exact. With dk = 128 (the `2b` shape) s = fl(2^-3.5): the read 128·s = 11.3137083
+// is no power of two, the gated norm's rsqrt returns √(dv/V)·(1 ± a few ulp), and fp32
+// head-written dims end 1–4 ulp off ±u (the `Nominal` twin, measured). A compensated height h
+// with fl(h·s) = X (181.01934814453125·s = 16, `OneRowCompensated`) fixes the decode path but not
+// the chunked one, whose matmul accumulates s·U_j with the product unrounded (FMA), so a
+// telescoping sum s·h − s·h of a row's overwrite leaves a residue (measured). The gadget therefore
+// makes the *query's coefficient* a power of two instead, on both paths:
+//   key   4-hot on rows 0..3 (constant, or enable-keyed with scratch rows 4..7): the l2norm of a
+//         4-hot of height λG is exactly ½ per row, Σk² = 1, so the delta rule still replaces the
+//         row group exactly (every row holds h/2), as with one-hot keys (R6, R7)
+//   query rows 0 and 1 at heights a = λG and b = a + k·ulp(a) (b's pieces on the ballast, R4):
+//         their l2norm entries e_a ≠ e_b scaled by s sum to t = fl(q_a + q_b) = 2^-3 on both paths
+//         (dk = 128, λG = 128: b = 128 + 3·2^-16), checked by `planOneRowRead` under the
+//         correctly rounded rsqrt and 1/sqrtf (measured through model/: torch's agrees)
+//   read  chunked: (q·kᵀ) = ½·t exactly (two terms), times U_j ∈ {0, ±h} (h a power of two: every
+//         product exact, FMA or not); decode: Σ_i fl(S_i·q_i) = (h/2)·t — both X = h·t/2, with
+//         h = 2X/t a power of two and X the power of two at or above λGv·s (16 for λGv = 128:
+//         h = 256, the dk = 64 read bit for bit).
+// The cost: 4 key rows per row group (8 with the latch's scratch rows) instead of 1 (2), and the
+// value gain doubled (h = 2λGv at dk = 128; the margin only grows). bf16 was exact either way.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "circuit/units.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
 
 namespace qgpu::circuit {
+
+// The height of a one-row head's hot value channels (see the header: "The read height").
+enum class ReadHeight : uint8_t {
+  Exact,    // every read a power of two on both paths at the layer's key head dim (the rule)
+  Nominal,  // one row, h = λGv: exact only when dk is a power of 4 (the twin: the construction
+            // before 2b)
+  OneRowCompensated,  // candidate (b), measured and rejected: one row, the fp32 h with
+                      // fl(h·s) = X; exact on the decode path, not on the chunked one (its
+                      // matmul fuses c·U_j into the sum unrounded, docs/circuit.md §9)
+};
+
+// How a one-row head reads, for a key head dim (header: "The read height").
+struct OneRowRead {
+  float scale = 0;          // s = fl32(dk^-½), the chunked rule's query scale
+  int keyRows = 1;          // 1: key e_r (dk a power of 4, or Nominal); 4: key ½ on rows r..r+3
+  std::vector<float> queryHeights;  // the query's pre-activations on rows r (and r+1)
+  float querySum = 0;       // keyRows 4: t = fl(q_r + q_r+1), a power of two on both paths
+  float height = 0;         // h: a hot value channel's pre-activation (a power of two)
+  float read = 0;           // X: what the read returns per hot channel
+  bool powerOfTwo = false;  // X is a power of two on both paths (always for Exact)
+};
+
+// The read for hot value channels of nominal height λGv and a query of height λG. Exact with dk
+// a power of 4 (or Nominal): one row, h = λGv. Exact otherwise: a 4-hot key, the query on two of
+// its rows at λG and the first b > λG (in ulp steps) whose scaled l2norm entries sum to a power
+// of two t on both paths (checked under the correctly rounded rsqrt and 1/sqrtf), h =
+// 2X/t with X the power of two at or above λGv·s. `queryGrid` > 0 restricts b − a to multiples of
+// it (a decoder's query row sums terms up to A·λG: its pieces must sit on that sum's fp32 grid);
+// 0: ulp(a). Usage diag for non-positive inputs or when no b within 2^16 steps works.
+Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight,
+                                    ReadHeight mode = ReadHeight::Exact,
+                                    double queryHeight = 128, double queryGrid = 0);
+
+// The weights that make a pre-activation of λ·(±`lead`·x[sign] + rest) from a ±1 sign dim and the
+// ballast: `lead` = bf16(height/λ) on `sign` (−lead for the cold rail), the remainder height/λ −
+// lead as bf16 pieces on the ballast dims (constantTerms). sign < 0: all of height/λ on the
+// ballast. Usage diag when the ballast has too few dims for the pieces.
+struct HeightTerms {
+  float lead = 0;            // the weight on the sign dim (0 when sign < 0)
+  std::vector<Term> rest;    // ballast pieces
+};
+Expected<HeightTerms> heightTerms(double heightOverLambda, const Field& ballast, bool onSign);
 
 enum class Padding : uint8_t {
   Canonical,  // before the sequence start a tap reads the "no token" record (the gadget)
@@ -86,6 +154,7 @@ struct TapSpec {
   float outUnit = 16;        // u
   Padding padding = Padding::Canonical;
   HeadPrior prior = HeadPrior::Pad;
+  ReadHeight read = ReadHeight::Exact;
 };
 
 struct LatchSpec {
@@ -101,6 +170,7 @@ struct LatchSpec {
   float zGain = 32;
   float outUnit = 16;
   HeadPrior prior = HeadPrior::Pad;
+  ReadHeight read = ReadHeight::Exact;
 };
 
 // The construction's margins, in pre-activation units (before SiLU / sigmoid).
@@ -112,10 +182,11 @@ struct HeadMargins {
                         // after rounding c to bf16)
   double readUnitError = 0;  // |readUnit / nominal − 1| from rounding c to bf16 (0 when λ is a
                              // power of two)
+  OneRowRead read;           // the hot channels' height and what a read returns (planOneRowRead)
 };
 
 // Usage diag for a spec that does not fit the config (head, dims, V with dv/V not a power of 4,
-// tap outside 1..K−1); OverLimit when λG, λGv < 89 or λGz < 17 (rule R2).
+// tap outside 1..K−1, too few ballast dims for the read height's pieces); OverLimit when λG, λGv < 89 or λGz < 17 (rule R2).
 Expected<HeadMargins> buildTap(CircuitWeights& weights, const TapSpec& spec);
 Expected<HeadMargins> buildLatch(CircuitWeights& weights, const LatchSpec& spec);
 

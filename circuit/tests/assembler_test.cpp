@@ -12,8 +12,9 @@
 // full layout: every probed dim of every position is exactly ±1 (±u after the final norm at
 // λf = 1 — one distinct magnitude), after the last layer and at every layer input (checkpoints
 // with the later layers silenced), so λ is exactly 1 at every layer input; and the three paths
-// agree bit for bit. The failing twins (taps that read 0 before the sequence start; no second
-// level; heads and MLP that accumulate instead of replacing) must fail.
+// agree bit for bit — at key head dim 128 (the `2b` shape) and 64. The failing twins (taps that
+// read 0 before the sequence start; no second level; heads and MLP that accumulate instead of
+// replacing; one-row reads at key head dim 128) must fail.
 //
 // Readout: the untied lm_head is a probe (identity rows for every residual dim), so logit d is
 // x_d times the final RMSNorm's scale; the ballast's logit is the nominal size of a ±16 field.
@@ -50,9 +51,9 @@ using trace::Token;
 constexpr int kHidden = 256;
 constexpr int64_t kVocab = std::max<int64_t>(trace::kVocabSize, kHidden);
 
-// Three 64/128 heads: a key head dim of 64 makes the read's 1/√dk = 1/8 a power of two, so every
-// fp32 read is exact (with 128 it is an ulp off: the last test pins that finding).
-model::Qwen35Config config(int keyHeadDim = 64) {
+// Three heads of key head dim 128 (the `2b` shape: the tap heads' 4-hot keys and two-row queries,
+// tap.h "The read height") or 64 (one-row reads, 1/√dk = 1/8); value head dim 128.
+model::Qwen35Config config(int keyHeadDim = 128) {
   model::Qwen35Config c = harness::config(kHidden, 2, 1024, kVocab);
   c.linearNumKeyHeads = 3;
   c.linearNumValueHeads = 3;
@@ -64,7 +65,8 @@ struct Variant {
   Padding padding = Padding::Canonical;
   bool secondLevel = true;
   bool accumulate = false;
-  int keyHeadDim = 64;
+  int keyHeadDim = 128;
+  ReadHeight read = ReadHeight::Exact;
 };
 
 struct Built {
@@ -85,6 +87,7 @@ std::unique_ptr<Built> build(const std::string& name, Variant v) {
   s.padding = v.padding;
   s.secondLevel = v.secondLevel;
   s.accumulateTwin = v.accumulate;
+  s.read = v.read;
   auto a = buildAssembler(b->weights, alloc, s);
   EXPECT_TRUE(a.ok()) << a.error().message;
   if (a.ok()) b->assembler = a.value();
@@ -225,9 +228,13 @@ double seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-TEST(Assembler, EveryValueAndEveryRecordIsExactInFp32AndBf16OnEveryPath) {
-  auto b = build("exact", {});
+void expectEveryValueAndRecordExact(int keyHeadDim) {
+  Variant v;
+  v.keyHeadDim = keyHeadDim;
+  auto b = build("exact" + std::to_string(keyHeadDim), v);
   const Assembler& a = b->assembler;
+  std::cout << "[assembler] key head dim " << keyHeadDim << ": tap heads read " << a.heads[0].read.read
+            << " per hot channel over " << a.heads[0].read.keyRows << " key row(s)\n";
   std::cout << "[assembler] λ design: layer0 " << a.lambda[0] << ", layer1 " << a.lambda[1]
             << ", layer1 MLP " << a.lambda[2] << "; MLP units " << a.units << ", widest AND "
             << a.maxFanIn << " literals; AND on ±" << a.andOn << "; head write per rail "
@@ -283,11 +290,22 @@ TEST(Assembler, EveryValueAndEveryRecordIsExactInFp32AndBf16OnEveryPath) {
   }
 }
 
+TEST(Assembler, EveryValueAndEveryRecordIsExactInFp32AndBf16OnEveryPath) {
+  expectEveryValueAndRecordExact(128);
+}
+
+TEST(Assembler, AtKeyHeadDim64TooEveryValueAndEveryRecordIsExact) {
+  expectEveryValueAndRecordExact(64);
+}
+
 // λ at every layer input, measured: the checkpoint with everything after a stage silenced reads
 // that stage's residual at the probe; every dim of every position must be exactly ±1 (so
 // Σx² = H·16² and λ = 1 exactly at the next input), in both dtypes.
 TEST(Assembler, EveryLayerInputHoldsTheFullLayoutSoLambdaIsExactlyOne) {
-  auto b = build("layout", {});
+ for (int dk : {128, 64}) {
+  Variant v;
+  v.keyHeadDim = dk;
+  auto b = build("layout" + std::to_string(dk), v);
   const Sequence s = sequence(2027, harness::inputs(24, 60));
   struct Stage {
     const char* name;
@@ -309,10 +327,11 @@ TEST(Assembler, EveryLayerInputHoldsTheFullLayoutSoLambdaIsExactlyOne) {
           harness::checkLayout(harness::run(*dec, s.tokens, Path::Prefill, kHidden), 1.0f);
       EXPECT_TRUE(c.ok()) << stage.name << " " << computeDtypeName(dtype) << ": " << c.summary();
       EXPECT_EQ(c.magnitudes.size(), 1u) << stage.name;
-      std::cout << "[assembler λ] " << stage.name << " " << computeDtypeName(dtype) << ": "
-                << c.summary() << " (λ = 1 exactly iff 0 are off)\n";
+      std::cout << "[assembler λ] dk " << dk << " " << stage.name << " " << computeDtypeName(dtype)
+                << ": " << c.summary() << " (λ = 1 exactly iff 0 are off)\n";
     }
   }
+ }
 }
 
 // Failing twins: the same sequence and check must find errors (prefill per commit; every path
@@ -365,14 +384,14 @@ TEST(Assembler, FailingTwinAccumulatingOverThePadsIsInexact) {
   }
 }
 
-// The finding that sets the key head dim: with dk = 128 (the `2b` shape) the read is v/√128, not a
-// power of two, and the fp32 gated norm (and the chunked path's sums of ±v/√128) leave the bits a
-// head writes 1–2 ulps off ±u; every decision still holds (the clamped ANDs do not see an ulp),
-// bf16 rounds it away. Pinned so that a change in either direction is noticed.
-TEST(Assembler, WithKeyHeadDim128Fp32HeadReadsAreUlpsOffButEveryValueIsRight) {
+// The failing twin of the read construction: the one-row heads of before (hot height λGv, one key
+// row) at key head dim 128. The read is 128·fl(2^-3.5), no power of two, and the fp32 gated norm
+// leaves the bits a head writes 1–2 ulps off ±u; every decision still holds (the clamped ANDs do
+// not see an ulp), bf16 rounds it away. The same sequence is exact with ReadHeight::Exact (above).
+TEST(Assembler, FailingTwinOneRowReadsAtKeyHeadDim128AreUlpsOffButEveryValueIsRight) {
   Variant v;
-  v.keyHeadDim = 128;
-  auto b = build("dk128", v);
+  v.read = ReadHeight::Nominal;
+  auto b = build("dk128_nominal", v);
   const Sequence s = sequence(2027, harness::inputs(24, 60));
   for (ComputeDtype dtype : harness::kDtypes) {
     auto dec = harness::load(b->dir, dtype);
@@ -385,8 +404,8 @@ TEST(Assembler, WithKeyHeadDim128Fp32HeadReadsAreUlpsOffButEveryValueIsRight) {
       EXPECT_GT(layout.offNominal, 0);
     else
       EXPECT_EQ(layout.offNominal, 0) << layout.summary();
-    std::cout << "[assembler dk 128] " << computeDtypeName(dtype) << " prefill: " << describe(st)
-              << "; every dim: " << layout.summary() << "\n";
+    std::cout << "[assembler twin dk 128 one-row] " << computeDtypeName(dtype) << " prefill: "
+              << describe(st) << "; every dim: " << layout.summary() << "\n";
   }
 }
 

@@ -44,12 +44,13 @@ using trace::Token;
 constexpr int kHidden = 256;
 constexpr int64_t kVocab = std::max<int64_t>(trace::kVocabSize, kHidden);  // room for a probe
 
-// Key head dim 64: exact fp32 reads (assembler_test pins the 128 finding).
+// Key head dim 128, the `2b` shape: the tap heads and the latch read through a 4-hot key and a
+// two-row query (circuit/tap.h "The read height"), exact in fp32 as at 64.
 model::Qwen35Config config(int layers, int64_t units) {
   model::Qwen35Config c = harness::config(kHidden, layers, units, kVocab);
   c.linearNumKeyHeads = 3;
   c.linearNumValueHeads = 3;
-  c.linearKeyHeadDim = 64;
+  c.linearKeyHeadDim = 128;
   return c;
 }
 

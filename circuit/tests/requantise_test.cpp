@@ -9,7 +9,8 @@
 // both kinds of token (its empty unit is scaled for λ_e, its detectors for λ).
 //
 // What it pins down: every read, of every cell, written or empty, in fp32 and bf16 on the
-// prefill, decode and mixed paths, becomes exactly ±16 in the residual — checked as logit_j =
+// prefill, decode and mixed paths, at key head dim 128 (the `2b` shape) and 64, becomes exactly
+// ±16 in the residual — checked as logit_j =
 // ±logit(ballast) bit for bit, since both pass the same final norm — with the bits of the last
 // value written there, or the stated empty word (0x00 for one instance, 0x5a for another).
 // Expected values come from a plain array. The twin without the empty case writes 0 for empty
@@ -71,10 +72,12 @@ Layout layout() {
   return l;
 }
 
-std::string build(const std::string& name, bool handleEmpty, int keyHeadDim = 64) {
+std::string build(const std::string& name, bool handleEmpty, int keyHeadDim = 128,
+                  ReadHeight read = ReadHeight::Exact) {
   const Layout l = layout();
-  // Key head dim 64: the query's 1/√dk scale is then 1/8, exact, and so is every read (with the
-  // real 128 it is 2^-3.5, rounded, and fp32 reads come back up to 4 ulp off ±48; measured).
+  // Key head dim 128 (the `2b` shape): the memory's exact reads (4-row cells, circuit/memory.h
+  // "Key head dim"); 64: one-row cells, exact as they are. `Nominal` at 128 is the twin: one-row
+  // cells whose query scale 2^-3.5 leaves fp32 reads up to 4 ulp off ±48 (measured).
   model::Qwen35Config c = config(kHidden, 1, 64, kVocab);
   c.linearKeyHeadDim = keyHeadDim;
   CircuitWeights w(c);
@@ -88,6 +91,7 @@ std::string build(const std::string& name, bool handleEmpty, int keyHeadDim = 64
   m.lambda = 4;
   m.gain = 32;
   m.outUnit = 48;
+  m.read = read;
   auto mem = buildMemory(w, m);
   EXPECT_TRUE(mem.ok()) << mem.error().message;
   MlpContext ctx{l.ballast, 2.0, 64, kUnit, false};
@@ -168,7 +172,8 @@ std::vector<int64_t> tokens(const std::vector<Op>& ops) {
 }
 
 TEST(RequantiseGadget, MemoryReadsWrittenOrEmptyBecomeExactSignFieldsOnEveryPath) {
-  const std::string dir = build("requant", true);
+ for (int dk : {128, 64}) {
+  const std::string dir = build("requant" + std::to_string(dk), true, dk);
   const std::vector<Op> ops = program();
   for (ComputeDtype dtype : kDtypes) {
     auto dec = load(dir, dtype);
@@ -180,13 +185,15 @@ TEST(RequantiseGadget, MemoryReadsWrittenOrEmptyBecomeExactSignFieldsOnEveryPath
       EXPECT_TRUE(r.empty.ok()) << computeDtypeName(dtype) << " " << pathName(path) << ": "
                                 << r.empty.first;
       EXPECT_GT(r.empty.values, 0);
-      std::cout << "[requantise] " << computeDtypeName(dtype) << " " << pathName(path)
+      EXPECT_EQ(r.readRatios.size(), 1u) << dk << " " << computeDtypeName(dtype) << " " << pathName(path);
+      std::cout << "[requantise] dk " << dk << " " << computeDtypeName(dtype) << " " << pathName(path)
                 << ": written reads " << r.present.summary() << "; empty reads "
                 << r.empty.summary() << " (magnitudes relative to the ballast probe); read/ballast "
                 << r.readRatios.size() << " value(s) in [" << *r.readRatios.begin() - 3 << ", "
                 << *r.readRatios.rbegin() - 3 << "] + 3\n";
     }
   }
+ }
 }
 
 TEST(RequantiseGadget, FailingTwinWithoutTheEmptyCaseWritesNothingForEmptyReads) {
@@ -207,11 +214,11 @@ TEST(RequantiseGadget, FailingTwinWithoutTheEmptyCaseWritesNothingForEmptyReads)
 namespace qgpu::circuit {
 namespace {
 
-// The measurement behind the key head dim of 64 above: with 128 the fp32 reads are a few ulp off
-// ±48 on the chunked path, so the re-quantiser's outputs (∝ λ², and λ sees the read) are too;
-// their signs stay right. bf16 rounds the difference away.
-TEST(RequantiseGadget, WithKeyHeadDim128Fp32ReadsAndOutputsAreUlpsOff) {
-  const std::string dir = build("requant_dk128", true, 128);
+// The failing twin of the read construction: one-row cells (ReadHeight::Nominal) at key head dim
+// 128. The fp32 reads are a few ulp off ±48 on the chunked path, so the re-quantiser's outputs
+// (∝ λ², and λ sees the read) are too; their signs stay right. bf16 rounds the difference away.
+TEST(RequantiseGadget, FailingTwinOneRowCellsAtKeyHeadDim128ReadAndRequantiseUlpsOff) {
+  const std::string dir = build("requant_dk128", true, 128, ReadHeight::Nominal);
   const std::vector<Op> ops = program();
   auto dec = load(dir, ComputeDtype::F32);
   ASSERT_NE(dec, nullptr);
@@ -220,7 +227,7 @@ TEST(RequantiseGadget, WithKeyHeadDim128Fp32ReadsAndOutputsAreUlpsOff) {
   EXPECT_GT(r.present.inexact, 0);
   EXPECT_GT(r.readRatios.size(), 1u);
   EXPECT_LT(r.present.maxRatio - 1, 1e-5);
-  std::cout << "[requantise dk=128] f32 prefill: " << r.present.summary() << "\n";
+  std::cout << "[requantise twin dk=128 one-row] f32 prefill: " << r.present.summary() << "\n";
 }
 
 }  // namespace

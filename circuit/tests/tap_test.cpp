@@ -3,6 +3,8 @@
 // is refused. Their numerics run through model/ in assembler_test and emit_test.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "circuit/assembler.h"
 #include "circuit/tap.h"
 #include "circuit/tokens.h"
@@ -73,9 +75,36 @@ TEST(Latch, KeysTheEnabledRowAndWritesOverThePad) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   const std::string qkv = w.layerTensor(0, "linear_attn.in_proj_qkv.weight");
   const int64_t k = 128;  // key channels follow the 128 query channels
-  EXPECT_EQ(w.get(qkv, k, 5).value(), 128.0f);       // row 0 when enabled
-  EXPECT_EQ(w.get(qkv, k + 1, 5).value(), -128.0f);  // the scratch row otherwise
-  EXPECT_EQ(w.get(qkv, 0, 0).value(), 128.0f);       // the query: constant row 0
+  // Key head dim 128 (tap.h "The read height"): a 4-hot key on rows 0..3 when enabled, the
+  // scratch rows 4..7 otherwise; the query on rows 0 and 1 at 128 and 128 + 3·2^-16 (the
+  // second row's 3·2^-16 on the next ballast dim); value rails at h = 256.
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(w.get(qkv, k + r, 5).value(), 128.0f) << r;
+    EXPECT_EQ(w.get(qkv, k + 4 + r, 5).value(), -128.0f) << r;
+  }
+  EXPECT_EQ(w.get(qkv, k + 8, 5).value(), 0.0f);
+  EXPECT_EQ(w.get(qkv, 0, 0).value(), 128.0f);
+  EXPECT_EQ(w.get(qkv, 1, 0).value(), 128.0f);
+  EXPECT_EQ(w.get(qkv, 1, 1).value(), std::ldexp(3.0f, -16));
+  EXPECT_EQ(w.get(qkv, 2, 0).value(), 0.0f);
+  EXPECT_EQ(w.get(qkv, 2 * 128, 6).value(), 256.0f);
+  EXPECT_EQ(w.get(qkv, 2 * 128 + 1, 6).value(), -256.0f);
+  EXPECT_EQ(m.value().read.keyRows, 4);
+  EXPECT_EQ(m.value().read.read, 16.0f);
+  // Key head dim 64: one row, as before (row 0 / scratch row 1, query row 0, rails at 128).
+  model::Qwen35Config c64 = oneLayer();
+  c64.linearKeyHeadDim = 64;
+  CircuitWeights w64(c64);
+  auto m64 = buildLatch(w64, s);
+  ASSERT_TRUE(m64.ok()) << m64.error().message;
+  const int64_t k64 = 64;
+  EXPECT_EQ(w64.get(qkv, k64, 5).value(), 128.0f);
+  EXPECT_EQ(w64.get(qkv, k64 + 1, 5).value(), -128.0f);
+  EXPECT_EQ(w64.get(qkv, k64 + 2, 5).value(), 0.0f);
+  EXPECT_EQ(w64.get(qkv, 0, 0).value(), 128.0f);
+  EXPECT_EQ(w64.get(qkv, 1, 0).value(), 0.0f);
+  EXPECT_EQ(w64.get(qkv, 2 * 64, 6).value(), 128.0f);
+  EXPECT_EQ(m64.value().read.keyRows, 1);
   const int64_t v = 2 * 128;
   EXPECT_EQ(conv(w, v + 0, 3), 1.0f);  // values from the current token
   EXPECT_EQ(conv(w, v + 0, 2), 0.0f);
