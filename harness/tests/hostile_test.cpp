@@ -64,6 +64,8 @@ const std::set<std::string> kRequiredClasses = {
     "audit-run", "bench-file",
     // issue 9: `qgpu fuzz` generator names and policies
     "fuzz-policy",
+    // issue 8: a program the division expansion (--expand-division) cannot fit
+    "division-expansion",
 };
 
 struct ChildResult {

@@ -260,9 +260,10 @@ class Expander {
     if (freeRegs.size() < needRegs) {
       std::string names;
       for (uint8_t r : freeRegs) names += (names.empty() ? "r" : ", r") + std::to_string(r);
-      return overLimit(b, i, "it needs " + std::to_string(needRegs) + " registers that are dead there (remainder, " +
-                                 "quotient, counter" + (needAbsB ? ", |b|" : "") +
-                                 (save ? ", one per predicate live across the split" : "") + ") and " +
+      return overLimit(b, i, "it needs " + std::to_string(needRegs) + " registers that are dead there (for the " +
+                                 "remainder, the quotient and the counter" + (needAbsB ? ", |b|" : "") +
+                                 (save ? ", one per predicate live across the split" : "") +
+                                 (dstIsResult ? "; the destination holds one of them" : "") + ") and " +
                                  std::to_string(freeRegs.size()) + " are" + (names.empty() ? "" : " (" + names + ")"));
     }
     size_t next = 0;

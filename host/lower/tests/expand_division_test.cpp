@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "host/lower/expand_division.h"
+#include "host/lower/lower.h"
+#include "host/ptx/parser.h"
 #include "oracle/interpreter.h"
 #include "oracle/machine.h"
 #include "oracle/semantics.h"
@@ -469,6 +471,51 @@ Program allLive(int liveAfter) {
 TEST(ExpandDivision, RefusesWhenNoRegistersAreFree) {
   expectOverLimit(allLive(15), "div.u r4, r2, r3", "registers that are dead there");
   EXPECT_TRUE(expandDivision(allLive(13)).ok());  // twin: r14, r15 dead, r4 is the result
+}
+
+// Lowered PTX: LowerStats::opLocs names the division's PTX line, and the refusal (here: the ROM
+// is full) carries it.
+TEST(ExpandDivision, ALoweredDivisionsRefusalNamesItsPtxLine) {
+  const std::string text =
+      ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 buf)\n{\n"
+      ".reg .b32 %r<8>;\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [buf];\ncvta.to.global.u64 %rd1, %rd1;\n"
+      "ld.global.u32 %r1, [%rd1];\nld.global.u32 %r2, [%rd1+4];\ndiv.s32 %r3, %r1, %r2;\n"
+      "st.global.u32 [%rd1+8], %r3;\nret;\n}\n";
+  const uint32_t divLine = 12;  // counted by hand: the 12th line holds div.s32
+  auto module = ptx::parse(text, "k.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().str();
+  LowerOptions options;
+  options.params = {0};
+  LowerStats stats;
+  auto program = lower(*module, options, &stats);
+  ASSERT_TRUE(program.ok()) << program.error().str();
+  ASSERT_EQ(stats.opLocs.size(), program->blocks.size());
+  bool found = false;
+  for (size_t b = 0; b < program->blocks.size(); ++b) {
+    ASSERT_EQ(stats.opLocs[b].size(), program->blocks[b].ops.size());
+    for (size_t i = 0; i < program->blocks[b].ops.size(); ++i)
+      if (program->blocks[b].ops[i].op == Op::DivS) {
+        EXPECT_EQ(stats.opLocs[b][i].line, divLine);
+        found = true;
+      }
+  }
+  ASSERT_TRUE(found);
+  ExpandDivisionOptions expandOptions;
+  expandOptions.opLocs = &stats.opLocs;
+  EXPECT_TRUE(expandDivision(*program, expandOptions).ok());  // the twin: it fits as it is
+  Program full = *program;
+  auto locs = stats.opLocs;
+  while (full.blocks.size() < 31) {  // unreachable exit blocks fill the ROM
+    full.blocks.push_back(Block{});
+    locs.emplace_back();
+  }
+  expandOptions.opLocs = &locs;
+  auto refused = expandDivision(full, expandOptions);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::OverLimit);
+  EXPECT_EQ(refused.error().loc.file, "k.ptx");
+  EXPECT_EQ(refused.error().loc.line, divLine);
+  EXPECT_NE(refused.error().message.find("PTX line 12"), std::string::npos) << refused.error().message;
 }
 
 TEST(ExpandDivision, RefusesAProgramThatDoesNotVerify) {
