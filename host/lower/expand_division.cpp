@@ -201,8 +201,9 @@ class Expander {
         ++stats.removed;
         continue;
       }
-      QGPU_CHECK(expandAt(b, i));
-      ++stats.expanded;
+      QGPU_TRY(replaced, expandAt(b, i));
+      stats.expanded += replaced;
+      if (replaced == 2) ++stats.fused;
     }
     return std::move(p_);
   }
@@ -215,6 +216,45 @@ class Expander {
     return false;
   }
 
+  // The index of the op after `i` in block b that divides the same operands under the same guard
+  // with the other result (q = a / b and r = a % b), when one loop can give both: nothing between
+  // them writes a, b or the guard, or touches the partner's destination (written early, before
+  // the ops between), and the division's own destination is not an operand. Else npos.
+  size_t partnerOf(size_t b, size_t i) const {
+    const Block& blk = p_.blocks[b];
+    const Instr& d = blk.ops[i];
+    Op want = Op::Mov;
+    switch (d.op) {
+      case Op::DivU: want = Op::RemU; break;
+      case Op::RemU: want = Op::DivU; break;
+      case Op::DivS: want = Op::RemS; break;
+      case Op::RemS: want = Op::DivS; break;
+      default: return std::string::npos;
+    }
+    const RegSet operands = regBit(d.src[0]) | regBit(d.src[1]);
+    if (operands >> d.dst & 1) return std::string::npos;
+    for (size_t j = i + 1; j < blk.ops.size(); ++j) {
+      const Instr& in = blk.ops[j];
+      if (in.op == want && in.src[0] == d.src[0] && in.src[1] == d.src[1] && in.guard == d.guard && in.dst != 0 &&
+          in.dst != d.dst && !(operands >> in.dst & 1)) {
+        for (size_t k = i + 1; k < j; ++k) {
+          const Instr& mid = blk.ops[k];
+          RegSet touched = machine::writesReg(mid.op) ? RegSet{1} << mid.dst : 0;
+          for (int s = 0; s < machine::numGeneralSources(mid.op); ++s)
+            touched |= regBit(mid.src[static_cast<size_t>(s)]);
+          const bool writesOperand = machine::writesReg(mid.op) && (operands >> mid.dst & 1);
+          const bool writesGuard = d.guard.pred != kNoPred && machine::writesPred(mid.op) && mid.dstPred == d.guard.pred;
+          if (writesOperand || writesGuard || (touched >> in.dst & 1)) return std::string::npos;
+        }
+        return j;
+      }
+      // A later write of an operand or the guard ends the search.
+      if (machine::writesReg(in.op) && (operands >> in.dst & 1)) return std::string::npos;
+      if (d.guard.pred != kNoPred && machine::writesPred(in.op) && in.dstPred == d.guard.pred) return std::string::npos;
+    }
+    return std::string::npos;
+  }
+
   Diag overLimit(size_t b, size_t i, const std::string& why) const {
     const Instr& d = p_.blocks[b].ops[i];
     const SourceLoc& loc = locs_[b][i];
@@ -224,9 +264,13 @@ class Expander {
     return makeDiag(ErrorKind::OverLimit, where + ") into a shift-subtract loop: " + why, loc);
   }
 
-  Status expandAt(size_t b, size_t i) {
+  // Expands the division at (b, i), and its partner (partnerOf) into the same loop; returns how
+  // many ops it replaced (1 or 2).
+  Expected<int> expandAt(size_t b, size_t i) {
     const Block& blk = p_.blocks[b];
     const Instr d = blk.ops[i];
+    const size_t pj = partnerOf(b, i);
+    const bool fused = pj != std::string::npos;
     const SourceLoc loc = locs_[b][i];
     const Operand a = d.src[0], bOp = d.src[1];
     const bool isSigned = d.op == Op::DivS || d.op == Op::RemS;
@@ -241,6 +285,7 @@ class Expander {
     RegSet liveAfter = liveOut(p_)[b];
     for (size_t k = blk.ops.size(); k-- > i + 1;) transfer(blk.ops[k], liveAfter);
     RegSet taken = liveAfter | regBit(a) | regBit(bOp) | (RegSet{1} << d.dst) | 1u;
+    if (fused) taken |= RegSet{1} << blk.ops[pj].dst;
     std::vector<uint8_t> freeRegs;
     for (uint8_t r = 1; r < machine::kRegs; ++r)
       if (!(taken >> r & 1)) freeRegs.push_back(r);
@@ -252,7 +297,8 @@ class Expander {
     if (isGuarded) save |= PredSet{1} << d.guard.pred;
 
     // The destination doubles as the result register when every active lane writes it and the
-    // loop does not read it afterwards (b throughout; a in the signed fix-ups).
+    // loop does not read it afterwards (b throughout; a in the signed fix-ups). The partner's
+    // result always moves: its destination may be read by the ops before it.
     const bool dstIsResult = !isGuarded && !(regBit(bOp) >> d.dst & 1) && !(isSigned && (regBit(a) >> d.dst & 1));
     // |b| needs a register only when b is one: an immediate's is folded, a special is >= 0.
     const bool needAbsB = isSigned && isReg(bOp);
@@ -304,7 +350,7 @@ class Expander {
       std::vector<uint8_t> freePreds;
       for (uint8_t q = 0; q < machine::kPreds; ++q)
         if (!((rbk | save) >> q & 1)) freePreds.push_back(q);
-      const bool signOfB = !wantRem && isReg(bOp);
+      const bool signOfB = (fused || !wantRem) && isReg(bOp);
       if (freePreds.size() < (signOfB ? 2u : 1u))
         return overLimit(b, i, "its signed fix-up needs " + std::to_string(signOfB ? 2 : 1) +
                                    " predicates that are free after it and " + std::to_string(freePreds.size()) +
@@ -312,7 +358,22 @@ class Expander {
       const uint8_t f1 = freePreds[0];
       // The quotient is negative when the signs differ, the remainder when a is negative
       // (b = 0: x = 0xffffffff, so a < 0 ? 1 : -1; INT_MIN / -1: x = 2^31 = INT_MIN).
-      if (wantRem) {
+      if (fused) {
+        cont.push_back(cmp(Op::SetLtS, f1, a, I(0)));
+        cont.push_back(guarded(alu(Op::Neg, rr, R(rr)), f1));
+        if (signOfB) {
+          const uint8_t f2 = freePreds[1];
+          cont.push_back(cmp(Op::SetLtS, f2, bOp, I(0)));
+          cont.push_back(pred2(Op::PXor, f1, f1, f2));
+        } else if (bOp.kind == OperandKind::Imm && static_cast<int32_t>(bOp.imm) < 0) {
+          Instr flip;
+          flip.op = Op::PNot;
+          flip.dstPred = f1;
+          flip.psrc = {f1, kNoPred};
+          cont.push_back(flip);
+        }
+        cont.push_back(guarded(alu(Op::Neg, xx, R(xx)), f1));
+      } else if (wantRem) {
         cont.push_back(cmp(Op::SetLtS, f1, a, I(0)));
       } else if (signOfB) {
         const uint8_t f2 = freePreds[1];
@@ -323,21 +384,28 @@ class Expander {
         const bool bNegative = bOp.kind == OperandKind::Imm && static_cast<int32_t>(bOp.imm) < 0;
         cont.push_back(cmp(bNegative ? Op::SetGeS : Op::SetLtS, f1, a, I(0)));
       }
-      cont.push_back(guarded(alu(Op::Neg, result, R(result)), f1));
+      if (!fused) cont.push_back(guarded(alu(Op::Neg, result, R(result)), f1));
     }
     if (result != d.dst) {
       Instr mv = alu(Op::Mov, d.dst, R(result));
       mv.guard = d.guard;
       cont.push_back(mv);
     }
-    const size_t contOps = cont.size() + (blk.ops.size() - i - 1);
+    if (fused) {
+      Instr mv = alu(Op::Mov, blk.ops[pj].dst, R(wantRem ? xx : rr));
+      mv.guard = d.guard;
+      cont.push_back(mv);
+    }
+    const size_t contOps = cont.size() + (blk.ops.size() - i - 1) - (fused ? 1 : 0);
     if (head.size() > static_cast<size_t>(machine::kMaxOpsPerBlock))
       return overLimit(b, i, "the ops before it and its setup need " + std::to_string(head.size()) +
                                  " ops in one block; a block holds " + std::to_string(machine::kMaxOpsPerBlock));
     if (contOps > static_cast<size_t>(machine::kMaxOpsPerBlock))
       return overLimit(b, i, "its result and the ops after it need " + std::to_string(contOps) +
                                  " ops in one block; a block holds " + std::to_string(machine::kMaxOpsPerBlock));
-    cont.insert(cont.end(), blk.ops.begin() + static_cast<long>(i) + 1, blk.ops.end());
+    const size_t added = cont.size();  // the continuation's own ops, before the ops after the division
+    for (size_t k = i + 1; k < blk.ops.size(); ++k)
+      if (k != pj) cont.push_back(blk.ops[k]);
 
     // Blocks after b move up by 2 (the loop at b + 1, the continuation at b + 2); a target b
     // stays b: the head is where the block starts.
@@ -356,15 +424,16 @@ class Expander {
 
     std::vector<SourceLoc> headLocs(locs_[b].begin(), locs_[b].begin() + static_cast<long>(i));
     headLocs.resize(headBlock.ops.size(), loc);
-    std::vector<SourceLoc> contLocs(contBlock.ops.size() - (locs_[b].size() - i - 1), loc);
-    contLocs.insert(contLocs.end(), locs_[b].begin() + static_cast<long>(i) + 1, locs_[b].end());
+    std::vector<SourceLoc> contLocs(added, loc);
+    for (size_t k = i + 1; k < locs_[b].size(); ++k)
+      if (k != pj) contLocs.push_back(locs_[b][k]);
     std::vector<SourceLoc> loopLocs(loop.ops.size(), loc);
 
     p_.blocks[b] = std::move(headBlock);
     p_.blocks.insert(p_.blocks.begin() + static_cast<long>(b) + 1, {std::move(loop), std::move(contBlock)});
     locs_[b] = std::move(headLocs);
     locs_.insert(locs_.begin() + static_cast<long>(b) + 1, {std::move(loopLocs), std::move(contLocs)});
-    return Ok{};
+    return fused ? 2 : 1;
   }
 
   Program p_;

@@ -10,7 +10,8 @@
 // destination), lanes outside the active mask are untouched. Each division's block is split at
 // the op into the head (the ops before it + setup), a loop block (2 quotient bits per step, 16
 // steps) and the continuation (signed fix-ups, the result, the ops after it, the terminator),
-// so a division costs 2 ROM blocks and 16 + 2 steps instead of one op.
+// so a division costs 2 ROM blocks and 16 + 2 steps instead of one op. A div and a rem of the
+// same operands under the same guard in one block share one loop (both results come out of it).
 //
 // Registers: the pass allocates its temporaries (remainder, shifted dividend/quotient, counter,
 // |b| for signed divisions, one per predicate live across the split) from the registers that are
@@ -47,6 +48,7 @@ struct ExpandDivisionOptions {
 
 struct ExpandDivisionStats {
   int expanded = 0;      // divisions replaced by a loop
+  int fused = 0;         // of them, pairs q = a / b, r = a % b that share one loop
   int removed = 0;       // divisions into r0 (no effect: a division cannot fault) deleted
   int blocksBefore = 0;  // program blocks of the input
   int blocksAfter = 0;   // program blocks of the result

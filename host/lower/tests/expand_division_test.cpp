@@ -355,6 +355,68 @@ TEST(ExpandDivision, DivisionInALoopWithPerLaneTripCounts) {
   for (uint32_t t = 0; t < kThreads; ++t) ASSERT_EQ(now[32 + t], std::gcd(as[t], bs[t])) << t;
 }
 
+// q = a / b and r = a % b of the same operands in one block share one loop (divmod_*), guarded
+// or not; a pair whose first result overwrites an operand does not (its twin: two loops).
+TEST(ExpandDivision, ADivAndRemOfTheSameOperandsShareOneLoop) {
+  const auto pairs = edgePairs();
+  for (bool isSigned : {false, true})
+    for (bool remFirst : {false, true})
+      for (bool guarded : {false, true})
+        for (bool intoOperand : {false, true}) {
+          const Op divOp = isSigned ? Op::DivS : Op::DivU, remOp = isSigned ? Op::RemS : Op::RemU;
+          Program p;
+          p.name = "divmod";
+          Block b0;
+          b0.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+          b0.ops.push_back(ld(2, 1, 0));
+          b0.ops.push_back(ld(3, 1, kB));
+          b0.ops.push_back(op3(Op::Mov, 4, I(0x5a5a5a5au)));
+          b0.ops.push_back(op3(Op::Mov, 5, I(0xa5a5a5a5u)));
+          b0.ops.push_back(cmp(Op::SetNe, 2, R(3), I(7)));  // the guard: b != 7
+          Instr first = op3(remFirst ? remOp : divOp, intoOperand ? 2 : 4, R(2), R(3));
+          Instr second = op3(remFirst ? divOp : remOp, 5, R(2), R(3));
+          if (guarded) {
+            first = guard(first, 2);
+            second = guard(second, 2);
+          }
+          b0.ops.push_back(first);
+          b0.ops.push_back(op3(Op::Add, 6, R(intoOperand ? 2 : 4), I(1)));  // reads the first result
+          b0.ops.push_back(second);
+          b0.ops.push_back(st(1, kOut, R(intoOperand ? 2 : 4)));
+          b0.ops.push_back(st(1, kOut + 64, R(5)));
+          b0.ops.push_back(st(1, kOut + 128, R(6)));
+          b0.term = Terminator{};
+          p.blocks.push_back(b0);
+          ExpandDivisionStats stats;
+          auto e = expandDivision(p, {}, &stats);
+          ASSERT_TRUE(e.ok()) << e.error().str();
+          const std::string what = std::string(isSigned ? "signed" : "unsigned") + (remFirst ? ", rem first" : "") +
+                                   (guarded ? ", guarded" : "") + (intoOperand ? ", into a" : "");
+          EXPECT_EQ(stats.expanded, 2) << what;
+          EXPECT_EQ(stats.fused, intoOperand ? 0 : 1) << what;
+          EXPECT_EQ(e->blocks.size(), intoOperand ? 5u : 3u) << what;
+          for (size_t firstPair = 0; firstPair < pairs.size(); firstPair += kThreads) {
+            Memory m{};
+            for (uint32_t t = 0; t < kThreads; ++t) {
+              m[t] = pairs[(firstPair + t) % pairs.size()].first;
+              m[16 + t] = pairs[(firstPair + t) % pairs.size()].second;
+            }
+            const Memory before = runProgram(p, m), now = runProgram(*e, m);
+            for (uint32_t t = 0; t < kThreads; ++t) {
+              const uint32_t a = m[t], b = m[16 + t];
+              const bool on = !guarded || b != 7;
+              const Op firstOp = remFirst ? remOp : divOp, secondOp = remFirst ? divOp : remOp;
+              const uint32_t r1 = on ? expect(firstOp, a, b) : intoOperand ? a : 0x5a5a5a5au;
+              const uint32_t r2 = on ? expect(secondOp, intoOperand ? r1 : a, b) : 0xa5a5a5a5u;
+              ASSERT_EQ(before[32 + t], r1) << what;
+              ASSERT_EQ(now[32 + t], r1) << what << " 0x" << std::hex << a << ", 0x" << b;
+              ASSERT_EQ(now[48 + t], r2) << what << " 0x" << std::hex << a << ", 0x" << b;
+              ASSERT_EQ(now[64 + t], r1 + 1) << what;
+            }
+          }
+        }
+}
+
 TEST(ExpandDivision, ADivisionIntoR0IsRemoved) {
   Program p = divisionProgram({Op::DivS}, {"reg, reg"});
   p.blocks[0].ops[3].dst = 0;
