@@ -45,26 +45,34 @@ Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compi
   return built;
 }
 
-Status lowerKernel(BuiltKernel& built) {
+Status lowerKernel(BuiltKernel& built, const BuildOptions& build) {
   lower::LowerOptions lowerOptions;
   lowerOptions.entry = built.entry;
   lowerOptions.params = built.image.params;
   lowerOptions.dynamicSharedWords = built.image.dynamicSharedWords;
-  QGPU_TRY(program, lower::lower(built.module, lowerOptions, &built.stats));
+  QGPU_TRY(lowered, lower::lower(built.module, lowerOptions, &built.stats));
+  machine::Program program = std::move(lowered);
+  if (build.expandDivision) {
+    lower::ExpandDivisionOptions expandOptions;
+    expandOptions.opLocs = &built.stats.opLocs;
+    QGPU_TRY(expanded, lower::expandDivision(program, expandOptions, &built.division));
+    program = std::move(expanded);
+  }
   // lower() verified the program alone; the launch decides whether its spills fit (OverLimit).
   QGPU_CHECK(machine::verify(program, built.image.toMachineLaunch()));
   built.program = std::move(program);
   return Ok{};
 }
 
-Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler) {
+Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler,
+                                  const BuildOptions& build) {
   QGPU_TRY(built, compileKernel(spec, compiler));
-  QGPU_CHECK(lowerKernel(built));
+  QGPU_CHECK(lowerKernel(built, build));
   return built;
 }
 
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
-                         const oracle::RunOptions& options) {
+                         const oracle::RunOptions& options, const BuildOptions& build) {
   InterpCase c;
   CaseResult& r = c.result;
   r.kernel = spec.name;
@@ -76,7 +84,7 @@ InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compile
     r.error = d.kind;
     r.detail = d.str();
   };
-  c.kernel = buildKernel(spec, compiler);
+  c.kernel = buildKernel(spec, compiler, build);
   // common/outcome.h: a missing tool or a construct (or launch) the machine cannot run is
   // inconclusive; anything else wrong with a catalog kernel is a harness error.
   if (!c.kernel.ok()) {

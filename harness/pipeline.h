@@ -13,6 +13,7 @@
 #include "common/diag.h"
 #include "harness/verdict.h"
 #include "host/cuda/compile.h"
+#include "host/lower/expand_division.h"
 #include "host/lower/lower.h"
 #include "host/ptx/ir.h"
 #include "kernels/catalog.h"
@@ -29,20 +30,29 @@ struct BuiltKernel {
   std::string entry;            // the kernel's .entry name in the PTX (mangled unless extern "C")
   machine::Program program;
   lower::LowerStats stats;
+  lower::ExpandDivisionStats division;  // BuildOptions::expandDivision: what the pass did
   kernels::LaunchImage image;   // global memory, parameter values, launch shape
+};
+
+// How a kernel is built beyond the default path.
+struct BuildOptions {
+  // Replace every div/rem by a shift-subtract loop after lowering (host/lower/expand_division.h),
+  // as the circuit target needs: `--expand-division` on run, trace and compile.
+  bool expandDivision = false;
 };
 
 // Compiles, parses, lowers and verifies the program with its launch (machine::verify(program,
 // launch): spill slots × threads must fit in shared memory next to the program's shared words,
 // which lowering alone, without the launch, cannot check). The Diag's kind says which stage failed.
-Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
+Expected<BuiltKernel> buildKernel(const kernels::KernelSpec& spec, host::Compiler compiler,
+                                  const BuildOptions& build = {});
 
 // buildKernel in its two halves, for callers that keep the PTX when lowering fails (the GPU leg,
 // gpu_cases.h: the GPU can run PTX the machine cannot). `compileKernel` does layout, compile,
 // parse and finds the entry (program and stats left empty); `lowerKernel` lowers `module` at
 // `entry` with `image.params` into `program` and `stats`, then verifies it with the launch.
 Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compiler compiler);
-Status lowerKernel(BuiltKernel& built);
+Status lowerKernel(BuiltKernel& built, const BuildOptions& build = {});
 
 // A case that failed to build has no run: both are Expected, so an unbuilt kernel's memory (or a
 // run that is no reference) cannot be read by mistake.
@@ -64,7 +74,7 @@ struct InterpCase {
 // compares the final memory with the expected outputs and every word outside the arrays with its
 // initial value (writesOutsideArrays).
 InterpCase runInterpCase(const kernels::KernelSpec& spec, host::Compiler compiler,
-                         const oracle::RunOptions& options = {});
+                         const oracle::RunOptions& options = {}, const BuildOptions& build = {});
 
 // A kernel may write only its out/inout arrays. The words of global memory that belong to no array
 // parameter (gaps, the memory after the arrays) and differ between `initial` and `final`, one

@@ -6,6 +6,7 @@
 #include "common/file.h"
 #include "common/text.h"
 #include "harness/cli/command.h"
+#include "harness/cli/expand_division_flag.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
 #include "host/ptx/parser.h"
@@ -21,6 +22,7 @@ struct CompileCmdOptions {
   bool programOnly = false;
   std::string entry;                  // .ptx input: the kernel (default: the only one)
   std::vector<int64_t> params;        // .ptx input: parameter values
+  bool expandDivision = false;        // --expand-division: the circuit target's program
 };
 
 nlohmann::json statsJson(const lower::LowerStats& s) {
@@ -46,14 +48,21 @@ int compilePtxFile(const CompileCmdOptions& o, const CommonOptions& common) {
   lower::LowerStats stats;
   auto program = lower::lower(*module, options, &stats);
   if (!program.ok()) return reportError(program.error());
+  lower::ExpandDivisionStats division;
+  if (o.expandDivision) {
+    lower::ExpandDivisionOptions expandOptions;
+    expandOptions.opLocs = &stats.opLocs;
+    program = lower::expandDivision(*program, expandOptions, &division);
+    if (!program.ok()) return reportError(program.error());
+  }
   if (common.json) {
-    std::cout << dumpJson({{"file", o.kernel},
-                           {"stats", statsJson(stats)},
-                           {"program", machine::print(*program)}})
-              << "\n";
+    nlohmann::json out = {{"file", o.kernel}, {"stats", statsJson(stats)}, {"program", machine::print(*program)}};
+    if (o.expandDivision) out["expandDivision"] = expansionJson(division);
+    std::cout << dumpJson(out) << "\n";
     return kExitOk;
   }
   printStats(stats);
+  if (o.expandDivision) std::cout << "// " << describeExpansion(division) << "\n";
   std::cout << machine::print(*program);
   return kExitOk;
 }
@@ -69,7 +78,9 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
   int code = kExitOk;
   nlohmann::json results = nlohmann::json::array();
   for (host::Compiler compiler : *compilers) {
-    auto built = harness::buildKernel(*spec, compiler);
+    harness::BuildOptions build;
+    build.expandDivision = o.expandDivision;
+    auto built = harness::buildKernel(*spec, compiler, build);
     if (!built.ok()) {
       int c = exitCode(built.error());
       if (code == kExitOk) code = c;
@@ -89,6 +100,7 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
       if (!o.programOnly) r["ptx"] = built->ptx;
       if (!o.ptxOnly) {
         r["stats"] = statsJson(built->stats);
+        if (o.expandDivision) r["expandDivision"] = expansionJson(built->division);
         r["program"] = machine::print(built->program);
       }
       results.push_back(r);
@@ -102,6 +114,7 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
     if (!o.ptxOnly) {
       std::cout << "// ---- machine program (" << host::compilerName(compiler) << ") ----\n";
       printStats(built->stats);
+      if (o.expandDivision) std::cout << "// " << describeExpansion(built->division) << "\n";
       std::cout << machine::print(built->program);
     }
   }
@@ -118,6 +131,7 @@ Command addCompileCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang, nvcc or both")->capture_default_str();
   app->add_flag("--ptx", o.ptxOnly, "Only the PTX");
   app->add_flag("--program", o.programOnly, "Only the machine program");
+  addExpandDivisionFlag(app, o.expandDivision);
   app->add_option("--entry", o.entry, ".ptx input: the kernel to lower");
   app->add_option("--param", o.params, ".ptx input: parameter values in order (pointers: byte "
                                        "addresses in machine memory)");

@@ -10,6 +10,7 @@
 #include "common/text.h"
 #include "harness/check.h"
 #include "harness/cli/command.h"
+#include "harness/cli/expand_division_flag.h"
 #include "harness/cli/steps.h"
 #include "harness/cli/util.h"
 #include "harness/report/json_report.h"
@@ -24,6 +25,7 @@ struct RunCmdOptions {
   std::string compiler = "clang";
   std::string backend = "interp";
   bool trace = false;
+  bool expandDivision = false;  // --expand-division: the circuit target's program
   uint64_t maxSteps = 1'000'000;
 };
 
@@ -54,7 +56,9 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   oracle::RunOptions runOptions;
   runOptions.maxSteps = o.maxSteps;
   // The interpreter case always runs: it is the reference the GPU is compared with.
-  harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions);
+  harness::BuildOptions build;
+  build.expandDivision = o.expandDivision;
+  harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions, build);
   // A kernel the user gave that does not build is bad input, reported with its location.
   if (!interp.built()) return reportError(interp.kernel.error());
   harness::CheckReport report;
@@ -98,6 +102,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
 #endif
     run.provenance = report::collectProvenance(common.sourceDir, torch);
     nlohmann::json out = report::toJson(run);
+    if (o.expandDivision) out["expandDivision"] = expansionJson(interp.kernel->division);
     // No run (the interpreter's self-check failed): no arrays to show, only the verdict.
     if (interp.run.ok()) {
       nlohmann::json arrays = nlohmann::json::object();
@@ -114,6 +119,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
     }
     std::cout << dumpJson(out) << "\n";
   } else {
+    if (o.expandDivision) std::cout << describeExpansion(interp.kernel->division) << "\n";
     if (interp.run.ok()) {
       printArrays(*spec, interp.kernel->image, interp.run->global);
       if (o.trace) std::cout << trace::pretty(interp.run->trace);
@@ -136,6 +142,7 @@ Command addRunCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
   app->add_option("--backend,-b", o.backend, "interp or gpu")->capture_default_str();
   app->add_flag("--trace", o.trace, "Print the token trace with its decoded meaning");
+  addExpandDivisionFlag(app, o.expandDivision);
   addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runRun(o, common); }};
 }

@@ -37,6 +37,11 @@ expect expr-chain-2000 2 'error\[Usage\]: column 9224: more than 1024 operations
 expect expr-max-steps-negative 2 'must be an integer from 1 to 100000000' -- "$qgpu" expr --max-steps -1 "[1] @ [2]"
 expect run-max-steps-negative 2 'must be an integer from 1 to 100000000' -- "$qgpu" run vadd --max-steps -1
 expect run-max-steps-at-max 0 '' -- "$qgpu" run vadd --max-steps 100000000
+# --expand-division (docs/lowering.md §7): the circuit target's program, div/rem as loops.
+expect run-expand-division 0 '^division expanded: 1 ops into loops \(0 dead ones removed\); 4 -> 6 blocks, 11 -> 28 ops$' -- "$qgpu" run gcd --expand-division
+expect run-expand-division-match 0 '^match \[nvcc, interp\]$' -- "$qgpu" run modpow --compiler nvcc --expand-division
+expect trace-expand-division 0 'shf.l' -- "$qgpu" trace rotate_array --expand-division
+expect compile-expand-division-no-div 1 '' -- bash -c "\"$qgpu\" compile divmod_signed --program --expand-division | grep -E '(div|rem)\\.s'"
 expect run-kernel-dev-zero 2 'error\[Io\].*character device' -- "$qgpu" run /dev/zero
 expect run-kernel-directory 2 'error\[Io\].*a directory' -- "$qgpu" run "$tmp"
 mkfifo "$tmp/fifo.cu"

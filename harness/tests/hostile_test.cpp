@@ -66,6 +66,8 @@ const std::set<std::string> kRequiredClasses = {
     "fuzz-policy",
     // issue 9: `qgpu reduce` inputs and predicates (missing, empty, not found, hanging)
     "reduce-input",
+    // issue 8: a program the division expansion (--expand-division) cannot fit
+    "division-expansion",
 };
 
 struct ChildResult {

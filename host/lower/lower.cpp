@@ -15,7 +15,7 @@ namespace {
 // Branches to it take kExitTarget instead (the lanes exit on the spot, which also spares the trace
 // an EXEC of that block), jumps to it become Exit, and the block goes once nothing reaches it.
 // Removing blocks keeps the others in their order, so the layout's min-PC property holds.
-void foldExitBlocks(machine::Program& program) {
+void foldExitBlocks(machine::Program& program, std::vector<std::vector<SourceLoc>>& locs) {
   using machine::Block;
   using machine::kExitTarget;
   using machine::TermKind;
@@ -44,11 +44,14 @@ void foldExitBlocks(machine::Program& program) {
   }
   std::vector<uint8_t> renumber(blocks.size(), kExitTarget);
   std::vector<Block> kept;
+  std::vector<std::vector<SourceLoc>> keptLocs;
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (!reached[b]) continue;
     renumber[b] = static_cast<uint8_t>(kept.size());
     kept.push_back(std::move(blocks[b]));
+    if (b < locs.size()) keptLocs.push_back(std::move(locs[b]));
   }
+  locs = std::move(keptLocs);
   for (Block& block : kept) {
     machine::Terminator& t = block.term;
     if (t.kind == TermKind::Exit) continue;
@@ -111,7 +114,7 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
   if (!fin.result.ok()) return fin.result.error();
   Finalized finalized = std::move(fin.result).value();
   machine::Program program = std::move(finalized.program);
-  foldExitBlocks(program);
+  foldExitBlocks(program, finalized.opLocs);
   auto status = machine::verify(program);
   if (!status.ok())
     return makeDiag(ErrorKind::Internal,
@@ -126,6 +129,7 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
     stats->maxLive = finalized.maxLive;
     stats->spillSlots = finalized.spillSlots;
     stats->assumes32Lanes = warp32Assumptions(flat);
+    stats->opLocs = std::move(finalized.opLocs);
   }
   return program;
 }

@@ -46,6 +46,9 @@ struct LowerStats {
   // above 3): it runs as 4-lane code here, so a comparison with a real GPU is inconclusive with
   // these reasons, not a mismatch. One line per finding; empty for 4-lane code.
   std::vector<std::string> assumes32Lanes;
+  // Where each op of the program comes from: opLocs[b][i] is the PTX instruction of
+  // program.blocks[b].ops[i] (file and line; expand_division.h names it in its errors).
+  std::vector<std::vector<SourceLoc>> opLocs;
 };
 
 Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& options,

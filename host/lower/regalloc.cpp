@@ -511,11 +511,17 @@ machine::Operand mop(const VOperand& o, const std::vector<int>& colour) {
 }
 
 // ---- Steps 4-5: emission and predicate allocation ----
-Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) {
+struct Emitted {
   std::vector<machine::Block> blocks;
+  std::vector<std::vector<SourceLoc>> locs;  // locs[b][i]: the PTX instruction of blocks[b].ops[i]
+};
+Expected<Emitted> emit(const VFunc& f, const Allocation& a) {
+  std::vector<machine::Block> blocks;
+  std::vector<std::vector<SourceLoc>> locs;
   for (size_t b = 0; b < f.blocks.size(); ++b) {
     const auto& vb = f.blocks[b];
     machine::Block mb;
+    std::vector<SourceLoc>& mlocs = locs.emplace_back();
     std::map<int, uint8_t> pmap;
     uint32_t pused = 0;
     const int n = static_cast<int>(vb.ops.size());
@@ -582,6 +588,7 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
           mi.src[0].reg == mi.dst)
         continue;  // coalesced copy
       mb.ops.push_back(mi);
+      mlocs.push_back(i.loc);
     }
     const auto& t = vb.term;
     mb.term.kind = t.kind;
@@ -596,7 +603,7 @@ Expected<std::vector<machine::Block>> emit(const VFunc& f, const Allocation& a) 
     if (t.next != kNone) mb.term.next = static_cast<uint8_t>(t.next);
     blocks.push_back(std::move(mb));
   }
-  return blocks;
+  return Emitted{std::move(blocks), std::move(locs)};
 }
 
 // Renumbers the vregs and predicate vregs that the ops still use densely, keeping their order (so
@@ -672,7 +679,7 @@ FinalizeResult finalize(const VFunc& input) {
     Allocation& alloc = *allocated;
     auto emitted = emit(g, alloc);
     if (!emitted) return {emitted.error()};
-    std::vector<machine::Block>& blocks = *emitted;
+    std::vector<machine::Block>& blocks = emitted->blocks;
     // Shrink each overflowing origin's budget once, from its worst piece, in proportion: a piece
     // of `budget` ops that emitted 16 + excess ops (spill code) needs about budget x 16 /
     // (16 + excess) to fit. The pieces of one origin share its budget: subtracting every piece's
@@ -698,7 +705,7 @@ FinalizeResult finalize(const VFunc& input) {
     p.blocks = std::move(blocks);
     p.sharedWords = static_cast<uint8_t>(g.sharedWords);
     p.spillSlots = static_cast<uint8_t>(alloc.slots);
-    return {Finalized{std::move(p), alloc.maxLive, alloc.slots}};
+    return {Finalized{std::move(p), alloc.maxLive, alloc.slots, std::move(emitted->locs)}};
   }
   // Budgets only shrink (to 2 ops, whose spill code fits 16), so this is an allocator bug.
   return {makeDiag(ErrorKind::Internal,

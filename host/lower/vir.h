@@ -138,6 +138,7 @@ struct Finalized {
   machine::Program program;
   int maxLive = 0;     // most general vregs live at one point (before spilling)
   int spillSlots = 0;  // per-thread spill slots used
+  std::vector<std::vector<SourceLoc>> opLocs;  // opLocs[b][i]: the PTX instruction of op i of block b
 };
 struct FinalizeResult {
   Expected<Finalized> result;  // the program, or why there is none
