@@ -244,11 +244,15 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
     const auto& p = entry->params[k];
     int bits = 0;
     switch (p.type) {
+      // 8/16-bit parameters (`char`, `short`, `bool` by value) hold the value's low bits
+      // (translate_memory.cpp reads them with ld.param of their own width).
+      case ptx::Type::B8: case ptx::Type::U8: case ptx::Type::S8: bits = 8; break;
+      case ptx::Type::B16: case ptx::Type::U16: case ptx::Type::S16: bits = 16; break;
       case ptx::Type::B32: case ptx::Type::U32: case ptx::Type::S32: bits = 32; break;
       case ptx::Type::B64: case ptx::Type::U64: case ptx::Type::S64: bits = 64; break;
       default:
         return makeDiag(ErrorKind::PtxUnsupported,
-                        "unsupported PTX: entry parameter `" + p.name + "` is not a 32- or 64-bit scalar", p.loc);
+                        "unsupported PTX: entry parameter `" + p.name + "` is not an 8-, 16-, 32- or 64-bit scalar", p.loc);
     }
     fl.out.params[p.name] = options.params[k];
     fl.out.paramBits[p.name] = bits;

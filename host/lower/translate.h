@@ -37,6 +37,12 @@ namespace qgpu::lower::tr {
 int typeBits(ptx::Type t);  // 1 for .pred, 0 for none
 bool typeSigned(ptx::Type t);
 
+// What `ld.param.<t>` of an entry parameter whose value is `value` leaves in its destination:
+// the parameter's low typeBits(t) bits, sign- or zero-extended to 64 bits as t says (an 8/16-bit
+// parameter's value is its low bits; a wider destination register gets the extension, as PTX's
+// ld defines it); the destination keeps as many low bits as it has.
+uint64_t paramLoadValue(uint32_t value, ptx::Type t);
+
 // A 64-bit address whose high word is not zero is replaced by this one: word-aligned and above
 // every memory of the machine (global and shared have 126 words), so the access faults.
 inline constexpr uint32_t kFaultAddress = 0xfffffffcu;

@@ -91,7 +91,7 @@ std::vector<int> valueBounds(const FlatFunction& f) {
         case Opcode::Ld:
           if (m.space == ptx::StateSpace::Param) {
             auto it = in.srcs.empty() ? f.params.end() : f.params.find(in.srcs[0].name);
-            b = it == f.params.end() ? rw : bitsOf(it->second);
+            b = it == f.params.end() || in.types.empty() ? rw : bitsOf(paramLoadValue(static_cast<uint32_t>(it->second), in.types[0]));
           } else {
             b = sgn ? rw : w;  // a zero-extending load of w bits
           }

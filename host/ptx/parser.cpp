@@ -941,7 +941,9 @@ class Parser {
   // in element order, each keeping the statement's text and location for messages. Exact on this
   // machine (docs/lowering.md, "Memory"): no other warp runs between them and a vector access
   // equals its element accesses in order. A load whose element before the last is its own
-  // address register would change the address of the later elements: refused.
+  // address register would change the address of the later elements: refused. The first element
+  // carries the vector's size (mods.vecBytes): lowering faults there when the address is not a
+  // multiple of it, as a GPU faults on a misaligned vector access before any element moves.
   Status splitVector(Instruction in, const Token& first) {
     const bool isLoad = in.op == Opcode::Ld;
     const size_t n = in.mods.vec;
@@ -968,6 +970,7 @@ class Parser {
     for (size_t k = 0; k < n; ++k) {
       Instruction e = in;
       e.mods.vec = 0;
+      e.mods.vecBytes = k == 0 ? static_cast<uint8_t>(static_cast<int64_t>(n) * size) : 0;  // checked once, first
       e.srcs[0].imm = addr.imm + static_cast<int64_t>(k) * size;
       if (isLoad) e.dsts = {list.items[k]};
       else e.srcs[1] = list.items[k];
