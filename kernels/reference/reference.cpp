@@ -30,6 +30,7 @@ const std::map<std::string, ReferenceFn, std::less<>>& referenceTable() {
     ref::addSyncKernels(t);
     ref::addIdiomKernels(t);
     ref::addSubwordKernels(t);
+    ref::addPublicKernels(t);
     return t;
   }();
   return table;

@@ -16,5 +16,6 @@ void addSyncKernels(Table& table);       // ref_sync.cpp: atomics, warp votes an
 void addIdiomKernels(Table& table);     // ref_idioms.cpp: public-code idioms (intrinsics, templates,
                                          // dynamic shared, cooperative groups, fences)
 void addSubwordKernels(Table& table);    // ref_subword.cpp: byte/bool/halfword arrays, vectors
+void addPublicKernels(Table& table);     // ref_public.cpp: public-code idioms, second batch
 
 }  // namespace qgpu::kernels::ref
