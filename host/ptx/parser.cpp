@@ -965,6 +965,15 @@ class Parser {
         return err(ErrorKind::PtxSyntax, first, "a vector load needs registers in its list in '" + in.text + "'");
       if (isLoad && k + 1 < n && addr.addrIsReg && item.reg == addr.reg)
         return refuse("a vector load into its own address register");
+      // ptxas takes no element register wider than 32 bits in a list of 8/16/32-bit elements
+      // (the scalar access it splits into would accept one).
+      if (item.kind == OperandKind::Reg && item.reg < fn_->regs.size() && ptx::bits(in.types[0]) <= 32 &&
+          ptx::bits(fn_->regs[item.reg].type) > 32)
+        return err(ErrorKind::PtxInvalid, first,
+                   "vector element register '" + fn_->regs[item.reg].name + "' is " +
+                       std::to_string(ptx::bits(fn_->regs[item.reg].type)) + "-bit in a list of ." +
+                       ptx::typeName(in.types[0]) + " elements in '" + in.text + "' at line " +
+                       std::to_string(first.line));
     }
     const int64_t size = ptx::bits(in.types[0]) / 8;
     for (size_t k = 0; k < n; ++k) {

@@ -289,6 +289,17 @@ TEST(VectorAlignment, ConstantAddressesAreDecidedAtLoweringTime) {
   EXPECT_EQ(listing.find("selp"), std::string::npos) << listing;  // decided, not checked
 }
 
+TEST(VectorAccess, RefusesA64BitRegisterInAListOfWords) {
+  // ptxas rejects it; split into scalar stores it would pass the scalar type check.
+  auto module = ptx::parse(kernel("st.global.v2.u32 [%rd1], {%r1, %rd2};\n"), "t.ptx");
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.error().kind, ErrorKind::PtxInvalid);
+  EXPECT_NE(module.error().message.find("'%rd2' is 64-bit in a list of .u32 elements"), std::string::npos)
+      << module.error().str();
+  auto ok = ptx::parse(kernel("st.global.v2.u32 [%rd1], {%r1, %r2};\n"), "t.ptx");  // the twin
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+}
+
 TEST(VectorAccess, RefusesAListOfTheWrongLength) {
   auto module = ptx::parse(kernel("ld.global.v4.u32 {%r1, %r2}, [%rd1];\n"), "t.ptx");
   ASSERT_FALSE(module.ok());
