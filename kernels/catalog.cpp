@@ -292,6 +292,48 @@ Status Parser::checkSignature() {
                                d.type + "' (a 32-bit integer: int, unsigned, uint32_t, ...; "
                                "pointer or value)");
     }
+    if (d.ctype->cls == CTypeClass::Vector && d.pointer) {
+      // A vector array is an array of its components (kernels/README.md), aligned to the
+      // vector's size as cudaMalloc'd memory and vector_types.h guarantee: 32-bit components are
+      // i32/u32 elements, 8/16-bit ones word-packed u32 words.
+      const uint32_t vecBytes = d.ctype->bytes();
+      const bool packed = d.ctype->bits < 32;
+      ElemType want = packed || !d.ctype->isSigned ? ElemType::U32 : ElemType::I32;
+      if (p.type != want) {
+        return error(p.line, "param '" + p.name + "' is " + elemTypeName(p.type) + " but the kernel's '" +
+                                 d.type + "' array is " +
+                                 (packed ? "word-packed " + std::to_string(d.ctype->bits) + "-bit components: write it as u32 words"
+                                         : std::string("an array of ") + elemTypeName(want) + " components: write it as " +
+                                               elemTypeName(want)));
+      }
+      const size_t bytes = 4 * spec_.params[i].init.size();
+      if (bytes % vecBytes != 0) {
+        return error(p.line, "param '" + p.name + "' has " + std::to_string(bytes / 4) + " words but a '" + d.type +
+                                 "' array needs a multiple of " + std::to_string(std::max<uint32_t>(vecBytes / 4, 1)) +
+                                 " (" + std::to_string(vecBytes) + "-byte vectors)");
+      }
+      spec_.params[i].alignWords = std::max<uint32_t>(vecBytes / 4, 1);
+      continue;
+    }
+    if (d.ctype->cls == CTypeClass::SubWord && !d.pointer) {
+      // An 8/16-bit value parameter: the header gives its value (range-checked for the C type);
+      // the kernel's ld.param.u8/s8/u16/s16 reads its low bits (host/lower/translate_memory.cpp).
+      ElemType want = d.ctype->isSigned ? ElemType::I32 : ElemType::U32;
+      if (p.type != want) {
+        return error(p.line, "param '" + p.name + "' is " + elemTypeName(p.type) + " but the kernel declares " +
+                                 elemTypeName(want) + " ('" + d.type + "')");
+      }
+      const bool isBool = d.type == "bool";
+      const int64_t v = want == ElemType::I32 ? int64_t{static_cast<int32_t>(p.init[0])} : int64_t{p.init[0]};
+      const int64_t lo = d.ctype->isSigned ? -(int64_t{1} << (d.ctype->bits - 1)) : 0;
+      const int64_t hi = isBool ? 1 : d.ctype->isSigned ? (int64_t{1} << (d.ctype->bits - 1)) - 1
+                                                        : (int64_t{1} << d.ctype->bits) - 1;
+      if (v < lo || v > hi) {
+        return error(p.line, "scalar '" + p.name + "' = " + std::to_string(v) + " does not fit the kernel's '" + d.type +
+                                 "' (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+      }
+      continue;
+    }
     if (d.ctype->cls == CTypeClass::SubWord && d.pointer) {
       // A bool/char/short array is word-packed memory (kernels/README.md): the header gives its
       // words as u32 bit patterns, element i at byte (or halfword) i mod 4 (2) of word i / 4 (2).
@@ -305,10 +347,8 @@ Status Parser::checkSignature() {
     if (d.ctype->cls != CTypeClass::Word) {
       // Known C types the lowering cannot run yet: a construct refusal (inconclusive), not a
       // malformed file. Reported at the kernel's source line.
-      const char* why = d.ctype->cls == CTypeClass::SubWord
-                            ? "is an 8/16-bit scalar; only arrays of them are supported (word-packed)"
-                        : d.ctype->cls == CTypeClass::Vector
-                            ? "needs vector loads and stores, which are not supported yet"
+      const char* why = d.ctype->cls == CTypeClass::Vector
+                            ? "is a vector passed by value; only pointers to vectors are supported"
                             : "is 64-bit; parameters and elements are 32-bit words";
       return makeDiag(ErrorKind::PtxUnsupported,
                       std::string("unsupported construct: ") +
@@ -525,6 +565,7 @@ Expected<LaunchImage> layout(const KernelSpec& spec) {
       continue;
     }
     const uint32_t words = static_cast<uint32_t>(p.init.size());
+    if (p.alignWords > 1) next = (next + p.alignWords - 1) / p.alignWords * p.alignWords;
     if (words == 0 || next + words > kGlobalWords) {
       return makeDiag(ErrorKind::OverLimit,
                       "arrays of kernel '" + spec.name + "' need " +

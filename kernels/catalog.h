@@ -6,8 +6,9 @@
 //   with file:line and what is wrong; a spec that parses is internally consistent (parameter lines
 //   match the __global__ signature 1:1, array sizes match their values, outputs have expectations).
 // - `layout` places the arrays in the machine's 126-word global memory, consecutively in parameter
-//   order from word 0; a pointer parameter's value is the BYTE address (4 x first word). Over 126
-//   words -> OverLimit.
+//   order from word 0, each at a multiple of its `alignWords` (vector-typed arrays; the skipped
+//   words stay 0 and belong to no array); a pointer parameter's value is the BYTE address
+//   (4 x first word). Over 126 words -> OverLimit.
 // - Values are 32-bit words (bit patterns); `ElemType` only says how they are written and read back.
 // - Expected values come from the plain C++ references in kernels/reference/, never from a qgpu leg.
 #pragma once
@@ -54,6 +55,8 @@ struct ParamSpec {
   bool hasExpect = false;        // Out/InOut only
   std::vector<uint32_t> expect;  // expected final words (same size as init)
   uint32_t line = 0;             // header line of the `param:` entry, for messages
+  uint32_t alignWords = 1;       // arrays: layout puts the first word at a multiple of this
+                                 // (a vector type's size in words: 2 for int2, 4 for int4)
 
   bool isArray() const { return kind != ParamKind::Scalar; }
   bool isOutput() const { return kind == ParamKind::Out || kind == ParamKind::InOut; }

@@ -41,6 +41,31 @@
 #include <stdint.h>
 typedef unsigned int uint;
 
+// ---- CUDA's integer vector types (vector_types.h): each aligned to its size, as nvcc's are, so
+// an int4 load is one ld.v4.u32 and a misaligned one faults as on a GPU; make_* as nvcc's ----
+#define __QGPU_VEC2(T, C, A)                                                         \
+  struct __attribute__((aligned(A))) T##2 { C x, y; };                               \
+  static __device__ __forceinline__ T##2 make_##T##2(C x, C y) { return T##2{x, y}; }
+#define __QGPU_VEC4(T, C, A)                                                         \
+  struct __attribute__((aligned(A))) T##4 { C x, y, z, w; };                         \
+  static __device__ __forceinline__ T##4 make_##T##4(C x, C y, C z, C w) {           \
+    return T##4{x, y, z, w};                                                         \
+  }
+__QGPU_VEC2(char, signed char, 2)
+__QGPU_VEC4(char, signed char, 4)
+__QGPU_VEC2(uchar, unsigned char, 2)
+__QGPU_VEC4(uchar, unsigned char, 4)
+__QGPU_VEC2(short, short, 4)
+__QGPU_VEC4(short, short, 8)
+__QGPU_VEC2(ushort, unsigned short, 4)
+__QGPU_VEC4(ushort, unsigned short, 8)
+__QGPU_VEC2(int, int, 8)
+__QGPU_VEC4(int, int, 16)
+__QGPU_VEC2(uint, unsigned int, 8)
+__QGPU_VEC4(uint, unsigned int, 16)
+#undef __QGPU_VEC2
+#undef __QGPU_VEC4
+
 // ---- Built-in index variables: threadIdx, blockIdx, blockDim, gridDim ----
 // As in clang's own __clang_cuda_builtin_vars.h: each is an object whose .x/.y/.z are properties
 // read through __nvvm_read_ptx_sreg_* (PTX mov.u32 %r, %tid.x etc.). Reading a property costs one

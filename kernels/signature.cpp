@@ -47,15 +47,19 @@ constexpr CTypeRow kCTypes[] = {
     {"int64_t", CTypeClass::Wide, true, 64},
     {"uint64_t", CTypeClass::Wide, false, 64},
     {"size_t", CTypeClass::Wide, false, 64},
-    // CUDA's integer vector types.
-    {"int2", CTypeClass::Vector, true, 32},
-    {"int4", CTypeClass::Vector, true, 32},
-    {"uint2", CTypeClass::Vector, false, 32},
-    {"uint4", CTypeClass::Vector, false, 32},
-    {"char4", CTypeClass::Vector, true, 8},
-    {"uchar4", CTypeClass::Vector, false, 8},
-    {"short2", CTypeClass::Vector, true, 16},
-    {"ushort2", CTypeClass::Vector, false, 16},
+    // CUDA's integer vector types (vector_types.h: aligned to their size).
+    {"int2", CTypeClass::Vector, true, 32, 2},
+    {"int4", CTypeClass::Vector, true, 32, 4},
+    {"uint2", CTypeClass::Vector, false, 32, 2},
+    {"uint4", CTypeClass::Vector, false, 32, 4},
+    {"char2", CTypeClass::Vector, true, 8, 2},
+    {"char4", CTypeClass::Vector, true, 8, 4},
+    {"uchar2", CTypeClass::Vector, false, 8, 2},
+    {"uchar4", CTypeClass::Vector, false, 8, 4},
+    {"short2", CTypeClass::Vector, true, 16, 2},
+    {"short4", CTypeClass::Vector, true, 16, 4},
+    {"ushort2", CTypeClass::Vector, false, 16, 2},
+    {"ushort4", CTypeClass::Vector, false, 16, 4},
 };
 
 struct Tok {

@@ -10,9 +10,10 @@
 // - Parameter types are read through one table (`cTypeTable()`): the 32-bit integer spellings
 //   (int, unsigned, uint, int32_t, uint32_t, std::uint32_t, ...) are accepted, and so are
 //   pointers to sub-word elements (bool, char, short, int8_t, ...: word-packed arrays, the
-//   catalog checks the header's type); sub-word scalars, 64-bit and vector (int4, uint2, ...)
-//   types are known but refused with PtxUnsupported naming the parameter, its type and its line;
-//   anything else is a KernelFile error.
+//   catalog checks the header's type), sub-word scalars by value, and pointers to CUDA's integer
+//   vector types (int2, int4, uint2, uint4, uchar4, ...: arrays of their components); 64-bit
+//   types and vectors by value are known but refused with PtxUnsupported naming the parameter,
+//   its type and its line; anything else is a KernelFile error.
 // - A template kernel runs the instantiation its file names: the header's `template:` value
 //   (`reduce<int, 16>`) or the file's own single explicit instantiation; with a header value the
 //   reader returns the explicit instantiation text to append to the source.
@@ -33,9 +34,12 @@ namespace qgpu::kernels {
 // What the lowering can do with a C type (one row per spelling in cTypeTable()).
 enum class CTypeClass : uint8_t {
   Word,     // a 32-bit integer: accepted
-  SubWord,  // 8 or 16 bits: arrays accepted as word-packed memory; by value refused
+  SubWord,  // 8 or 16 bits: arrays accepted as word-packed memory; by value accepted
+            // (ld.param.u8/s8/u16/s16 of the value's low bits)
   Wide,     // 64 bits (refused as a parameter: the machine's parameters are 32-bit words)
-  Vector,   // int2/uint4/...: needs vector loads and stores (refused for now)
+  Vector,   // int2/uint4/uchar4/...: arrays accepted as arrays of their components (32-bit
+            // components as i32/u32 elements, 8/16-bit ones word-packed), aligned to the vector's
+            // size; by value refused
 };
 
 struct CTypeRow {
@@ -43,6 +47,8 @@ struct CTypeRow {
   CTypeClass cls;
   bool isSigned;
   uint8_t bits;  // element bits (vectors: per component)
+  uint8_t components = 1;  // vectors: 2 or 4; scalars 1
+  uint32_t bytes() const { return bits / 8u * components; }  // the C type's size (= a vector's alignment)
 };
 
 std::span<const CTypeRow> cTypeTable();

@@ -533,7 +533,8 @@ class Evaluator {
     else if (p.space == StateSpace::Shared) base = shared_.data(), size = shared_.size(), name = "shared";
     else base = global_.data(), size = global_.size();
     bool inside = p.address < size && n <= size - p.address;
-    bool aligned = p.address % n == 0;
+    // The first element of a split ld/st.v2/.v4 also checks the vector's alignment (mods.vecBytes).
+    bool aligned = p.address % n == 0 && (in.mods.vecBytes == 0 || p.address % in.mods.vecBytes == 0);
     if (inside && aligned) return base + p.address;
     result_.status = EvalStatus::Fault;
     result_.fault = makeDiag(

@@ -292,6 +292,8 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
     const auto& p = entry->params[k];
     int bits = 0;
     switch (p.type) {
+      // 8/16-bit parameters (`char`, `short`, `bool` by value) hold the value's low bits
+      // (translate_memory.cpp reads them with ld.param of their own width).
       case ptx::Type::B8: case ptx::Type::U8: case ptx::Type::S8: bits = 8; break;
       case ptx::Type::B16: case ptx::Type::U16: case ptx::Type::S16: bits = 16; break;
       case ptx::Type::B32: case ptx::Type::U32: case ptx::Type::S32: bits = 32; break;

@@ -50,6 +50,36 @@ Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
   return std::make_pair(VOperand::r(checked), 0);
 }
 
+// The first element access of a split ld/st.v2/.v4 (mods.vecBytes = V, the vector's size): a GPU
+// requires the vector's address to be a multiple of V and faults on the whole access otherwise
+// ("misaligned address"), before any element is read or written. Here the first element's address
+// becomes kFaultAddress in every lane whose vector address is misaligned, so that op faults
+// (op-level: no lane acts) and no element access runs; aligned lanes keep their address. A
+// constant address is decided here. Element accesses after the first need no check: their
+// addresses are the first's plus k·size, aligned whenever the vector is.
+Expected<std::pair<VOperand, int32_t>> alignVector(Ctx& c, std::pair<VOperand, int32_t> a, uint32_t vecBytes) {
+  if (vecBytes <= 1) return a;
+  const auto mask = vecBytes - 1;  // V is 2, 4, 8 or 16
+  if (a.first.isImm()) {
+    const uint32_t addr = a.first.imm + static_cast<uint32_t>(a.second);
+    if ((addr & mask) == 0) return a;
+    return std::make_pair(VOperand::i(kFaultAddress), 0);
+  }
+  Emitter& em = c.em;
+  VOperand addr = a.first;
+  if (a.second != 0) {
+    int sum = em.tmp();
+    em.alu(Op::Add, sum, a.first, VOperand::i(static_cast<uint32_t>(a.second)));
+    addr = VOperand::r(sum);
+  }
+  int low = em.tmp(), checked = em.tmp();
+  int misaligned = em.newPred();
+  em.alu(Op::And, low, addr, VOperand::i(mask));
+  em.cmp(Op::SetNe, misaligned, VOperand::r(low), VOperand::i(0));
+  em.selp(checked, VOperand::i(kFaultAddress), addr, misaligned);
+  return std::make_pair(VOperand::r(checked), 0);
+}
+
 // The high half of a value loaded as type t: its sign, or zero.
 void loadedHi(Ctx& c, Dest& d, Type t) {
   if (!d.wantsHi()) return;
@@ -58,7 +88,10 @@ void loadedHi(Ctx& c, Dest& d, Type t) {
 }
 
 Status ldParam(Ctx& c) {
-  // An entry parameter: its value is known at lowering time.
+  // An entry parameter: its value is known at lowering time. An 8/16-bit parameter (`char`,
+  // `short`, `bool` by value) is read by ld.param.u8/s8/u16/s16 of its own width: the low bits,
+  // extended as the load's type says, then normalised to the destination's width (a 16-bit
+  // register holds its value zero-extended).
   const auto& in = *c.in;
   if (in.srcs.size() != 1 || in.types.size() != 1) return c.invalid("ld.param needs one address and one type");
   const auto& a = in.srcs[0];
@@ -84,7 +117,8 @@ Status load(Ctx& c, Type t, Space space) {
   const auto& in = *c.in;
   Emitter& em = c.em;
   if (in.dsts.size() != 1 || in.srcs.size() != 1) return c.invalid("ld needs one destination and one address");
-  QGPU_TRY(a, address(c, in.srcs[0]));
+  QGPU_TRY(a0, address(c, in.srcs[0]));
+  QGPU_TRY(a, alignVector(c, a0, in.mods.vecBytes));
   QGPU_TRY(d, c.dest(in.dsts[0]));
   if (typeBits(t) == 8 || typeBits(t) == 16) {
     // A sub-word load from word memory: load the aligned word and extract the field
@@ -134,7 +168,8 @@ Status store(Ctx& c, Type t, Space space) {
   if (bits != 8 && bits != 16 && bits != 32)
     return c.unsupported(std::string("st of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit stores)");
   if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
-  QGPU_TRY(a, address(c, in.srcs[0]));
+  QGPU_TRY(a0, address(c, in.srcs[0]));
+  QGPU_TRY(a, alignVector(c, a0, in.mods.vecBytes));
   QGPU_TRY(value, c.val(in.srcs[1], 32));
   VInstr v;
   // A sub-word store is the machine's lane-serial st.b8/st.b16 (docs/machine.md §4), never a word

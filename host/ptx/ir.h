@@ -59,6 +59,10 @@ struct Modifiers {
   bool isVolatile = false;       // ld/st.volatile: a plain access here (docs/lowering.md)
   uint8_t vec = 0;               // ld/st.v2/.v4 as written; the parser splits such an access into
                                  // that many scalar ones (docs/lowering.md), so 0 after parse()
+  uint8_t vecBytes = 0;          // on the first element access of a split ld/st.v2/.v4: the
+                                 // vector's size in bytes, the alignment a GPU requires of its
+                                 // address (lowering faults otherwise); 0 on every other access.
+                                 // Not printed: a printed split access is a plain scalar one
   bool uni = false;              // bra.uni, call.uni
   bool lo = false, hi = false, wide = false;  // mul / mad
   bool sync = false;             // shfl.sync, vote.sync, barrier.sync

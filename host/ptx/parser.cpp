@@ -949,7 +949,9 @@ class Parser {
   // in element order, each keeping the statement's text and location for messages. Exact on this
   // machine (docs/lowering.md, "Memory"): no other warp runs between them and a vector access
   // equals its element accesses in order. A load whose element before the last is its own
-  // address register would change the address of the later elements: refused.
+  // address register would change the address of the later elements: refused. The first element
+  // carries the vector's size (mods.vecBytes): lowering faults there when the address is not a
+  // multiple of it, as a GPU faults on a misaligned vector access before any element moves.
   Status splitVector(Instruction in, const Token& first) {
     const bool isLoad = in.op == Opcode::Ld;
     const size_t n = in.mods.vec;
@@ -971,11 +973,21 @@ class Parser {
         return err(ErrorKind::PtxSyntax, first, "a vector load needs registers in its list in '" + in.text + "'");
       if (isLoad && k + 1 < n && addr.addrIsReg && item.reg == addr.reg)
         return refuse("a vector load into its own address register");
+      // ptxas takes no element register wider than 32 bits in a list of 8/16/32-bit elements
+      // (the scalar access it splits into would accept one).
+      if (item.kind == OperandKind::Reg && item.reg < fn_->regs.size() && ptx::bits(in.types[0]) <= 32 &&
+          ptx::bits(fn_->regs[item.reg].type) > 32)
+        return err(ErrorKind::PtxInvalid, first,
+                   "vector element register '" + fn_->regs[item.reg].name + "' is " +
+                       std::to_string(ptx::bits(fn_->regs[item.reg].type)) + "-bit in a list of ." +
+                       ptx::typeName(in.types[0]) + " elements in '" + in.text + "' at line " +
+                       std::to_string(first.line));
     }
     const int64_t size = ptx::bits(in.types[0]) / 8;
     for (size_t k = 0; k < n; ++k) {
       Instruction e = in;
       e.mods.vec = 0;
+      e.mods.vecBytes = k == 0 ? static_cast<uint8_t>(static_cast<int64_t>(n) * size) : 0;  // checked once, first
       e.srcs[0].imm = addr.imm + static_cast<int64_t>(k) * size;
       if (isLoad) e.dsts = {list.items[k]};
       else e.srcs[1] = list.items[k];

@@ -8,7 +8,10 @@
 //                 group_index()/thread_index() .x, and the free function sync(g);
 //   thread_block_tile<N> for N = 1, 2, 4 (tiled_partition<N>(block)): sync(), thread_rank(),
 //                 size(), num_threads(), meta_group_rank(), meta_group_size(), shfl, shfl_up,
-//                 shfl_down, shfl_xor, any, all, ballot (the tile's own lanes, bit 0 = rank 0).
+//                 shfl_down, shfl_xor, any, all, ballot (the tile's own lanes, bit 0 = rank 0);
+//   coalesced_group: coalesced_threads() (the warp's active lanes), sync(), size(),
+//                 num_threads(), thread_rank(), shfl, shfl_up, shfl_down (by rank), any, all,
+//                 ballot (packed in rank order).
 // A tile wider than 4 lanes assumes 32-lane warps: refused at compile time, naming that.
 #pragma once
 
@@ -76,5 +79,65 @@ template <unsigned int N, class Parent>
 static __device__ __forceinline__ thread_block_tile<N> tiled_partition(const Parent&) {
   return thread_block_tile<N>();
 }
+
+// The warp's active lanes at the call (coalesced_threads()), with the toolkit's semantics: rank r
+// is the r-th active lane from lane 0; shfl/shfl_up/shfl_down take and give ranks, and a source
+// rank outside the group reads the caller's own value (shfl_up/down) as the toolkit's do; ballot
+// packs the bits in rank order. Written over the 4-lane warp (width 4), as the tiles are, so no
+// 32-lane assumption is flagged; the toolkit's version (nvcc) passes width 32, which the lowering
+// flags (docs/lowering.md, "32-lane assumptions").
+class coalesced_group {
+ public:
+  __device__ coalesced_group() : mask_(__activemask()) {}
+  __device__ void sync() const { __syncwarp(mask_); }
+  __device__ unsigned int size() const { return __popc(mask_); }
+  __device__ unsigned int num_threads() const { return __popc(mask_); }
+  __device__ unsigned int thread_rank() const { return __popc(mask_ & __qgpu_lanemask_lt()); }
+  __device__ unsigned int meta_group_rank() const { return 0; }
+  __device__ unsigned int meta_group_size() const { return 1; }
+  template <class T>
+  __device__ T shfl(T var, int srcRank) const { return __shfl_sync(mask_, var, laneOf((unsigned int)srcRank), 4); }
+  template <class T>
+  __device__ T shfl_down(T var, unsigned int delta) const {
+    unsigned int r = thread_rank() + delta;
+    return __shfl_sync(mask_, var, r < size() ? laneOf(r) : __qgpu_laneid(), 4);
+  }
+  template <class T>
+  __device__ T shfl_up(T var, unsigned int delta) const {
+    unsigned int r = thread_rank();
+    return __shfl_sync(mask_, var, delta <= r ? laneOf(r - delta) : __qgpu_laneid(), 4);
+  }
+  __device__ int any(int predicate) const { return __ballot_sync(mask_, predicate) != 0; }
+  __device__ int all(int predicate) const { return __ballot_sync(mask_, predicate) == mask_; }
+  // Bit r is rank r's predicate.
+  __device__ unsigned int ballot(int predicate) const {
+    unsigned int lanes = __ballot_sync(mask_, predicate), packed = 0, rank = 0;
+    for (unsigned int lane = 0; lane < 4; ++lane) {
+      if (mask_ >> lane & 1u) {
+        packed |= (lanes >> lane & 1u) << rank;
+        ++rank;
+      }
+    }
+    return packed;
+  }
+
+ private:
+  // The lane of rank r (the (r+1)-th set bit of the mask); 32 if there is none.
+  __device__ unsigned int laneOf(unsigned int r) const {
+    unsigned int lane = 32;
+    unsigned int seen = 0;
+    for (unsigned int l = 0; l < 4; ++l) {
+      if (mask_ >> l & 1u) {
+        if (seen == r && lane == 32) lane = l;
+        ++seen;
+      }
+    }
+    return lane;
+  }
+  unsigned int mask_;
+};
+
+static __device__ __forceinline__ coalesced_group coalesced_threads() { return coalesced_group(); }
+static __device__ __forceinline__ void sync(const coalesced_group& g) { g.sync(); }
 
 }  // namespace cooperative_groups

@@ -31,6 +31,7 @@ const std::map<std::string, ReferenceFn, std::less<>>& referenceTable() {
     ref::addIdiomKernels(t);
     ref::addSubwordKernels(t);
     ref::addArithKernels(t);
+    ref::addPublicKernels(t);
     return t;
   }();
   return table;

@@ -17,5 +17,6 @@ void addIdiomKernels(Table& table);     // ref_idioms.cpp: public-code idioms (i
                                          // dynamic shared, cooperative groups, fences)
 void addSubwordKernels(Table& table);    // ref_subword.cpp: byte/bool/halfword arrays, vectors
 void addArithKernels(Table& table);      // ref_arith.cpp: long long, short and char arithmetic
+void addPublicKernels(Table& table);     // ref_public.cpp: public-code idioms, second batch
 
 }  // namespace qgpu::kernels::ref

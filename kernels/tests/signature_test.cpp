@@ -1,8 +1,8 @@
 // qgpu/kernels/tests/signature_test.cpp — the kernel file's __global__ signature as people write
 // it: typedef'd and fixed-width types, default arguments, __launch_bounds__, template kernels and
-// their instantiation; sub-word arrays as word-packed u32; sub-word scalars, vector and 64-bit
-// element types refused with the source line; the
-// launch line's `shared=W` (label cpu).
+// their instantiation; sub-word arrays as word-packed u32; sub-word scalars by value with their
+// range; vector arrays as arrays of components, laid out at their alignment; vectors by value and
+// 64-bit types refused with the source line; the launch line's `shared=W` (label cpu).
 #include "kernels/signature.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +112,73 @@ TEST(KernelSignature, TemplateArgumentsDecideTheElementType) {
       << spec.error().str();
 }
 
+TEST(KernelSignature, AcceptsSubWordScalarsByValueAndVectorArrays) {
+  for (const char* decl : {"uint8_t n", "unsigned char n", "unsigned short n", "const uchar n"}) {
+    auto spec = parse(kernelFile("", std::string("__global__ void k(const int* a, int* out, ") + decl + ") {}\n"));
+    EXPECT_TRUE(spec.ok()) << decl << ": " << spec.error().str();
+  }
+  for (const char* decl : {"char n", "short n", "int16_t n", "signed char n"}) {
+    auto spec = parse(kernelFile("", std::string("__global__ void k(const int* a, int* out, ") + decl + ") {}\n",
+                                 "i32 i32 i32"));
+    EXPECT_TRUE(spec.ok()) << decl << ": " << spec.error().str();
+  }
+  // a holds 2 words: one int2, 2 uchar4, 4 uchar2, 1 short4, 2 ushort2 (bool by value: below).
+  for (const char* decl : {"const int2* a", "const uchar4* a", "const uchar2* a", "const short4* a", "ushort2 a[]"}) {
+    auto spec = parse(kernelFile("", std::string("__global__ void k(") + decl + ", int* out, unsigned n) {}\n",
+                                 std::string(decl).find("int2") != std::string::npos ? "i32 i32 u32" : "u32 i32 u32"));
+    EXPECT_TRUE(spec.ok()) << decl << ": " << spec.error().str();
+  }
+}
+
+// A file whose scalar n has the value `value` and the C type `type`.
+std::string scalarFile(const std::string& type, const std::string& elem, const std::string& value) {
+  return "// qgpu-kernel: k\n// summary: s\n// launch: grid=1 block=1\n// param: out out i32[1]\n"
+         "// param: n scalar " + elem + " = " + value + "\n\n__global__ void k(int* out, " + type + " n) {}\n";
+}
+
+TEST(KernelSignature, SubWordScalarValuesMustFitTheirCType) {
+  struct Row {
+    const char* type;
+    const char* elem;
+    const char* ok;   // the extreme values that fit
+    const char* bad;  // one past them
+  };
+  const Row rows[] = {{"char", "i32", "-128", "128"},           {"char", "i32", "127", "-129"},
+                      {"unsigned char", "u32", "255", "256"},   {"bool", "u32", "1", "2"},
+                      {"short", "i32", "-32768", "32768"},      {"uint16_t", "u32", "65535", "0x10000"},
+                      {"signed char", "i32", "0xffffff80", "0x80"}};
+  for (const Row& r : rows) {
+    auto good = parse(scalarFile(r.type, r.elem, r.ok));
+    EXPECT_TRUE(good.ok()) << r.type << " = " << r.ok << ": " << good.error().str();
+    auto bad = parse(scalarFile(r.type, r.elem, r.bad));
+    ASSERT_FALSE(bad.ok()) << r.type << " = " << r.bad << " was accepted";
+    EXPECT_EQ(bad.error().kind, ErrorKind::KernelFile);
+    EXPECT_EQ(bad.error().loc.line, 5u) << bad.error().str();
+    EXPECT_NE(bad.error().message.find("does not fit the kernel's '" + std::string(r.type) + "'"), std::string::npos)
+        << bad.error().str();
+  }
+}
+
+TEST(KernelLayout, VectorArraysStartAtAMultipleOfTheirSize) {
+  // a: 3 words at 0; v (int4*): 8 words, aligned up from word 3 to word 4; w (int2*): 2 words,
+  // from word 12 (already a multiple of 2); c (uchar4*): 1 word at 14. Words 3 is a gap.
+  auto spec = parse("// qgpu-kernel: k\n// summary: s\n// launch: grid=1 block=1\n"
+                    "// param: a in i32[3] = 1 2 3\n// param: v in i32[8] = 1 2 3 4 5 6 7 8\n"
+                    "// param: w out i32[2]\n// param: c in u32[1] = 0x01020304\n\n"
+                    "__global__ void k(const int* a, const int4* v, int2* w, const uchar4* c) {}\n");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  auto image = layout(*spec);
+  ASSERT_TRUE(image.ok()) << image.error().str();
+  ASSERT_EQ(image->params.size(), 4u);
+  EXPECT_EQ(image->params[0], 0u);
+  EXPECT_EQ(image->params[1], 16u);  // byte address of word 4
+  EXPECT_EQ(image->params[2], 48u);  // word 12
+  EXPECT_EQ(image->params[3], 56u);  // word 14
+  EXPECT_EQ(image->global[3], 0u);   // the gap
+  EXPECT_EQ(image->global[4], 1u);
+  EXPECT_EQ(image->usedWords, 15u);
+}
+
 struct BadSignature {
   const char* what;
   std::string header;
@@ -155,16 +222,20 @@ const BadSignature kBadSignatures[] = {
      10, "must name its template arguments"},
     {"BoolArrayWrittenAsI32", "", "\n__global__ void k(const bool* a, int* out, unsigned n) {}\n",
      ErrorKind::KernelFile, 4, "'bool' array is word-packed 8-bit elements: write it as u32 words"},
-    {"CharScalar", "", "__global__ void k(int* a, int* out, uint8_t n) {}\n", ErrorKind::PtxUnsupported,
-     8, "parameter 'n' of type 'uint8_t'"},
-    {"VectorArray", "", "__global__ void k(const int4* a, int* out, unsigned n) {}\n",
-     ErrorKind::PtxUnsupported, 8, "vector elements"},
+    {"VectorByValue", "", "__global__ void k(int* a, int* out, uint2 n) {}\n", ErrorKind::PtxUnsupported,
+     8, "parameter 'n' of type 'uint2' (32-bit vector elements) is a vector passed by value"},
+    {"VectorArrayNotWholeVectors", "", "__global__ void k(const int4* a, int* out, unsigned n) {}\n",
+     ErrorKind::KernelFile, 4, "has 2 words but a 'int4' array needs a multiple of 4 (16-byte vectors)"},
+    {"VectorArrayOfTheOtherSignedness", "", "__global__ void k(const uint2* a, int* out, unsigned n) {}\n",
+     ErrorKind::KernelFile, 4, "an array of u32 components: write it as u32"},
+    {"ByteVectorArrayWrittenAsI32", "", "__global__ void k(const char4* a, int* out, unsigned n) {}\n",
+     ErrorKind::KernelFile, 4, "word-packed 8-bit components: write it as u32 words"},
     {"WideScalar", "", "__global__ void k(int* a, int* out, unsigned long long n) {}\n",
      ErrorKind::PtxUnsupported, 8, "is 64-bit"},
     {"TemplateSubWordWrittenAsI32", "// template: k<char>\n", kTemplate, ErrorKind::KernelFile, 4,
      "'char' array is word-packed"},
-    {"ShortScalar", "", "__global__ void k(int* a, int* out, short n) {}\n", ErrorKind::PtxUnsupported,
-     8, "8/16-bit scalar"},
+    {"ShortScalarWrittenAsU32", "", "__global__ void k(int* a, int* out, short n) {}\n", ErrorKind::KernelFile,
+     6, "param 'n' is u32 but the kernel declares i32 ('short')"},
     {"Reference", "", "__global__ void k(int* a, int* out, unsigned& n) {}\n", ErrorKind::KernelFile, 8,
      "is a reference"},
     {"UnknownType", "", "__global__ void k(float* a, int* out, unsigned n) {}\n", ErrorKind::KernelFile, 4,

@@ -43,6 +43,7 @@ Launch toLaunch(const kernels::LaunchImage& image) {
 // model. Each must still be refused (a kernel that starts to run here leaves this list).
 const std::map<std::string, std::string> kRefusedByDesign = {
     {"warp_agg_atomic", "activemask"},
+    {"cg_coalesced_filter", "activemask"},  // cg::coalesced_threads() is __activemask()
 };
 
 std::string words(const std::array<uint32_t, kGlobalWords>& g, uint32_t i) {
