@@ -136,6 +136,19 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
     return Ok{};
   };
 
+  // The step ticks due before a step's EX or the LIMIT (trace v4): TICK(1) .. TICK(n).
+  auto expectTicks = [&](uint64_t stepsBefore) -> Status {
+    for (int level = 1; level <= tk::ticksDue(stepsBefore); ++level) {
+      const tk::Tick want{static_cast<uint8_t>(level)};
+      if (k >= events.size() || !std::holds_alternative<tk::Tick>(events[k]) ||
+          !(std::get<tk::Tick>(events[k]) == want))
+        return at("TICK(" + std::to_string(level) + ") after " + std::to_string(stepsBefore) +
+                  " steps");
+      ++k;
+    }
+    return Ok{};
+  };
+
   // One op's records: its memrec (a memory-writing op with executing lanes), its regrec, its
   // predrec, or NOP when it has none of these (docs/trace.md, "What one op writes").
   auto expectOp = [&](const oracle::StepEffects& fx, const oracle::OpEffects& op) -> Status {
@@ -204,6 +217,7 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
       case oracle::EventKind::Step:
       case oracle::EventKind::Fault: {
         const oracle::StepEffects& fx = e.step;
+        QGPU_CHECK(expectTicks(e.stepsBefore));
         QGPU_CHECK(expectExec(fx));
         for (int i = 0; i < fx.numOps; ++i) QGPU_CHECK(expectOp(fx, fx.ops[static_cast<size_t>(i)]));
         if (e.kind == oracle::EventKind::Fault) {
@@ -219,6 +233,7 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
         ++k;
         break;
       case oracle::EventKind::StepLimit:
+        QGPU_CHECK(expectTicks(e.stepsBefore));
         if (k >= events.size() || !std::holds_alternative<tk::LimitReached>(events[k]))
           return at("LIMIT");
         ++k;

@@ -186,6 +186,11 @@ std::string describePosition(std::span<const trace::Token> run, size_t at) {
       case Family::Limit:
         if (last) return "the end of the run, after " + stepText;
         break;
+      case Family::Tick:
+        if (last)
+          return "a step tick (" + trace::tokenName(t) + ") after " + std::to_string(step + 1) +
+                 " steps, before the next EX or LIMIT";
+        break;
       case Family::Wr:
       case Family::Wu:
       case Family::Wp:

@@ -54,6 +54,7 @@ class Execution::Machine {
   // reason (a consumer's bound, e.g. the trace's size); a CTA start or the end come first.
   const StepEvent& next(const std::string* limit = nullptr) {
     if (done_) return ev_;
+    ev_.stepsBefore = blockExecs_;
     if (ctaPending_) {
       if (cta_ == launch_.gridX) return finish(EventKind::Finished);
       startCta();
@@ -530,16 +531,19 @@ void appendTrace(const StepEvent& event, std::vector<tk::Token>& out) {
       out.push_back(tk::single(tk::Family::Cta));
       return;
     case EventKind::Step:
+      tk::appendTicks(out, event.stepsBefore);  // trace v4: the step ticks before its EX
       appendStepTrace(event.step, out);
       return;
     case EventKind::Finished:
       out.push_back(tk::single(tk::Family::End));
       return;
     case EventKind::Fault:
+      tk::appendTicks(out, event.stepsBefore);
       appendStepTrace(event.step, out);  // the ops before the faulting one
       out.push_back(tk::single(tk::Family::FaultTok));
       return;
     case EventKind::StepLimit:
+      tk::appendTicks(out, event.stepsBefore);  // the ticks due come before LIMIT too
       out.push_back(tk::single(tk::Family::Limit));
       return;
   }

@@ -31,12 +31,17 @@ inline constexpr uint64_t kMaxStepTokens = 1058;
 inline constexpr uint64_t kMaxRunSteps = 100'000'000;
 
 struct RunOptions {
-  uint64_t maxSteps = 1'000'000;  // block executions (EXEC events) before StepLimit
-  bool recordTrace = true;        // false: no tokens are written (statistics and memory only)
+  // Block executions (EXEC events) before StepLimit. The trace's step ticks keep their fixed
+  // periods whatever this is (trace::kTickRatios) and LIMIT comes after exactly maxSteps steps;
+  // a compiled model writes LIMIT only at trace::kModelStepLimit (the default), so a trace that
+  // is compared with a model's must be run with that (docs/trace.md "Step ticks").
+  uint64_t maxSteps = trace::kModelStepLimit;
+  bool recordTrace = true;  // false: no tokens are written (statistics and memory only)
   // With recordTrace, the run ends as StepLimit (LIMIT token) before a step that starts with the
   // trace at this many tokens or more, so that no run's trace holds more than
-  // maxTraceTokens + kMaxStepTokens + 2 tokens (the step, a CTA token, and LIMIT or END) whatever
-  // maxSteps is. The default, 32 Mi tokens, is 64 MiB of tokens (at most twice that allocated).
+  // maxTraceTokens + kMaxStepTokens + 2 + kTickLevels tokens (the step, a CTA token, the ticks
+  // and LIMIT or END) whatever maxSteps is. The default, 32 Mi tokens, is 64 MiB of tokens (at
+  // most twice that allocated).
   uint64_t maxTraceTokens = uint64_t{1} << 25;
 };
 
@@ -116,6 +121,10 @@ enum class EventKind : uint8_t {
 
 struct StepEvent {
   EventKind kind = EventKind::Finished;
+  // The steps executed before this event (for a Step or Fault: before its own; for StepLimit:
+  // all of them). The trace writes the ticks due at this count before the step's EX or the LIMIT
+  // (trace::ticksDue).
+  uint64_t stepsBefore = 0;
   StepEffects step;  // Step; Fault: the faulting step, its ops before the faulting one
   Diag fault;        // Fault, StepLimit: kind MachineFault or StepLimit, with where and why
 };
@@ -148,7 +157,8 @@ class Execution {
 };
 
 // The trace tokens of one event (docs/trace.md): EX WM and one record per op of a step; CTA; END;
-// EX WM, the records of the ops before the faulting one, FAULT; LIMIT.
+// EX WM, the records of the ops before the faulting one, FAULT; LIMIT. Before the EX of a step
+// (also a faulting one) and before LIMIT: the ticks due at event.stepsBefore (TICK(1), TICK(2)).
 void appendTrace(const StepEvent& event, std::vector<trace::Token>& out);
 
 // Runs `program` under `launch`. Returns a Diag only if verify(program, launch) fails; faults and

@@ -57,6 +57,10 @@ std::vector<Token> encodeValue(uint32_t value) {
   return out;
 }
 
+void appendTicks(std::vector<Token>& out, uint64_t steps) {
+  for (int k = 1; k <= ticksDue(steps); ++k) out.push_back(tick(k));
+}
+
 namespace {
 
 // A lane mask as a binary number, lane 3 first: 0111 = lanes 0..2.
@@ -92,6 +96,8 @@ std::string tokenName(Token t) {
       return name + "(" + std::to_string(i >= kChunkValues / 2 ? i - kChunkValues : i) + ")";
     case Family::OpWord:
       return name + "(" + kRomSlotNames[i] + ")";
+    case Family::Tick:
+      return name + "(" + std::to_string(i + 1) + ")";
     default:
       return name;
   }
@@ -186,7 +192,7 @@ class Reader {
 
 // ---- Prompt (trace v3) ----
 //
-// PROG v(program word) LAUNCH v(launch word)
+// PROG v(program word)
 //   { BLK v(b) { OP(a) v(head) [OP(b) v(sources)] [OP(i0) v] [OP(i1) v] [OP(i2) v] [OP(off) v] }
 //     TERM v(terminator word) }
 // { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
@@ -202,7 +208,6 @@ namespace {
 
 using machine::Block;
 using machine::Instr;
-using machine::Launch;
 using machine::Operand;
 using machine::OperandKind;
 using machine::Program;
@@ -270,25 +275,31 @@ uint32_t operandIndex(const Operand& o) {
   return 0;
 }
 
-// PROG.
-constexpr Bits<Program> kProgramWord[] = {
-    {"block count", kBlockCountBits, 1, machine::kMaxBlocks,
-     [](const Program& p) { return static_cast<uint32_t>(p.blocks.size()); },
-     [](Program& p, uint32_t v) { p.blocks.resize(v); }},
-    {"sharedWords", kSharedBits, 0, (1u << kSharedBits) - 1,
-     [](const Program& p) { return uint32_t{p.sharedWords}; },
-     [](Program& p, uint32_t v) { p.sharedWords = static_cast<uint8_t>(v); }},
-    {"spillSlots", kSharedBits, 0, (1u << kSharedBits) - 1,
-     [](const Program& p) { return uint32_t{p.spillSlots}; },
-     [](Program& p, uint32_t v) { p.spillSlots = static_cast<uint8_t>(v); }},
+// The program word's fields: the launch shape and the program's sizes (v3 wrote the launch shape
+// in a word of its own after LAUNCH; v4 freed that tag's vocabulary row for TICK).
+struct ProgramHeader {
+  uint32_t gridX = 0, blockX = 0, blocks = 0, sharedWords = 0, spillSlots = 0;
 };
 
-// LAUNCH.
-constexpr Bits<Launch> kLaunchWord[] = {
-    {"gridX", kGridBits, 1, machine::kMaxGridBlocks, [](const Launch& l) { return l.gridX; },
-     [](Launch& l, uint32_t v) { l.gridX = v; }},
+// PROG. The launch shape first: gridX and blockX are never 0, so they set low bits anyway, and
+// sharedWords and spillSlots, most often 0, come last (a value's token count grows with its
+// highest set bit: 5 blocks of 16 threads are PROG C(5) C(16) T(1), where v3's two words cost
+// PROG T(5) LAUNCH C(0) C(16) T(1)).
+constexpr Bits<ProgramHeader> kProgramWord[] = {
+    {"gridX", kGridBits, 1, machine::kMaxGridBlocks, [](const ProgramHeader& h) { return h.gridX; },
+     [](ProgramHeader& h, uint32_t v) { h.gridX = v; }},
     {"blockX", kBlockXBits, 1, machine::kMaxThreadsPerBlock,
-     [](const Launch& l) { return l.blockX; }, [](Launch& l, uint32_t v) { l.blockX = v; }},
+     [](const ProgramHeader& h) { return h.blockX; },
+     [](ProgramHeader& h, uint32_t v) { h.blockX = v; }},
+    {"block count", kBlockCountBits, 1, machine::kMaxBlocks,
+     [](const ProgramHeader& h) { return h.blocks; },
+     [](ProgramHeader& h, uint32_t v) { h.blocks = v; }},
+    {"sharedWords", kSharedBits, 0, (1u << kSharedBits) - 1,
+     [](const ProgramHeader& h) { return h.sharedWords; },
+     [](ProgramHeader& h, uint32_t v) { h.sharedWords = v; }},
+    {"spillSlots", kSharedBits, 0, (1u << kSharedBits) - 1,
+     [](const ProgramHeader& h) { return h.spillSlots; },
+     [](ProgramHeader& h, uint32_t v) { h.spillSlots = v; }},
 };
 
 // OP(a), the head word: what every op has, the most frequent fields in the low bits (a value's
@@ -358,9 +369,8 @@ constexpr int usedBits(const Bits<T> (&fields)[N]) {
   for (const Bits<T>& f : fields) total += f.width;
   return total;
 }
-static_assert(usedBits(kProgramWord) <= 32 && usedBits(kLaunchWord) <= 32 &&
-                  usedBits(kOpHeadWord) <= 32 && usedBits(kOpSourcesWord) <= 32 &&
-                  usedBits(kTermWord) <= 32,
+static_assert(usedBits(kProgramWord) <= 32 && usedBits(kOpHeadWord) <= 32 &&
+                  usedBits(kOpSourcesWord) <= 32 && usedBits(kTermWord) <= 32,
               "every packed prompt word must fit 32 bits");
 
 template <typename T, size_t N>
@@ -392,8 +402,6 @@ std::vector<PackedField> packedLayout(PackedWord word) {
   switch (word) {
     case PackedWord::Program:
       return layoutOf(kProgramWord);
-    case PackedWord::Launch:
-      return layoutOf(kLaunchWord);
     case PackedWord::OpHead:
       return layoutOf(kOpHeadWord);
     case PackedWord::OpSources:
@@ -406,10 +414,11 @@ std::vector<PackedField> packedLayout(PackedWord word) {
 
 std::vector<Token> encodePrompt(const machine::Program& program, const machine::Launch& launch) {
   std::vector<Token> out;
+  const ProgramHeader header{launch.gridX, launch.blockX,
+                             static_cast<uint32_t>(program.blocks.size()), program.sharedWords,
+                             program.spillSlots};
   out.push_back(single(Family::Prog));
-  appendValue(out, pack(kProgramWord, program));
-  out.push_back(single(Family::LaunchTok));
-  appendValue(out, pack(kLaunchWord, launch));
+  appendValue(out, pack(kProgramWord, header));
   for (size_t b = 0; b < program.blocks.size(); ++b) {
     const machine::Block& block = program.blocks[b];
     out.push_back(single(Family::Blk));
@@ -558,9 +567,13 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
   Prompt prompt;
   machine::Program& program = prompt.program;
   QGPU_CHECK(in.expect(Family::Prog));
-  QGPU_CHECK(unpack(in, "program word", kProgramWord, program));
-  QGPU_CHECK(in.expect(Family::LaunchTok));
-  QGPU_CHECK(unpack(in, "launch word", kLaunchWord, prompt.launch));
+  ProgramHeader header;
+  QGPU_CHECK(unpack(in, "program word", kProgramWord, header));
+  prompt.launch.gridX = header.gridX;
+  prompt.launch.blockX = header.blockX;
+  program.blocks.resize(header.blocks);
+  program.sharedWords = static_cast<uint8_t>(header.sharedWords);
+  program.spillSlots = static_cast<uint8_t>(header.spillSlots);
   for (size_t b = 0; b < program.blocks.size(); ++b) {
     machine::Block& block = program.blocks[b];
     QGPU_CHECK(in.expect(Family::Blk));
@@ -608,8 +621,18 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
 Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex) {
   Reader in(tokens, firstIndex);
   std::vector<TraceEvent> events;
-  bool inStep = false;  // after EX WM, until the next EX, CTA or the end: records may follow
+  bool inStep = false;  // after EX WM, until the next EX, CTA, TICK or the end: records may follow
   int mask = 0;         // the step's active lanes (WM)
+  uint64_t steps = 0;   // EX tokens so far: the steps executed before the next EX
+  int ticks = 0;        // TICK tokens right before this token: TICK(1) .. TICK(ticks)
+  // Before an EX or LIMIT, exactly the ticks due after `steps` steps must have come.
+  auto checkTicks = [&](const char* what) -> Status {
+    const int due = ticksDue(steps);
+    if (ticks == due) return Ok{};
+    return in.error("TICK(" + std::to_string(ticks + 1) + ") missing before " + what + " after " +
+                    std::to_string(steps) + " steps (the rule writes " + std::to_string(due) +
+                    " tick" + (due == 1 ? "" : "s") + " there)");
+  };
   while (true) {
     if (in.atEnd()) return in.error("the run ends without END, FAULT or LIMIT");
     const Token t = in.peek();
@@ -619,9 +642,30 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_
     const size_t at = in.pos();
     const bool record = f == Family::Wr || f == Family::Wu || f == Family::Wp ||
                         f == Family::Mg || f == Family::Ms || f == Family::Nop;
+    // After a TICK only the next TICK, EX or LIMIT may come (ticks are never before CTA or END).
+    if (ticks > 0 && f != Family::Tick && f != Family::Ex && f != Family::Limit)
+      return in.error("after TICK(" + std::to_string(ticks) + ") comes EX or LIMIT");
     if (record && !inStep) return in.error("an op's record outside a step (records follow EX WM)");
     switch (f) {
+      case Family::Tick: {
+        const int level = indexOf(t) + 1;
+        if (level != ticks + 1 || level > ticksDue(steps))
+          return in.error("TICK(" + std::to_string(level) + ") misplaced: after " +
+                          std::to_string(steps) + " steps the rule writes " +
+                          std::to_string(ticksDue(steps)) + " tick" +
+                          (ticksDue(steps) == 1 ? "" : "s") + " before the next EX or LIMIT" +
+                          (ticks > 0 ? ", and this follows TICK(" + std::to_string(ticks) + ")"
+                                     : std::string()));
+        in.skip();
+        events.push_back(Tick{static_cast<uint8_t>(level)});
+        ticks = level;
+        inStep = false;
+        break;
+      }
       case Family::Ex: {
+        QGPU_CHECK(checkTicks("this EX"));
+        ticks = 0;
+        ++steps;
         const int block = indexOf(t);
         in.skip();
         QGPU_TRY(wmIndex, in.expect(Family::Wm));
@@ -694,6 +738,7 @@ Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_
         [[fallthrough]];
       case Family::End:
       case Family::Limit: {
+        if (f == Family::Limit) QGPU_CHECK(checkTicks("LIMIT"));
         in.skip();
         if (f == Family::End) events.push_back(Finished{});
         if (f == Family::FaultTok) events.push_back(Faulted{});
@@ -744,6 +789,10 @@ std::string describe(const TraceEvent& event) {
     std::string operator()(const Finished&) const { return "end"; }
     std::string operator()(const Faulted&) const { return "fault"; }
     std::string operator()(const LimitReached&) const { return "step limit"; }
+    std::string operator()(const Tick& t) const {
+      return "tick " + std::to_string(t.level) + " (a multiple of " +
+             std::to_string(tickPeriod(t.level)) + " steps)";
+    }
   };
   return std::visit(Visitor{signedText}, event);
 }

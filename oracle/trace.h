@@ -13,6 +13,8 @@
 //     chunks that sign-extend back to the 32-bit value): C(d)* T(d), 1..7 tokens.
 //   - decodePrompt / decodeRun accept any token sequence and never crash: malformed input gives
 //     ErrorKind::TraceInvalid naming the token index.
+//   - The run carries step ticks (trace v4): TICK(1) after every 100 steps, TICK(2) after every
+//     10,000, right before the next EX or LIMIT, so that a model can count to its limit of 10^6.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@ using Token = uint16_t;
 // The version of the token format (prompt and run, docs/trace.md). Every file that stores tokens
 // records it, and readers refuse another version (a revision changes what the ids mean). Bump it
 // with every change to the vocabulary, the prompt or the run grammar.
-inline constexpr int kTraceVersion = 3;
+inline constexpr int kTraceVersion = 4;
 
 // The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the
 // chunk width of the trace itself. Revising the trace for the circuit changes these, not literals.
@@ -69,15 +71,40 @@ constexpr RomSlot immSlot(int k) {
   return static_cast<RomSlot>(static_cast<int>(RomSlot::Imm0) + k);
 }
 
+// Step ticks (trace v4, docs/trace.md "Step ticks"): the step limit as model tokens. With s the
+// steps executed so far (EX tokens since RUN, across CTAs), the run writes, right before the EX of
+// step s + 1 or the LIMIT that comes instead (never before CTA or END), TICK(k) for each level
+// k = 1..kTickLevels in order whose period R1···Rk divides s (s > 0); LIMIT comes at s = maxSteps.
+// The periods are fixed (a decoder knows them without a header); the circuit counts them with
+// three chained counters (each exact to 105 events), so its limit is R1·R2·R3.
+inline constexpr int kTickLevels = 2;                        // TICK(1), TICK(2)
+inline constexpr uint64_t kTickRatios[kTickLevels + 1] = {100, 100, 100};  // R1, R2, R3
+// The steps between two TICK(k): R1···Rk.
+constexpr uint64_t tickPeriod(int level) {
+  uint64_t p = 1;
+  for (int k = 0; k < level; ++k) p *= kTickRatios[k];
+  return p;
+}
+// The step limit a compiled model writes LIMIT at (R1·R2·R3 = 10^6): the interpreter's maxSteps
+// must be this when its trace is compared with a model's (docs/trace.md "Step ticks").
+inline constexpr uint64_t kModelStepLimit = tickPeriod(kTickLevels + 1);
+// How many ticks come before the EX (or LIMIT) that follows s executed steps: TICK(1)..TICK(n).
+// The levels due form a prefix (R1···Rk | s implies R1···Rj | s for j < k).
+constexpr int ticksDue(uint64_t steps) {
+  int n = 0;
+  while (steps > 0 && n < kTickLevels && steps % tickPeriod(n + 1) == 0) ++n;
+  return n;
+}
+
 // The vocabulary: X(Family, "NAME", count), one row per token family. Ids are assigned in this
-// order: a family's base is the sum of the counts above it. Trace v3 kept every id of v2 except
-// v2's OPW (id 2, now GW): the prompt's new tags (OP) come last, so run token ids are unchanged.
+// order: a family's base is the sum of the counts above it. Trace v4 removed v3's LAUNCH (id 4:
+// the launch fields joined the program word) and appended TICK, so v3's ids 5..241 are v4's
+// 4..240 and TICK(1), TICK(2) are 241, 242: 243 ids, every one of Qwen3.5's 243 unused rows.
 #define QGPU_TOKEN_FAMILIES(X)                                                                    \
   X(Prog, "PROG", 1)                          /* prompt: the program word follows */              \
   X(Blk, "BLK", 1)                            /* prompt: a block starts; its index follows */     \
   X(Gw, "GW", 1)                              /* prompt: a global memory word's value follows */  \
   X(Term, "TERM", 1)                          /* prompt: the block's terminator word follows */   \
-  X(LaunchTok, "LAUNCH", 1)                   /* prompt: the launch word follows */               \
   X(Gmem, "GMEM", 1)                          /* prompt: a global memory word's address follows */\
   X(Run, "RUN", 1)                            /* end of the prompt, start of the run */           \
   X(Ex, "EX", machine::kMaxBlocks)            /* run: EX(b) executes block b */                   \
@@ -94,7 +121,8 @@ constexpr RomSlot immSlot(int k) {
   X(Limit, "LIMIT", 1)                        /* run: the step limit was reached */               \
   X(C, "C", kChunkValues)                     /* value: a continuation chunk */                   \
   X(T, "T", kChunkValues)                     /* value: the terminal chunk */                     \
-  X(OpWord, "OP", kRomSlots)                  /* prompt: OP(s) the op's ROM word of slot s follows */
+  X(OpWord, "OP", kRomSlots)                  /* prompt: OP(s) the op's ROM word of slot s follows */\
+  X(Tick, "TICK", kTickLevels)                /* run: TICK(k) R1···Rk more steps were executed */
 
 enum class Family : uint8_t {
 #define QGPU_FAMILY_ENUM(name, text, count) name,
@@ -162,6 +190,11 @@ constexpr Token single(Family f) {
 constexpr Token opWord(RomSlot slot) {  // prompt: OP(a), OP(b), OP(i0), ...
   return tok(Family::OpWord, static_cast<int>(slot));
 }
+constexpr Token tick(int level) {  // run: TICK(1), TICK(2)
+  return tok(Family::Tick, level - 1);
+}
+// Appends the ticks due after `steps` executed steps (ticksDue): TICK(1) .. TICK(n).
+void appendTicks(std::vector<Token>& out, uint64_t steps);
 
 // Values.
 int valueLength(uint32_t value);  // 1..7 tokens
@@ -169,14 +202,15 @@ void appendValue(std::vector<Token>& out, uint32_t value);
 std::vector<Token> encodeValue(uint32_t value);
 
 // "EX(3)", "WM(w0,0111)" (mask as a binary number, lane 3 first), "WR(r5)", "WP(p2)", "MG(0111)",
-// "NOP", "T(-3)", "C(7)".
+// "NOP", "T(-3)", "C(7)", "TICK(2)".
 std::string tokenName(Token t);
 
 // ---- Prompt ----
 //
 // Trace v3 (docs/trace.md "Prompt"): every value of the prompt follows a tag that names its field,
-// and the host packs an op's fields into 32-bit words laid out for the circuit's ROM:
-//   PROG v(program word) LAUNCH v(launch word)
+// and the host packs an op's fields into 32-bit words laid out for the circuit's ROM (v4: the
+// launch shape is in the program word, v3's LAUNCH v(launch word) is gone):
+//   PROG v(program word)
 //   { BLK v(b) { OP(a) v(head word) [OP(b) v(sources word)] [OP(i0) v] [OP(i1) v] [OP(i2) v]
 //                [OP(off) v] } TERM v(terminator word) }
 //   { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
@@ -184,8 +218,7 @@ std::string tokenName(Token t);
 // The packed words: bit fields at fixed offsets (one table in trace.cpp that the encoder and the
 // decoder walk; widths derived from oracle/machine.h and oracle/isa.def). packedLayout() lists them.
 enum class PackedWord : uint8_t {
-  Program,  // PROG: block count, sharedWords, spillSlots
-  Launch,   // LAUNCH: gridX, blockX
+  Program,  // PROG: gridX, blockX, block count, sharedWords, spillSlots (v3: two words)
   OpHead,   // OP(a): op index, opcode, dst, dstPred, guard, guard negate, space
   OpSources,// OP(b): per source its kind and register/special index, psrc0, psrc1
   Term,     // TERM: kind, next, taken, predicate, negate
@@ -259,14 +292,21 @@ struct Faulted {
 struct LimitReached {
   bool operator==(const LimitReached&) const = default;
 };
+// TICK(level): the run has executed a multiple of tickPeriod(level) steps (trace v4).
+struct Tick {
+  uint8_t level = 1;  // 1..kTickLevels
+  bool operator==(const Tick&) const = default;
+};
 using TraceEvent = std::variant<Exec, RegWrite, PredWrite, MemWrite, NoEffect, CtaStart, Finished,
-                                Faulted, LimitReached>;
+                                Faulted, LimitReached, Tick>;
 
 // Decodes the run part (the tokens after RUN). Checks the grammar of docs/trace.md: records only
 // inside a step, value counts from WM's and MG/MS's masks, MG/MS lanes within the active lanes,
 // word indices inside memory, WP bits within the active lanes, WU exactly for equal values,
-// FAULT only inside a step, exactly one final END/FAULT/LIMIT. (How many records a step has is
-// the program's business: decodeRun does not see the prompt.) `firstIndex` is the index of tokens[0] in the
+// FAULT only inside a step, exactly one final END/FAULT/LIMIT, and before every EX and LIMIT
+// exactly the ticks the rule puts there (ticksDue of the EX tokens before it), TICK nowhere else.
+// (How many records a step has is the program's business: decodeRun does not see the prompt; nor
+// does it see maxSteps, so a LIMIT is accepted after any number of steps.) `firstIndex` is the index of tokens[0] in the
 // caller's whole sequence (the prompt's length, when the run follows a prompt): an error names
 // and carries (Diag::index) the token's index in that sequence.
 Expected<std::vector<TraceEvent>> decodeRun(std::span<const Token> tokens, size_t firstIndex = 0);

@@ -209,10 +209,10 @@ TEST(GenProperties, PromptDecodesCatchesAChangedToken) {
   const Case c = gen(3);
   std::vector<tk::Token> prompt = tk::encodePrompt(c.program, c.launch);
   ASSERT_TRUE(checkPromptDecodes(c, prompt).ok());
-  // LAUNCH v(gridX | blockX << 5): bit 0 of gridX flipped, another grid size still decodes, to
-  // another launch.
+  // PROG v(gridX | blockX << 5 | ...) (trace v4: the launch shape is in the program word): bit 0
+  // of gridX flipped, another grid size still decodes, to another launch.
   std::vector<tk::Token> changed = prompt;
-  flipValue(changed, find(changed, tk::Family::LaunchTok) + 1);
+  flipValue(changed, find(changed, tk::Family::Prog) + 1);
   EXPECT_THAT(checkPromptDecodes(c, changed).error().message, HasSubstr("prompt-round-trip"));
   // The first op's head word, bit 0 (its op index): the decoder refuses the op's place.
   std::vector<tk::Token> op = prompt;

@@ -8,6 +8,7 @@
 // of 4 lanes runs `r1 = tid * 3; r2 = tid << 2; st.global [r2], r1; exit` (addresses are bytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -199,6 +200,32 @@ TEST_F(AuditTest, DetectsASwappedPairOfOpRecords) {
   EXPECT_EQ(c.difference->expectedName, "WR(r1)");
   EXPECT_EQ(c.difference->actualName, "WR(r2)");
   EXPECT_EQ(exitCode(r->total()), kExitMismatch);
+}
+
+// Trace v4's step tick: a loop of 101 steps writes TICK(1) before its 101st EX; the tick
+// recorded as EX(0) is named as the tick it should be.
+TEST_F(AuditTest, NamesATamperedStepTick) {
+  const machine::Program count{
+      "triple",
+      {block({alu(machine::Op::Add, 1, R(1), I(1)), cmp(machine::Op::SetLtU, 0, R(1), I(101))},
+             br(0, 0, machine::kExitTarget))},
+      0,
+      0};
+  record(count, launch_, params_);
+  const auto tick = std::find(runTrace_.begin(), runTrace_.end(), trace::tick(1));
+  ASSERT_NE(tick, runTrace_.end());
+  const size_t at = static_cast<size_t>(tick - runTrace_.begin());
+  ASSERT_TRUE(audit().ok());
+  EXPECT_EQ(audit()->cases[0].verdict, Verdict::Match);  // the untouched twin
+  Json rec = load(tracePath());
+  rec["tokens"][promptTokens_ + at] = trace::ex(0);
+  store(tracePath(), rec);
+  auto r = audit();
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_TRUE(r->cases[0].difference.has_value());
+  EXPECT_EQ(r->cases[0].difference->expectedName, "TICK(1)");
+  EXPECT_EQ(r->cases[0].difference->where,
+            "a step tick (TICK(1)) after 100 steps, before the next EX or LIMIT");
 }
 
 TEST_F(AuditTest, DetectsATruncatedRecordedRun) {

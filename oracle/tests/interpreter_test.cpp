@@ -658,8 +658,23 @@ TEST(Interpreter, InfiniteLoopHitsTheStepLimit) {
   EXPECT_EQ(r.fault.kind, ErrorKind::StepLimit);
   EXPECT_NE(r.fault.message.find("did not finish in 100 steps"), std::string::npos);
   EXPECT_EQ(r.blockExecs, 100u);
-  EXPECT_EQ(r.trace.size(), 201u);  // 100 x (EX WM) + LIMIT
+  EXPECT_EQ(r.trace.size(), 202u);  // 100 x (EX WM) + TICK(1) + LIMIT (trace v4)
+  EXPECT_EQ(r.trace.end()[-2], trace::tick(1));
   EXPECT_EQ(r.trace.back(), trace::single(trace::Family::Limit));
+}
+
+// A LIMIT of the trace cap also follows the ticks due: 2 tokens a step, a cap of 200 tokens stops
+// the spin loop after 100 steps, so TICK(1) comes before the LIMIT.
+TEST(Interpreter, TraceTokenCapLimitFollowsTheTicksDue) {
+  Program p{"spin", {block({}, jmp(0))}, 0, 0};
+  RunOptions o;
+  o.maxTraceTokens = 200;
+  RunResult r = runOk(p, launch(1, 1), o);
+  EXPECT_EQ(r.status, RunStatus::StepLimit);
+  EXPECT_EQ(r.blockExecs, 100u);
+  ASSERT_EQ(r.trace.size(), 202u);
+  EXPECT_EQ(r.trace[200], trace::tick(1));
+  EXPECT_EQ(r.trace[201], trace::single(trace::Family::Limit));
 }
 
 // The trace cap ends a run that stays within maxSteps: the spin loop writes 2 tokens a step, so
