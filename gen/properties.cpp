@@ -17,18 +17,6 @@ Diag fail(const char* property, const Case& c, const std::string& what) {
   return makeDiag(ErrorKind::Internal, std::string(property) + ": " + what + " [" + c.header + "]");
 }
 
-const char* statusName(oracle::RunStatus s) {
-  switch (s) {
-    case oracle::RunStatus::Finished:
-      return "Finished";
-    case oracle::RunStatus::Fault:
-      return "Fault";
-    case oracle::RunStatus::StepLimit:
-      return "StepLimit";
-  }
-  return "?";
-}
-
 std::string hex(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%x", v);
@@ -284,6 +272,18 @@ Expected<oracle::RunResult> checkCase(const Case& c) {
   QGPU_CHECK(checkTraceMatchesSteps(c, first->trace));
   QGPU_CHECK(checkTraceComplete(c, first->trace, first->global));
   return first;
+}
+
+const char* statusName(oracle::RunStatus s) {
+  switch (s) {
+    case oracle::RunStatus::Finished:
+      return "Finished";
+    case oracle::RunStatus::Fault:
+      return "Fault";
+    case oracle::RunStatus::StepLimit:
+      return "StepLimit";
+  }
+  return "?";
 }
 
 }  // namespace qgpu::gen

@@ -45,6 +45,9 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const trace::Token> run);
 Status checkTraceComplete(const Case& c, std::span<const trace::Token> run,
                           const std::array<uint32_t, machine::kGlobalWords>& finalGlobal);
 
+// "Finished", "Fault" or "StepLimit": how a run ended, as the properties and `qgpu fuzz` name it.
+const char* statusName(oracle::RunStatus s);
+
 // Every property above on one case (two runs, the prompt, the trace); returns the first run.
 Expected<oracle::RunResult> checkCase(const Case& c);
 

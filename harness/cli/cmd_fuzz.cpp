@@ -217,18 +217,6 @@ Expected<Summary> fuzzPtx(const FuzzOptions& o, Clock::time_point start, Progres
   return s;
 }
 
-const char* outcomeName(oracle::RunStatus status) {
-  switch (status) {
-    case oracle::RunStatus::Finished:
-      return "Finished";
-    case oracle::RunStatus::Fault:
-      return "Fault";
-    case oracle::RunStatus::StepLimit:
-      return "StepLimit";
-  }
-  return "?";
-}
-
 Expected<Summary> fuzzProgram(const FuzzOptions& o, Clock::time_point start, Progress& progress) {
   QGPU_TRY(policy, echoed(gen::parsePolicy(o.policy)));
   Summary s;
@@ -243,7 +231,7 @@ Expected<Summary> fuzzProgram(const FuzzOptions& o, Clock::time_point start, Pro
       recordFailure(o, "program-" + std::to_string(seed) + ".txt", text, seed, c.header, r.error());
     } else {
       ++s.match;  // every property held (a Fault or StepLimit the policy asked for included)
-      ++s.outcomes[outcomeName(r->status)];
+      ++s.outcomes[gen::statusName(r->status)];
     }
     progress.update(s, start);
   }
