@@ -15,10 +15,10 @@
 #   build/harness/qgpu report merge shard-*.json --out run.json --junit run.xml --html run.html
 #
 # Shard 0 also runs the circuit's torch tests with QGPU_CIRCUIT_FULL=1 (circuit-full.log).
-# Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_NIGHTLY_BENCH=0 skips
-# the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
-# error, 4 inconclusive only), else 5 when a fuzzer, the full circuit tests or the benchmarks
-# failed or a benchmark regressed (the gate).
+# Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_CAMPAIGN_SECONDS
+# (default 1200 per random generator; 0 skips them), QGPU_NIGHTLY_BENCH=0 skips the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
+# error, 4 inconclusive only), else 5 when a fuzzer, a random-program campaign, the full circuit
+# tests or the benchmarks failed or a benchmark regressed (the gate).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${QGPU_NIGHTLY_OUT:-build/nightly}"
@@ -57,6 +57,22 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
   if [ "$seconds" != 0 ]; then
     QGPU_FUZZ_SECONDS="$seconds" bash ci/fuzz.sh >"$out/fuzz.log" 2>&1 || extras_failed=1
     echo "fuzzers: $([ $extras_failed = 0 ] && echo ok || echo FAILED) ($out/fuzz.log)"
+  fi
+  # The random-program campaigns (issue 9): each generator of gen/ for QGPU_CAMPAIGN_SECONDS
+  # (default 1200: an hour for the three), from a seed that changes every night so that the
+  # nights do not repeat each other; every failing case is written with its seed and policy
+  # under $out/campaigns/<gen>/ (replay: the line `qgpu fuzz` prints, or `qgpu reduce`).
+  campaign="${QGPU_CAMPAIGN_SECONDS:-1200}"
+  if [ "$campaign" != 0 ]; then
+    seed=$(( $(date +%s) / 86400 * 100000 ))
+    for gen in program ptx cuda; do
+      ./build/harness/qgpu fuzz --gen "$gen" --seconds "$campaign" --seed "$seed" \
+        --out "$out/campaigns/$gen" >"$out/campaign-$gen.log" 2>&1
+      rc=$?
+      echo "campaign $gen: exit $rc ($(grep -m 1 "^fuzz " "$out/campaign-$gen.log" | cut -c1-160))"
+      # 0 all held, 4 nothing comparable (e.g. no compiler): not a finding; 1 or 3 is.
+      case "$rc" in 0|4) ;; *) extras_failed=1 ;; esac
+    done
   fi
   # The circuit's torch tests with their full inputs (docs/circuit.md §9's measurements; per
   # commit they run reduced ones): QGPU_CIRCUIT_FULL=1, circuit/tests/harness.h.
