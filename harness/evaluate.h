@@ -39,7 +39,7 @@ struct Evaluation {
 struct EvalOptions {
   host::Compiler compiler = host::Compiler::Clang;
   std::string catalogDir;             // where the normal-mode kernels live
-  uint64_t maxSteps = 1'000'000;
+  uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
 };
 
 Expected<Evaluation> evaluate(const ExprTree& expr, const EvalOptions& options);

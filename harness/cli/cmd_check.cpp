@@ -45,7 +45,7 @@ struct CheckCmdOptions {
   std::string shard;        // --shard i/n
   std::string balance;      // --balance REPORT
   int jobs = 2;
-  uint64_t maxSteps = 1'000'000;
+  uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
 };
 
 // The process's CPU seconds so far: its threads and its waited-for children (the compilers).

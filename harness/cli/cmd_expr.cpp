@@ -26,7 +26,7 @@ struct ExprCmdOptions {
   std::string compiler = "clang";
   bool pretty = false;       // decoded trace instead of token names
   bool prompt = false;       // also print the prompt tokens
-  uint64_t maxSteps = 1'000'000;
+  uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
 };
 
 std::string tokenLine(const std::vector<trace::Token>& tokens) {

@@ -26,7 +26,7 @@ struct RunCmdOptions {
   std::string backend = "interp";
   bool trace = false;
   bool expandDivision = false;  // --expand-division: the circuit target's program
-  uint64_t maxSteps = 1'000'000;
+  uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
 };
 
 void printArrays(const kernels::KernelSpec& spec, const kernels::LaunchImage& image,
