@@ -14,6 +14,8 @@
 #include <fstream>
 #include <thread>
 
+#include "common/process.h"
+
 namespace qgpu {
 
 Expected<ProcessResult> runProcess(const std::vector<std::string>& argv,
@@ -46,31 +48,12 @@ Expected<ProcessResult> runProcess(const std::vector<std::string>& argv,
   }
   ::setpgid(pid, pid);  // from the parent too: the group exists before any kill below
   ProcessResult result;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(static_cast<int64_t>(options.timeoutSeconds * 1000));
-  auto pause = std::chrono::milliseconds(1);
-  int status = 0;
-  for (;;) {
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR)
-      return makeDiag(ErrorKind::Internal, std::string("waitpid failed: ") + std::strerror(errno));
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(-pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      result.timedOut = true;
-      break;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(20));
-  }
+  QGPU_TRY(exit, waitForChild(pid, std::chrono::milliseconds(
+                                      static_cast<int64_t>(options.timeoutSeconds * 1000))));
   ::kill(-pid, SIGKILL);  // whatever it left running in its group
-  if (!result.timedOut) {
-    if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  }
+  result.timedOut = exit.timedOut;
+  result.exitCode = exit.exitCode;
+  result.signal = exit.signal;
   return result;
 }
 

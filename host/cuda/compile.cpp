@@ -22,6 +22,7 @@
 
 #include "common/digest.h"
 #include "common/file.h"
+#include "common/process.h"
 
 extern char** environ;
 
@@ -170,30 +171,11 @@ Expected<RunResult> runTool(const std::vector<std::string>& argv, const std::str
                     "cannot run " + argv[0] + ": " + std::strerror(rc));
   }
 
+  QGPU_TRY(exit, waitForChild(pid, std::chrono::seconds(timeoutSeconds)));
   RunResult result;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
-  auto pause = std::chrono::milliseconds(1);
-  int status = 0;
-  for (;;) {
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) {
-      return makeDiag(ErrorKind::Internal, std::string("waitpid failed: ") + std::strerror(errno));
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(-pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      result.timedOut = true;
-      break;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(20));
-  }
-  if (!result.timedOut) {
-    if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  }
+  result.timedOut = exit.timedOut;
+  result.exitCode = exit.exitCode;
+  result.signal = exit.signal;
   result.output = readLog(logPath);
   return result;
 }
