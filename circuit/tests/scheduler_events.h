@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string>
 #include <vector>
 
 #include "circuit/scheduler.h"
@@ -49,6 +48,26 @@ struct SchedRun {
   bool faulted = false;   // the run ended with a divergent-barrier fault (its positions are valid)
   int steps = 0;
 };
+
+// The scheduler's input fields, as both scheduler tests lay them out: each a block of sign dims
+// taken from `alloc` in this order (the emit layer's lastCta and nextBar included; a build
+// without emit leaves them unread).
+inline SchedulerInputs takeTestInputs(FieldAllocator& alloc) {
+  SchedulerInputs in;
+  in.ballast = alloc.take("ballast", 8).value();
+  in.reset = alloc.take("reset", 1).value();
+  in.term = alloc.take("term", 1).value();
+  in.warp = alloc.take("warp", 2).value();
+  in.mask = alloc.take("mask", 4).value();
+  in.kind = alloc.take("kind", 2).value();
+  in.taken = alloc.take("taken", 6).value();
+  in.next = alloc.take("next", 6).value();
+  in.pred = alloc.take("pred", 4).value();
+  in.blockX = alloc.take("blockX", 5).value();
+  in.lastCta = alloc.take("lastCta", 1).value();
+  in.nextBar = alloc.take("nextBar", 1).value();
+  return in;
+}
 
 inline int targetCode(uint8_t t) { return t == machine::kExitTarget ? 32 : t; }
 

@@ -216,17 +216,7 @@ struct Rig {
           return c;
         }()),
         alloc(384) {
-    SchedulerInputs& in = spec.in;
-    in.ballast = alloc.take("ballast", 8).value();
-    in.reset = alloc.take("reset", 1).value();
-    in.term = alloc.take("term", 1).value();
-    in.warp = alloc.take("warp", 2).value();
-    in.mask = alloc.take("mask", 4).value();
-    in.kind = alloc.take("kind", 2).value();
-    in.taken = alloc.take("taken", 6).value();
-    in.next = alloc.take("next", 6).value();
-    in.pred = alloc.take("pred", 4).value();
-    in.blockX = alloc.take("blockX", 5).value();
+    spec.in = testing::takeTestInputs(alloc);
   }
 };
 
@@ -252,8 +242,6 @@ TEST(SchedulerGadget, CostsWhatTheHeaderSays) {
 TEST(SchedulerGadget, TheEmitLayerCostsWhatTheHeaderSays) {
   Rig r(16, 8);
   r.spec.emit = true;
-  r.spec.in.lastCta = r.alloc.take("lastCta", 1).value();
-  r.spec.in.nextBar = r.alloc.take("nextBar", 1).value();
   auto s = buildScheduler(r.w, r.alloc, r.spec);
   ASSERT_TRUE(s.ok()) << s.error().message;
   // By hand: the family dims (one per trace family) cancelled + 1 constant + 5 case detectors
