@@ -5,21 +5,6 @@
 namespace qgpu::kernels::ref {
 namespace {
 
-uint64_t pairAt(const std::vector<int32_t>& words, uint32_t i) {
-  return static_cast<uint32_t>(words[2 * i]) | static_cast<uint64_t>(static_cast<uint32_t>(words[2 * i + 1])) << 32;
-}
-void setPair(std::vector<int32_t>& words, uint32_t i, uint64_t v) {
-  words[2 * i] = static_cast<int32_t>(static_cast<uint32_t>(v));
-  words[2 * i + 1] = static_cast<int32_t>(static_cast<uint32_t>(v >> 32));
-}
-uint32_t half(const std::vector<int32_t>& words, uint32_t i) {
-  return (static_cast<uint32_t>(words[i / 2]) >> (16 * (i % 2))) & 0xffff;
-}
-void setHalf(std::vector<int32_t>& words, uint32_t i, uint32_t v) {
-  uint32_t w = static_cast<uint32_t>(words[i / 2]), shift = 16 * (i % 2);
-  words[i / 2] = static_cast<int32_t>((w & ~(0xffffu << shift)) | ((v & 0xffff) << shift));
-}
-
 void int64Ops(RefArgs& r) {
   auto &a = r.a("a"), &b = r.a("b"), &s = r.a("s"), &out = r.a("out");
   for (uint32_t t = 0; t < r.blockX; ++t) {
@@ -42,12 +27,12 @@ void shortDiv(RefArgs& r) {
   auto &num = r.a("num"), &den = r.a("den"), &quo = r.a("quo"), &rem = r.a("rem"), &uq = r.a("uq"),
        &mix = r.a("mix");
   for (uint32_t t = 0; t < r.blockX; ++t) {
-    const auto p = static_cast<int16_t>(half(num, t)), q = static_cast<int16_t>(half(den, t));
+    const auto p = static_cast<int16_t>(getPacked(num, t, 16)), q = static_cast<int16_t>(getPacked(den, t, 16));
     const int32_t pi = p, qi = q;  // promoted to int, as in C: -32768 / -1 = 32768
-    setHalf(quo, t, static_cast<uint32_t>(pi / qi));
-    setHalf(rem, t, static_cast<uint32_t>(pi % qi));
+    setPacked(quo, t, 16, static_cast<uint32_t>(pi / qi));
+    setPacked(rem, t, 16, static_cast<uint32_t>(pi % qi));
     const uint32_t up = static_cast<uint16_t>(p), uqv = static_cast<uint16_t>(q);
-    setHalf(uq, t, up / uqv + up % uqv);
+    setPacked(uq, t, 16, up / uqv + up % uqv);
     mix[t] = static_cast<int8_t>(p) * 3 + static_cast<uint8_t>(q);
   }
 }

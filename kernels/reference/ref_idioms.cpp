@@ -8,8 +8,6 @@
 namespace qgpu::kernels::ref {
 namespace {
 
-uint32_t u(int32_t v) { return static_cast<uint32_t>(v); }
-int32_t s(uint32_t v) { return static_cast<int32_t>(v); }
 // The low 24 bits as a signed 24-bit number.
 int64_t low24Signed(uint32_t v) {
   int64_t x = v & 0xffffff;

@@ -2,32 +2,13 @@
 // public CUDA code (issue 11 item 8): cooperative-groups reductions, the SharedMemory<T> helper,
 // bool and char arrays, sub-word value parameters, int4/uint2/uchar4 arrays, a last-block-done
 // reduction, coalesced groups, cg::reduce on tiles, a short scan. Sequential C++ written from
-// each kernel's source; word-packed arrays as in ref_subword.cpp.
+// each kernel's source; word-packed arrays as in tables.h.
 #include <algorithm>
 
 #include "kernels/reference/tables.h"
 
 namespace qgpu::kernels::ref {
 namespace {
-
-uint32_t u(int32_t v) { return static_cast<uint32_t>(v); }
-int32_t s(uint32_t v) { return static_cast<int32_t>(v); }
-
-// Element i of a word-packed array of `bits`-bit elements (8 or 16), zero-extended.
-uint32_t getPacked(const std::vector<int32_t>& words, uint32_t i, uint32_t bits) {
-  const uint32_t per = 32 / bits, mask = (1u << bits) - 1;
-  return (u(words[i / per]) >> (bits * (i % per))) & mask;
-}
-void setPacked(std::vector<int32_t>& words, uint32_t i, uint32_t bits, uint32_t value) {
-  const uint32_t per = 32 / bits, mask = (1u << bits) - 1, shift = bits * (i % per);
-  uint32_t w = u(words[i / per]);
-  w = (w & ~(mask << shift)) | ((value & mask) << shift);
-  words[i / per] = s(w);
-}
-// A byte or halfword as the signed C type reads it.
-int32_t signedField(uint32_t v, uint32_t bits) {
-  return v >> (bits - 1) ? static_cast<int32_t>(v) - static_cast<int32_t>(1u << bits) : static_cast<int32_t>(v);
-}
 
 void cgReduceSum(RefArgs& r) {
   auto &in = r.a("in"), &sums = r.a("sums"), &total = r.a("total");

@@ -5,19 +5,6 @@
 namespace qgpu::kernels::ref {
 namespace {
 
-// Element i of a word-packed array of `bits`-bit elements (8 or 16), zero-extended.
-uint32_t getPacked(const std::vector<int32_t>& words, uint32_t i, uint32_t bits) {
-  const uint32_t per = 32 / bits, mask = (1u << bits) - 1;
-  return (static_cast<uint32_t>(words[i / per]) >> (bits * (i % per))) & mask;
-}
-void setPacked(std::vector<int32_t>& words, uint32_t i, uint32_t bits, uint32_t value) {
-  const uint32_t per = 32 / bits, mask = (1u << bits) - 1, shift = bits * (i % per);
-  uint32_t w = static_cast<uint32_t>(words[i / per]);
-  w = (w & ~(mask << shift)) | ((value & mask) << shift);
-  words[i / per] = static_cast<int32_t>(w);
-}
-int32_t signed16(uint32_t h) { return h >= 0x8000 ? static_cast<int32_t>(h) - 0x10000 : static_cast<int32_t>(h); }
-
 void byteFlags(RefArgs& r) {
   auto &in = r.a("in"), &flags = r.a("flags");
   const auto n = static_cast<uint32_t>(r.s("n"));
@@ -53,7 +40,7 @@ void ucharHistogram(RefArgs& r) {
 void shortAffine(RefArgs& r) {
   auto &in = r.a("in"), &out = r.a("out"), &neg = r.a("neg");
   for (uint32_t t = 0; t < r.blockX; ++t) {
-    const int32_t v = signed16(getPacked(in, t, 16));
+    const int32_t v = signedField(getPacked(in, t, 16), 16);
     // (short)(v * 3 - 100): the int result truncated to 16 bits (|v * 3 - 100| < 2^31: no overflow).
     setPacked(out, t, 16, static_cast<uint32_t>(v * 3 - 100));
     neg[t] = v < 0 ? -1 : 1;

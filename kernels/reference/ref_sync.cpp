@@ -4,7 +4,6 @@
 namespace qgpu::kernels::ref {
 namespace {
 
-
 // Per 4-thread block (one warp): ballot of (x > 0), any, all.
 void warpVote(RefArgs& r) {
   auto &in = r.a("in"), &ballot = r.a("ballot"), &any = r.a("any"), &all = r.a("all");
