@@ -1,6 +1,8 @@
 // qgpu/common/text.cpp — see text.h.
 #include "common/text.h"
 
+#include <cstdio>
+
 namespace qgpu {
 
 std::string echo(std::string_view input, size_t maxBytes) {
@@ -19,6 +21,12 @@ std::string echo(std::string_view input, size_t maxBytes) {
   }
   if (shown < input.size()) out += "\xe2\x80\xa6(" + std::to_string(input.size()) + " bytes)";
   return out;
+}
+
+std::string hexWord(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
 }
 
 }  // namespace qgpu

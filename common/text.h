@@ -1,4 +1,4 @@
-// qgpu/common/text.h — echoing user input in messages, safely.
+// qgpu/common/text.h — echoing user input in messages, safely; words in hex.
 //
 // Contract: `echo(s)` is what every message that repeats user input (an argument, a token, a file
 // name) puts in its place: printable ASCII as is, every other byte (control characters, DEL,
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,5 +17,8 @@ namespace qgpu {
 inline constexpr size_t kEchoBytes = 80;  // input bytes shown before "…(N bytes)"
 
 std::string echo(std::string_view input, size_t maxBytes = kEchoBytes);
+
+// A machine word as messages and reports print it: "0x" and 8 lower-case hex digits.
+std::string hexWord(uint32_t v);
 
 }  // namespace qgpu

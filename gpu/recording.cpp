@@ -3,8 +3,8 @@
 
 #include "common/digest.h"
 #include "common/file.h"
+#include "common/text.h"
 
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,12 +20,6 @@ using Json = nlohmann::json;
 // Nesting deeper than this is refused before it is built: nothing in a recording nests more than
 // 3 levels, and a hostile file must not cost more than that.
 constexpr int kMaxDepth = 64;
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 // A JSON string literal. Bytes that are not UTF-8 (a driver's JIT log may hold any) become U+FFFD
 // instead of making the writer fail.
@@ -364,15 +358,15 @@ CaseComparison compareCase(const RecordedCase& rec, const std::string& currentDi
       return {Verdict::Mismatch, false, "words " + std::to_string(r.first) + ".." +
                                      std::to_string(r.first + r.count - 1) +
                                      " (compared as a multiset) differ: gpu has " +
-                                     hex32(rec.global[k]) + "... interpreter " + hex32(mine[k]) +
+                                     hexWord(rec.global[k]) + "... interpreter " + hexWord(mine[k]) +
                                      "..."};
     }
   }
   size_t count = 0;
   for (size_t w = 0; w < std::min(rec.global.size(), mine.size()); ++w) count += rec.global[w] != mine[w];
   return {Verdict::Mismatch, false, "word " + std::to_string(k) + " (byte " + std::to_string(4 * k) +
-                                 "): gpu " + hex32(rec.global[k]) + " vs interpreter " +
-                                 hex32(mine[k]) + " (" + std::to_string(count) +
+                                 "): gpu " + hexWord(rec.global[k]) + " vs interpreter " +
+                                 hexWord(mine[k]) + " (" + std::to_string(count) +
                                  " words differ)"};
 }
 

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "common/text.h"
 #include "gpu/cuda_api.h"
 
 #if defined(QGPU_HAVE_CUDA_H)
@@ -35,12 +35,6 @@ static_assert(sizeof(qgpu::gpu::cu::DeviceAttribute) == sizeof(CUdevice_attribut
 namespace qgpu::gpu {
 
 namespace {
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 bool isIdentChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.';
@@ -414,8 +408,8 @@ Expected<GpuResult> Runner::run(const GpuLaunch& launch) {
   if (auto k = firstDifference(a, b, shifted)) {
     long offset = static_cast<long>(*k) - static_cast<long>(kGuardWords);
     result.deterministic = false;
-    result.nondeterminismReport = "word " + std::to_string(offset) + " differs (" + hex32(a[*k]) +
-                                  " vs " + hex32(b[*k]) + ") between two runs of '" +
+    result.nondeterminismReport = "word " + std::to_string(offset) + " differs (" + hexWord(a[*k]) +
+                                  " vs " + hexWord(b[*k]) + ") between two runs of '" +
                                   launch.entry + "'";
   }
 
@@ -426,8 +420,8 @@ Expected<GpuResult> Runner::run(const GpuLaunch& launch) {
     long offset = static_cast<long>(k) - static_cast<long>(kGuardWords);
     if (!result.guardReport.empty()) result.guardReport += "; ";
     result.guardReport += "guard word at image offset " + std::to_string(offset) + " (byte " +
-                          std::to_string(offset * 4) + ") changed: " + hex32(kGuardPattern) +
-                          " -> " + hex32(a[k]);
+                          std::to_string(offset * 4) + ") changed: " + hexWord(kGuardPattern) +
+                          " -> " + hexWord(a[k]);
     result.guardsIntact = false;
   }
   return result;

@@ -2,7 +2,6 @@
 #include "harness/pipeline.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "common/digest.h"
@@ -151,18 +150,13 @@ std::vector<std::string> writesOutsideArrays(const kernels::LaunchImage& image,
     for (uint32_t k = a.firstWord; k < a.firstWord + a.words && k < inArray.size(); ++k)
       inArray[k] = true;
   std::vector<std::string> out;
-  auto hex = [](uint32_t v) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0x%08x", v);
-    return std::string(buf);
-  };
   for (size_t w = 0; w < inArray.size(); ++w) {
     if (inArray[w]) continue;
     bool have = w < initial.size() && w < final.size();
     if (have && initial[w] == final[w]) continue;
     out.push_back("word " + std::to_string(w) + " (no parameter's) changed: " +
-                  (w < initial.size() ? hex(initial[w]) : "-") + " -> " +
-                  (w < final.size() ? hex(final[w]) : "-"));
+                  (w < initial.size() ? hexWord(initial[w]) : "-") + " -> " +
+                  (w < final.size() ? hexWord(final[w]) : "-"));
   }
   return out;
 }

@@ -1,5 +1,5 @@
-// echo(): the escaping and truncation of user input in messages (common/text.h), by hand-written
-// expectations.
+// echo() and hexWord() (common/text.h): the escaping and truncation of user input in messages, and
+// words in hex, by hand-written expectations.
 #include "common/text.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +27,12 @@ TEST(Echo, TruncatesLongInputAndNamesItsSize) {
 TEST(Echo, DoesNotTruncateInputOfExactlyTheLimit) {
   EXPECT_EQ(echo(std::string(80, 'y')), std::string(80, 'y'));
   EXPECT_EQ(echo(""), "");
+}
+
+TEST(HexWord, PrintsEightLowerCaseDigits) {
+  EXPECT_EQ(hexWord(0), "0x00000000");
+  EXPECT_EQ(hexWord(0xdeadbeef), "0xdeadbeef");
+  EXPECT_EQ(hexWord(0x80000000u), "0x80000000");
 }
 
 }  // namespace
