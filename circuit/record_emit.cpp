@@ -13,7 +13,6 @@ namespace {
 
 constexpr int kBufferBits = 32;  // one latch: V = 32 (dv/V = 4 at dv = 128)
 constexpr int kLatches = kRecordLanes + 3;
-constexpr int kTapBits = 2;      // (isChunk, isTerminal)
 
 bool isRecordTag(trace::Token t) {
   switch (trace::familyOf(t)) {
@@ -116,8 +115,8 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     QGPU_TRY(f, take("buf.next", kBufferBits)); r.next = f;
   }
   for (int k = 0; k < kWindow; ++k) {
-    QGPU_TRY(f, take("back" + std::to_string(k + 1), kTapBits));
-    r.back[static_cast<size_t>(k)] = f;
+    QGPU_TRY(f, take("back" + std::to_string(k + 1), kRecordBits));
+    r.back[static_cast<size_t>(k)].f = f;
   }
   {
     QGPU_TRY(f, take("atLeast", kRecordCountMax)); r.atLeast = f;
@@ -181,8 +180,15 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     (void)m;
     return Ok{};
   };
+  // The assembler's 8-bit records (present, chunk, isChunk, isTerminal): with V = 8 hot channels
+  // the gated norm's eps is below half an ulp of the mean square (with V = 2 it is not: measured,
+  // every copied −u came out 1 ulp off).
+  std::vector<int> embedRecord = {t.ballast.at(0)};
+  for (int j = 0; j < trace::kChunkBits; ++j) embedRecord.push_back(t.chunk.at(j));
+  embedRecord.push_back(t.isChunk.at(0));
+  embedRecord.push_back(t.isTerminal.at(0));
   for (int k = 1; k <= 3; ++k)
-    QGPU_CHECK(tap(L, k, {t.isChunk.at(0), t.isTerminal.at(0)}, r.back[static_cast<size_t>(k - 1)]));
+    QGPU_CHECK(tap(L, k, embedRecord, r.back[static_cast<size_t>(k - 1)].f));
   EventCounterSpec cs;
   cs.layer = L;
   cs.head = head++;
@@ -199,8 +205,10 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   // ---- L+1: level-1 taps, the thresholds, the selection. ----
   head = s.firstHead;
   for (int k = 1; k <= 3; ++k) {
-    const Field& src = r.back[static_cast<size_t>(k - 1)];
-    QGPU_CHECK(tap(L + 1, 3, {src.at(0), src.at(1)}, r.back[static_cast<size_t>(k + 2)]));
+    const Field& src = r.back[static_cast<size_t>(k - 1)].f;
+    std::vector<int> level0;
+    for (int j = 0; j < src.dims; ++j) level0.push_back(src.at(j));
+    QGPU_CHECK(tap(L + 1, 3, level0, r.back[static_cast<size_t>(k + 2)].f));
   }
   for (int n = 1; n <= kRecordCountMax; ++n) {
     ThresholdSpec ts;
@@ -234,6 +242,10 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     return Ok{};
   };
   const int maskAt = kRecordLanes * kRecordWordBits;  // the mask bits in wordMask
+  // The tag latch's dim 28 and up are −u at every record position (writeCarrier), so +u there
+  // means the latch is still empty (no record position yet): its pad would hold every family
+  // literal at once, and the selection must then write nothing.
+  const Literal latched{r.tag.at(trace::kNumFamilies + tokenIndexBits()), -1};
   auto maskLiterals = [&](unsigned m) {
     std::vector<Literal> l;
     for (int b = 0; b < kRecordLanes; ++b) l.push_back({r.wordMask.at(maskAt + b), m >> b & 1u ? 1 : -1});
@@ -264,6 +276,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
       auto cond = [&](trace::Family f, int j) {
         std::vector<Literal> l = maskLiterals(m);
         l.push_back({fam(r.tag, f), 1});
+        l.push_back(latched);
         const std::vector<Literal> n = countIs(j);
         l.insert(l.end(), n.begin(), n.end());
         return l;
@@ -283,6 +296,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     {
       std::vector<Literal> l = countIs(0);
       l.push_back({fam(r.tag, trace::Family::Wp), 1});
+      l.push_back(latched);
       QGPU_CHECK(add(u, l, {{wpAct, two}}));
     }
     r.units[1] = u.used();
@@ -329,9 +343,11 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
       QGPU_CHECK(add(u, {{exec, 1}, {r.tag.at(i), 1}}, {{emitDim(i), two}}));
       QGPU_CHECK(add(u, {{exec, -1}, {done, 1}, {r.next.at(i), 1}}, {{emitDim(i), two}}));
     }
-    auto isChunk = [&](int q) { return q == 0 ? t.isChunk.at(0) : r.back[static_cast<size_t>(q - 1)].at(0); };
+    auto isChunk = [&](int q) {
+      return q == 0 ? t.isChunk.at(0) : r.back[static_cast<size_t>(q - 1)].isChunk();
+    };
     auto isTerminal = [&](int q) {
-      return q == 0 ? t.isTerminal.at(0) : r.back[static_cast<size_t>(q - 1)].at(1);
+      return q == 0 ? t.isTerminal.at(0) : r.back[static_cast<size_t>(q - 1)].isTerminal();
     };
     auto run = [&](int q) {  // R_q: isC_0 .. isC_{q−1}
       std::vector<Literal> l;

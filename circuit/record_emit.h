@@ -26,7 +26,9 @@
 //            words+mask (4 × 7 word bits + 4 mask bits), tag (emit encoding: family sign one-hot +
 //            index bits, padded to 32), next (the same); each is read at every later position
 //            until the next record position overwrites it.
-//            3 tap heads: the (isChunk, isTerminal) records of p−1..p−3 (V = 2).
+//            3 tap heads: the 8-bit records (assembler.h: present, chunk, isChunk, isTerminal)
+//            of p−1..p−3 (V = 8: with V = 2 the gated norm's eps is not below half an ulp of the
+//            mean square, and every copied −u comes out 1 ulp off — measured).
 //            The value counter (counter.h): events = T tokens, reset = every non-chunk token
 //            (the `isTag` embedding dim), so inside a record n = the values completed since its
 //            tag (≤ 8 events between resets: inside the chunked prefill's limit of 24).
@@ -41,6 +43,9 @@
 //                                       ⇐ MG ∧ M ∧ [n = j],     j < 2·popcount(M)
 //              WP:      wpAct           ⇐ WP ∧ [n = 0]
 //            so at most one of the 9 dims holds, and none once the record's values are done.
+//            Every AND also needs ¬empty: the tag latch's dim 28 (−u at every record position),
+//            because before the first record position the empty latch reads its pad, +u on every
+//            family dim at once (without it the selection wrote 3u there: measured, λ off).
 //   L+2 MLP  the mux: cur_i = Σ_l selV_l ∧ value_l[i] + Σ_l selW_l ∧ word_l[i] (i < 7)
 //            + wpAct ∧ value_l[0] for i = l (the predicate bits: one chunk, 0..15); and
 //            done = ¬selV_0..3 ∧ ¬selW_0..3 ∧ ¬wpAct (every value of the record written).
@@ -66,7 +71,7 @@
 //                  bits, done) = 357
 //             L+3: 28 cancels + 2 base + 2·56 (tag, next) + the chunk ANDs (`units[3]`)
 //   dims      embedding extras: exec 1, isTag 1, 3 quiet + 1 heavy pad (the counter, counter.h:
-//             Σx² stays H·u²), test fields 4·32 + 32 + 32 + 32 = 224; buffer 224; records 12;
+//             Σx² stays H·u²), test fields 4·32 + 32 + 32 + 32 = 224; buffer 224; records 6 · 8;
 //             thresholds 8; selection 9; cur + done 33; emit kNumFamilies + tokenIndexBits()
 // Before the first record position the latches are empty (their fields keep the pad) and what is
 // emitted is not specified; so is every position that is neither a record position nor inside a
@@ -127,7 +132,7 @@ struct RecordEmitter {
   // The output buffer (latch outputs), same shapes.
   std::array<Field, kRecordLanes> value;
   Field wordMask, tag, next;
-  std::array<Field, kWindow> back;  // (isChunk, isTerminal) of p−1 .. p−6
+  std::array<TokenRecord, kWindow> back;  // the 8-bit records of p−1 .. p−6 (assembler.h)
   Field atLeast;                    // kRecordCountMax dims: [n ≥ N], N = 1..8
   Field sel;                        // selV_0..3, selW_0..3, wpAct
   Field cur;                        // 32 bits: the value being written
