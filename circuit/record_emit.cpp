@@ -65,9 +65,11 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   if (c.linearValueHeadDim != 128)
     return makeDiag(ErrorKind::Usage, "record emitter: needs value head dim 128 (latches of 32 "
                                       "bits, taps of 2, thresholds of 8)");
-  static_assert(trace::kNumFamilies + 8 <= kBufferBits, "the emit encoding must fit one latch");
-  if (trace::kNumFamilies + tokenIndexBits() > kBufferBits)
-    return makeDiag(ErrorKind::Internal, "record emitter: the emit encoding exceeds 32 bits");
+  // The emit encoding and the tag latch's "written" dim after it must fit one latch.
+  if (trace::kNumFamilies + tokenIndexBits() >= kBufferBits)
+    return makeDiag(ErrorKind::Internal, "record emitter: the emit encoding needs " +
+                                             std::to_string(trace::kNumFamilies + tokenIndexBits()) +
+                                             " of a latch's 31 free bits");
   FieldAllocator alloc(hidden);
   QGPU_TRY(again, planTokenLayout(alloc, hidden, t.rowOffset));
   if (t.hidden != hidden || again.isTerminal.offset != t.isTerminal.offset)

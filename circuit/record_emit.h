@@ -60,7 +60,7 @@
 //                             an AND of literals times the output bit's literal (emit.h's counter).
 //            At a T the count has just moved on (the read follows the write), so `cur` is already
 //            the next value and r = 0: the first chunk of value n, or `next` when done.
-// Every AND is a clamped pair (assembler.h `addAnd`, Gλ = 256, fan-in ≤ 50 in L+3); every literal
+// Every AND is a clamped pair (assembler.h `addAnd`, Gλ = 256, fan-in ≤ 35 in L+3); every literal
 // is exactly ±λ, so every decision is ±Gλ·N with N an exact integer (R1) and each written dim ends
 // at exactly ±u.
 //

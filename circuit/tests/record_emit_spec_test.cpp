@@ -77,8 +77,8 @@ TEST(RecordEmitterSpec, RefusesAConfigItDoesNotFit) {
   EXPECT_EQ(build(fewHeads).error().kind, ErrorKind::Usage);
   CircuitWeights shallow(config(11, 3));
   EXPECT_EQ(build(shallow).error().kind, ErrorKind::Usage);
-  CircuitWeights narrow(config(11, 4, 512));
-  EXPECT_FALSE(build(narrow).ok());
+  CircuitWeights narrow(config(11, 4, 512));  // 623 dims needed
+  EXPECT_EQ(build(narrow).error().kind, ErrorKind::OverLimit);
   model::Qwen35Config dv64 = config();
   dv64.linearValueHeadDim = 64;
   CircuitWeights smallValues(dv64);
