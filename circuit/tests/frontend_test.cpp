@@ -388,7 +388,8 @@ TEST(FrontEndTwin, OpIndexOffByOneFetchesTheWrongOp) {
 }
 
 // Finding (the `2b` shape has key head dim 128): the one-row memories (ROM banks, register heads)
-// read ulps off there (docs/circuit.md §9 "Built: the token I/O"). Pinned: what fp32 prefill gives.
+// read ulps off there (docs/circuit.md §9 "Built: the token I/O"). Pinned: every bit keeps its sign,
+// some fetched words and operands are ulps off ±1 (measured: 201 of 11,943 bits, 2 programs).
 TEST(FrontEndFinding, KeyHeadDim128) {
   const Bench b = build("dk128", FrontEndTwin::None, 128);
   ASSERT_FALSE(b.dir.empty());
@@ -397,6 +398,7 @@ TEST(FrontEndFinding, KeyHeadDim128) {
   std::cout << "key head dim 128, fp32 prefill: " << r.bits.summary() << "; layout "
             << r.layout.summary() << std::endl;
   EXPECT_EQ(r.bits.wrongSign, 0);
+  EXPECT_GT(r.bits.inexact, 0);  // the finding: fails once dk = 128 reads are exact (update the docs)
 }
 
 }  // namespace
