@@ -70,10 +70,14 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   rf.shape = registerFileShape();
   const RegisterFileShape& sh = rf.shape;
   const int L = s.layer0;
-  for (int l = L; l < L + 4; ++l)
+  const int R = s.readLayer < 0 ? L + 3 : s.readLayer;
+  if (R < L + 3)
+    return usage("the register heads' layer " + std::to_string(R) + " must be at least " +
+                 std::to_string(L + 3));
+  for (int l = L; l <= R; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 3) +
+      return usage("layers " + std::to_string(L) + ".." + std::to_string(R) +
                    " must be linear_attention layers of the config");
   if (s.ports < 1 || s.ports > sh.maxPorts)
     return usage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
@@ -257,7 +261,7 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   // Layer L+3: the register heads (port p, lane l: head 4p + l) and the polarity flip.
   {
     MemorySpec m;
-    m.layer = L + 3;
+    m.layer = R;
     m.ballast = t.ballast;
     m.writeAddr = rf.writeKey;
     m.value = rf.assembler.value;
@@ -268,7 +272,7 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
     m.outUnit = t.unit;
     m.noWrite = NoWrite::ZeroKey;
     m.readout = MemoryReadout::PadInverted;
-    UnitWriter units(w, L + 3);
+    UnitWriter units(w, R);
     for (int p = 0; p < s.ports; ++p)
       for (int l = 0; l < sh.lanes; ++l) {
         m.head = p * sh.lanes + l;

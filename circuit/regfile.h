@@ -91,6 +91,8 @@ struct RegisterFileSpec {
   int ports = 3;                   // read ports 1..3 (heads port·4 + lane in L+3)
   std::vector<Field> readKey;      // `ports` fields of keyBits sign dims: r_src (regBits, low),
                                    // then the warp (warpBits)
+  int readLayer = -1;              // the register heads' layer: L+3 (−1), or any later layer
+                                   // (the front end computes readKey in between, frontend.h)
   float headGain = 128;            // G of every head (λG = 128)
   float mlpGain = 128;             // G of the MLP gadgets (λG = 128); the ANDs use 2G
   RegisterFileTwin twin = RegisterFileTwin::None;

@@ -50,9 +50,10 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
     return usage("word needs " + std::to_string(r.wordBits) + " dims");
   if (spec.out.dims != (r.opSlots + 1) * r.wordBits)
     return usage("out needs " + std::to_string((r.opSlots + 1) * r.wordBits) + " dims");
-  if (spec.firstHead < 0 || spec.firstHead + r.heads > c.linearNumValueHeads)
+  const int heads = spec.payloadSlots ? r.heads : 2 * r.banksPerSlot + 1;
+  if (spec.firstHead < 0 || spec.firstHead + heads > c.linearNumValueHeads)
     return usage("needs value heads " + std::to_string(spec.firstHead) + ".." +
-                 std::to_string(spec.firstHead + r.heads - 1) + "; the config has " +
+                 std::to_string(spec.firstHead + heads - 1) + "; the config has " +
                  std::to_string(c.linearNumValueHeads));
   if (!std::has_single_bit(static_cast<unsigned>(r.banksPerSlot)))
     return usage("the key head dim " + std::to_string(c.linearKeyHeadDim) +
@@ -68,14 +69,21 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
   m.write = spec.write;
   m.decay = spec.decay;
   m.noWrite = NoWrite::ZeroKey;
+  m.readout = spec.readout;
+  result.headsUsed = heads;
+  int head = spec.firstHead;  // the banks built so far take the heads before it
   for (int s = 0; s <= r.opSlots; ++s) {
     const bool term = s == r.opSlots;
-    m.head = spec.firstHead + s * r.banksPerSlot;
+    if (!spec.payloadSlots && !term && s != static_cast<int>(trace::RomSlot::Head) &&
+        s != static_cast<int>(trace::RomSlot::Sources))
+      continue;
+    m.head = head;
     m.writeEnable = sub(spec.slotEnable, s, 1);
     // The terminator bank is keyed by the block alone: the key's block bits.
     m.writeAddr = term ? sub(spec.writeKey, r.opBits, r.blockBits) : spec.writeKey;
     m.readAddr = term ? sub(spec.readKey, r.opBits, r.blockBits) : spec.readKey;
     m.banks = term ? 1 : r.banksPerSlot;
+    head += m.banks;
     m.out = sub(spec.out, s * r.wordBits, r.wordBits);
     QGPU_TRY(margins, buildMemory(weights, m));
     result.bank = margins;

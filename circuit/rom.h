@@ -62,6 +62,12 @@ struct RomSpec {
   double lambda = 2;
   float gain = 64;
   float outUnit = 16;
+  // false: only the head, sources and terminator banks (2·banksPerSlot + 1 heads, the first
+  // stages' fetch, circuit/frontend.h); the payload slots' slotEnable and out dims are untouched.
+  bool payloadSlots = true;
+  // How a read lands in out (circuit/memory.h): Signed (±outUnit, empty 0) or PadInverted (out
+  // holds a +outUnit pad: −outUnit for a set bit, +outUnit for a clear bit or an empty row).
+  MemoryReadout readout = MemoryReadout::Signed;
   // Failing-twin knobs, passed to every bank (circuit/memory.h): beta ½, decay ½ per token.
   WriteStrength write = WriteStrength::Full;
   Decay decay = Decay::Off;
@@ -69,6 +75,7 @@ struct RomSpec {
 
 struct RomMargins {
   RomShape shape;
+  int headsUsed = 0;   // shape.heads, or 2·banksPerSlot + 1 without the payload slots
   MemoryMargins bank;  // every bank is built with the same margins
 };
 

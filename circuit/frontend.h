@@ -1,0 +1,131 @@
+// qgpu/circuit/frontend.h — the first wired stages (docs/circuit.md §4.1 L0–L2, §9 "Built: the
+// front end"): the front-end latches, the fetch from the program ROM and the operand reads of the
+// register file, in five linear_attention layers driven by nothing but the trace tokens (the
+// prompt of oracle/trace.h's encodePrompt, then the interpreter's run).
+//
+// What every position holds after the stack (all ±u sign fields, the full layout: λ = 1 exactly):
+//   execBlock  b of the last EX(b); warp, mask: w, m of the last WM(w,m) (the EXEC latches)
+//   opIndex    j: the record tags (WU WR WP MG MS NOP) since the last WM, as 4 bits (j mod 16),
+//              and opAtLeast[15] = [j ≥ 16]
+//   isOp       the position executes an op or the terminator: its next token starts an op's
+//              record, or the step is over (WM, NOP, or the T that ends a record)
+//   isTerm     isOp and the block has no op j (j = the block's op count: the scheduler's position)
+//   fetched    the ROM words of (b, j): head, sources (and the block's terminator), inverted
+//              polarity (−u = bit set), a word left out of the prompt reading 0
+//   operand    the register file's 3 ports × 4 lanes (+u = 1) read at (r_src(k), w), r_src(k) the
+//              register of source k when its kind is Reg, else r0 (which reads 0)
+// so at the position of op j of a step, every lane's port k holds source k's register as the
+// interpreter had it before the op (the previous op's record was written by the same token).
+//
+// The maths, layer by layer (L = layer0; the register file's and the assembler's are theirs,
+// circuit/regfile.h, circuit/assembler.h):
+//   L    heads: the assembler's 3 taps; the EX latch (tap.h, enable the EX family bit, values the
+//        token's index bits 0..4 = b). MLP: the register file's index decode and record tag; the
+//        prompt-tag detector (PROG BLK GW TERM GMEM RUN OP(s): one detector on the family one-hot).
+//   L+1  heads: the assembler's 3 taps, the register file's tag latch, WM latch and value counter;
+//        the op counter (counter.h: events = record tags, reset = WM; in a quiet dim), the record
+//        kind latch (enable record tag: isWP, isMG, isMS), the prompt-tag latch (enable the
+//        prompt-tag detector: isBLK, isTERM, isOP, the OP slot's 3 index bits; RUN latches "none",
+//        so no run value writes the ROM). MLP: the assembler; then four clamped ANDs (assembler.h)
+//        at a value's T: ROM slot enables head (OP(a)), sources (OP(b)), terminator (TERM) and
+//        the BLK value's enable.
+//   L+2  heads: the register file's thresholds [n ≥ 1..5]; [n ≥ 6..8] on the value counter (an
+//        MG / MS record has up to 8 values); [j ≥ 1..16] on the op counter; the head-word latch
+//        (enable: the OP(a) slot enable; values: the assembled value's op-index bits) and the BLK
+//        latch (enable: the BLK value's T; values: its block bits) — read after their write, so at
+//        an OP(a)'s own T the latch already holds its op index. MLP: the register file's write
+//        enables; j's bits from the thermometer (one 2-literal AND per j: [j ≥ v] ∧ ¬[j ≥ v+1]
+//        adds +2u to each set bit of v over a −u base); isOp = −u + 2u·(one of the exclusive ANDs)
+//          WM;  NOP;  T ∧ isWU ∧ ¬isWR ∧ [n ≥ 1];  T ∧ isWP ∧ ¬isMG ∧ ¬isMS ∧ ¬isWR ∧ ¬isWU ∧ [n ≥ 1];
+//          T ∧ isWR ∧ ¬isWU ∧ (m = M) ∧ [n ≥ popcount(M)]           for each mask M (15);
+//          T ∧ isMG ∧ ¬isMS ∧ ¬isWP ∧ ¬isWR ∧ ¬isWU ∧ (e = E) ∧ [n ≥ 2·popcount(E)], and MS likewise,
+//                                                                    for each lane set E (30)
+//        (n = the values since the record tag, the register file's counter; within a record n never
+//        passes the record's count, so [n ≥ count] at a T is "the record's last value"; e is the
+//        tag latch's r, which holds the index + 1 = e of MG(e) / MS(e); before the first record
+//        tag the latches hold their pads, which no AND accepts).
+//   L+3  heads: the ROM (rom.h) with the head, sources and terminator banks only
+//        (payloadSlots = false: 2·(512 / dk) + 1 heads), written at the prompt words' T with key
+//        (head-word latch op bits, BLK latch) and the assembled word, read at (j, b) with
+//        MemoryReadout::PadInverted. MLP: readKey[k] = (r_src(k), w): r_src bit i = kind(k) = Reg ∧
+//        index(k) bit i (a 3-literal AND on the fetched sources word), w copied from the WM latch
+//        (a cancel + a linear unit per dim); isTerm = isOp ∧ ([j ≥ 16] ∨ (¬[j ≥ 16] ∧ the op is
+//        absent)), absent = the head word's op-index and opcode bits and source 0's kind bits all
+//        clear (an op j ≥ 1 has its index in the head word; op 0 is absent only if its opcode is
+//        0 = mov, which has a source: buildFrontEnd checks that on isa.def's table).
+//   L+4  heads: the register file's 12 register heads (3 ports × 4 lanes) queried by readKey; MLP:
+//        their polarity flip.
+//
+// Budget (heads per layer; the `2b` shape has 16): L 4, L+1 9, L+2 26 (5 + 3 + 16 + 2: over one
+// `2b` layer — the op counter's 16 thresholds need a layer of their own), L+3 2·512/dk + 1 (17 at
+// dk = 64, 9 at 128), L+4 12. Residual dims: see FrontEnd. Key head dim 64 makes every one-row
+// read exact in fp32 (circuit/tap.h "The read height"; the memories here are one-row).
+//
+// Not handled (docs/circuit.md §9 "Built: the front end"): an atomic's memrec and regrec are two
+// record tags of one op, which the token stream alone cannot tell from a store followed by a
+// register-writing op, so j counts such an op twice; FAULT, LIMIT; the payload banks (i0..i2,
+// offset).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "circuit/regfile.h"
+#include "circuit/rom.h"
+#include "circuit/tokens.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+// Failing-twin knobs: each breaks one rule and must give wrong fetches or reads.
+enum class FrontEndTwin : uint8_t {
+  None,             // the stage
+  OpIndexOffByOne,  // j's bits decode the thermometer as j + 1 (fetches the next op's words)
+};
+
+struct FrontEndSpec {
+  TokenLayout tokens;     // the full layout (λ = 1) of the config's hidden size
+  int layer0 = 0;         // L: layers L..L+4
+  float headGain = 128;   // G of every head (λG = 128)
+  float mlpGain = 128;    // G of the MLP gadgets; the ANDs use 2G
+  FrontEndTwin twin = FrontEndTwin::None;
+};
+
+struct FrontEnd {
+  RegisterFile rf;      // its assembler, latches, counter, thresholds and register heads
+  RomShape romShape;
+  Field exLatch;        // L: [b (5), ballast ×3] of the last EX
+  Field execBlock;      // exLatch's b
+  Field warp, mask;     // rf.wmLatch's w, m
+  Field promptTag;      // L MLP: 1 dim
+  Field kindLatch;      // L+1: [isWP, isMG, isMS, ballast ×5] of the last record tag
+  Field promptLatch;    // L+1: [isBLK, isTERM, isOP, slot (3), ballast ×2] of the last prompt tag
+  Field slotEnable;     // L+1 MLP: kRomSlots + 1 dims (head, sources and terminator written)
+  Field blkEnable;      // L+1 MLP: 1 dim
+  Field moreAtLeast;    // L+2: [n ≥ 6..8] on the value counter
+  Field opAtLeast;      // L+2: dim N−1 = [j ≥ N], N = 1..kMaxOpsPerBlock
+  Field romKeys;        // L+2: the head-word latch [ballast ×4, op (4)], then the BLK latch
+                        // [b (5), ballast ×3]
+  Field romWriteKey;    // romKeys' op bits and block bits (9 consecutive dims)
+  Field opIndex;        // L+2 MLP: j mod 16 (4 dims), followed by exLatch
+  Field fetchKey;       // opIndex + execBlock (9 consecutive dims): the ROM's read key
+  Field isOp;           // L+2 MLP: 1 dim
+  Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
+  Field headWord, sourcesWord, termWord;  // rom's slots
+  std::vector<Field> readKey;  // L+3 MLP: per port (r_src (4), w (2))
+  Field isTerm;         // L+3 MLP: 1 dim
+  int heads[5] = {};    // per layer L..L+4
+  int units[5] = {};    // per layer L..L+4 (the register file's and the assembler's included)
+};
+
+// Builds the stage into `weights` (fields from `alloc`, after the token layout). Usage diag for a
+// config that does not fit (layers, heads with their own key heads, key head dim); the gadgets'
+// refusals pass through.
+Expected<FrontEnd> buildFrontEnd(CircuitWeights& weights, FieldAllocator& alloc,
+                                 const FrontEndSpec& spec);
+
+// Value heads per layer L..L+4 that buildFrontEnd needs for a key head dim.
+std::vector<int> frontEndHeads(int64_t keyHeadDim);
+
+}  // namespace qgpu::circuit
