@@ -344,12 +344,28 @@ Status Parser::checkSignature() {
       }
       continue;
     }
+    if (d.ctype->cls == CTypeClass::Wide && d.pointer) {
+      // A long long / uint64_t array is word-packed memory (kernels/README.md): element i is words
+      // 2i (low) and 2i + 1 (high), little-endian as on a GPU, given as u32 bit patterns, and the
+      // array starts at a multiple of 8 bytes (cudaMalloc'd memory, and the alignment the 8-byte
+      // loads and stores check).
+      if (p.type != ElemType::U32) {
+        return error(p.line, "param '" + p.name + "' is " + elemTypeName(p.type) + " but the kernel's '" + d.type +
+                                 "' array is word-packed 64-bit elements: write it as u32 words, low word first");
+      }
+      if (p.init.size() % 2 != 0) {
+        return error(p.line, "param '" + p.name + "' has " + std::to_string(p.init.size()) + " words but a '" +
+                                 d.type + "' array needs an even number (two words per element)");
+      }
+      spec_.params[i].alignWords = 2;
+      continue;
+    }
     if (d.ctype->cls != CTypeClass::Word) {
       // Known C types the lowering cannot run yet: a construct refusal (inconclusive), not a
       // malformed file. Reported at the kernel's source line.
       const char* why = d.ctype->cls == CTypeClass::Vector
                             ? "is a vector passed by value; only pointers to vectors are supported"
-                            : "is 64-bit; parameters and elements are 32-bit words";
+                            : "is 64-bit by value; scalar parameters are 32-bit words (64-bit arrays are supported)";
       return makeDiag(ErrorKind::PtxUnsupported,
                       std::string("unsupported construct: ") +
                           (d.pointer ? "array parameter '" : "parameter '") + p.name +

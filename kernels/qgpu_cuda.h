@@ -182,6 +182,25 @@ __QGPU_DEVICE__ unsigned int atomicXor(unsigned int* address, unsigned int val) 
   return (unsigned int)__nvvm_atom_xor_gen_i((int*)address, (int)val);
 }
 
+// 64-bit (unsigned long long): atom.*.u64/.b64. The lowering splits add, exch, and, or and xor
+// into one atomic per word (docs/lowering.md, "64-bit atomics"); 64-bit min, max and CAS do not
+// split and are refused there, so they are not declared here.
+__QGPU_DEVICE__ unsigned long long atomicAdd(unsigned long long* address, unsigned long long val) {
+  return (unsigned long long)__nvvm_atom_add_gen_ll((long long*)address, (long long)val);
+}
+__QGPU_DEVICE__ unsigned long long atomicExch(unsigned long long* address, unsigned long long val) {
+  return (unsigned long long)__nvvm_atom_xchg_gen_ll((long long*)address, (long long)val);
+}
+__QGPU_DEVICE__ unsigned long long atomicAnd(unsigned long long* address, unsigned long long val) {
+  return (unsigned long long)__nvvm_atom_and_gen_ll((long long*)address, (long long)val);
+}
+__QGPU_DEVICE__ unsigned long long atomicOr(unsigned long long* address, unsigned long long val) {
+  return (unsigned long long)__nvvm_atom_or_gen_ll((long long*)address, (long long)val);
+}
+__QGPU_DEVICE__ unsigned long long atomicXor(unsigned long long* address, unsigned long long val) {
+  return (unsigned long long)__nvvm_atom_xor_gen_ll((long long*)address, (long long)val);
+}
+
 // ---- Warp shuffles: __nvvm_shfl_sync_{idx,up,down,bfly}_i32(mask, value, lane/delta, c) ----
 // The PTX `c` operand packs the segment width: c = ((32 - width) << 8) | clamp, clamp = 0x1f for
 // idx/down/xor and 0 for up (nvcc's formula). width defaults to 32 as in CUDA; qgpu kernels pass
@@ -254,6 +273,11 @@ __QGPU_DEVICE__ unsigned int __byte_perm(unsigned int x, unsigned int y, unsigne
 // instructions as nvcc's (mul.hi.{u,s}32, mul24.lo.{u,s}32, sad.{u,s}32). ----
 __QGPU_DEVICE__ unsigned int __umulhi(unsigned int x, unsigned int y) { return __nvvm_mulhi_ui(x, y); }
 __QGPU_DEVICE__ int __mulhi(int x, int y) { return __nvvm_mulhi_i(x, y); }
+// The high 64 bits of the 128-bit product (mul.hi.{u,s}64).
+__QGPU_DEVICE__ unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
+  return __nvvm_mulhi_ull(x, y);
+}
+__QGPU_DEVICE__ long long __mul64hi(long long x, long long y) { return __nvvm_mulhi_ll(x, y); }
 // Low 32 bits of the product of the low 24 bits (sign-extended from bit 23 for __mul24).
 __QGPU_DEVICE__ unsigned int __umul24(unsigned int x, unsigned int y) { return __nvvm_mul24_ui(x, y); }
 __QGPU_DEVICE__ int __mul24(int x, int y) { return __nvvm_mul24_i(x, y); }

@@ -145,7 +145,14 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
           else em.alu(Op::Mad, d.lo, s[0], s[1], s[2]);
           return Ok{};
         }
-        if (m.hi) return c.unsupported("16-bit mad.hi");
+        if (m.hi) {  // (a*b)[31:16] + c on 16 bits: the product of the extended inputs fits 32 bits
+          int t = em.tmp(), hi = em.tmp();
+          if (sgn) em.alu(Op::Mul, t, em.sext16(s[0]), em.sext16(s[1]));
+          else em.alu(Op::Mul, t, s[0], s[1]);
+          em.alu(sgn ? Op::ShrS : Op::ShrU, hi, VOperand::r(t), VOperand::i(16));
+          em.alu16(Op::Add, d.lo, VOperand::r(hi), s[2]);  // the sum's low 16 bits need only the low 16
+          return Ok{};
+        }
         em.alu16(Op::Mad, d.lo, s[0], s[1], s[2]);  // the low 16 bits depend only on the low 16 bits
         return Ok{};
       }
@@ -192,16 +199,26 @@ Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       return Ok{};
     case Opcode::Bfind: {
       QGPU_CHECK(nsrc(1));
-      if (w != 32 || sgn) return c.unsupported("bfind other than .u32");
+      if (w != 32) return c.unsupported("bfind other than .u32/.s32");
+      // bfind.s32 (PTX): the most significant non-sign bit, i.e. bfind.u32 of a < 0 ? ~a : a
+      // (0xffffffff for 0 and -1).
+      VOperand x = s[0];
+      if (sgn) {
+        int neg = em.newPred(), inv = em.tmp(), sel = em.tmp();
+        em.cmp(Op::SetLtS, neg, s[0], VOperand::i(0));
+        em.alu(Op::Not, inv, s[0]);
+        em.selp(sel, VOperand::r(inv), s[0], neg);
+        x = VOperand::r(sel);
+      }
       if (!m.shiftamt) {
-        em.alu(Op::Bfind, d.lo, s[0]);
+        em.alu(Op::Bfind, d.lo, x);
         return Ok{};
       }
-      // shiftamt: 31 - msb = clz(a) for a != 0, and 0xffffffff (no bit found) for a == 0.
+      // shiftamt: 31 - msb = clz(x) for x != 0, and 0xffffffff (no bit found) for x == 0.
       int t = em.tmp();
       int p = em.newPred();
-      em.alu(Op::Clz, t, s[0]);
-      em.cmp(Op::SetEq, p, s[0], VOperand::i(0));
+      em.alu(Op::Clz, t, x);
+      em.cmp(Op::SetEq, p, x, VOperand::i(0));
       em.selp(d.lo, VOperand::i(0xffffffffu), VOperand::r(t), p);
       return Ok{};
     }

@@ -18,6 +18,9 @@
 //   mul.lo      (al*bl : mulhi.u(al, bl) + al*bh + ah*bl)
 //   mul.hi.u    the four 32x32 products summed by columns with their carries
 //   mul.hi.s    mul.hi.u(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0) (mod 2^64)
+//   mad.hi      mul.hi(a, b) + c with the carry out of the low word
+//   bfe (reg)   (a << (64 - e)) >> (64 - e + pos), e = min(pos + len, 64), logical or arithmetic
+//   bfind.s     bfind.u(a < 0 ? ~a : a)
 //   div/rem     a 64-step shift-and-subtract loop on the magnitudes (two VIR blocks of its own)
 #include <algorithm>
 #include <optional>
@@ -301,8 +304,22 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       return Ok{};
     }
     case Opcode::Mad: {
-      if (!m.lo) return c.unsupported("64-bit mad.hi/mad.wide");
       QGPU_CHECK(nsrc(3));
+      if (m.hi) {  // mad.hi.{u,s}64: the product's high 64 bits, plus c mod 2^64
+        QGPU_TRY(a, pairOf(0));
+        QGPU_TRY(b, pairOf(1));
+        Pair t = sgn ? w.mulHiS(a, b) : w.mulHiU(a, b);
+        if (!d.wantsHi()) {
+          em.alu(Op::Add, d.lo, t.lo, s[2]);
+          return Ok{};
+        }
+        QGPU_TRY(ch, hiOf(2));
+        VOperand lo = w.op(Op::Add, t.lo, s[2]);
+        VOperand carry = w.bit(w.cmp(Op::SetLtU, lo, t.lo));
+        write({lo, w.op(Op::Add, w.op(Op::Add, t.hi, ch), carry)});
+        return Ok{};
+      }
+      if (!m.lo) return c.unsupported("64-bit mad.wide (PTX has none)");
       if (d.wantsHi()) {  // the mul.lo.u64 product plus c with carry, into temporaries first
         QGPU_TRY(ah, hiOf(0));
         QGPU_TRY(bh, hiOf(1));
@@ -408,9 +425,23 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       // (0 if len = 0)). With a constant pos and len: a shift right by pos, then the low
       // L = min(len, 64 - pos) bits zero- or sign-extended.
       QGPU_CHECK(nsrc(3));
-      if (in.srcs[1].kind != OperandKind::Imm || in.srcs[2].kind != OperandKind::Imm)
-        return c.unsupported(std::string("bfe.") + ptx::typeName(in.types[0]) +
-                             " with a register position or length (only constants)");
+      if (in.srcs[1].kind != OperandKind::Imm || in.srcs[2].kind != OperandKind::Imm) {
+        // A register position or length: with e = min(pos + len, 64), the field is
+        // (a << (64 - e)) >> (64 - e + pos), the right shift logical (.u64) or arithmetic (.s64).
+        // pos + len <= 64: the len bits from pos, zero- or sign-extended from bit pos + len - 1;
+        // pos < 64 < pos + len: a >> pos (the fill bit a[63]); pos >= 64: 0 or a[63] everywhere.
+        // The 64-bit shifts by a register give 0 (or the sign) from 64 on. len = 0 gives 0: so
+        // does the logical shift (by 64 - e + pos >= 64); the arithmetic one is replaced by 0.
+        QGPU_TRY(a, pairOf(0));
+        VOperand pos = w.op(Op::And, s[1], imm(0xff)), len = w.op(Op::And, s[2], imm(0xff));
+        VOperand end = w.op(Op::Add, pos, len);
+        VOperand e = w.sel(w.cmp(Op::SetLtU, end, imm(64)), end, imm(64));
+        VOperand up = w.op(Op::Sub, imm(64), e);
+        Pair r = w.shr(w.shl(a, up), w.op(Op::Add, up, pos), sgn);
+        if (sgn) r = w.select(w.cmp(Op::SetEq, len, imm(0)), {imm(0), imm(0)}, r);
+        write(r);
+        return Ok{};
+      }
       uint64_t pos = static_cast<uint64_t>(in.srcs[1].imm) & 0xff, len = static_cast<uint64_t>(in.srcs[2].imm) & 0xff;
       QGPU_TRY(a, pairOf(0));
       if (len == 0 || (pos >= 64 && !sgn)) {
@@ -478,7 +509,11 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
         return Ok{};
       }
       // bfind.u64: the index of the highest 1, 0xffffffff for 0 (bfind.u(0) = 0xffffffff).
-      if (sgn) return c.unsupported("bfind.s64");
+      if (sgn) {  // bfind.s64: the most significant non-sign bit = bfind.u64(a < 0 ? ~a : a)
+        int neg = w.cmp(Op::SetLtS, a.hi, imm(0));
+        a = w.select(neg, {w.op(Op::Not, a.lo), w.op(Op::Not, a.hi)}, a);
+        highZero = w.cmp(Op::SetEq, a.hi, imm(0));
+      }
       VOperand idx = w.sel(highZero, w.op(Op::Bfind, a.lo), w.op(Op::Add, w.op(Op::Bfind, a.hi), imm(32)));
       if (!m.shiftamt) {
         em.alu(Op::Mov, d.lo, idx);

@@ -2,6 +2,8 @@
 // equal global addresses on this machine. A 64-bit address that is not provably below 2^31 is
 // checked: its exact 64-bit value is formed and, if the high word is not zero, the access goes to
 // kFaultAddress, which the machine's bounds check rejects (docs/lowering.md, "Sound narrowing").
+#include <algorithm>
+
 #include "host/lower/translate.h"
 
 namespace qgpu::lower::tr {
@@ -87,6 +89,53 @@ void loadedHi(Ctx& c, Dest& d, Type t) {
   else c.writeHi(d, VOperand::i(0));
 }
 
+// ---- 64-bit accesses: two word accesses, the low word at the lower address (little-endian) ----
+// The alignment the first access of an ld/st checks: a split vector's size (mods.vecBytes), and
+// 8 for a 64-bit element, which a GPU requires of every 8-byte access ("misaligned address").
+uint32_t alignment(const ptx::Instruction& in, Type t) {
+  uint32_t v = in.mods.vecBytes;
+  return typeBits(t) == 64 ? std::max<uint32_t>(v, 8) : v;
+}
+
+// The high word's address: the low word's plus 4 (mod 2^32, as the machine adds offsets).
+std::pair<VOperand, int32_t> highWord(std::pair<VOperand, int32_t> a) {
+  return {a.first, static_cast<int32_t>(static_cast<uint32_t>(a.second) + 4u)};
+}
+
+VInstr memOp(Op op, Space space, int dst, std::pair<VOperand, int32_t> a, VOperand b = {}) {
+  VInstr v;
+  v.op = op;
+  v.space = space;
+  v.dst = dst;
+  v.src = {a.first, b, {}};
+  v.offset = a.second;
+  return v;
+}
+
+// Before a 64-bit store or atomic writes its low word: a GPU's 8-byte access faults as a whole,
+// so the high word must not be able to fault after the low one moved. The address is 8-aligned
+// (alignVector) or kFaultAddress (whose low access faults first). In global memory (504 bytes =
+// 63 × 8) an aligned low word in range has its high word in range; in shared memory of an odd
+// number of words the last word's partner lies outside, so the high word is first probed by a
+// load (no effect; it faults before anything moved).
+void probeHigh(Ctx& c, Space space, std::pair<VOperand, int32_t> a) {
+  if (space != Space::Shared || c.shared.words % 2 == 0) return;
+  c.em.emit(memOp(Op::Ld, space, c.em.tmp(), highWord(a)));
+}
+
+// ld.{u,s,b}64: the low word into a temporary first (the address may be the destination's own
+// low vreg), the high word into the destination's high vreg; both are always loaded, so the
+// access faults whenever either word is outside memory.
+Status load64(Ctx& c, Dest& d, std::pair<VOperand, int32_t> a, Space space) {
+  if (c.regBits(c.in->dsts[0]) != 64) return c.invalid("64-bit load into a register narrower than 64 bits");
+  Emitter& em = c.em;
+  int lo = em.tmp();
+  em.emit(memOp(Op::Ld, space, lo, a));
+  em.emit(memOp(Op::Ld, space, d.wantsHi() ? d.hi() : em.tmp(), highWord(a)));
+  em.alu(Op::Mov, d.lo, VOperand::r(lo));
+  return Ok{};
+}
+
 Status ldParam(Ctx& c) {
   // An entry parameter: its value is known at lowering time. An 8/16-bit parameter (`char`,
   // `short`, `bool` by value) is read by ld.param.u8/s8/u16/s16 of its own width: the low bits,
@@ -118,8 +167,9 @@ Status load(Ctx& c, Type t, Space space) {
   Emitter& em = c.em;
   if (in.dsts.size() != 1 || in.srcs.size() != 1) return c.invalid("ld needs one destination and one address");
   QGPU_TRY(a0, address(c, in.srcs[0]));
-  QGPU_TRY(a, alignVector(c, a0, in.mods.vecBytes));
+  QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
   QGPU_TRY(d, c.dest(in.dsts[0]));
+  if (typeBits(t) == 64) return load64(c, d, a, space);
   if (typeBits(t) == 8 || typeBits(t) == 16) {
     // A sub-word load from word memory: load the aligned word and extract the field
     // (little-endian: byte k of the word is bits 8k..8k+7). PTX requires natural alignment and a
@@ -149,7 +199,7 @@ Status load(Ctx& c, Type t, Space space) {
     loadedHi(c, d, t);
     return Ok{};
   }
-  if (typeBits(t) != 32) return c.unsupported(std::string("ld of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit loads)");
+  if (typeBits(t) != 32) return c.unsupported(std::string("ld of type .") + ptx::typeName(t) + " (only 8-, 16-, 32- and 64-bit loads)");
   if (c.regBits(in.dsts[0]) == 16) return c.unsupported("32-bit load into a 16-bit register");
   VInstr v;
   v.op = Op::Ld;
@@ -165,12 +215,21 @@ Status load(Ctx& c, Type t, Space space) {
 Status store(Ctx& c, Type t, Space space) {
   const auto& in = *c.in;
   const int bits = typeBits(t);
-  if (bits != 8 && bits != 16 && bits != 32)
-    return c.unsupported(std::string("st of type .") + ptx::typeName(t) + " (only 8-, 16- and 32-bit stores)");
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+    return c.unsupported(std::string("st of type .") + ptx::typeName(t) + " (only 8-, 16-, 32- and 64-bit stores)");
   if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
   QGPU_TRY(a0, address(c, in.srcs[0]));
-  QGPU_TRY(a, alignVector(c, a0, in.mods.vecBytes));
+  QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
   QGPU_TRY(value, c.val(in.srcs[1], 32));
+  if (bits == 64) {  // the low word at the lower address, then the high word
+    if (in.srcs[1].kind == OperandKind::Reg && c.regBits(in.srcs[1]) != 64)
+      return c.invalid("64-bit store of a register narrower than 64 bits");
+    QGPU_TRY(high, c.valHi(in.srcs[1]));
+    probeHigh(c, space, a);
+    c.em.emit(memOp(Op::St, space, kNone, a, value));
+    c.em.emit(memOp(Op::St, space, kNone, highWord(a), high));
+    return Ok{};
+  }
   VInstr v;
   // A sub-word store is the machine's lane-serial st.b8/st.b16 (docs/machine.md §4), never a word
   // load / insert / word store, which would lose the other lanes' bytes of the same word.
@@ -182,8 +241,54 @@ Status store(Ctx& c, Type t, Space space) {
   return Ok{};
 }
 
+// atom.{add,exch,and,or,xor}.{u64,b64,s64}: one 32-bit atomic per word, the low word's first, in
+// one block (docs/lowering.md, "64-bit atomics": one warp runs a whole block per step and the
+// lanes act in lane order in both ops, so the old values each lane gets and the final memory are
+// those of lane-serial 64-bit atomics). add: the high word adds b's high word plus the carry out
+// of the lane's own low add, old_lo + b_lo >= 2^32, i.e. (old_lo + b_lo) mod 2^32 < b_lo.
+Status atom64(Ctx& c, Space space) {
+  const auto& in = *c.in;
+  const std::string name = std::string("atom.") + ptx::atomOpName(in.mods.atom) + "." + ptx::typeName(in.types[0]);
+  Op op;
+  switch (in.mods.atom) {
+    case ptx::AtomOp::Add: op = Op::AtomAdd; break;
+    case ptx::AtomOp::And: op = Op::AtomAnd; break;
+    case ptx::AtomOp::Or: op = Op::AtomOr; break;
+    case ptx::AtomOp::Xor: op = Op::AtomXor; break;
+    case ptx::AtomOp::Exch: op = Op::AtomExch; break;
+    default:
+      return c.unsupported(name + " (64-bit atomics: add, exch, and, or, xor only; a 64-bit " +
+                           ptx::atomOpName(in.mods.atom) + " does not split into one atomic per word)");
+  }
+  if (in.dsts.size() != 1 || in.srcs.size() != 2) return c.invalid("wrong operand count for atom");
+  if (c.regBits(in.dsts[0]) != 64) return c.invalid("64-bit atom into a register narrower than 64 bits");
+  QGPU_TRY(a0, address(c, in.srcs[0]));
+  QGPU_TRY(a, alignVector(c, a0, 8));
+  QGPU_TRY(d, c.dest(in.dsts[0]));
+  QGPU_TRY(bl, c.val(in.srcs[1], 32));
+  QGPU_TRY(bh, c.valHi(in.srcs[1]));
+  Emitter& em = c.em;
+  probeHigh(c, space, a);
+  int oldLo = em.tmp();  // d.lo may be an address or operand vreg: written last
+  em.emit(memOp(op, space, oldLo, a, bl));
+  VOperand high = bh;
+  if (op == Op::AtomAdd) {
+    int sum = em.tmp(), cv = em.tmp(), hb = em.tmp();
+    int carry = em.newPred();
+    em.alu(Op::Add, sum, VOperand::r(oldLo), bl);
+    em.cmp(Op::SetLtU, carry, VOperand::r(sum), bl);
+    em.selp(cv, VOperand::i(1), VOperand::i(0), carry);
+    em.alu(Op::Add, hb, bh, VOperand::r(cv));
+    high = VOperand::r(hb);
+  }
+  em.emit(memOp(op, space, d.wantsHi() ? d.hi() : em.tmp(), highWord(a), high));
+  em.alu(Op::Mov, d.lo, VOperand::r(oldLo));
+  return Ok{};
+}
+
 Status atom(Ctx& c, Type t, Space space) {
   const auto& in = *c.in;
+  if (typeBits(t) == 64) return atom64(c, space);
   if (typeBits(t) != 32) return c.unsupported(std::string("atom of type .") + ptx::typeName(t) + " (only 32-bit integers)");
   bool sgn = typeSigned(t);
   Op op;

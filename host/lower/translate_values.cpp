@@ -216,8 +216,14 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
       switch (in.op) {
         case Opcode::Mov: case Opcode::Cvta: case Opcode::And: case Opcode::Or: case Opcode::Xor:
         case Opcode::Not: case Opcode::Neg: case Opcode::Add: case Opcode::Sub: case Opcode::Selp:
-        case Opcode::Mad:
           if (d) markAll();
+          break;
+        case Opcode::Mad:  // mad.hi.{u,s}64 reads every bit of a and b; c's high half only for d's
+          if (d) markAll();
+          else if (tb == 64 && in.mods.hi && in.srcs.size() == 3) {
+            mark(in.srcs[0]);
+            mark(in.srcs[1]);
+          }
           break;
         case Opcode::Mul:
           if (d || (tb == 64 && !in.mods.lo)) markAll();
@@ -237,10 +243,13 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
           if (in.types.size() == 2 && typeBits(in.types[1]) == 64 && typeBits(in.types[0]) == 64 && d) markAll();
           break;
         case Opcode::Ld: case Opcode::St: case Opcode::Atom:
-          // 32-bit values only read low halves (wider types are refused); a 64-bit address
-          // register reads its high half, which must be zero for the access not to fault.
+          // A 64-bit address register reads its high half, which must be zero for the access not
+          // to fault. A 64-bit st or atom also stores (or combines) its value's high word; 8- to
+          // 32-bit ones read low halves only.
           if (!in.srcs.empty() && in.srcs[0].kind == OperandKind::Address && in.srcs[0].addrIsReg)
             mark(in.srcs[0]);
+          if (in.op != Opcode::Ld && tb == 64)
+            for (size_t k = 1; k < in.srcs.size(); ++k) mark(in.srcs[k]);
           break;
         default:
           if (tb == 64) markAll();  // anything else on 64-bit data reads every bit

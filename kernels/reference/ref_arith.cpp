@@ -49,9 +49,25 @@ void charArgs(RefArgs& r) {
   }
 }
 
+void u64SumSquares(RefArgs& r) {
+  auto &x = r.a("x"), &bias = r.a("bias"), &partial = r.a("partial"), &total = r.a("total"), &bits = r.a("bits");
+  const auto n = static_cast<uint32_t>(r.s("n"));
+  uint64_t sum = 0, mask = 0;
+  for (uint32_t i = 0; i < r.threads() && i < n; ++i) {
+    const int64_t v = x[i];
+    const int64_t sq = v * v * 1000003;  // |v| <= 2^20: below 2^60
+    setPair(partial, i, static_cast<uint64_t>(static_cast<int64_t>(pairAt(bias, i)) - sq + v));
+    sum += static_cast<uint64_t>(sq);
+    mask |= uint64_t{1} << ((i * 9) % 64);
+  }
+  setPair(total, 0, sum);
+  setPair(bits, 0, mask);
+}
+
 }  // namespace
 
 void addArithKernels(Table& t) {
+  t["u64_sum_squares"] = u64SumSquares;
   t["int64_ops"] = int64Ops;
   t["short_div"] = shortDiv;
   t["char_args"] = charArgs;

@@ -1,8 +1,9 @@
 // qgpu/kernels/tests/signature_test.cpp — the kernel file's __global__ signature as people write
 // it: typedef'd and fixed-width types, default arguments, __launch_bounds__, template kernels and
 // their instantiation; sub-word arrays as word-packed u32; sub-word scalars by value with their
-// range; vector arrays as arrays of components, laid out at their alignment; vectors by value and
-// 64-bit types refused with the source line; the launch line's `shared=W` (label cpu).
+// range; vector arrays as arrays of components, laid out at their alignment; 64-bit arrays as
+// word pairs at a multiple of 8 bytes; vectors and 64-bit scalars by value refused with the
+// source line; the launch line's `shared=W` (label cpu).
 #include "kernels/signature.h"
 
 #include <gtest/gtest.h>
@@ -179,6 +180,37 @@ TEST(KernelLayout, VectorArraysStartAtAMultipleOfTheirSize) {
   EXPECT_EQ(image->usedWords, 15u);
 }
 
+TEST(KernelLayout, SixtyFourBitArraysAreWordPairsAtAMultipleOfEightBytes) {
+  // a: 3 words at 0; w (long long*): 4 words (2 elements) aligned up from word 3 to word 4;
+  // u (uint64_t*): 2 words at word 8; the low word of each element first, as given.
+  auto spec = parse("// qgpu-kernel: k\n// summary: s\n// launch: grid=1 block=1\n"
+                    "// param: a in i32[3] = 1 2 3\n// param: w in u32[4] = 0xffffffff 1 5 0x80000000\n"
+                    "// param: u out u32[2]\n\n"
+                    "__global__ void k(const int* a, const long long* w, unsigned long long* u) {}\n");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  auto image = layout(*spec);
+  ASSERT_TRUE(image.ok()) << image.error().str();
+  ASSERT_EQ(image->params.size(), 3u);
+  EXPECT_EQ(image->params[1], 16u);  // byte address of word 4
+  EXPECT_EQ(image->params[2], 32u);  // word 8
+  EXPECT_EQ(image->global[3], 0u);   // the gap
+  EXPECT_EQ(image->global[4], 0xffffffffu);
+  EXPECT_EQ(image->global[5], 1u);
+  EXPECT_EQ(image->usedWords, 10u);
+  for (const char* type : {"long", "long int", "unsigned long", "long long int", "int64_t", "std::uint64_t", "size_t"}) {
+    auto other = parse("// qgpu-kernel: k\n// summary: s\n// launch: grid=1 block=1\n// param: w inout u32[2]\n\n"
+                       "__global__ void k(" + std::string(type) + "* w) {}\n");
+    EXPECT_TRUE(other.ok()) << type << ": " << other.error().str();
+  }
+  // The failing twin: an odd number of words is not whole elements.
+  auto odd = parse("// qgpu-kernel: k\n// summary: s\n// launch: grid=1 block=1\n// param: w inout u32[3]\n\n"
+                   "__global__ void k(long long* w) {}\n");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.error().kind, ErrorKind::KernelFile);
+  EXPECT_NE(odd.error().message.find("has 3 words but a 'long long' array needs an even number"), std::string::npos)
+      << odd.error().str();
+}
+
 struct BadSignature {
   const char* what;
   std::string header;
@@ -231,7 +263,9 @@ const BadSignature kBadSignatures[] = {
     {"ByteVectorArrayWrittenAsI32", "", "__global__ void k(const char4* a, int* out, unsigned n) {}\n",
      ErrorKind::KernelFile, 4, "word-packed 8-bit components: write it as u32 words"},
     {"WideScalar", "", "__global__ void k(int* a, int* out, unsigned long long n) {}\n",
-     ErrorKind::PtxUnsupported, 8, "is 64-bit"},
+     ErrorKind::PtxUnsupported, 8, "is 64-bit by value"},
+    {"WideArrayWrittenAsI32", "", "__global__ void k(const long long* a, int* out, unsigned n) {}\n",
+     ErrorKind::KernelFile, 4, "'long long' array is word-packed 64-bit elements: write it as u32 words"},
     {"TemplateSubWordWrittenAsI32", "// template: k<char>\n", kTemplate, ErrorKind::KernelFile, 4,
      "'char' array is word-packed"},
     {"ShortScalarWrittenAsU32", "", "__global__ void k(int* a, int* out, short n) {}\n", ErrorKind::KernelFile,

@@ -1,14 +1,19 @@
 // qgpu/host/lower/tests/arith64_cuda_test.cpp — `long long`, `short` and `char` arithmetic as
 // clang-14 and nvcc compile it (label tools; a missing compiler skips its cases with the reason):
 // neg, ordered compares, shifts by a variable amount, mul, the 128-bit product's high half, bit
-// fields (bfe, nvcc's bfi), min/max/abs, 64-bit division, narrow conversions and 16-bit division,
+// fields (bfe, nvcc's bfi; constant and variable position and length), __umul64hi/__mul64hi plus
+// an addend (mad.hi.u64/s64), min/max/abs, 64-bit division, narrow conversions and 16-bit division,
 // each signed and unsigned, on edge values (0, ±1, INT64_MIN/MAX, the 32-bit boundary, shift amounts
 // 0/1/31/32/33/63). Every case is a kernel of one source for both compilers, lowered and run in
 // the interpreter; the expected words come from a plain C++ evaluation of the same expression
-// written here (C++20: conversions to signed types are modular), never from qgpu.
+// written here (C++20: conversions to signed types are modular), never from qgpu. Also 64-bit
+// arrays and unsigned long long atomics (SixtyFourBitArraysAndAtomics).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,15 @@ const std::vector<Case>& cases() {
        [](S64, S64, U64 a, U64 b, unsigned) { return static_cast<U64>((static_cast<unsigned __int128>(a) * b) >> 64); }},
       {"mulhi_s", "(long long)(((__int128)x * y) >> 64)",
        [](S64 x, S64 y, U64, U64, unsigned) { return static_cast<U64>((static_cast<__int128>(x) * y) >> 64); }},
+      {"madhi_u", "__umul64hi(ux, uy) + ux",
+       [](S64, S64, U64 a, U64 b, unsigned) { return static_cast<U64>((static_cast<unsigned __int128>(a) * b) >> 64) + a; }},
+      {"madhi_s", "__mul64hi(x, y) + y",
+       [](S64 x, S64 y, U64, U64 b, unsigned) { return static_cast<U64>((static_cast<__int128>(x) * y) >> 64) + b; }},
+      // A field at a variable position and length (n's bytes 0 and 1).
+      {"field_var_u", "(ux >> (n & 63)) & ((1ull << ((n >> 8) & 63)) - 1)",
+       [](S64, S64, U64 a, U64, unsigned n) { return (a >> (n & 63)) & ((1ull << ((n >> 8) & 63)) - 1); }},
+      {"field_var_s", "(long long)(ux << (n & 63)) >> ((n >> 8) & 63)",
+       [](S64, S64, U64 a, U64, unsigned n) { return static_cast<U64>(static_cast<S64>(a << (n & 63)) >> ((n >> 8) & 63)); }},
       {"field_u", "(ux >> 7) & 0xfffff", [](S64, S64, U64 a, U64, unsigned) { return (a >> 7) & 0xfffff; }},
       {"field_s", "(long long)(ux << 20) >> 44", [](S64, S64, U64 a, U64, unsigned) { return static_cast<U64>(static_cast<S64>(a << 20) >> 44); }},
       {"insert", "(ux & ~0xffffff00ull) | ((uy << 8) & 0xffffff00ull)",
@@ -158,6 +172,67 @@ TEST_P(Arith64Cuda, EveryCaseMatchesTheCxxEvaluationOnEdgeValues) {
       }
     }
   }
+}
+
+// 64-bit arrays and atomics as public code writes them: `unsigned long long*` and `long long*`
+// elements loaded, computed on and stored; atomicAdd/Or/Xor/And/Exch on unsigned long long. One
+// warp (4 threads), so the lanes act in thread order, as on this machine (docs/machine.md §4):
+// the old values atomicAdd and atomicExch return are those of the atomics done in thread order.
+TEST_P(Arith64Cuda, SixtyFourBitArraysAndAtomics) {
+  const std::string src =
+      "extern \"C\" __global__ void w_mem(const unsigned long long* in, long long* sg, unsigned long long* out,\n"
+      "                                   unsigned long long* acc) {\n"
+      "  unsigned t = threadIdx.x;\n"
+      "  unsigned long long v = in[t];\n"
+      "  out[t] = v + (v >> 40) + 0x100000000ull;\n"
+      "  sg[t] = (sg[t] >> 3) - 5;\n"
+      "  out[4 + t] = atomicAdd(acc, v);\n"
+      "  atomicOr(acc + 1, v);\n  atomicXor(acc + 2, v);\n  atomicAnd(acc + 3, v);\n"
+      "  out[8 + t] = atomicExch(acc + 4, v + t);\n"
+      "}\n";
+  const U64 in[4] = {0x00000001ffffffffull, 0xffffffffffffffffull, 0x8000000000000000ull, 0x123456789abcdef0ull};
+  const S64 sg[4] = {INT64_MIN, -1, 7, INT64_MAX};
+  const U64 acc0[5] = {0xfffffffffffffffeull, 0, 0x0f0f0f0ff0f0f0f0ull, ~0ull, 0x55};
+  // Byte addresses: in at 0 (words 0..7), sg at 32 (8..15), out at 64 (16..39), acc at 160 (40..49).
+  machine::Launch launch;
+  launch.blockX = 4;
+  auto put = [&](size_t word, U64 v) {
+    launch.global[word] = static_cast<uint32_t>(v);
+    launch.global[word + 1] = static_cast<uint32_t>(v >> 32);
+  };
+  for (size_t t = 0; t < 4; ++t) put(2 * t, in[t]), put(8 + 2 * t, static_cast<U64>(sg[t]));
+  for (size_t k = 0; k < 5; ++k) put(40 + 2 * k, acc0[k]);
+  // The C++ evaluation, thread by thread in order.
+  U64 out[12] = {}, acc[5];
+  S64 sgOut[4];
+  std::copy(std::begin(acc0), std::end(acc0), acc);
+  for (size_t t = 0; t < 4; ++t) {
+    U64 v = in[t];
+    out[t] = v + (v >> 40) + 0x100000000ull;
+    sgOut[t] = (sg[t] >> 3) - 5;
+    out[4 + t] = acc[0];
+    acc[0] += v;
+    acc[1] |= v;
+    acc[2] ^= v;
+    acc[3] &= v;
+    out[8 + t] = acc[4];
+    acc[4] = v + t;
+  }
+  auto ptxText = host::compileToPtx(src, GetParam());
+  ASSERT_TRUE(ptxText.ok()) << ptxText.error().str();
+  auto module = ptx::parse(*ptxText, "wide.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().str();
+  LowerOptions opt;
+  opt.params = {0, 32, 64, 160};
+  auto program = lower(*module, opt);
+  ASSERT_TRUE(program.ok()) << program.error().str();
+  auto r = oracle::run(*program, launch, oracle::RunOptions{100000, false});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r->status, oracle::RunStatus::Finished) << r->fault.message;
+  auto get = [&](size_t word) { return r->global[word] | static_cast<U64>(r->global[word + 1]) << 32; };
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(get(8 + 2 * t), static_cast<U64>(sgOut[t])) << "sg[" << t << "]";
+  for (size_t k = 0; k < 12; ++k) EXPECT_EQ(get(16 + 2 * k), out[k]) << "out[" << k << "]";
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(get(40 + 2 * k), acc[k]) << "acc[" << k << "]";
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, Arith64Cuda, testing::Values(host::Compiler::Clang, host::Compiler::Nvcc),

@@ -2,8 +2,9 @@
 // with register pairs and run in the reference interpreter (label cpu): neg.s64, ordered 64-bit
 // setp, 64-bit shifts by a register (PTX clamps amounts above 64 to 64), mul.hi.u64/.s64,
 // div/rem.u64/.s64 (a loop, guarded too),
-// min/max/abs on 64 bits, bfe.u64/.s64, bfi.b32/.b64, popc/clz/brev.b64, the narrow cvts
-// (8 and 16 bits, destinations wider than the type), div/rem.u16/.s16 with their edge values,
+// mad.hi.u64/.s64, min/max/abs on 64 bits, bfe.u64/.s64 (constant and register position and
+// length), bfi.b32/.b64, popc/clz/brev.b64, bfind.s64/.s32, the narrow cvts (8 and 16 bits,
+// destinations wider than the type), div/rem.u16/.s16 with their edge values, mad.hi.u16/.s16,
 // ld.param of 8/16-bit entry parameters and of narrow or widened callee arguments; the
 // refusals name the load and its line.
 //
@@ -237,6 +238,33 @@ TEST(Lower64, MulHiIsTheUpperHalfOfThe128BitProduct) {
   expectModel("mul.lo.s64 %rd9, %rd4, %rd6;\n", [](uint64_t a, uint64_t b) { return a * b; });
 }
 
+TEST(Lower64, MadHiAddsToTheUpperHalfOfTheProduct) {
+  // c = x. (2^64-1)^2: hi 0xffffffff_fffffffe, + (2^64-1) = 0xffffffff_fffffffd; 2^32 * 2^32: hi 1;
+  // 2^63 * 2: hi 1; (2^64-1) * 2^32: hi 0x00000000_ffffffff, + (2^64-1): the low words carry,
+  // 0x00000000_fffffffe.
+  expectTable("mad.hi.u64 %rd9, %rd4, %rd6, %rd4;\n",
+              {{kAll, kAll, 0xfffffffffffffffd}, {0x100000000, 0x100000000, 0x100000001},
+               {kMin, 2, 0x8000000000000001}, {kAll, 0x100000000, 0xfffffffe}, {0xffffffff, 0xffffffff, 0xffffffff}});
+  // Signed: -1 * -1 = 1: hi 0, + -1; (-2^63)^2 = 2^126: hi 2^62, + -2^63 = 0xc000...; -1 * 1: hi -1, + -1.
+  expectTable("mad.hi.s64 %rd9, %rd4, %rd6, %rd4;\n",
+              {{kAll, kAll, kAll}, {kMin, kMin, 0xc000000000000000}, {kAll, 1, 0xfffffffffffffffe}});
+  expectModel("mad.hi.u64 %rd9, %rd4, %rd6, %rd6;\n", [](uint64_t a, uint64_t b) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64) + b;
+  });
+  expectModel("mad.hi.s64 %rd9, %rd4, %rd6, %rd4;\n", [](uint64_t a, uint64_t b) {
+    return static_cast<uint64_t>((static_cast<__int128>(s64(a)) * s64(b)) >> 64) + a;
+  });
+  // The destination is a source; only the low half read afterwards.
+  expectModel("mad.hi.u64 %rd4, %rd4, %rd6, %rd4;\nmov.b64 %rd9, %rd4;\n", [](uint64_t a, uint64_t b) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64) + a;
+  });
+  expectModel("mad.hi.s64 %rd5, %rd4, %rd6, %rd4;\ncvt.u32.u64 %r6, %rd5;\ncvt.u64.u32 %rd9, %r6;\n",
+              [](uint64_t a, uint64_t b) {
+                return static_cast<uint64_t>(static_cast<uint32_t>(
+                    static_cast<uint64_t>((static_cast<__int128>(s64(a)) * s64(b)) >> 64) + a));
+              });
+}
+
 TEST(Lower64, MinMaxAbs) {
   expectTable("min.s64 %rd9, %rd4, %rd6;\n", {{kMin, kMax, kMin}, {kAll, 0, kAll}, {0x100000000, 0xffffffff, 0xffffffff}});
   expectTable("max.u64 %rd9, %rd4, %rd6;\n", {{kMin, kMax, kMin}, {kAll, 0, kAll}, {0x100000000, 0xffffffff, 0x100000000}});
@@ -280,6 +308,40 @@ TEST(Lower64, BfeWithConstantPositionAndLength) {
     }
 }
 
+TEST(Lower64, BfeWithRegisterPositionAndLength) {
+  // pos = y's low word (%r4), len = y's high word (%r5), each taken & 0xff.
+  const char* u = "bfe.u64 %rd9, %rd4, %r4, %r5;\n";
+  const char* sg = "bfe.s64 %rd9, %rd4, %r4, %r5;\n";
+  // Bits 28..43 of 0x8765432112345678 are 0x3211 (sign bit 43 clear); of 0x87654c2112345678
+  // 0xc211 (bit 43 set: .s64 fills with ones). Bits 40..79 (len 40 past bit 63): 0x876543, bit
+  // 63 fills. pos 0x105 -> 5, len 0x103 -> 3: bits 5..7 of 0xe0 = 7, sign bit 7 set. len 0: 0.
+  // pos 70 / 255: every bit is a[63] (.s64) or 0 (.u64).
+  expectTable(u, {{0x8765432112345678, 0x000000100000001c, 0x3211}, {0x87654c2112345678, 0x000000100000001c, 0xc211},
+                  {0x8765432112345678, 0x0000002800000028, 0x876543}, {0xe0, 0x0000010300000105, 7},
+                  {kAll, 3, 0}, {kAll, 0x000000ff000000ff, 0}, {kAll, 0x0000004000000000, kAll}});
+  expectTable(sg, {{0x8765432112345678, 0x000000100000001c, 0x3211},
+                   {0x87654c2112345678, 0x000000100000001c, 0xffffffffffffc211},
+                   {0x8765432112345678, 0x0000002800000028, 0xffffffffff876543},
+                   {0xe0, 0x0000010300000105, kAll}, {kAll, 3, 0}, {kMin, 0x0000000300000046, kAll},
+                   {kMax, 0x0000000300000046, 0}, {kMin, 0x000000ff000000ff, kAll}, {kMax, 0x0000004000000000, kMax}});
+  // Every field of the constant test's list, through registers, against the bit-by-bit model.
+  const std::pair<uint32_t, uint32_t> fields[] = {{0, 1}, {0, 31}, {0, 32}, {0, 33}, {7, 12}, {20, 12},
+                                                  {31, 2}, {32, 32}, {33, 31}, {0, 64}, {1, 64}, {63, 1},
+                                                  {63, 5}, {64, 3}, {5, 0}, {200, 200}, {0x105, 0x103}};
+  for (auto [pos, len] : fields)
+    for (bool sgn : {false, true}) {
+      std::string body = "mov.u32 %r10, " + std::to_string(pos) + ";\nmov.u32 %r11, " + std::to_string(len) +
+                         ";\nbfe." + (sgn ? "s64" : "u64") + " %rd9, %rd4, %r10, %r11;\n";
+      expectModel(body, [&](uint64_t a, uint64_t) { return bfeModel(a, pos, len, sgn, 64); }, 24);
+    }
+  // Random positions and lengths (y's words) and a destination that is the source.
+  expectModel(u, [](uint64_t a, uint64_t y) { return bfeModel(a, static_cast<uint32_t>(y), static_cast<uint32_t>(y >> 32), false, 64); });
+  expectModel(sg, [](uint64_t a, uint64_t y) { return bfeModel(a, static_cast<uint32_t>(y), static_cast<uint32_t>(y >> 32), true, 64); });
+  expectModel("bfe.s64 %rd4, %rd4, %r4, %r5;\nmov.b64 %rd9, %rd4;\n", [](uint64_t a, uint64_t y) {
+    return bfeModel(a, static_cast<uint32_t>(y), static_cast<uint32_t>(y >> 32), true, 64);
+  });
+}
+
 // PTX bfi on w bits: b with bits pos + i (i < len, pos + i < w) taken from f's bit i.
 uint64_t bfiModel(uint64_t f, uint64_t b, uint32_t pos, uint32_t len, int w) {
   pos &= 0xff;
@@ -321,6 +383,40 @@ TEST(Lower64, PopcClzBrevBfind) {
               [](uint64_t a, uint64_t) { return static_cast<uint64_t>(__builtin_popcountll(a)); });
   expectModel("clz.b64 %r6, %rd4;\ncvt.u64.u32 %rd9, %r6;\n",
               [](uint64_t a, uint64_t) { return a == 0 ? 64 : static_cast<uint64_t>(__builtin_clzll(a)); });
+}
+
+// PTX bfind: the highest bit unlike the sign (.s) or the highest 1 (.u), 0xffffffff if none.
+uint64_t bfindModel(uint64_t a, bool sgn, bool shiftamt, int w) {
+  const uint64_t top = uint64_t{1} << (w - 1);
+  const uint64_t mask = w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+  a &= mask;
+  if (sgn && (a & top)) a = ~a & mask;
+  for (int i = w - 1; i >= 0; --i)
+    if ((a >> i) & 1) return shiftamt ? static_cast<uint64_t>(w - 1 - i) : static_cast<uint64_t>(i);
+  return 0xffffffff;
+}
+
+TEST(Lower64, BfindSignedFindsTheHighestBitUnlikeTheSign) {
+  // 0 and -1: none; 1 and -2 (~ = 1): bit 0; INT64_MAX and INT64_MIN (~ = INT64_MAX): bit 62;
+  // 0xffffffff_00000000 (~ = 0x00000000_ffffffff): 31; 2^32 and 0xfffffffe_ffffffff: 32.
+  expectTable("bfind.s64 %r6, %rd4;\ncvt.u64.u32 %rd9, %r6;\n",
+              {{0, 0, 0xffffffff}, {kAll, 0, 0xffffffff}, {1, 0, 0}, {0xfffffffffffffffe, 0, 0}, {kMax, 0, 62},
+               {kMin, 0, 62}, {0xffffffff00000000, 0, 31}, {0x100000000, 0, 32}, {0xfffffffeffffffff, 0, 32}});
+  expectTable("bfind.shiftamt.s64 %r6, %rd4;\ncvt.u64.u32 %rd9, %r6;\n",
+              {{1, 0, 63}, {kMin, 0, 1}, {0, 0, 0xffffffff}, {kAll, 0, 0xffffffff}, {0x100000000, 0, 31}});
+  // 32 bits: -2: 0; 0x7fffffff and 0x80000000 (~ = 0x7fffffff): 30; 0 and -1: none; 2^16: 16.
+  expectTable("bfind.s32 %r6, %r2;\ncvt.u64.u32 %rd9, %r6;\n",
+              {{0xfffffffe, 0, 0}, {0x7fffffff, 0, 30}, {0x80000000, 0, 30}, {0, 0, 0xffffffff}, {0xffffffff, 0, 0xffffffff},
+               {0x10000, 0, 16}});
+  expectTable("bfind.shiftamt.s32 %r6, %r2;\ncvt.u64.u32 %rd9, %r6;\n",
+              {{0x10000, 0, 15}, {0x80000000, 0, 1}, {0xffffffff, 0, 0xffffffff}});
+  for (bool shiftamt : {false, true}) {
+    const std::string mod = shiftamt ? ".shiftamt" : "";
+    expectModel("bfind" + mod + ".s64 %r6, %rd4;\ncvt.u64.u32 %rd9, %r6;\n",
+                [&](uint64_t a, uint64_t) { return bfindModel(a, true, shiftamt, 64); });
+    expectModel("bfind" + mod + ".s32 %r6, %r2;\ncvt.u64.u32 %rd9, %r6;\n",
+                [&](uint64_t a, uint64_t) { return bfindModel(a, true, shiftamt, 32); });
+  }
 }
 
 TEST(Lower64, DivisionIsAShiftAndSubtractLoop) {
@@ -417,6 +513,27 @@ TEST(LowerNarrow, SixteenBitMad) {
               {{0x100, 0x100, 7}, {0xffff, 2, 5}});
   expectTable("cvt.u16.u32 %rs1, %r2;\nmad.wide.s16 %r6, %rs1, 3, %r4;\ncvt.u64.u32 %rd9, %r6;\n",
               {{0xffff, 10, 7}, {0x7fff, 0, 0x17ffd}});
+}
+
+TEST(LowerNarrow, SixteenBitMadHi) {
+  // (a*b)[31:16] + c on 16 bits, c = a. Unsigned: 0xffff^2 = 0xfffe0001: 0xfffe + 0xffff = 0x1fffd
+  // -> 0xfffd; 0x8000 * 0x7fff = 0x3fff8000: 0x3fff + 0x8000 = 0xbfff; 0x8000^2 = 0x40000000:
+  // 0x4000 + 0x8000. Signed: (-1)^2 = 1: 0 + 0xffff; -32768 * 32767 = 0xc0008000: 0xc000 + 0x8000
+  // = 0x14000 -> 0x4000; 1 * -1 = 0xffffffff: 0xffff + 1 -> 0.
+  const std::string load = "cvt.u16.u32 %rs1, %r2;\ncvt.u16.u32 %rs2, %r4;\n";
+  const std::string store = "cvt.u64.u16 %rd9, %rs3;\n";
+  expectTable(load + "mad.hi.u16 %rs3, %rs1, %rs2, %rs1;\n" + store,
+              {{0xffff, 0xffff, 0xfffd}, {0x8000, 0x7fff, 0xbfff}, {0x8000, 0x8000, 0xc000}, {1, 1, 1}});
+  expectTable(load + "mad.hi.s16 %rs3, %rs1, %rs2, %rs1;\n" + store,
+              {{0xffff, 0xffff, 0xffff}, {0x8000, 0x7fff, 0x4000}, {0x8000, 0x8000, 0xc000}, {1, 0xffff, 0}});
+  expectModel(load + "mad.hi.u16 %rs3, %rs1, %rs2, %rs2;\n" + store, [](uint64_t x, uint64_t y) {
+    uint32_t a = static_cast<uint16_t>(x), b = static_cast<uint16_t>(y);
+    return uint64_t{static_cast<uint16_t>((a * b >> 16) + b)};
+  });
+  expectModel(load + "mad.hi.s16 %rs3, %rs1, %rs2, %rs2;\n" + store, [](uint64_t x, uint64_t y) {
+    int32_t a = static_cast<int16_t>(x), b = static_cast<int16_t>(y);
+    return uint64_t{static_cast<uint16_t>((a * b >> 16) + b)};
+  });
 }
 
 // ---- Parameters ----

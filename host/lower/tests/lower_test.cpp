@@ -277,13 +277,13 @@ TEST(LowerErrors, RefusesFloatAddNamingItsLine) {
 }
 
 TEST(LowerErrors, RefusesUnsupportedOpcodeForms) {
-  auto d = lowerError(kernel("mov.u32 %r1, %tid.x;\nmad.hi.u64 %rd1, %rd2, %rd3, %rd4;\nret;"));
+  auto d = lowerError(kernel("mov.u32 %r1, %tid.x;\nmul24.hi.u32 %r2, %r1, %r1;\nret;"));
   EXPECT_EQ(d.kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(d.message.find("`mad.hi.u64 %rd1, %rd2, %rd3, %rd4;`"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("`mul24.hi.u32 %r2, %r1, %r1;`"), std::string::npos) << d.str();
   EXPECT_EQ(d.loc.line, 12u) << d.str();
-  auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\nst.global.u64 [%rd1], %rd2;\nret;"));
+  auto st = lowerError(kernel("ld.param.u64 %rd1, [k_param_0];\natom.global.min.u64 %rd3, [%rd1], %rd2;\nret;"));
   EXPECT_EQ(st.kind, ErrorKind::PtxUnsupported);
-  EXPECT_NE(st.message.find("st.global.u64"), std::string::npos) << st.str();
+  EXPECT_NE(st.message.find("atom.global.min.u64"), std::string::npos) << st.str();
 }
 
 TEST(Lower64Bit, ShlByARegisterComputesTheUpperHalfItFeeds) {
