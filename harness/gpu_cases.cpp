@@ -104,18 +104,30 @@ Expected<gpu::Inputs> buildInputs(const std::vector<kernels::KernelSpec>& specs,
 }
 
 std::string gitCommit(const std::string& sourceDir) {
-  auto slurp = [](const std::string& path) {
+  auto slurp = [](const std::string& path) {  // the first line, or "" (a directory reads as "")
     std::ifstream in(path);
     std::string line;
     std::getline(in, line);
     return line;
   };
-  std::string head = slurp(sourceDir + "/.git/HEAD");
+  auto under = [](const std::string& base, const std::string& path) {
+    return !path.empty() && path[0] == '/' ? path : base + "/" + path;
+  };
+  // The git directory: .git itself, or the one a worktree's (or submodule's) .git file names;
+  // a worktree keeps HEAD in it and the refs in the common directory its `commondir` names.
+  std::string gitDir = sourceDir + "/.git";
+  if (const std::string link = slurp(gitDir); link.rfind("gitdir: ", 0) == 0) {
+    gitDir = under(sourceDir, link.substr(8));
+  }
+  const std::string common = slurp(gitDir + "/commondir");
+  const std::string commonDir = common.empty() ? gitDir : under(gitDir, common);
+  const std::string head = slurp(gitDir + "/HEAD");
   if (head.rfind("ref: ", 0) != 0) return head.size() == 40 ? head : "unknown";
-  std::string ref = head.substr(5);
-  std::string sha = slurp(sourceDir + "/.git/" + ref);
-  if (sha.size() == 40) return sha;
-  std::ifstream packed(sourceDir + "/.git/packed-refs");
+  const std::string ref = head.substr(5);
+  for (const std::string& dir : {gitDir, commonDir}) {
+    if (std::string sha = slurp(dir + "/" + ref); sha.size() == 40) return sha;
+  }
+  std::ifstream packed(commonDir + "/packed-refs");
   std::string line;
   while (std::getline(packed, line)) {
     if (line.size() > 41 && line.compare(41, std::string::npos, ref) == 0) {

@@ -38,7 +38,8 @@ Expected<gpu::Inputs> buildInputs(const std::vector<kernels::KernelSpec>& specs,
                                   const std::vector<host::Compiler>& compilers,
                                   const std::string& commit);
 
-// The commit checked out in `sourceDir` (read from .git, no subprocess), or "unknown".
+// The commit checked out in `sourceDir` (read from .git, no subprocess; a worktree's or
+// submodule's .git file followed to its git directory), or "unknown".
 std::string gitCommit(const std::string& sourceDir);
 
 }  // namespace qgpu::harness
