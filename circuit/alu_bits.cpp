@@ -348,18 +348,17 @@ int bfeBusDims(bool isSigned) {
   return 96 + (isSigned ? 1 : 0);
 }
 
-Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
-                                const MlpContext& ctx2, const BfeSpec& s) {
-  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
-  Builder b1(level1, ctx1, g + " level 1"), b2(level2, ctx2, g + " level 2");
-  QGPU_CHECK(b1.check());
-  QGPU_CHECK(b2.check());
+namespace {
+
+Status checkBfe(const std::string& g, const BfeSpec& s, int busMax) {
   QGPU_CHECK(checkWidth(g, s.a, "a", 32, 32));
   QGPU_CHECK(checkWidth(g, s.b, "b", 8, 32));
   QGPU_CHECK(checkWidth(g, s.c, "c", 8, 32));
-  QGPU_CHECK(checkWidth(g, s.bus, "the bus", bfeBusDims(s.isSigned), bfeBusDims(s.isSigned)));
-  QGPU_CHECK(checkWidth(g, s.out, "out", 32, 32));
-  auto sh = [&](int i) { return s.bus.at(i); };
+  QGPU_CHECK(checkWidth(g, s.bus, "the bus", bfeBusDims(s.isSigned), busMax));
+  return checkWidth(g, s.out, "out", 32, 32);
+}
+
+Status bfeLevel1(Builder& b1, const BfeSpec& s) {
   auto m = [&](int i) { return s.bus.at(32 + i); };
   auto r = [&](int i) { return s.bus.at(64 + i); };
   const int f = s.isSigned ? s.bus.at(96) : -1;
@@ -407,8 +406,15 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
       QGPU_CHECK(b1.step(both.shifted(-theta + 1), up, {{f, 1}}));
     }
   }
+  return Ok{};
+}
 
-  // Level 2.
+// Level 2 reads sh, m, r (and f when signed) of s.bus; an unsigned level 2 may read a signed bus.
+Status bfeLevel2(Builder& b2, const BfeSpec& s) {
+  auto sh = [&](int i) { return s.bus.at(i); };
+  auto m = [&](int i) { return s.bus.at(32 + i); };
+  auto r = [&](int i) { return s.bus.at(64 + i); };
+  const int f = s.isSigned ? s.bus.at(96) : -1;
   QGPU_CHECK(b2.prior(s.outPrior, s.out));
   QGPU_CHECK(b2.constant(all(s.out, -1)));
   for (int i = 0; i < 32; ++i) {
@@ -425,9 +431,43 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
     beyond.add(m(i), 1).add(r(i), -1).add(f, 1).constant = -2;
     QGPU_CHECK(b2.detector(beyond, {{s.out.at(i), 2}}));
   }
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
+                                const MlpContext& ctx2, const BfeSpec& s) {
+  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
+  Builder b1(level1, ctx1, g + " level 1"), b2(level2, ctx2, g + " level 2");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(b2.check());
+  QGPU_CHECK(checkBfe(g, s, bfeBusDims(s.isSigned)));
+  QGPU_CHECK(bfeLevel1(b1, s));
+  QGPU_CHECK(bfeLevel2(b2, s));
   GadgetReport rep = b1.report();
   rep += b2.report();
   return rep;
+}
+
+Expected<GadgetReport> buildBfeLevel1(UnitWriter& level1, const MlpContext& ctx1,
+                                      const BfeSpec& s) {
+  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
+  Builder b1(level1, ctx1, g + " level 1");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(checkBfe(g, s, bfeBusDims(s.isSigned)));
+  QGPU_CHECK(bfeLevel1(b1, s));
+  return b1.report();
+}
+
+Expected<GadgetReport> buildBfeLevel2(UnitWriter& level2, const MlpContext& ctx2,
+                                      const BfeSpec& s) {
+  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
+  Builder b2(level2, ctx2, g + " level 2");
+  QGPU_CHECK(b2.check());
+  QGPU_CHECK(checkBfe(g, s, bfeBusDims(true)));
+  QGPU_CHECK(bfeLevel2(b2, s));
+  return b2.report();
 }
 
 Expected<GadgetReport> buildPrmt(UnitWriter& units, const PrmtSpec& s, const MlpContext& ctx) {

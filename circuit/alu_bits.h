@@ -216,6 +216,13 @@ struct BfeSpec {
 int bfeBusDims(bool isSigned);
 Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
                                 const MlpContext& ctx2, const BfeSpec& s);
+// The two levels one at a time (circuit/alu_stage.h: bfe.u and bfe.s share one signed level 1,
+// since its sh, m and r are the unsigned bus). Level 2 accepts a bus of bfeBusDims(true) dims for
+// either signedness (unsigned reads only sh, m, r).
+Expected<GadgetReport> buildBfeLevel1(UnitWriter& level1, const MlpContext& ctx1,
+                                      const BfeSpec& s);
+Expected<GadgetReport> buildBfeLevel2(UnitWriter& level2, const MlpContext& ctx2,
+                                      const BfeSpec& s);
 
 struct PrmtSpec {
   Field a, b;  // 32 dims each
