@@ -200,6 +200,8 @@ Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
   QGPU_CHECK(checkWidth(g, s.op, "the opcode one-hot", 5, 5));
   for (const Field* f : {&s.a, &s.b, &s.c, &s.hi, &s.lo}) QGPU_CHECK(checkWidth(g, *f, "a word", 32, 32));
   QGPU_CHECK(checkWidth(g, s.start, "start", 33, 33));
+  if (s.bfe.dims != 0 && s.bfe.dims != 2)
+    return usage(g, "the bfe one-hot needs 0 or 2 dims, has " + std::to_string(s.bfe.dims));
   QGPU_CHECK(bld.prior(s.prior, s.hi));
   QGPU_CHECK(bld.prior(s.prior, s.lo));
   QGPU_CHECK(bld.prior(s.prior, s.start));
@@ -228,17 +230,23 @@ Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
     Field amount;
     bool clamp;   // every high bit 0 is part of the detector; k ≥ 32 has its own pair
     bool left;    // s = 32 − k (left) or k (right)
+    int high = 27;  // clamp: the amount's bits above bit 4 that are read (bfe: 3, b & 0xff)
   };
   Lin either, isShfL, isShfR;  // shr.u or shr.s; shf.l; shf.r
   either.add(shrU, 1).add(shrS, 1).constant = 1;
   isShfL.add(shfL, 1);
   isShfR.add(shfR, 1);
-  const Group groups[] = {{isShl, s.b, true, true},
-                          {either, s.b, true, false},
-                          {isShfL, s.c, false, true},
-                          {isShfR, s.c, false, false}};
+  std::vector<Group> groups = {{isShl, s.b, true, true},
+                               {either, s.b, true, false},
+                               {isShfL, s.c, false, true},
+                               {isShfR, s.c, false, false}};
+  if (s.bfe.dims == 2) {
+    Lin isBfe;  // bfe.u or bfe.s: W = {0, a} (hi stays 0, lo is a), s = min(b & 0xff, 32)
+    isBfe.add(s.bfe.at(0), 1).add(s.bfe.at(1), 1).constant = 1;
+    groups.push_back({isBfe, s.b, true, false, 3});
+  }
   for (const Group& gr : groups) {
-    const int high = gr.clamp ? 27 : 0;
+    const int high = gr.clamp ? gr.high : 0;
     for (int k = 0; k < 32; ++k) {
       Lin d = gr.op;
       for (int i = 0; i < 5; ++i) d.add(gr.amount.at(i), sgn((k >> i) & 1));
@@ -376,7 +384,7 @@ Status bfeLevel1(Builder& b1, const BfeSpec& s) {
   shift.amount = pos;
   shift.out = shField;
   shift.prior = s.busPrior;
-  QGPU_CHECK(shiftUnits(b1, shift));
+  if (!s.shiftOutside) QGPU_CHECK(shiftUnits(b1, shift));
   Field rest = s.bus;
   rest.offset += 32;
   rest.dims -= 32;
@@ -409,7 +417,6 @@ Status bfeLevel1(Builder& b1, const BfeSpec& s) {
   return Ok{};
 }
 
-// Level 2 reads sh, m, r (and f when signed) of s.bus; an unsigned level 2 may read a signed bus.
 Status bfeLevel2(Builder& b2, const BfeSpec& s) {
   auto sh = [&](int i) { return s.bus.at(i); };
   auto m = [&](int i) { return s.bus.at(32 + i); };
@@ -442,6 +449,7 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
   Builder b1(level1, ctx1, g + " level 1"), b2(level2, ctx2, g + " level 2");
   QGPU_CHECK(b1.check());
   QGPU_CHECK(b2.check());
+  if (s.shiftOutside) return usage(g, "shiftOutside is for buildBfeLevel1 (level 2 reads sh)");
   QGPU_CHECK(checkBfe(g, s, bfeBusDims(s.isSigned)));
   QGPU_CHECK(bfeLevel1(b1, s));
   QGPU_CHECK(bfeLevel2(b2, s));
@@ -460,15 +468,7 @@ Expected<GadgetReport> buildBfeLevel1(UnitWriter& level1, const MlpContext& ctx1
   return b1.report();
 }
 
-Expected<GadgetReport> buildBfeLevel2(UnitWriter& level2, const MlpContext& ctx2,
-                                      const BfeSpec& s) {
-  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
-  Builder b2(level2, ctx2, g + " level 2");
-  QGPU_CHECK(b2.check());
-  QGPU_CHECK(checkBfe(g, s, bfeBusDims(true)));
-  QGPU_CHECK(bfeLevel2(b2, s));
-  return b2.report();
-}
+
 
 Expected<GadgetReport> buildPrmt(UnitWriter& units, const PrmtSpec& s, const MlpContext& ctx) {
   const std::string g = "prmt";

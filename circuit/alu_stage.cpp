@@ -57,20 +57,20 @@ Field sub(const Field& f, int offset, int dims, const std::string& name) {
 // Per-lane bus layout (dims in this order).
 struct LaneBus {
   Field x, y, cin;               // S0: the shared adder's operands
-  Field bfe;                     // S0: bfe's signed level-1 bus
-  Field popc, clz, bfind, prmt;  // S1
+  Field popc, clz, bfind, prmt;  // S0
   Field hi, lo, start;           // S1: shifter prep
   Field adder;                   // S1: adder level 1
   Field cmpBus[5];               // S1: comparator level 1
   Field cmp;                     // S2: eq, lt.u, le.u, lt.s, le.s
-  Field bfeU, bfeS;              // S2
-  Field shifted, sum;            // S2
+  Field sum;                     // S2
+  Field shifted;                 // S2: the window (for bfe: its sh = a >> pos)
+  Field bfe;                     // bfe's signed bus: sh = `shifted` (S2), then m, r, f (S0)
 };
 constexpr CompareOp kCompares[5] = {CompareOp::Eq, CompareOp::LtU, CompareOp::LeU, CompareOp::LtS,
                                     CompareOp::LeS};
 enum CmpIndex { kEq = 0, kLtU = 1, kLeU = 2, kLtS = 3, kLeS = 4 };
 
-constexpr int kLaneBusDims = 32 + 32 + 1 + 97 + 4 * 32 + 32 + 32 + 33 + 80 + 5 * 16 + 5 + 4 * 32;
+constexpr int kLaneBusDims = 32 + 32 + 1 + 4 * 32 + 32 + 32 + 33 + 80 + 5 * 16 + 5 + 32 + 97;
 
 LaneBus carve(const Field& bus, int offset, int lane) {
   LaneBus b;
@@ -84,7 +84,6 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   b.x = take(32, "x");
   b.y = take(32, "y");
   b.cin = take(1, "cin");
-  b.bfe = take(bfeBusDims(true), "bfe");
   b.popc = take(32, "popc");
   b.clz = take(32, "clz");
   b.bfind = take(32, "bfind");
@@ -95,10 +94,9 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   b.adder = take(adderBusDims(32), "adder");
   for (int i = 0; i < 5; ++i) b.cmpBus[i] = take(compareBusDims(32), "cmpbus" + std::to_string(i));
   b.cmp = take(5, "cmp");
-  b.bfeU = take(32, "bfeU");
-  b.bfeS = take(32, "bfeS");
-  b.shifted = take(32, "shifted");
   b.sum = take(32, "sum");
+  b.bfe = take(bfeBusDims(true), "bfe");  // its first 32 dims are `shifted`
+  b.shifted = sub(b.bfe, 0, 32, "shifted");
   return b;
 }
 
@@ -214,6 +212,8 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     return -1;  // not a stage op: never asked (the cases below name stage ops only)
   };
   auto is = [&](Op op) { return bit(ohDim(op)); };
+  if (ohDim(Op::BfeS) != ohDim(Op::BfeU) + 1)
+    return makeDiag(ErrorKind::Internal, "alu stage: bfe.u and bfe.s are not adjacent in the one-hot");
 
   AluStageReport rep;
   rep.busDims = s.bus.dims;
@@ -260,19 +260,26 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       }
       for (Op op : {Op::Sub, Op::Neg, Op::Abs}) QGPU_CHECK(k.when({opc(op)}, b.cin.at(0)));
     }
-    // S0: bfe level 1, signed (its sh, m, r serve bfe.u too).
+    // S0: bfe level 1, signed (its m, r serve bfe.u too), its sh left to the shared shifter;
+    // popc, clz, bfind.u, prmt.
     BfeSpec bfe;
     bfe.isSigned = true;
     bfe.a = L.a;
     bfe.b = L.b;
     bfe.c = L.c;
     bfe.bus = b.bfe;
-    bfe.out = b.bfeS;
-    bfe.busPrior = bfe.outPrior = Prior::Replace;
+    bfe.out = L.r;  // not written by level 1 (checked for width only)
+    bfe.busPrior = Prior::Replace;
+    bfe.shiftOutside = true;
     QGPU_CHECK(check(buildBfeLevel1(w0, c0, bfe), g));
+    QGPU_CHECK(check(buildPopc(w0, {L.a, b.popc, Prior::Replace}, c0), g));
+    QGPU_CHECK(check(buildPriority(w0, {PriorityOp::Clz, L.a, b.clz, Prior::Replace}, c0), g));
+    QGPU_CHECK(
+        check(buildPriority(w0, {PriorityOp::BfindU, L.a, b.bfind, Prior::Replace}, c0), g));
+    QGPU_CHECK(check(buildPrmt(w0, {L.a, L.b, L.c, b.prmt, Prior::Replace}, c0), g));
 
-    // S1: shifter prep, adder level 1 (+ level 2 in S2), comparators (level 2 in S2),
-    // popc / clz / bfind / prmt.
+    // S1: shifter prep (the five shifts and bfe's a >> pos), adder level 1 (level 2 in S2), the
+    // comparators' level 1 (level 2 in S2).
     ShiftPrepSpec prep;
     prep.op = sub(onehot, 0, 5, "shift");
     prep.a = L.a;
@@ -282,6 +289,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     prep.lo = b.lo;
     prep.start = b.start;
     prep.prior = Prior::Replace;
+    prep.bfe = Field{"op.bfe", ohDim(Op::BfeU), 2};
     QGPU_CHECK(check(buildShiftPrep(w1, prep, c1), g));
     AdderSpec add;
     add.a = b.x;
@@ -301,19 +309,9 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       cs.busPrior = cs.outPrior = Prior::Replace;
       QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));
     }
-    QGPU_CHECK(check(buildPopc(w1, {L.a, b.popc, Prior::Replace}, c1), g));
-    QGPU_CHECK(check(buildPriority(w1, {PriorityOp::Clz, L.a, b.clz, Prior::Replace}, c1), g));
-    QGPU_CHECK(
-        check(buildPriority(w1, {PriorityOp::BfindU, L.a, b.bfind, Prior::Replace}, c1), g));
-    QGPU_CHECK(check(buildPrmt(w1, {L.a, L.b, L.c, b.prmt, Prior::Replace}, c1), g));
 
-    // S2: the window, bfe level 2 (both signs from the one bus).
+    // S2: the window.
     QGPU_CHECK(check(buildWindow(w2, {b.lo, b.hi, b.start, b.shifted, Prior::Replace}, c2), g));
-    BfeSpec bu = bfe;
-    bu.isSigned = false;
-    bu.out = b.bfeU;
-    QGPU_CHECK(check(buildBfeLevel2(w2, c2, bu), g));
-    QGPU_CHECK(check(buildBfeLevel2(w2, c2, bfe), g));
 
     // S3: the result word and the predicate result, one detector per case.
     Cases k(w3, c3, g);
@@ -360,8 +358,15 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       QGPU_CHECK(k.when({is(Op::Clz), bit(b.clz.at(j))}, r));
       QGPU_CHECK(k.when({is(Op::Bfind), bit(b.bfind.at(j))}, r));
       QGPU_CHECK(k.when({is(Op::Prmt), bit(b.prmt.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::BfeU), bit(b.bfeU.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::BfeS), bit(b.bfeS.at(j))}, r));
+      // bfe's level 2 (alu_bits.h): keep_j = m_j ∧ r_j selects sh_j; bfe.s fills f where
+      // ¬keep_j and len ≠ 0, as the two disjoint cases ¬m_j ∧ m_0 ∧ f and m_j ∧ ¬r_j ∧ f.
+      const Lit m = bit(b.bfe.at(32 + j)), rr = bit(b.bfe.at(64 + j)), sh = bit(b.shifted.at(j));
+      const Lit f = bit(b.bfe.at(96));
+      QGPU_CHECK(k.when({is(Op::BfeU), m, rr, sh}, r));
+      QGPU_CHECK(k.when({is(Op::BfeS), m, rr, sh}, r));
+      if (j >= 1)
+        QGPU_CHECK(k.when({is(Op::BfeS), bit(b.bfe.at(32 + j), false), bit(b.bfe.at(32)), f}, r));
+      QGPU_CHECK(k.when({is(Op::BfeS), m, bit(b.bfe.at(64 + j), false), f}, r));
       QGPU_CHECK(k.when({is(Op::Selp), bit(L.p.at(0)), a}, r));
       QGPU_CHECK(k.when({is(Op::Selp), bit(L.p.at(0), false), bb}, r));
     }

@@ -16,23 +16,26 @@
 //       the lanes; the shift ops first, in kShiftOps order, as the shifter's prep reads them);
 //       the adder's operands X = add|sub ? a : 0, Y = add ? b : sub ? ~b : neg|abs ? ~a : 0,
 //       cin = sub|neg|abs, as 8-literal detectors on (opcode bits, one data bit) — so add, sub,
-//       neg and abs share ONE adder; bfe's level 1 (signed bus: bfe.u reads its sh, m, r).
-//   S1  the lane-shared shifter's prep (all five shifts: buildShiftPrep); the adder's level 1;
-//       level 1 of the five comparators eq, lt.u, le.u, lt.s, le.s (ne = ¬eq, gt = ¬le,
-//       ge = ¬lt); popc, clz, bfind.u, prmt into their own fields.
-//   S2  the shifter's window; the adder's level 2 (sum); the comparators' level 2; bfe.u and
-//       bfe.s level 2.
+//       neg and abs share ONE adder; bfe's level 1 without its shifter (m, r and the signed
+//       fill f; bfe.u reads the same m, r); popc, clz, bfind.u, prmt into their own fields.
+//   S1  the lane-shared shifter's prep (the five shifts, and bfe's W = {0, a}, s = min(pos, 32):
+//       ShiftPrepSpec::bfe); the adder's level 1; level 1 of the five comparators eq, lt.u,
+//       le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt).
+//   S2  the shifter's window (a shift's result, or bfe's sh = a >> pos); the adder's level 2
+//       (sum); the comparators' level 2.
 //   S3  the result: r = −u + Σ 2u·[case] over disjoint cases, each one detector gated by the op's
 //       one-hot dim: mov a; add/sub/neg the sum; abs sign(a) ? sum : a; min/max lt ? a : b (or
 //       b : a); and/or/xor/not straight from a, b (1–2 detectors per bit); brev a's bits
-//       reversed (a wiring); the shifts the window; popc, clz, bfind, prmt, bfe their fields;
+//       reversed (a wiring); the shifts the window; popc, clz, bfind, prmt their fields; bfe's
+//       level 2 (keep = m ∧ r selects sh; bfe.s's fill, alu_bits.h) as 1 / 3 cases per bit;
 //       selp p ? a : b. s = −u + 2u·[case]: set.* from the comparators (negated where above),
 //       pand/por/pxor/pnot/pmov from p, q, pconst = [a ≠ 0] (a is its immediate).
 // Every case detector is an AND of ≤ 34 literals (N = Σ ℓ − (k − 1), |N| ≤ 67), so it is exact in
 // fp32 and bf16 (rule R1, R2: on λG, off ≤ −λG); at most one case per output bit fires.
 //
-// Costs (measured by aluStageReport, docs/circuit.md §9): units per layer and lane, bus dims
-// per lane, and against `2b` (6,144 units, 2,048 dims).
+// Costs (4 lanes; derived by hand in alu_stage_spec_test, docs/circuit.md §9 "Built: the ALU
+// stage"): S0 4,349, S1 4,412, S2 4,944, S3 4,048 units — each under 2b's 6,144; the bus is
+// 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit).
 //
 // Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
 // wrong size, a layer without room), OverLimit for λG < 89 (from the pieces). A refused spec may

@@ -70,8 +70,8 @@ TEST(AluStageOps, TheOpcodeFieldIsTheHeadWordsSevenBits) {
 }
 
 struct Fixture {
-  // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 3,297 dims; S1 holds 6,464 units.
-  explicit Fixture(int hidden = 3328, int units = 6464) : w(testing::linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
+  // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 2,913 dims; S2, the largest, 4,944 units.
+  explicit Fixture(int hidden = 2944, int units = 4944) : w(testing::linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
   CircuitWeights w;
   FieldAllocator alloc;
   Field ballast = alloc.take("ballast", 4).value();
@@ -106,24 +106,26 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   const int k = static_cast<int>(aluStageOps().size());
   // S0: decode 2k + 1 (cancel, constant, a detector per op); per lane the adder operands: 65
-  // cancels + 1 constant + 6 detectors per bit + 3 for cin = 261; bfe.s level 1 1,219 + 97.
-  const int s0Lane = 65 + 1 + 6 * 32 + 3 + 1219 + 97;
-  // S1 per lane: shift prep 230 + 97, adder level 1 417 + 80, five comparators' level 1 (33 + 16)
-  // each, popc 65 + 32, clz 33 + 32, bfind 33 + 32, prmt 288 + 32.
-  const int s1Lane = 327 + 497 + 5 * 49 + 97 + 65 + 65 + 320;
+  // cancels + 1 constant + 6 detectors per bit + 3 for cin = 261; bfe.s level 1 without its
+  // shifter 1,219 − 1,026 = 193 + 65 cancels; popc 65 + 32, clz 33 + 32, bfind 33 + 32, prmt
+  // 288 + 32.
+  const int s0Lane = 261 + 193 + 65 + 97 + 65 + 65 + 320;
+  // S1 per lane: shift prep 230 + 97 + bfe's group (32 detectors + a step pair), adder level 1
+  // 417 + 80, five comparators' level 1 (33 + 16) each.
+  const int s1Lane = 327 + 34 + 497 + 5 * 49;
   // S2 per lane: window 1,057 + 32, adder level 2 96 + 32, the comparators' level 2 (lt/le: a
-  // step pair + constant + cancel = 4; eq: the detector + constant + cancel = 3), bfe.u level 2
-  // 33 + 32, bfe.s level 2 96 + 32.
-  const int s2Lane = 1089 + 128 + 3 + 4 * 4 + 65 + 128;
-  // S3 per lane: 33 cancels + 1 constant, 28 cases per result bit, 10 set + 7 pred logic + 2
+  // step pair + constant + cancel = 4; eq: the detector + constant + cancel = 3).
+  const int s2Lane = 1089 + 128 + 3 + 4 * 4;
+  // S3 per lane: 33 cancels + 1 constant; per result bit 26 cases + bfe's 3 (bfe.u keep, bfe.s
+  // keep and past-31 fill), + 31 bfe.s short fills (bits 1..31); 10 set + 7 pred logic + 2
   // pconst for the predicate result.
-  const int s3Lane = 33 + 1 + 28 * 32 + 10 + 7 + 2;
+  const int s3Lane = 33 + 1 + 29 * 32 + 31 + 10 + 7 + 2;
   ASSERT_EQ(r.value().unitsPerLayer.size(), 4u);
   EXPECT_EQ(r.value().unitsPerLayer[0], 2 * k + 1 + 4 * s0Lane);
   EXPECT_EQ(r.value().unitsPerLayer[1], 4 * s1Lane);
   EXPECT_EQ(r.value().unitsPerLayer[2], 4 * s2Lane);
   EXPECT_EQ(r.value().unitsPerLayer[3], 4 * s3Lane);
-  EXPECT_EQ(r.value().busDims, k + 4 * 680);
+  EXPECT_EQ(r.value().busDims, k + 4 * 584);
   EXPECT_EQ(r.value().gadget.onMin, 128);
   EXPECT_EQ(r.value().gadget.offMax, -128);
   for (int l = 0; l < 4; ++l)
@@ -161,7 +163,7 @@ TEST(AluStageSpecs, RefusesWhatDoesNotFit) {
   low.gain = 64;  // λG = 64 < 89
   const AluLayer lowLayers[] = {{&u0, low}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
   EXPECT_EQ(kind(lowLayers, s), kOver);
-  // A layer without room: S1 of one lane needs 1,616 units.
+  // A layer without room: S0 of one lane needs 85 + 1,066 units.
   CircuitWeights small{testing::linearConfig(1024, kAluStageLayers, 1000, 16)};
   UnitWriter v0(small, 0), v1(small, 1), v2(small, 2), v3(small, 3);
   const AluLayer tight[] = {{&v0, f.ctx}, {&v1, f.ctx}, {&v2, f.ctx}, {&v3, f.ctx}};

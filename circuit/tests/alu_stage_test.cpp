@@ -64,14 +64,14 @@ bool expectedS(Op op, const LaneIn& l) {
 }
 
 struct Stage {
-  static constexpr int kHidden = 3328;
+  static constexpr int kHidden = 2944;
   int units = 0;
   CircuitWeights weights;
   Field ballast, opcode;
   std::vector<AluLane> lanes;
   AluStageReport report;
   Stage(int tokens, bool lowGain)
-      : weights(config(kHidden, kAluStageLayers, 6464, std::max(tokens, 256))) {
+      : weights(config(kHidden, kAluStageLayers, 4944, std::max(tokens, 256))) {
     FieldAllocator alloc(kHidden);
     auto take = [&](const std::string& n, int d) {
       auto f = alloc.take(n, d);
