@@ -200,6 +200,8 @@ Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
   QGPU_CHECK(checkWidth(g, s.op, "the opcode one-hot", 5, 5));
   for (const Field* f : {&s.a, &s.b, &s.c, &s.hi, &s.lo}) QGPU_CHECK(checkWidth(g, *f, "a word", 32, 32));
   QGPU_CHECK(checkWidth(g, s.start, "start", 33, 33));
+  if (s.bfe.dims != 0 && s.bfe.dims != 2)
+    return usage(g, "the bfe one-hot needs 0 or 2 dims, has " + std::to_string(s.bfe.dims));
   QGPU_CHECK(bld.prior(s.prior, s.hi));
   QGPU_CHECK(bld.prior(s.prior, s.lo));
   QGPU_CHECK(bld.prior(s.prior, s.start));
@@ -228,17 +230,23 @@ Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
     Field amount;
     bool clamp;   // every high bit 0 is part of the detector; k ≥ 32 has its own pair
     bool left;    // s = 32 − k (left) or k (right)
+    int high = 27;  // clamp: the amount's bits above bit 4 that are read (bfe: 3, b & 0xff)
   };
   Lin either, isShfL, isShfR;  // shr.u or shr.s; shf.l; shf.r
   either.add(shrU, 1).add(shrS, 1).constant = 1;
   isShfL.add(shfL, 1);
   isShfR.add(shfR, 1);
-  const Group groups[] = {{isShl, s.b, true, true},
-                          {either, s.b, true, false},
-                          {isShfL, s.c, false, true},
-                          {isShfR, s.c, false, false}};
+  std::vector<Group> groups = {{isShl, s.b, true, true},
+                               {either, s.b, true, false},
+                               {isShfL, s.c, false, true},
+                               {isShfR, s.c, false, false}};
+  if (s.bfe.dims == 2) {
+    Lin isBfe;  // bfe.u or bfe.s: W = {0, a} (hi stays 0, lo is a), s = min(b & 0xff, 32)
+    isBfe.add(s.bfe.at(0), 1).add(s.bfe.at(1), 1).constant = 1;
+    groups.push_back({isBfe, s.b, true, false, 3});
+  }
   for (const Group& gr : groups) {
-    const int high = gr.clamp ? 27 : 0;
+    const int high = gr.clamp ? gr.high : 0;
     for (int k = 0; k < 32; ++k) {
       Lin d = gr.op;
       for (int i = 0; i < 5; ++i) d.add(gr.amount.at(i), sgn((k >> i) & 1));
@@ -348,18 +356,17 @@ int bfeBusDims(bool isSigned) {
   return 96 + (isSigned ? 1 : 0);
 }
 
-Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
-                                const MlpContext& ctx2, const BfeSpec& s) {
-  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
-  Builder b1(level1, ctx1, g + " level 1"), b2(level2, ctx2, g + " level 2");
-  QGPU_CHECK(b1.check());
-  QGPU_CHECK(b2.check());
+namespace {
+
+Status checkBfe(const std::string& g, const BfeSpec& s, int busMax) {
   QGPU_CHECK(checkWidth(g, s.a, "a", 32, 32));
   QGPU_CHECK(checkWidth(g, s.b, "b", 8, 32));
   QGPU_CHECK(checkWidth(g, s.c, "c", 8, 32));
-  QGPU_CHECK(checkWidth(g, s.bus, "the bus", bfeBusDims(s.isSigned), bfeBusDims(s.isSigned)));
-  QGPU_CHECK(checkWidth(g, s.out, "out", 32, 32));
-  auto sh = [&](int i) { return s.bus.at(i); };
+  QGPU_CHECK(checkWidth(g, s.bus, "the bus", bfeBusDims(s.isSigned), busMax));
+  return checkWidth(g, s.out, "out", 32, 32);
+}
+
+Status bfeLevel1(Builder& b1, const BfeSpec& s) {
   auto m = [&](int i) { return s.bus.at(32 + i); };
   auto r = [&](int i) { return s.bus.at(64 + i); };
   const int f = s.isSigned ? s.bus.at(96) : -1;
@@ -377,7 +384,7 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
   shift.amount = pos;
   shift.out = shField;
   shift.prior = s.busPrior;
-  QGPU_CHECK(shiftUnits(b1, shift));
+  if (!s.shiftOutside) QGPU_CHECK(shiftUnits(b1, shift));
   Field rest = s.bus;
   rest.offset += 32;
   rest.dims -= 32;
@@ -407,8 +414,14 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
       QGPU_CHECK(b1.step(both.shifted(-theta + 1), up, {{f, 1}}));
     }
   }
+  return Ok{};
+}
 
-  // Level 2.
+Status bfeLevel2(Builder& b2, const BfeSpec& s) {
+  auto sh = [&](int i) { return s.bus.at(i); };
+  auto m = [&](int i) { return s.bus.at(32 + i); };
+  auto r = [&](int i) { return s.bus.at(64 + i); };
+  const int f = s.isSigned ? s.bus.at(96) : -1;
   QGPU_CHECK(b2.prior(s.outPrior, s.out));
   QGPU_CHECK(b2.constant(all(s.out, -1)));
   for (int i = 0; i < 32; ++i) {
@@ -425,10 +438,37 @@ Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, Unit
     beyond.add(m(i), 1).add(r(i), -1).add(f, 1).constant = -2;
     QGPU_CHECK(b2.detector(beyond, {{s.out.at(i), 2}}));
   }
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
+                                const MlpContext& ctx2, const BfeSpec& s) {
+  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
+  Builder b1(level1, ctx1, g + " level 1"), b2(level2, ctx2, g + " level 2");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(b2.check());
+  if (s.shiftOutside) return usage(g, "shiftOutside is for buildBfeLevel1 (level 2 reads sh)");
+  QGPU_CHECK(checkBfe(g, s, bfeBusDims(s.isSigned)));
+  QGPU_CHECK(bfeLevel1(b1, s));
+  QGPU_CHECK(bfeLevel2(b2, s));
   GadgetReport rep = b1.report();
   rep += b2.report();
   return rep;
 }
+
+Expected<GadgetReport> buildBfeLevel1(UnitWriter& level1, const MlpContext& ctx1,
+                                      const BfeSpec& s) {
+  const std::string g = s.isSigned ? "bfe.s" : "bfe.u";
+  Builder b1(level1, ctx1, g + " level 1");
+  QGPU_CHECK(b1.check());
+  QGPU_CHECK(checkBfe(g, s, bfeBusDims(s.isSigned)));
+  QGPU_CHECK(bfeLevel1(b1, s));
+  return b1.report();
+}
+
+
 
 Expected<GadgetReport> buildPrmt(UnitWriter& units, const PrmtSpec& s, const MlpContext& ctx) {
   const std::string g = "prmt";

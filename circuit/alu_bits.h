@@ -167,6 +167,10 @@ struct ShiftPrepSpec {
   Field hi, lo;   // 32 dims each: the window's word
   Field start;    // 33 dims: s one-hot (no dim hot when op names no shift)
   Prior prior = Prior::Zero;
+  // Optional (0 or 2 sign dims, at most one +1, never with a shift op): the one-hot of bfe.u,
+  // bfe.s. Either set → W = {0, a}, s = min(b & 0xff, 32): the window is bfe's sh = a >> pos, so
+  // bfe needs no shifter of its own (circuit/alu_stage.h; BfeSpec::shiftOutside). +34 units.
+  Field bfe;
 };
 Expected<GadgetReport> buildShiftPrep(UnitWriter& units, const ShiftPrepSpec& s,
                                       const MlpContext& ctx);
@@ -212,10 +216,17 @@ struct BfeSpec {
   Field bus;   // bfeBusDims(isSigned): sh 0..31, m 32..63, r 64..95, f 96 (signed)
   Field out;   // 32 dims
   Prior busPrior = Prior::Zero, outPrior = Prior::Zero;
+  // Level 1 leaves sh (bus dims 0..31) to the caller, who writes a >> pos there by the same layer
+  // level 2 reads it (the lane-shared shifter with ShiftPrepSpec::bfe): 1,026 units fewer.
+  bool shiftOutside = false;
 };
 int bfeBusDims(bool isSigned);
 Expected<GadgetReport> buildBfe(UnitWriter& level1, const MlpContext& ctx1, UnitWriter& level2,
                                 const MlpContext& ctx2, const BfeSpec& s);
+// Level 1 alone (circuit/alu_stage.h: bfe.u and bfe.s share one signed level 1, whose sh, m and r
+// are the unsigned bus, and fold level 2 into the stage's result layer).
+Expected<GadgetReport> buildBfeLevel1(UnitWriter& level1, const MlpContext& ctx1,
+                                      const BfeSpec& s);
 
 struct PrmtSpec {
   Field a, b;  // 32 dims each

@@ -78,6 +78,49 @@ TEST(AluBitsGadgets, LaneSharedShifterCostsAPrepAndAWindow) {
   EXPECT_EQ(l3.used(), 0);
 }
 
+// ShiftPrepSpec::bfe (the ALU stage's bfe sh): a fifth detector group over b's low 8 bits, 32
+// detectors + the "pos ≥ 32" pair; a bfe op sets s = min(pos, 32) with W = {0, a}.
+TEST(AluBitsGadgets, ShiftPrepServesBfeForThirtyFourUnits) {
+  CircuitWeights w(testing::linearConfig(384, 1, 2048, 16));
+  FieldAllocator al(384);
+  const Field ballast = al.take("ballast", 4).value(), op = al.take("op", 5).value();
+  const Field bfe = al.take("bfe", 2).value();
+  const Field a = al.take("a", 32).value(), b = al.take("b", 32).value();
+  const Field c = al.take("c", 32).value(), hi = al.take("hi", 32).value();
+  const Field lo = al.take("lo", 32).value(), start = al.take("start", 33).value();
+  const MlpContext ctx{ballast, 1.0, 128, 16, false};
+  UnitWriter l1(w, 0);
+  ShiftPrepSpec s{op, a, b, c, hi, lo, start, Prior::Zero, bfe};
+  EXPECT_EQ(unitsOf(buildShiftPrep(l1, s, ctx)), 230 + 34);
+  // The last group's detector for k = 3 (unit 230 + 3) reads bits 5..7 of b negated, not bit 8.
+  const std::string gate = w.layerTensor(0, "mlp.gate_proj.weight");
+  EXPECT_EQ(w.get(gate, 230 + 3, b.at(7)).value(), -128.0f);
+  EXPECT_EQ(w.get(gate, 230 + 3, b.at(8)).value(), 0.0f);
+  EXPECT_EQ(w.get(gate, 230 + 3, bfe.at(1)).value(), 128.0f);
+  Field one = bfe;
+  one.dims = 1;
+  UnitWriter l2(w, 0, 1000);
+  auto bad = buildShiftPrep(l2, {op, a, b, c, hi, lo, start, Prior::Zero, one}, ctx);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(l2.used(), 0);
+}
+
+// BfeSpec::shiftOutside: level 1 without its shifter (1,026 units fewer); buildBfe, whose level 2
+// would read an unwritten sh, refuses it.
+TEST(AluBitsGadgets, BfeLevel1CanLeaveItsShiftToTheCaller) {
+  Fixture f;
+  UnitWriter l1(f.w, 0), l2(f.w, 1);
+  BfeSpec s{true, f.a, f.b, f.c, f.bus, f.out};
+  s.shiftOutside = true;
+  EXPECT_EQ(unitsOf(buildBfeLevel1(l1, f.ctx, s)), 1 + 128 + 64);
+  const int used = l1.used();
+  auto bad = buildBfe(l1, f.ctx, l2, f.ctx, s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(l1.used(), used);
+}
+
 TEST(AluBitsGadgets, BfeCostsPerLevel) {
   for (bool isSigned : {false, true}) {
     Fixture f;

@@ -1,0 +1,99 @@
+// qgpu/circuit/alu_stage.h — the ALU stage: for each of the warp's four lanes one op per pass,
+// the op chosen by the fetched opcode, built from the gadgets of circuit/logic.h and
+// circuit/alu_bits.h in four MLP layers (S0..S3; docs/circuit.md §9 "Built: the ALU stage").
+//
+// Inputs (clean ±u sign fields, as the operand layer leaves them): the head word's opcode field
+// (bits 4..10 of OP(a), docs/trace.md "Prompt": the op's row in oracle/isa.def as a kOpcodeBits
+// binary number), and per lane l the source words a_l, b_l, c_l (src0..src2) and the predicate
+// source bits p_l (psrc0), q_l (psrc1). Outputs per lane: the result word r_l (the register
+// result of an op whose isa.def row writes a register) and the predicate result bit s_l (of an op
+// that writes a predicate); each is exactly ±u on every token, the word 0 / false for an op the
+// stage does not compute (memory, warp ops, divisions, the multiplies: aluStageExclusion).
+//
+// The ops (every row of oracle/isa.def of class Alu, Cmp, Sel or Pred except divisions, which the
+// host expands, and the multiplies, which are the MUL stage's) and what they share, per lane:
+//   S0  opcode decode: one detector per stage op on the 7 opcode bits → the op one-hot (shared by
+//       the lanes; the shift ops first, in kShiftOps order, as the shifter's prep reads them);
+//       the adder's operands X = add|sub ? a : 0, Y = add ? b : sub ? ~b : neg|abs ? ~a : 0,
+//       cin = sub|neg|abs, as 8-literal detectors on (opcode bits, one data bit) — so add, sub,
+//       neg and abs share ONE adder; bfe's level 1 without its shifter (m, r and the signed
+//       fill f; bfe.u reads the same m, r); popc, clz, bfind.u, prmt into their own fields.
+//   S1  the lane-shared shifter's prep (the five shifts, and bfe's W = {0, a}, s = min(pos, 32):
+//       ShiftPrepSpec::bfe); the adder's level 1; level 1 of the five comparators eq, lt.u,
+//       le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt).
+//   S2  the shifter's window (a shift's result, or bfe's sh = a >> pos); the adder's level 2
+//       (sum); the comparators' level 2.
+//   S3  the result: r = −u + Σ 2u·[case] over disjoint cases, each one detector gated by the op's
+//       one-hot dim: mov a; add/sub/neg the sum; abs sign(a) ? sum : a; min/max lt ? a : b (or
+//       b : a); and/or/xor/not straight from a, b (1–2 detectors per bit); brev a's bits
+//       reversed (a wiring); the shifts the window; popc, clz, bfind, prmt their fields; bfe's
+//       level 2 (keep = m ∧ r selects sh; bfe.s's fill, alu_bits.h) as 1 / 3 cases per bit;
+//       selp p ? a : b. s = −u + 2u·[case]: set.* from the comparators (negated where above),
+//       pand/por/pxor/pnot/pmov from p, q, pconst = [a ≠ 0] (a is its immediate).
+// Every case detector is an AND of ≤ 34 literals (N = Σ ℓ − (k − 1), |N| ≤ 67), so it is exact in
+// fp32 and bf16 (rule R1, R2: on λG, off ≤ −λG); at most one case per output bit fires.
+//
+// Costs (4 lanes; derived by hand in alu_stage_spec_test, docs/circuit.md §9 "Built: the ALU
+// stage"): S0 4,349, S1 4,412, S2 4,944, S3 4,048 units — each under 2b's 6,144; the bus is
+// 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit).
+//
+// Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
+// wrong size, a layer without room), OverLimit for λG < 89 (from the pieces). A refused spec may
+// leave units written: discard the weights.
+//
+// Failing twin: each layer's ctx.lowGainTwin (λG = 4): off units leak, the outputs are inexact.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "circuit/logic.h"
+#include "circuit/units.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+#include "oracle/machine.h"
+
+namespace qgpu::circuit {
+
+// The opcode field's width: the head word's opcode bits (oracle/trace.cpp's kOpHeadWord).
+inline constexpr int kOpcodeBits = std::bit_width(static_cast<unsigned>(machine::kNumOps - 1));
+// MLP layers the stage spans.
+inline constexpr int kAluStageLayers = 4;
+
+// Why the stage does not compute `op`, or nullptr when it does. The one table of the stage's
+// ops: aluStageOps() lists exactly the ops with nullptr here, in one-hot order.
+const char* aluStageExclusion(machine::Op op);
+const std::vector<machine::Op>& aluStageOps();
+
+struct AluLane {
+  Field a, b, c;  // 32 sign dims each: src0, src1, src2 (unused sources hold anything)
+  Field p, q;     // 1 dim each: psrc0, psrc1 of this lane
+  Field r;        // 32 dims: the register result
+  Field s;        // 1 dim: the predicate result
+};
+
+struct AluStageSpec {
+  Field opcode;                // kOpcodeBits sign dims
+  std::vector<AluLane> lanes;  // 1..kLanes
+  Field bus;                   // aluStageBusDims(lanes.size()) dims, always replaced
+  Prior outPrior = Prior::Replace;  // r and s
+};
+int aluStageBusDims(int lanes);
+
+// One layer's writer and context; stage layer i is written through layers[i].
+struct AluLayer {
+  UnitWriter* units = nullptr;
+  MlpContext ctx;
+};
+
+struct AluStageReport {
+  GadgetReport gadget;             // margins, total units
+  std::vector<int> unitsPerLayer;  // S0..S3, Replace cancels included
+  int busDims = 0;
+};
+
+Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const AluStageSpec& s);
+
+}  // namespace qgpu::circuit

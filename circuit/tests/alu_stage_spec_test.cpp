@@ -1,0 +1,174 @@
+// qgpu/circuit/tests/alu_stage_spec_test.cpp — the torch-free checks of the ALU stage
+// (circuit/alu_stage.h): the walk over oracle/isa.def (every ALU, compare, select and predicate
+// op is computed by the stage unless it is on this file's own exclusion list, with its reason),
+// the one-hot order the shifter reads, the units per layer (derived by hand below), and what is
+// refused. The numerics run through model/ in alu_stage_test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "circuit/alu_stage.h"
+#include "circuit/alu_bits.h"
+#include "circuit/tests/config.h"
+#include "oracle/machine.h"
+
+namespace qgpu::circuit {
+namespace {
+
+using machine::Op;
+using machine::OpClass;
+
+// The ops of class Alu / Cmp / Sel / Pred the stage deliberately leaves to others, and why.
+const std::set<Op> kDivisions = {Op::DivU, Op::DivS, Op::RemU, Op::RemS};    // host-expanded
+const std::set<Op> kMultiplies = {Op::Mul, Op::Mad, Op::MulHiU, Op::MulHiS};  // the MUL stage
+
+bool lanesOwnValueOp(Op op) {
+  const OpClass c = machine::opInfo(op).cls;
+  return c == OpClass::Alu || c == OpClass::Cmp || c == OpClass::Sel || c == OpClass::Pred;
+}
+
+TEST(AluStageOps, WalksIsaDefAndFailsForAnAluOpTheStageDoesNotCompute) {
+  int computed = 0;
+  for (int i = 0; i < machine::kNumOps; ++i) {
+    const auto op = static_cast<Op>(i);
+    const char* why = aluStageExclusion(op);
+    const std::string name = machine::opInfo(op).mnemonic;
+    const bool inList = std::find(aluStageOps().begin(), aluStageOps().end(), op) !=
+                        aluStageOps().end();
+    EXPECT_EQ(inList, why == nullptr) << name;
+    if (lanesOwnValueOp(op) && !kDivisions.count(op) && !kMultiplies.count(op)) {
+      EXPECT_EQ(why, nullptr) << name << " is an ALU op the stage does not compute: " << why;
+      ++computed;
+    } else {
+      ASSERT_NE(why, nullptr) << name << " is not the ALU stage's, yet it claims it";
+      const std::string reason = why;
+      if (kDivisions.count(op)) {
+        EXPECT_NE(reason.find("division"), std::string::npos) << name;
+      }
+      if (kMultiplies.count(op)) {
+        EXPECT_NE(reason.find("MUL stage"), std::string::npos) << name;
+      }
+      if (machine::opInfo(op).cls == OpClass::Warp) {
+        EXPECT_NE(reason.find("warp"), std::string::npos) << name;
+      }
+      std::cout << "[excluded] " << name << ": " << reason << "\n";
+    }
+  }
+  EXPECT_EQ(computed, static_cast<int>(aluStageOps().size()));
+  EXPECT_EQ(computed, 42);  // isa.def today: 33 Alu − 4 divisions − 4 multiplies + 10 Cmp + 1 Sel + 6 Pred
+}
+
+TEST(AluStageOps, TheOneHotStartsWithTheShiftsInTheShifterOrder) {
+  ASSERT_GE(aluStageOps().size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(aluStageOps()[i], kShiftOps[i]);
+}
+
+TEST(AluStageOps, TheOpcodeFieldIsTheHeadWordsSevenBits) {
+  EXPECT_EQ(kOpcodeBits, 7);  // docs/trace.md: head word bits 4..10
+}
+
+struct Fixture {
+  // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 2,913 dims; S2, the largest, 4,944 units.
+  explicit Fixture(int hidden = 2944, int units = 4944) : w(testing::linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
+  CircuitWeights w;
+  FieldAllocator alloc;
+  Field ballast = alloc.take("ballast", 4).value();
+  Field opcode = alloc.take("opcode", kOpcodeBits).value();
+  MlpContext ctx{ballast, 1.0, 128, 16, false};
+  AluStageSpec spec(int lanes) {
+    AluStageSpec s;
+    s.opcode = opcode;
+    for (int l = 0; l < lanes; ++l) {
+      const std::string p = "l" + std::to_string(l);
+      AluLane lane;
+      lane.a = alloc.take(p + "a", 32).value();
+      lane.b = alloc.take(p + "b", 32).value();
+      lane.c = alloc.take(p + "c", 32).value();
+      lane.p = alloc.take(p + "p", 1).value();
+      lane.q = alloc.take(p + "q", 1).value();
+      lane.r = alloc.take(p + "r", 32).value();
+      lane.s = alloc.take(p + "s", 1).value();
+      s.lanes.push_back(lane);
+    }
+    s.bus = alloc.take("bus", aluStageBusDims(lanes)).value();
+    return s;
+  }
+};
+
+TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
+  Fixture f;
+  const AluStageSpec s = f.spec(4);
+  UnitWriter u0(f.w, 0), u1(f.w, 1), u2(f.w, 2), u3(f.w, 3);
+  const AluLayer layers[] = {{&u0, f.ctx}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
+  auto r = buildAluStage(layers, s);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const int k = static_cast<int>(aluStageOps().size());
+  // S0: decode 2k + 1 (cancel, constant, a detector per op); per lane the adder operands: 65
+  // cancels + 1 constant + 6 detectors per bit + 3 for cin = 261; bfe.s level 1 without its
+  // shifter 1,219 − 1,026 = 193 + 65 cancels; popc 65 + 32, clz 33 + 32, bfind 33 + 32, prmt
+  // 288 + 32.
+  const int s0Lane = 261 + 193 + 65 + 97 + 65 + 65 + 320;
+  // S1 per lane: shift prep 230 + 97 + bfe's group (32 detectors + a step pair), adder level 1
+  // 417 + 80, five comparators' level 1 (33 + 16) each.
+  const int s1Lane = 327 + 34 + 497 + 5 * 49;
+  // S2 per lane: window 1,057 + 32, adder level 2 96 + 32, the comparators' level 2 (lt/le: a
+  // step pair + constant + cancel = 4; eq: the detector + constant + cancel = 3).
+  const int s2Lane = 1089 + 128 + 3 + 4 * 4;
+  // S3 per lane: 33 cancels + 1 constant; per result bit 26 cases + bfe's 3 (bfe.u keep, bfe.s
+  // keep and past-31 fill), + 31 bfe.s short fills (bits 1..31); 10 set + 7 pred logic + 2
+  // pconst for the predicate result.
+  const int s3Lane = 33 + 1 + 29 * 32 + 31 + 10 + 7 + 2;
+  ASSERT_EQ(r.value().unitsPerLayer.size(), 4u);
+  EXPECT_EQ(r.value().unitsPerLayer[0], 2 * k + 1 + 4 * s0Lane);
+  EXPECT_EQ(r.value().unitsPerLayer[1], 4 * s1Lane);
+  EXPECT_EQ(r.value().unitsPerLayer[2], 4 * s2Lane);
+  EXPECT_EQ(r.value().unitsPerLayer[3], 4 * s3Lane);
+  EXPECT_EQ(r.value().busDims, k + 4 * 584);
+  EXPECT_EQ(r.value().gadget.onMin, 128);
+  EXPECT_EQ(r.value().gadget.offMax, -128);
+  for (int l = 0; l < 4; ++l)
+    std::cout << "[alu stage] S" << l << ": " << r.value().unitsPerLayer[static_cast<size_t>(l)]
+              << " units (4 lanes)\n";
+}
+
+TEST(AluStageSpecs, RefusesWhatDoesNotFit) {
+  Fixture f(1024, 1700);
+  AluStageSpec s = f.spec(1);
+  UnitWriter u0(f.w, 0), u1(f.w, 1), u2(f.w, 2), u3(f.w, 3);
+  const AluLayer layers[] = {{&u0, f.ctx}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
+  const std::string kUsage = kindName(ErrorKind::Usage), kOver = kindName(ErrorKind::OverLimit);
+  auto kind = [&](std::span<const AluLayer> ls, const AluStageSpec& spec) {
+    auto r = buildAluStage(ls, spec);
+    return r.ok() ? std::string("ok") : std::string(kindName(r.error().kind));
+  };
+  EXPECT_EQ(kind(std::span(layers, 3), s), kUsage);  // three layers
+  AluStageSpec narrow = s;
+  narrow.opcode.dims = 6;
+  EXPECT_EQ(kind(layers, narrow), kUsage);
+  AluStageSpec bus = s;
+  bus.bus.dims -= 1;
+  EXPECT_EQ(kind(layers, bus), kUsage);
+  AluStageSpec none = s;
+  none.lanes.clear();
+  EXPECT_EQ(kind(layers, none), kUsage);
+  AluStageSpec five = s;
+  for (int i = 0; i < 4; ++i) five.lanes.push_back(s.lanes[0]);
+  EXPECT_EQ(kind(layers, five), kUsage);
+  AluStageSpec wideP = s;
+  wideP.lanes[0].p.dims = 2;
+  EXPECT_EQ(kind(layers, wideP), kUsage);
+  MlpContext low = f.ctx;
+  low.gain = 64;  // λG = 64 < 89
+  const AluLayer lowLayers[] = {{&u0, low}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
+  EXPECT_EQ(kind(lowLayers, s), kOver);
+  // A layer without room: S0 of one lane needs 85 + 1,066 units.
+  CircuitWeights small{testing::linearConfig(1024, kAluStageLayers, 1000, 16)};
+  UnitWriter v0(small, 0), v1(small, 1), v2(small, 2), v3(small, 3);
+  const AluLayer tight[] = {{&v0, f.ctx}, {&v1, f.ctx}, {&v2, f.ctx}, {&v3, f.ctx}};
+  EXPECT_EQ(kind(tight, s), kUsage);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
