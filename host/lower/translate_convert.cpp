@@ -29,6 +29,35 @@ Status predicateLogic(Ctx& c) {
     em.emit(v);
     return Ok{};
   }
+  const bool logic = op == Opcode::And || op == Opcode::Or || op == Opcode::Xor;
+  if (logic && (in.srcs[0].kind == OperandKind::Imm || in.srcs[1].kind == OperandKind::Imm)) {
+    // A constant operand (clang-14 negates with `xor.pred %p, %q, -1`): 0 is false; 1 and -1 (all
+    // bits set) are true on every reading of a predicate immediate; other values are refused.
+    auto truth = [&](const ptx::Operand& o) -> Expected<bool> {
+      if (o.imm != 0 && o.imm != 1 && o.imm != -1) return c.unsupported("a predicate constant other than 0, 1 or -1");
+      return o.imm != 0;
+    };
+    auto constant = [&](bool value) -> Status {
+      VInstr v;
+      v.op = Op::PConst;
+      v.dstPred = d;
+      v.src[0] = VOperand::i(value ? 1 : 0);
+      em.emit(v);
+      return Ok{};
+    };
+    const bool constFirst = in.srcs[0].kind == OperandKind::Imm;
+    const ptx::Operand& x = in.srcs[constFirst ? 1 : 0];
+    QGPU_TRY(k, truth(in.srcs[constFirst ? 0 : 1]));
+    if (x.kind == OperandKind::Imm) {  // both constant: fold
+      QGPU_TRY(y, truth(x));
+      return constant(op == Opcode::And ? (k && y) : op == Opcode::Or ? (k || y) : (k != y));
+    }
+    QGPU_TRY(a, c.predOf(x));
+    if (op == Opcode::And && !k) return constant(false);
+    if (op == Opcode::Or && k) return constant(true);
+    em.pop(op == Opcode::Xor && k ? Op::PNot : Op::PMov, d, a);  // and 1, or 0, xor 0: a copy
+    return Ok{};
+  }
   QGPU_TRY(a, c.predOf(in.srcs[0]));
   switch (op) {
     case Opcode::Mov: em.pop(Op::PMov, d, a); return Ok{};

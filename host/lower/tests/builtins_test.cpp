@@ -1,7 +1,8 @@
 // qgpu/host/lower/tests/builtins_test.cpp — the instructions behind CUDA's remaining integer
 // builtins, lowered and run in the reference interpreter: mul24.lo, sad, activemask,
-// %lanemask_*, vote.uni, membar/fence (no-ops), ld/st.volatile; and the 32-lane findings of
-// LowerStats::assumes32Lanes. Hand-written PTX; expected words worked out by hand (label cpu).
+// %lanemask_*, vote.uni, membar/fence (no-ops), ld/st.volatile, predicate logic with a constant;
+// and the 32-lane findings of LowerStats::assumes32Lanes. Hand-written PTX; expected words worked
+// out by hand (label cpu).
 #include <gtest/gtest.h>
 
 #include "host/lower/lower.h"
@@ -71,6 +72,24 @@ TEST(LowerBuiltins, LaneMasksComeFromTheLaneId) {
   expectRun("mov.u32 %r1, %lanemask_le;\n", 4, {1, 3, 7, 15});
   expectRun("mov.u32 %r1, %lanemask_gt;\n", 4, {0xfffffffe, 0xfffffffc, 0xfffffff8, 0xfffffff0});
   expectRun("mov.u32 %r1, %lanemask_ge;\n", 4, {0xffffffff, 0xfffffffe, 0xfffffffc, 0xfffffff8});
+}
+
+// clang-14 negates a predicate with `xor.pred %p, %q, -1` (corpus/bugs/xor-pred-imm); a constant
+// operand of and/or/xor is 0 (false) or 1 / -1 (true), on either side. %p1 = tid < 2.
+TEST(LowerBuiltins, PredicateLogicTakesAConstantOperand) {
+  const std::string p1 = "setp.lt.u32 %p1, %r7, 2;\n", out = "selp.u32 %r1, 1, 0, %p2;\n";
+  expectRun(p1 + "xor.pred %p2, %p1, -1;\n" + out, 4, {0, 0, 1, 1});
+  expectRun(p1 + "xor.pred %p2, 1, %p1;\n" + out, 4, {0, 0, 1, 1});
+  expectRun(p1 + "xor.pred %p2, %p1, 0;\n" + out, 4, {1, 1, 0, 0});
+  expectRun(p1 + "and.pred %p2, %p1, -1;\n" + out, 4, {1, 1, 0, 0});
+  expectRun(p1 + "and.pred %p2, 0, %p1;\n" + out, 4, {0, 0, 0, 0});
+  expectRun(p1 + "or.pred %p2, %p1, 1;\n" + out, 4, {1, 1, 1, 1});
+  expectRun(p1 + "or.pred %p2, %p1, 0;\n" + out, 4, {1, 1, 0, 0});
+  expectRun("xor.pred %p2, 1, -1;\n" + out, 2, {0, 0});  // both constant: folded
+  auto two = run(p1 + "xor.pred %p2, %p1, 2;\n" + out, 4);
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().kind, ErrorKind::PtxUnsupported) << two.error().str();
+  EXPECT_NE(two.error().message.find("predicate constant"), std::string::npos) << two.error().str();
 }
 
 TEST(LowerBuiltins, VoteUniIsTrueWhenAllActiveLanesAgree) {
