@@ -73,11 +73,9 @@ CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo) {
     case TypedOp::Xor: case TypedOp::Div: case TypedOp::Rem: return commonType(a, b);
     case TypedOp::Shl: case TypedOp::Shr: case TypedOp::Not: case TypedOp::Neg: return promoted(a);
     case TypedOp::Lt: case TypedOp::Le: case TypedOp::Gt: case TypedOp::Ge: case TypedOp::Eq:
-    case TypedOp::Ne: case TypedOp::Popcll: case TypedOp::Clzll: case TypedOp::Ffsll: return CType::S32;
+    case TypedOp::Ne: return CType::S32;
     case TypedOp::Cast: return castTo;
     case TypedOp::Select: return commonType(b, c);
-    case TypedOp::Brevll: case TypedOp::UMul64Hi: return CType::U64;
-    case TypedOp::Mul64Hi: return CType::S64;
   }
   return CType::U32;
 }
@@ -141,35 +139,6 @@ CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool 
     }
     case TypedOp::Cast: return out(a.bits);
     case TypedOp::Select: return out(a.bits != 0 ? canonical(r, b.bits) : canonical(r, c.bits));
-    case TypedOp::Popcll: {
-      uint64_t n = 0;
-      for (uint64_t v = a.bits; v; v &= v - 1) ++n;
-      return out(n);
-    }
-    case TypedOp::Clzll: {
-      uint64_t n = 0;
-      for (uint64_t bit = uint64_t{1} << 63; bit && !(a.bits & bit); bit >>= 1) ++n;
-      return out(n);
-    }
-    case TypedOp::Ffsll: {
-      if (a.bits == 0) return out(0);
-      uint64_t n = 1;
-      for (uint64_t v = a.bits; !(v & 1u); v >>= 1) ++n;
-      return out(n);
-    }
-    case TypedOp::Brevll: {
-      uint64_t v = 0;
-      for (int i = 0; i < 64; ++i) v |= ((a.bits >> i) & 1u) << (63 - i);
-      return out(v);
-    }
-    case TypedOp::UMul64Hi: {
-      unsigned __int128 p = static_cast<unsigned __int128>(canonical(CType::U64, a.bits)) * canonical(CType::U64, b.bits);
-      return out(static_cast<uint64_t>(p >> 64));
-    }
-    case TypedOp::Mul64Hi: {
-      __int128 p = static_cast<__int128>(sval(a.bits)) * sval(b.bits);
-      return out(static_cast<uint64_t>(static_cast<unsigned __int128>(p) >> 64));
-    }
   }
   return out(0);
 }
@@ -930,10 +899,6 @@ class Generator {
         return "(-" + a + ")";
       case TypedOp::Cast: return "(" + cast(r) + a + ")";
       case TypedOp::Select: return "(" + a + " ? " + b + " : " + c + ")";
-      case TypedOp::Popcll: case TypedOp::Brevll: return op + "((unsigned long long)" + a + ")";
-      case TypedOp::Clzll: case TypedOp::Ffsll: return op + "((long long)" + a + ")";
-      case TypedOp::UMul64Hi: return op + "((unsigned long long)" + a + ", (unsigned long long)" + b + ")";
-      case TypedOp::Mul64Hi: return op + "((long long)" + a + ", (long long)" + b + ")";
     }
     return a;
   }

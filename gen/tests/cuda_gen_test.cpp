@@ -342,15 +342,6 @@ const TypedRow kTypedRows[] = {
     {TypedOp::Cast, {CType::S8, kM1}, {}, {}, CType::U16, {CType::U16, 0xffff}, false},
     {TypedOp::Select, {CType::U8, 0}, {CType::U8, 200}, {CType::S8, kM1}, CType::U32, {CType::S32, kM1}, false},
     {TypedOp::Select, {CType::S64, 2}, {CType::U32, 7}, {CType::S8, kM1}, CType::U32, {CType::U32, 7}, false},
-    {TypedOp::Popcll, {CType::S8, kM1}, {}, {}, CType::U32, {CType::S32, 64}, false},  // -1 as ull
-    {TypedOp::Clzll, {CType::U32, 1}, {}, {}, CType::U32, {CType::S32, 63}, false},
-    {TypedOp::Ffsll, {CType::U64, 0x100}, {}, {}, CType::U32, {CType::S32, 9}, false},
-    {TypedOp::Ffsll, {CType::U64, 0}, {}, {}, CType::U32, {CType::S32, 0}, false},
-    {TypedOp::Brevll, {CType::U8, 1}, {}, {}, CType::U32, {CType::U64, 0x8000000000000000u}, false},
-    {TypedOp::UMul64Hi, {CType::U64, kM1}, {CType::U64, kM1}, {}, CType::U32, {CType::U64, kM1 - 1}, false},
-    {TypedOp::Mul64Hi, {CType::S64, kM1}, {CType::S64, 1}, {}, CType::U32, {CType::S64, kM1}, false},
-    {TypedOp::Mul64Hi, {CType::S64, 0x8000000000000000u}, {CType::S64, 0x8000000000000000u}, {}, CType::U32,
-     {CType::S64, 0x4000000000000000u}, false},  // (-2^63)^2 = 2^126
 };
 
 TEST(CudaTypes, HandWorkedValues) {
