@@ -10,7 +10,8 @@
 //   BM_CudaGenProperty             the same plus generation and the PTX evaluator: everything
 //                                  checkCudaBatch does per kernel except compiling.
 // Cases the front end or lowering refuses count as done (they cost their parse/lowering attempt).
-// No clang-14: both are skipped with the reason. Counter: cases (per second).
+// No clang-14: both are skipped with the reason. Counters: cases (per CPU second), matched (the
+// share that lowered and equalled the expectation; the rest were typed refusals).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -62,7 +63,8 @@ const Batch& batch() {
 
 // One kernel of the parsed batch: lower, verify, interpret, compare. False (with the state
 // skipped) when the result is wrong, which the property would call a failure.
-bool lowerAndRun(benchmark::State& state, const ptx::Module& module, const gen::CudaCase& c, const std::string& entry) {
+bool lowerAndRun(benchmark::State& state, const ptx::Module& module, const gen::CudaCase& c, const std::string& entry,
+                 uint64_t& matched) {
   lower::LowerOptions lo;
   lo.entry = entry;
   lo.params = c.params();
@@ -83,6 +85,7 @@ bool lowerAndRun(benchmark::State& state, const ptx::Module& module, const gen::
     return false;
   }
   benchmark::DoNotOptimize(run->global.data());
+  ++matched;
   return true;
 }
 
@@ -92,7 +95,7 @@ void cudaGenBench(benchmark::State& state, bool property) {
     state.SkipWithError(b.error.c_str());
     return;
   }
-  uint64_t cases = 0;
+  uint64_t cases = 0, matched = 0;
   for (auto _ : state) {
     if (property) {  // generation is part of the property's cost
       for (uint64_t seed = 1; seed <= kBatchCases; ++seed) benchmark::DoNotOptimize(gen::generateCuda({}, seed));
@@ -124,11 +127,13 @@ void cudaGenBench(benchmark::State& state, bool property) {
           return;
         }
       }
-      if (!lowerAndRun(state, parsed->module, c, (*entry)->name)) return;
+      if (!lowerAndRun(state, parsed->module, c, (*entry)->name, matched)) return;
     }
     cases += b.cases.size();
   }
   state.counters["cases"] = benchmark::Counter(static_cast<double>(cases), benchmark::Counter::kIsRate);
+  // The share of the batch that lowered and matched (the rest: typed refusals).
+  state.counters["matched"] = cases ? static_cast<double>(matched) / static_cast<double>(cases) : 0.0;
 }
 
 void BM_CudaGenParseLowerInterpret(benchmark::State& s) { cudaGenBench(s, false); }
