@@ -109,7 +109,7 @@ struct CudaPolicy {
 
 Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
 
-std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v1 seed=..."
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v3 seed=..."
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
 
 // ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----
