@@ -200,6 +200,22 @@ const char* cudaVerdictName(CudaVerdict v) {
   return "?";
 }
 
+Expected<ParsedCudaBatch> parseCudaBatchPtx(std::string ptxText, std::span<const CudaCase> cases) {
+  ParsedCudaBatch out;
+  for (size_t round = 0; round <= cases.size(); ++round) {
+    auto module = ptx::parse(ptxText, "gen_batch.ptx");
+    if (module) {
+      out.module = std::move(*module);
+      return out;
+    }
+    int owner = ptxOwner(ptxText, module.error().loc.line, cases);
+    if (owner < 0) return module.error();
+    out.refused.push_back(static_cast<size_t>(owner));
+    ptxText = withoutCase(ptxText, cases[static_cast<size_t>(owner)].name);
+  }
+  return makeDiag(ErrorKind::Internal, "parseCudaBatchPtx: no progress cutting cases out");
+}
+
 std::string cudaBatchSource(std::span<const CudaCase> cases) {
   std::string src;
   for (const CudaCase& c : cases) src += c.text + "\n";

@@ -29,6 +29,7 @@
 #include "common/diag.h"
 #include "gen/cuda_gen.h"
 #include "host/cuda/compile.h"
+#include "host/ptx/ir.h"
 
 namespace qgpu::gen {
 
@@ -63,5 +64,15 @@ Expected<std::vector<Expected<CudaCheck>>> checkCudaBatch(std::span<const CudaCa
 
 // All the cases' files as one translation unit (what checkCudaBatch compiles).
 std::string cudaBatchSource(std::span<const CudaCase> cases);
+
+// A batch's PTX (compiled from cudaBatchSource) parsed, with the functions of every case whose
+// PTX the front end refuses cut out first, as checkCudaBatch does (for the benchmark, which
+// times parse -> lower -> interpret without the compiler). `refused`: those cases' indices. A
+// parse error that no case owns is returned.
+struct ParsedCudaBatch {
+  ptx::Module module;
+  std::vector<size_t> refused;
+};
+Expected<ParsedCudaBatch> parseCudaBatchPtx(std::string ptxText, std::span<const CudaCase> cases);
 
 }  // namespace qgpu::gen

@@ -12,6 +12,137 @@
 
 namespace qgpu::gen {
 
+// ---- Typed expressions (cuda_gen.h) ----
+namespace {
+constexpr CTypeInfo kCTypes[] = {
+#define QGPU_CUDAGEN_CTYPE_ROW(name, spelling, bits, isSigned) {spelling, bits, isSigned},
+    QGPU_CUDAGEN_CTYPES(QGPU_CUDAGEN_CTYPE_ROW)
+#undef QGPU_CUDAGEN_CTYPE_ROW
+};
+constexpr TypedOpInfo kTypedOps[] = {
+#define QGPU_CUDAGEN_TYPED_OP_ROW(name, arity, spelling) {#name, arity, spelling},
+    QGPU_CUDAGEN_TYPED_OPS(QGPU_CUDAGEN_TYPED_OP_ROW)
+#undef QGPU_CUDAGEN_TYPED_OP_ROW
+};
+CType unsignedOf(CType t) {
+  switch (t) {
+    case CType::S32: return CType::U32;
+    case CType::S64: return CType::U64;
+    case CType::S16: return CType::U16;
+    case CType::S8: return CType::U8;
+    default: return t;
+  }
+}
+int64_t sval(uint64_t bits) { return static_cast<int64_t>(bits); }
+// Whether the mathematical value m (held exactly in 128 bits) is representable in signed type t.
+bool fits(CType t, __int128 m) {
+  int w = ctypeInfo(t).bits;
+  __int128 hi = (static_cast<__int128>(1) << (w - 1)) - 1;
+  return m >= -hi - 1 && m <= hi;
+}
+}  // namespace
+
+const CTypeInfo& ctypeInfo(CType t) { return kCTypes[static_cast<int>(t)]; }
+std::span<const TypedOpInfo> typedOpTable() { return kTypedOps; }
+
+CType promoted(CType t) { return ctypeInfo(t).bits < 32 ? CType::S32 : t; }
+
+CType commonType(CType a, CType b) {
+  a = promoted(a);
+  b = promoted(b);
+  if (a == b) return a;
+  const CTypeInfo &ia = ctypeInfo(a), &ib = ctypeInfo(b);
+  if (ia.isSigned == ib.isSigned) return ia.bits >= ib.bits ? a : b;
+  CType s = ia.isSigned ? a : b, u = ia.isSigned ? b : a;
+  if (ctypeInfo(u).bits >= ctypeInfo(s).bits) return u;  // the unsigned type's rank is not lower
+  if (ctypeInfo(s).bits > ctypeInfo(u).bits) return s;   // the signed type holds every value
+  return unsignedOf(s);
+}
+
+uint64_t canonical(CType t, uint64_t bits) {
+  const CTypeInfo& i = ctypeInfo(t);
+  if (i.bits == 64) return bits;
+  uint64_t mask = (uint64_t{1} << i.bits) - 1, v = bits & mask;
+  if (i.isSigned && (v >> (i.bits - 1)) & 1u) v |= ~mask;
+  return v;
+}
+
+CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo) {
+  switch (op) {
+    case TypedOp::Add: case TypedOp::Sub: case TypedOp::Mul: case TypedOp::And: case TypedOp::Or:
+    case TypedOp::Xor: case TypedOp::Div: case TypedOp::Rem: return commonType(a, b);
+    case TypedOp::Shl: case TypedOp::Shr: case TypedOp::Not: case TypedOp::Neg: return promoted(a);
+    case TypedOp::Lt: case TypedOp::Le: case TypedOp::Gt: case TypedOp::Ge: case TypedOp::Eq:
+    case TypedOp::Ne: return CType::S32;
+    case TypedOp::Cast: return castTo;
+    case TypedOp::Select: return commonType(b, c);
+  }
+  return CType::U32;
+}
+
+CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool wrap, bool* ub) {
+  const CType r = typedOpResult(op, a.type, b.type, c.type, castTo);
+  const bool rs = ctypeInfo(r).isSigned;
+  auto out = [&](uint64_t bits) { return CValue{r, canonical(r, bits)}; };
+  auto flag = [&](bool undefined) {
+    if (undefined && !wrap && ub) *ub = true;
+  };
+  // Operands converted to the common type (binary arithmetic and comparisons).
+  const CType ct = commonType(a.type, b.type);
+  const bool cs = ctypeInfo(ct).isSigned;
+  const uint64_t x = canonical(ct, a.bits), y = canonical(ct, b.bits);
+  auto less = [&](uint64_t p, uint64_t q) { return cs ? sval(p) < sval(q) : p < q; };
+  switch (op) {
+    case TypedOp::Add: flag(cs && !fits(ct, static_cast<__int128>(sval(x)) + sval(y))); return out(x + y);
+    case TypedOp::Sub: flag(cs && !fits(ct, static_cast<__int128>(sval(x)) - sval(y))); return out(x - y);
+    case TypedOp::Mul: flag(cs && !fits(ct, static_cast<__int128>(sval(x)) * sval(y))); return out(x * y);
+    case TypedOp::And: return out(x & y);
+    case TypedOp::Or: return out(x | y);
+    case TypedOp::Xor: return out(x ^ y);
+    case TypedOp::Div:
+    case TypedOp::Rem: {
+      // The divisor as printed: ((b & 255) | 1) in b's promoted type when the common type is
+      // signed (1..255), (b | 1) otherwise (odd, so nonzero in any wider type too).
+      CType bt = promoted(b.type);
+      uint64_t d = canonical(bt, b.bits);
+      d = cs ? ((d & 255u) | 1u) : (d | 1u);
+      d = canonical(ct, canonical(bt, d));
+      if (cs) {
+        int64_t q = sval(x) / sval(d), m = sval(x) % sval(d);  // d in 1..255: never -1 or 0
+        return out(static_cast<uint64_t>(op == TypedOp::Div ? q : m));
+      }
+      return out(op == TypedOp::Div ? x / d : x % d);
+    }
+    case TypedOp::Shl:
+    case TypedOp::Shr: {
+      const uint64_t v = canonical(r, a.bits);
+      const int w = ctypeInfo(r).bits;
+      const unsigned s = static_cast<unsigned>(b.bits & static_cast<uint64_t>(w - 1));
+      if (op == TypedOp::Shl) {
+        flag(rs && (sval(v) < 0 || !fits(r, static_cast<__int128>(sval(v)) << s)));
+        return out(v << s);
+      }
+      if (rs) return out(static_cast<uint64_t>(sval(v) >> s));  // arithmetic (C++20; both compilers)
+      return out(v >> s);
+    }
+    case TypedOp::Lt: return out(less(x, y));
+    case TypedOp::Le: return out(!less(y, x));
+    case TypedOp::Gt: return out(less(y, x));
+    case TypedOp::Ge: return out(!less(x, y));
+    case TypedOp::Eq: return out(x == y);
+    case TypedOp::Ne: return out(x != y);
+    case TypedOp::Not: return out(~canonical(r, a.bits));
+    case TypedOp::Neg: {
+      const uint64_t v = canonical(r, a.bits);
+      flag(rs && !fits(r, -static_cast<__int128>(sval(v))));
+      return out(0 - v);
+    }
+    case TypedOp::Cast: return out(a.bits);
+    case TypedOp::Select: return out(a.bits != 0 ? canonical(r, b.bits) : canonical(r, c.bits));
+  }
+  return out(0);
+}
+
 namespace {
 
 
@@ -26,20 +157,37 @@ int32_t s32(uint32_t x) { return static_cast<int32_t>(x); }
 uint32_t u32(int64_t x) { return static_cast<uint32_t>(static_cast<uint64_t>(x)); }
 
 // ---- The AST ----
-enum class ExprKind : uint8_t { Const, Var, Special, Load, LoopVar, Arg, Op, Call };
+enum class ExprKind : uint8_t { Const, Var, Special, Load, LoopVar, Arg, Op, Call, Typed };
 enum Special : uint32_t { kTid, kCtaid, kNtid, kNctaid, kParamK, kNumSpecials };
 const char* const kSpecialNames[kNumSpecials] = {"threadIdx.x", "blockIdx.x", "blockDim.x", "gridDim.x", "k"};
 
 struct Expr {
   ExprKind kind = ExprKind::Const;
   CudaOp op = CudaOp::Add;
-  uint32_t value = 0;  // Const: the value; Var/LoopVar/Arg/Special: the index; Call: the helper
-  int a = -1, b = -1, c = -1;  // children (indices into the pool)
+  uint32_t value = 0;  // Const: the value; Var/LoopVar/Arg/Special: the index; Call: the helper;
+                      // Typed: 0 the low word, 1 the high word (of the value as unsigned long long)
+  int a = -1, b = -1, c = -1;  // children (indices into the pool; Typed: a indexes the typed pool)
 };
 
-enum class StmtKind : uint8_t { Assign, Store, Atomic, If, Loop, Return, Exchange, SyncReduce, Warp };
+// A typed expression (cuda_gen.h): leaves are a 32-bit expression converted, a constant, a typed
+// local, or two 32-bit expressions as the high and low words of an unsigned long long.
+enum class TExprKind : uint8_t { FromU32, Const, Var, Pair, Op };
+struct TExpr {
+  TExprKind kind = TExprKind::Const;
+  CType type = CType::U32;     // the static type
+  TypedOp op = TypedOp::Add;
+  uint64_t value = 0;          // Const: canonical bits; Var: the index
+  int a = -1, b = -1, c = -1;  // Op: typed children; FromU32/Pair: 32-bit expressions (pool_)
+};
+
+enum class StmtKind : uint8_t { Assign, Store, Atomic, If, Loop, Return, Exchange, SyncReduce, Warp, TypedAssign,
+                                BarrierLoop, SharedAtomics, SharedAtomic };
 enum class WarpKind : uint8_t { ShflIdx, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
 enum class AtomicKind : uint8_t { Add, Min, Max, Or, And, Xor };
+// The ops of the shared words sa[0..3] (one per word, so their order cannot matter; Exch always
+// writes the word's one uniform value, so the final word is that value if any thread ran it).
+enum class SharedAtomicKind : uint8_t { Add, Or, Xor, And, MinU, MaxU, MinS, MaxS, Exch };
+constexpr uint32_t kSharedAtomicWords = 4;
 const char* const kAtomicNames[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicOr", "atomicAnd", "atomicXor"};
 const char* const kSyncNames[] = {"__syncthreads_count", "__syncthreads_and", "__syncthreads_or"};
 
@@ -47,8 +195,11 @@ struct Stmt {
   StmtKind kind = StmtKind::Assign;
   int var = 0;        // Assign, Exchange, SyncReduce, Warp: the destination variable
   int e = -1, e2 = -1;  // expressions (Store: e2 = slot index or -1 for slot `id`)
-  uint32_t id = 0;    // Loop: its counter; Atomic: the acc word; Store: constant slot;
-                      // Exchange: the lane offset; SyncReduce: 0 count, 1 and, 2 or; Warp: delta/mask
+  uint32_t id = 0;    // Loop, BarrierLoop: its counter; Atomic, SharedAtomic: the word; Store: constant
+                      // slot; Exchange, SharedAtomics: the lane offset; SyncReduce: 0 count, 1 and,
+                      // 2 or; Warp: delta/mask; TypedAssign: the typed variable
+  uint32_t off = 0;   // BarrierLoop: the lane offset
+  bool doubleBuffer = false;  // BarrierLoop: sb[2B] by trip parity, one barrier a trip (else sh, two)
   WarpKind warp = WarpKind::ShflIdx;
   std::vector<Stmt> body, orelse;
 };
@@ -60,6 +211,7 @@ struct Helper {
 
 struct Thread {
   std::vector<uint32_t> vars;
+  std::vector<uint64_t> wvars;  // typed locals, canonical bits
   std::vector<uint32_t> loops;
   uint32_t tid = 0, ctaid = 0;
   bool returned = false;
@@ -108,6 +260,24 @@ class Generator {
     }
     declaredVars_ = nvars_;
 
+    // Typed locals w0.. (64-bit and narrow), each initialised from the ones before it.
+    ntv_ = p_.maxTypedVars > 0 ? static_cast<int>(rng_.below(static_cast<uint32_t>(p_.maxTypedVars) + 1)) : 0;
+    for (int j = 0; j < ntv_; ++j) {
+      declaredTVars_ = j;
+      tvType_.push_back(kTypedVarTypes[rng_.below(static_cast<uint32_t>(std::size(kTypedVarTypes)))]);
+      tvInit_.push_back(texpr(1));
+    }
+    declaredTVars_ = ntv_;
+
+    // The shared atomic words: one op each, initial values, Exch's one uniform value.
+    for (uint32_t j = 0; j < kSharedAtomicWords; ++j) {
+      saKind_[j] = static_cast<SharedAtomicKind>(rng_.below(9));
+      saInit_[j] = rng_.chance(0.5) ? rng_.below(17) : rng_.word();
+      uniform_ = true;
+      saExch_[j] = expr(1);
+      uniform_ = false;
+    }
+
     // Top-level statements.
     int n = 1 + static_cast<int>(rng_.below(static_cast<uint32_t>(p_.maxTopStmts)));
     for (int i = 0; i < n; ++i) top_.push_back(stmt(0, true));
@@ -119,7 +289,21 @@ class Generator {
     c.hasLoop = loops_ > 0;
     c.hasCall = hasCall_;
     c.hasAtomic = hasAtomic_;
-    evaluate(c);
+    c.hasTyped = hasTyped_;
+    c.hasBarrierLoop = hasBarrierLoop_;
+    c.hasSharedAtomic = hasSharedAtomic_;
+    // Evaluate, wrap every typed op that would be undefined, evaluate again, until none would be
+    // (each round wraps at least one more op, so this ends).
+    twrap_.assign(tpool_.size(), 0);
+    for (;;) {
+      tub_.assign(tpool_.size(), 0);
+      evaluate(c);
+      bool again = false;
+      for (size_t i = 0; i < tpool_.size(); ++i)
+        if (tub_[i] && !twrap_[i]) twrap_[i] = 1, again = true;
+      if (!again) break;
+    }
+    c.wrappedOps = static_cast<int>(std::count(twrap_.begin(), twrap_.end(), 1));
     c.text = print(c);
     return c;
   }
@@ -138,6 +322,23 @@ class Generator {
   uint32_t loops_ = 0;
   bool inHelper_ = false, returned_ = false, usesShared_ = false, hasWarp_ = false, hasSync_ = false,
        hasCall_ = false, hasAtomic_ = false;
+  // Typed expressions and locals.
+  static constexpr CType kTypedVarTypes[] = {CType::S64, CType::U64, CType::S16, CType::U16, CType::S8, CType::U8};
+  std::vector<TExpr> tpool_;
+  std::vector<CType> tvType_;
+  std::vector<int> tvInit_;
+  int ntv_ = 0, declaredTVars_ = 0;
+  std::vector<uint8_t> twrap_;        // per typed node: printed in its wrapping form
+  mutable std::vector<uint8_t> tub_;  // per typed node: the plain form was undefined in this evaluation
+  // Shared atomics and barrier loops.
+  std::array<SharedAtomicKind, kSharedAtomicWords> saKind_{};
+  std::array<uint32_t, kSharedAtomicWords> saInit_{};
+  std::array<int, kSharedAtomicWords> saExch_{};
+  bool uniform_ = false;        // expressions being generated must be uniform across the CTA
+  bool noReturn_ = false;       // inside a barrier loop or a shared-atomic region
+  bool inSharedRegion_ = false; // shared atomics may be generated
+  bool usesDouble_ = false, usesSharedAtomic_ = false, hasTyped_ = false, hasBarrierLoop_ = false,
+       hasSharedAtomic_ = false;
 
   uint32_t constant() {
     if (rng_.chance(p_.smallConstProb)) return rng_.below(17);
@@ -154,25 +355,27 @@ class Generator {
     if (inHelper_) {
       w[5] = 4;
     } else {
-      w[1] = declaredVars_ > 0 ? 4 : 0;
+      w[1] = declaredVars_ > 0 && !uniform_ ? 4 : 0;
       w[2] = 2;
       w[3] = 1;
-      w[4] = loopScope_.empty() ? 0 : 1;
+      w[4] = loopScope_.empty() || uniform_ ? 0 : 1;
     }
+    // A uniform expression reads no variable, loop counter or threadIdx.x.
+    auto special = [&] { return uniform_ ? 1 + rng_.below(kNumSpecials - 1) : rng_.below(kNumSpecials); };
     Expr e;
     switch (rng_.weighted(w)) {
       case 1: e.kind = ExprKind::Var; e.value = rng_.below(static_cast<uint32_t>(declaredVars_)); break;
-      case 2: e.kind = ExprKind::Special; e.value = rng_.below(kNumSpecials); break;
+      case 2: e.kind = ExprKind::Special; e.value = special(); break;
       case 3: {
         e.kind = ExprKind::Load;
         // The index: a leaf that is not itself a load (keeps trees small).
         Expr i;
-        if (declaredVars_ > 0 && rng_.chance(0.5)) {
+        if (declaredVars_ > 0 && !uniform_ && !inHelper_ && rng_.chance(0.5)) {
           i.kind = ExprKind::Var;
           i.value = rng_.below(static_cast<uint32_t>(declaredVars_));
         } else {
           i.kind = ExprKind::Special;
-          i.value = rng_.below(kNumSpecials);
+          i.value = special();
         }
         e.a = add(i);
         break;
@@ -186,11 +389,18 @@ class Generator {
 
   int expr(int depth) {
     if (depth <= 0 || rng_.chance(p_.leafProb)) return leaf();
-    std::array<uint32_t, kNumFamilies + 1> w = {p_.wArith, p_.wDiv, p_.wShift, p_.wCompare, p_.wBuiltin,
-                                                callable_ > 0 ? p_.wCall : 0u};
+    std::array<uint32_t, kNumFamilies + 2> w = {p_.wArith, p_.wDiv, p_.wShift, p_.wCompare, p_.wBuiltin,
+                                                callable_ > 0 ? p_.wCall : 0u, p_.wTyped};
     int fam = rng_.weighted(w);
     if (fam < 0) return leaf();
     Expr e;
+    if (fam == kNumFamilies + 1) {
+      e.kind = ExprKind::Typed;
+      e.a = texpr(depth - 1);
+      e.value = rng_.below(2);
+      hasTyped_ = true;
+      return add(e);
+    }
     if (fam == kNumFamilies) {
       e.kind = ExprKind::Call;
       e.value = rng_.below(static_cast<uint32_t>(callable_));
@@ -211,6 +421,58 @@ class Generator {
     return add(e);
   }
 
+  CType randomType() { return static_cast<CType>(rng_.below(kNumCTypes)); }
+  int tadd(TExpr e) {
+    tpool_.push_back(e);
+    return static_cast<int>(tpool_.size() - 1);
+  }
+  int tleaf(int depth) {
+    // FromU32, Const, Var, Pair by weight.
+    std::array<uint32_t, 4> w = {3, 2, declaredTVars_ > 0 && !inHelper_ && !uniform_ ? 3u : 0u, 1};
+    TExpr e;
+    switch (rng_.weighted(w)) {
+      case 0: e.kind = TExprKind::FromU32; e.type = randomType(); e.a = expr(depth - 1); break;
+      case 2:
+        e.kind = TExprKind::Var;
+        e.value = rng_.below(static_cast<uint32_t>(declaredTVars_));
+        e.type = tvType_[e.value];
+        break;
+      case 3:
+        e.kind = TExprKind::Pair;
+        e.type = CType::U64;
+        e.a = expr(depth - 1);
+        e.b = expr(depth - 1);
+        break;
+      default: {
+        e.kind = TExprKind::Const;
+        e.type = randomType();
+        // Small values, the edges of the types (-1, the minima and maxima), any 64 bits.
+        static constexpr uint64_t kEdges[] = {~uint64_t{0}, 0x7fu, 0x80u, 0xffu, 0x7fffu, 0x8000u, 0xffffu,
+                                              0x7fffffffu, 0x80000000u, 0xffffffffu, 0x7fffffffffffffffu,
+                                              0x8000000000000000u};
+        uint64_t v = rng_.chance(p_.smallConstProb) ? rng_.below(17)
+                     : rng_.chance(0.5)             ? kEdges[rng_.below(static_cast<uint32_t>(std::size(kEdges)))]
+                                                    : rng_.next();
+        e.value = canonical(e.type, v);
+        break;
+      }
+    }
+    return tadd(e);
+  }
+  int texpr(int depth) {
+    if (depth <= 0 || rng_.chance(p_.leafProb)) return tleaf(depth);
+    TExpr e;
+    e.kind = TExprKind::Op;
+    e.op = static_cast<TypedOp>(rng_.below(static_cast<uint32_t>(std::size(kTypedOps))));
+    int arity = kTypedOps[static_cast<int>(e.op)].arity;
+    e.a = texpr(depth - 1);
+    if (arity > 1) e.b = texpr(depth - 1);
+    if (arity > 2) e.c = texpr(depth - 1);
+    auto ty = [&](int i) { return i >= 0 ? tpool_[static_cast<size_t>(i)].type : CType::U32; };
+    e.type = typedOpResult(e.op, ty(e.a), ty(e.b), ty(e.c), randomType());
+    return tadd(e);
+  }
+
   std::vector<Stmt> block(int depth) {
     std::vector<Stmt> out;
     int n = 1 + static_cast<int>(rng_.below(static_cast<uint32_t>(p_.maxBlockStmts)));
@@ -221,9 +483,11 @@ class Generator {
   Stmt stmt(int depth, bool top) {
     bool collective = top && !returned_;
     bool nest = depth < p_.maxDepth;
-    std::array<uint32_t, 9> w = {p_.wAssign, p_.wStore, p_.wAtomic, nest ? p_.wIf : 0u, nest ? p_.wLoop : 0u,
-                                 p_.wReturn, collective ? p_.wShared : 0u, collective ? p_.wSyncReduce : 0u,
-                                 collective && blockX_ == 4 ? p_.wWarp : 0u};
+    std::array<uint32_t, 13> w = {p_.wAssign, p_.wStore, p_.wAtomic, nest ? p_.wIf : 0u, nest ? p_.wLoop : 0u,
+                                  noReturn_ ? 0u : p_.wReturn, collective ? p_.wShared : 0u,
+                                  collective ? p_.wSyncReduce : 0u, collective && blockX_ == 4 ? p_.wWarp : 0u,
+                                  ntv_ > 0 ? p_.wTypedAssign : 0u, collective ? p_.wBarrierLoop : 0u,
+                                  collective ? p_.wSharedAtomic : 0u, inSharedRegion_ ? p_.wAtomic + 1 : 0u};
     int kind = rng_.weighted(w);
     if (kind < 0) kind = 0;
     Stmt s;
@@ -269,7 +533,51 @@ class Generator {
         if (s.warp == WarpKind::ShflIdx) s.e2 = expr(1);
         hasWarp_ = true;
         break;
+      case StmtKind::TypedAssign:
+        s.id = rng_.below(static_cast<uint32_t>(ntv_));
+        s.e = texpr(ed);
+        hasTyped_ = true;
+        break;
+      case StmtKind::BarrierLoop: {
+        s.id = loops_++;
+        uniform_ = true;
+        s.e = expr(ed);  // the bound: uniform across the CTA, so every thread meets every barrier
+        uniform_ = false;
+        s.var = pickVar();
+        s.off = rng_.below(blockX_);
+        s.doubleBuffer = rng_.chance(0.5);
+        loopScope_.push_back(s.id);
+        bool saved = noReturn_;
+        noReturn_ = true;
+        s.body = block(depth + 1);
+        noReturn_ = saved;
+        s.e2 = expr(ed);  // the value each thread publishes this trip
+        loopScope_.pop_back();
+        (s.doubleBuffer ? usesDouble_ : usesShared_) = true;
+        hasBarrierLoop_ = true;
+        break;
+      }
+      case StmtKind::SharedAtomics: {
+        s.var = pickVar();
+        s.id = rng_.below(kSharedAtomicWords);
+        bool savedReturn = noReturn_, savedRegion = inSharedRegion_;
+        noReturn_ = inSharedRegion_ = true;
+        s.body = block(depth + 1);
+        s.body.push_back(sharedAtomic());  // at least one
+        noReturn_ = savedReturn;
+        inSharedRegion_ = savedRegion;
+        usesSharedAtomic_ = hasSharedAtomic_ = true;
+        break;
+      }
+      case StmtKind::SharedAtomic: s = sharedAtomic(); break;
     }
+    return s;
+  }
+  Stmt sharedAtomic() {
+    Stmt s;
+    s.kind = StmtKind::SharedAtomic;
+    s.id = rng_.below(kSharedAtomicWords);
+    s.e = saKind_[s.id] == SharedAtomicKind::Exch ? saExch_[s.id] : expr(p_.maxExprDepth);
     return s;
   }
 
@@ -302,14 +610,39 @@ class Generator {
         if (h.cond >= 0 && eval(h.cond, t, a, b, c) == 0) return eval(h.e2, t, a, b, c);
         return eval(h.e1, t, a, b, c);
       }
+      case ExprKind::Typed: {
+        uint64_t v = teval(e.a, t, argA, argB, c).bits;  // canonical: the value as unsigned long long
+        return static_cast<uint32_t>(e.value == 0 ? v : v >> 32);
+      }
     }
     return 0;
+  }
+  CValue teval(int i, const Thread& t, uint32_t argA, uint32_t argB, const CudaCase& c) const {
+    const TExpr& e = tpool_[static_cast<size_t>(i)];
+    switch (e.kind) {
+      case TExprKind::FromU32: return {e.type, canonical(e.type, eval(e.a, t, argA, argB, c))};
+      case TExprKind::Const: return {e.type, e.value};
+      case TExprKind::Var: return {e.type, t.wvars[e.value]};
+      case TExprKind::Pair:
+        return {CType::U64, (uint64_t{eval(e.a, t, argA, argB, c)} << 32) | eval(e.b, t, argA, argB, c)};
+      case TExprKind::Op: {
+        CValue a = teval(e.a, t, argA, argB, c);
+        CValue b = e.b >= 0 ? teval(e.b, t, argA, argB, c) : CValue{};
+        CValue cc = e.c >= 0 ? teval(e.c, t, argA, argB, c) : CValue{};
+        bool ub = false;
+        CValue r = evalTypedOp(e.op, a, b, cc, e.type, twrap_[static_cast<size_t>(i)] != 0, &ub);
+        if (ub) tub_[static_cast<size_t>(i)] = 1;
+        return r;
+      }
+    }
+    return {};
   }
 
   struct World {
     CudaCase* c;
     std::vector<uint32_t> out;
     std::array<uint32_t, kCudaAccWords> acc;
+    std::array<uint32_t, kSharedAtomicWords> sa{};  // the CTA's sa[] during a shared-atomic region
   };
 
   // One thread through one statement; false once the thread has returned.
@@ -352,6 +685,27 @@ class Generator {
           return false;
         }
         break;
+      case StmtKind::TypedAssign: {
+        CType ty = tvType_[s.id];
+        t.wvars[s.id] = canonical(ty, teval(s.e, t, 0, 0, c).bits);
+        break;
+      }
+      case StmtKind::SharedAtomic: {
+        uint32_t v = ev(s.e);
+        uint32_t& a = w.sa[s.id];
+        switch (saKind_[s.id]) {
+          case SharedAtomicKind::Add: a += v; break;
+          case SharedAtomicKind::Or: a |= v; break;
+          case SharedAtomicKind::Xor: a ^= v; break;
+          case SharedAtomicKind::And: a &= v; break;
+          case SharedAtomicKind::MinU: a = std::min(a, v); break;
+          case SharedAtomicKind::MaxU: a = std::max(a, v); break;
+          case SharedAtomicKind::MinS: a = static_cast<uint32_t>(std::min(s32(a), s32(v))); break;
+          case SharedAtomicKind::MaxS: a = static_cast<uint32_t>(std::max(s32(a), s32(v))); break;
+          case SharedAtomicKind::Exch: a = v; break;
+        }
+        break;
+      }
       default: break;  // collectives: execTop
     }
     return true;
@@ -398,6 +752,29 @@ class Generator {
         }
         return;
       }
+      case StmtKind::BarrierLoop: {
+        // The bound is uniform (no variable, counter or threadIdx.x), so thread 0's is every thread's.
+        const uint32_t trips = eval(s.e, ts[0], 0, 0, c) % (p_.maxTrips + 1);
+        for (uint32_t u = 0; u < trips; ++u) {
+          std::vector<uint32_t> sh(c.blockX);
+          for (auto& t : ts) {
+            t.loops[s.id] = u;
+            for (const Stmt& b : s.body) exec(b, t, w);  // no return inside
+            sh[t.tid] = eval(s.e2, t, 0, 0, c);
+          }
+          for (auto& t : ts) t.vars[static_cast<size_t>(s.var)] = sh[(t.tid + u + s.off) % c.blockX];
+        }
+        return;
+      }
+      case StmtKind::SharedAtomics: {
+        // One thread after another is exact: the atomics of a word all have its one op, which
+        // commutes (Exch writes the word's one value), and nothing reads sa[] before the barrier.
+        w.sa = saInit_;
+        for (auto& t : ts)
+          for (const Stmt& b : s.body) exec(b, t, w);  // no return inside
+        for (auto& t : ts) t.vars[static_cast<size_t>(s.var)] = w.sa[(t.tid + s.id) % kSharedAtomicWords];
+        return;
+      }
       default:
         for (auto& t : ts)
           if (!t.returned) exec(s, t, w);
@@ -416,6 +793,10 @@ class Generator {
         t.vars.assign(static_cast<size_t>(nvars_), 0);
         t.loops.assign(loops_, 0);
         for (int v = 0; v < nvars_; ++v) t.vars[static_cast<size_t>(v)] = eval(varInit_[static_cast<size_t>(v)], t, 0, 0, c);
+        t.wvars.assign(static_cast<size_t>(ntv_), 0);
+        for (int j = 0; j < ntv_; ++j)
+          t.wvars[static_cast<size_t>(j)] =
+              canonical(tvType_[static_cast<size_t>(j)], teval(tvInit_[static_cast<size_t>(j)], t, 0, 0, c).bits);
       }
       for (const Stmt& s : top_) execTop(s, ts, w);
       // The sink the printer ends the kernel with: out[o] ^= v0 + v1 + ...
@@ -423,6 +804,11 @@ class Generator {
         if (t.returned) continue;
         uint32_t sum = 0;
         for (uint32_t v : t.vars) sum += v;
+        for (int j = 0; j < ntv_; ++j) {
+          uint64_t v = t.wvars[static_cast<size_t>(j)];
+          sum += static_cast<uint32_t>(v);
+          if (ctypeInfo(tvType_[static_cast<size_t>(j)]).bits == 64) sum += static_cast<uint32_t>(v >> 32);
+        }
         w.out[(t.ctaid * c.blockX + t.tid) * c.slots] ^= sum;
       }
     }
@@ -447,6 +833,9 @@ class Generator {
       case ExprKind::Load: return "in[" + printExpr(e.a) + " & 15u]";
       case ExprKind::Call:
         return name_ + "_h" + std::to_string(e.value) + "(" + printExpr(e.a) + ", " + printExpr(e.b) + ")";
+      case ExprKind::Typed:
+        if (e.value == 0) return "((unsigned)" + printTExpr(e.a) + ")";
+        return "((unsigned)((unsigned long long)" + printTExpr(e.a) + " >> 32))";
       case ExprKind::Op: {
         std::string out;
         const char* f = kOps[static_cast<int>(e.op)].spelling;
@@ -463,6 +852,55 @@ class Generator {
       }
     }
     return "0u";
+  }
+
+  static std::string cast(CType t) { return std::string("(") + ctypeInfo(t).spelling + ")"; }
+  std::string printTExpr(int i) const {
+    const TExpr& e = tpool_[static_cast<size_t>(i)];
+    switch (e.kind) {
+      case TExprKind::FromU32: return "(" + cast(e.type) + "(" + printExpr(e.a) + "))";
+      case TExprKind::Var: return "w" + std::to_string(e.value);
+      case TExprKind::Pair:
+        return "(((unsigned long long)(" + printExpr(e.a) + ") << 32) | (" + printExpr(e.b) + "))";
+      case TExprKind::Const: {
+        const CTypeInfo& ti = ctypeInfo(e.type);
+        uint64_t v = ti.bits == 64 ? e.value : e.value & ((uint64_t{1} << ti.bits) - 1);
+        char buf[32];
+        if (v <= 16) std::snprintf(buf, sizeof buf, "%llu%s", static_cast<unsigned long long>(v), ti.bits == 64 ? "ull" : "u");
+        else std::snprintf(buf, sizeof buf, "0x%llx%s", static_cast<unsigned long long>(v), ti.bits == 64 ? "ull" : "u");
+        return "(" + cast(e.type) + buf + ")";
+      }
+      case TExprKind::Op: break;
+    }
+    const TypedOpInfo& info = kTypedOps[static_cast<int>(e.op)];
+    const bool wrap = twrap_.size() > static_cast<size_t>(i) && twrap_[static_cast<size_t>(i)];
+    std::string a = printTExpr(e.a), b = e.b >= 0 ? printTExpr(e.b) : "", c = e.c >= 0 ? printTExpr(e.c) : "";
+    std::string op = info.spelling;
+    const CType r = e.type;
+    const std::string ur = cast(unsignedOf(r));
+    switch (e.op) {
+      case TypedOp::Add: case TypedOp::Sub: case TypedOp::Mul:
+        if (wrap) return "(" + cast(r) + "(" + ur + a + " " + op + " " + ur + b + "))";
+        return "(" + a + " " + op + " " + b + ")";
+      case TypedOp::And: case TypedOp::Or: case TypedOp::Xor: return "(" + a + " " + op + " " + b + ")";
+      case TypedOp::Div: case TypedOp::Rem:
+        if (ctypeInfo(r).isSigned) return "(" + a + " " + op + " ((" + b + " & 255) | 1))";
+        return "(" + a + " " + op + " (" + b + " | 1))";
+      case TypedOp::Shl: case TypedOp::Shr: {
+        std::string amount = "(" + b + " & " + std::to_string(ctypeInfo(r).bits - 1) + ")";
+        if (wrap) return "(" + cast(r) + "(" + ur + a + " << " + amount + "))";
+        return "(" + a + " " + op + " " + amount + ")";
+      }
+      case TypedOp::Lt: case TypedOp::Le: case TypedOp::Gt: case TypedOp::Ge: case TypedOp::Eq: case TypedOp::Ne:
+        return "((int)(" + a + " " + op + " " + b + "))";
+      case TypedOp::Not: return "(~" + a + ")";
+      case TypedOp::Neg:
+        if (wrap) return "(" + cast(r) + "(0u - " + ur + a + "))";
+        return "(-" + a + ")";
+      case TypedOp::Cast: return "(" + cast(r) + a + ")";
+      case TypedOp::Select: return "(" + a + " ? " + b + " : " + c + ")";
+    }
+    return a;
   }
 
   void printStmt(const Stmt& s, int indent, std::string& o) const {
@@ -507,6 +945,41 @@ class Generator {
         o += pad + v + " = (unsigned)(" + kSyncNames[s.id] + "((int)(" + printExpr(s.e) + " & 1u))" +
              (s.id == 0 ? ")" : " != 0)") + ";\n";
         break;
+      case StmtKind::TypedAssign: o += pad + "w" + std::to_string(s.id) + " = " + printTExpr(s.e) + ";\n"; break;
+      case StmtKind::BarrierLoop: {
+        std::string i = "i" + std::to_string(s.id), b = std::to_string(blockX_) + "u";
+        o += pad + "for (unsigned " + i + " = 0; " + i + " < " + printExpr(s.e) + " % " +
+             std::to_string(p_.maxTrips + 1) + "u; ++" + i + ") {\n";
+        for (const Stmt& st : s.body) printStmt(st, indent + 1, o);
+        std::string in = pad + "  ", other = "(threadIdx.x + " + i + " + " + std::to_string(s.off) + "u) % " + b;
+        if (s.doubleBuffer) {
+          std::string half = "(" + i + " & 1u) * " + b;
+          o += in + "sb[" + half + " + threadIdx.x] = " + printExpr(s.e2) + ";\n" + in + "__syncthreads();\n" + in + v +
+               " = sb[" + half + " + " + other + "];\n" + pad + "}\n" + pad + "__syncthreads();\n";
+        } else {
+          o += in + "sh[threadIdx.x] = " + printExpr(s.e2) + ";\n" + in + "__syncthreads();\n" + in + v + " = sh[" +
+               other + "];\n" + in + "__syncthreads();\n" + pad + "}\n";
+        }
+        break;
+      }
+      case StmtKind::SharedAtomics: {
+        o += pad + "if (threadIdx.x == 0u) {";
+        for (uint32_t j = 0; j < kSharedAtomicWords; ++j) o += " sa[" + std::to_string(j) + "] = " + std::to_string(saInit_[j]) + "u;";
+        o += " }\n" + pad + "__syncthreads();\n";
+        for (const Stmt& st : s.body) printStmt(st, indent, o);
+        o += pad + "__syncthreads();\n" + pad + v + " = sa[(threadIdx.x + " + std::to_string(s.id) + "u) % " +
+             std::to_string(kSharedAtomicWords) + "u];\n" + pad + "__syncthreads();\n";
+        break;
+      }
+      case StmtKind::SharedAtomic: {
+        static const char* const kFn[] = {"atomicAdd", "atomicOr", "atomicXor", "atomicAnd", "atomicMin",
+                                          "atomicMax", "atomicMin", "atomicMax", "atomicExch"};
+        SharedAtomicKind k = saKind_[s.id];
+        std::string word = "&sa[" + std::to_string(s.id) + "]", val = printExpr(s.e);
+        if (k == SharedAtomicKind::MinS || k == SharedAtomicKind::MaxS) word = "(int*)" + word, val = "(int)" + val;
+        o += pad + kFn[static_cast<int>(k)] + "(" + word + ", " + val + ");\n";
+        break;
+      }
       case StmtKind::Warp: {
         std::string e = printExpr(s.e), d = std::to_string(s.id);
         std::string call;
@@ -554,13 +1027,23 @@ class Generator {
     }
     o += "__global__ void " + c.name + "(const unsigned* in, unsigned* out, unsigned* acc, unsigned k) {\n";
     if (usesShared_) o += "  __shared__ unsigned sh[" + std::to_string(blockX_) + "];\n";
+    if (usesDouble_) o += "  __shared__ unsigned sb[" + std::to_string(2 * blockX_) + "];\n";
+    if (usesSharedAtomic_) o += "  __shared__ unsigned sa[" + std::to_string(kSharedAtomicWords) + "];\n";
     o += "  unsigned o = (blockIdx.x * blockDim.x + threadIdx.x) * " + std::to_string(slots_) + "u;\n";
     for (int v = 0; v < nvars_; ++v)
       o += "  unsigned v" + std::to_string(v) + " = " + printExpr(varInit_[static_cast<size_t>(v)]) + ";\n";
+    for (int j = 0; j < ntv_; ++j)
+      o += std::string("  ") + ctypeInfo(tvType_[static_cast<size_t>(j)]).spelling + " w" + std::to_string(j) + " = " +
+           printTExpr(tvInit_[static_cast<size_t>(j)]) + ";\n";
     for (const Stmt& s : top_) printStmt(s, 1, o);
     // Every variable reaches memory (otherwise the compilers drop most of the kernel).
     o += "  out[o] ^= " + std::string(nvars_ > 0 ? "v0" : "0u");
     for (int v = 1; v < nvars_; ++v) o += " + v" + std::to_string(v);
+    for (int j = 0; j < ntv_; ++j) {
+      std::string w = "w" + std::to_string(j);
+      o += " + (unsigned)" + w;
+      if (ctypeInfo(tvType_[static_cast<size_t>(j)]).bits == 64) o += " + (unsigned)((unsigned long long)" + w + " >> 32)";
+    }
     o += ";\n}\n";
     return o;
   }
@@ -689,11 +1172,14 @@ Status validate(const CudaPolicy& p) {
   if (p.maxGrid < 1 || p.maxGrid > 16) return bad("maxGrid must be 1..16");
   if (p.maxBlockX < 1 || p.maxBlockX > 16) return bad("maxBlockX must be 1..16");
   if (p.maxSlots < 1 || p.maxSlots > 8) return bad("maxSlots must be 1..8");
+  if (p.maxTypedVars < 0 || p.maxTypedVars > 4) return bad("maxTypedVars must be 0..4");
   if (p.maxGrid * p.maxBlockX * p.maxSlots > 126 - kCudaInWords - kCudaAccWords)
     return bad("maxGrid * maxBlockX * maxSlots must be <= 102 (the out words)");
   for (double x : {p.noinlineProb, p.elseProb, p.leafProb, p.smallConstProb, p.warpBlockProb})
     if (!(x >= 0 && x <= 1)) return bad("probabilities must be in [0, 1]");
-  if (p.wAssign + p.wStore + p.wAtomic + p.wIf + p.wLoop + p.wReturn + p.wShared + p.wSyncReduce + p.wWarp == 0)
+  if (uint64_t{p.wAssign} + p.wStore + p.wAtomic + p.wIf + p.wLoop + p.wReturn + p.wShared + p.wSyncReduce + p.wWarp +
+          p.wTypedAssign + p.wBarrierLoop + p.wSharedAtomic ==
+      0)
     return bad("every statement weight is 0");
   return Ok{};
 }

@@ -3,7 +3,7 @@
 //
 // Every probability and limit is a field of `CudaPolicy` (one X-macro table,
 // QGPU_CUDAGEN_POLICY_FIELDS); a case is a pure function of (generator version, policy, seed) and
-// its file says so in a `note:` line: `qgpu-gen cuda v1 seed=S policy: maxTopStmts=5 ...`.
+// its file says so in a `note:` line: `qgpu-gen cuda v3 seed=S policy: maxTopStmts=5 ...`.
 //
 // The output is a kernel file (kernels/README.md's format) that runs through the normal harness
 // (`qgpu run FILE.cu`, kernels::parseKernelText):
@@ -19,13 +19,25 @@
 // and the control flow is uniform): a shared-memory exchange through two `__syncthreads()`,
 // `__syncthreads_count/and/or`, and in blocks of exactly 4 threads width-4 shuffles and votes
 // with mask 0xf (the same on a 32-lane GPU and on the 4-lane machine).
+// Since v2 also: typed expressions and locals `w0..` of 64-bit and narrow types (long long,
+// unsigned long long, short, unsigned short, signed char, unsigned char; the typed section below)
+// read back into the 32-bit world as their low or high word; at the top level, loops whose trip
+// count is uniform across the CTA (`E % (T + 1)` with E free of variables, counters and
+// threadIdx.x) with a shared exchange through __syncthreads on every trip (`sh[B]` with two
+// barriers a trip, or `sb[2B]` double-buffered by trip parity with one, and a barrier after the
+// loop); and shared-atomic regions: thread 0 initialises `sa[0..3]`, a barrier, then per-thread
+// (divergent) code with atomicAdd/Or/Xor/And/Min/Max (unsigned, and signed through `(int*)`) /
+// Exch on sa (one op per word; every Exch of a word writes its one CTA-uniform value), a barrier,
+// a copy-out `vX = sa[(threadIdx.x + d) % 4]`, and a barrier. No return inside either.
 //
 // UB-free by construction: all arithmetic is unsigned (signed operations convert to int and back,
 // which C++20 defines as modular); shift amounts are masked `& 31u`; divisors are `(x | 1u)`
 // (unsigned) or `((x & 255u) | 1u)` (signed: 1..255, never 0 or -1); `abs` gets `(x | 1u)` (never
 // INT_MIN); `__byte_perm` selectors are masked `& 0x7777u` (no sign-replicate mode); loads index
 // `in[x & 15u]`; stores index the thread's own slots; shared slots are written by their own
-// thread before a barrier and read by others after it, and a second barrier ends the exchange.
+// thread before a barrier and read by others after it, and a second barrier ends the exchange
+// (or the next trip writes the other half of sb[], and a barrier ends the loop); atomic results
+// are never read, and sa[] is read only after the barrier that ends the region's atomics.
 //
 // The expectation: the generator evaluates its own AST (evalOp below, and a per-thread walk of the
 // statements; threads run statement by statement at the top level, which is exact because nested
@@ -44,7 +56,7 @@
 
 namespace qgpu::gen {
 
-inline constexpr int kCudaGeneratorVersion = 1;  // bump when (policy, seed) gives another case
+inline constexpr int kCudaGeneratorVersion = 3;  // bump when (policy, seed) gives another case
 
 // X(type, name, default, "one-line meaning")
 #define QGPU_CUDAGEN_POLICY_FIELDS(X)                                                              \
@@ -68,6 +80,9 @@ inline constexpr int kCudaGeneratorVersion = 1;  // bump when (policy, seed) giv
   X(uint32_t, wShared, 1, "a shared-memory exchange through __syncthreads (top level)")            \
   X(uint32_t, wSyncReduce, 1, "__syncthreads_count/and/or (top level)")                            \
   X(uint32_t, wWarp, 1, "a width-4 shuffle or vote (top level, block of 4)")                       \
+  X(uint32_t, wTypedAssign, 2, "wN = typed expression (converted to wN's type), when maxTypedVars > 0") \
+  X(uint32_t, wBarrierLoop, 1, "a uniform loop, a shared exchange through __syncthreads per trip (top)") \
+  X(uint32_t, wSharedAtomic, 1, "atomics on __shared__ sa[0..3], a barrier, a copy-out (top level)")   \
   /* ---- Expression families (relative weights) ---- */                                           \
   X(uint32_t, wArith, 4, "+ - * & | ^ ~ and unsigned negation")                                    \
   X(uint32_t, wDiv, 1, "/ % unsigned and signed, by a divisor that is never 0 or -1")              \
@@ -75,6 +90,8 @@ inline constexpr int kCudaGeneratorVersion = 1;  // bump when (policy, seed) giv
   X(uint32_t, wCompare, 2, "< <= > >= (unsigned, signed) == != && || ! ?:")                        \
   X(uint32_t, wBuiltin, 2, "min max abs __popc __clz __ffs __brev __byte_perm __[u]mulhi ...")     \
   X(uint32_t, wCall, 1, "a call of a __device__ helper")                                           \
+  X(uint32_t, wTyped, 2, "a 64-bit/narrow typed expression, read back as its low or high word")     \
+  X(int, maxTypedVars, 2, "typed locals w0.. (long long, unsigned long long, short, ...; 0..4)")     \
   X(double, leafProb, 0.3, "an expression above depth 0 is a leaf anyway")                         \
   X(double, smallConstProb, 0.7, "a constant is 0..16 rather than any 32-bit value")               \
   /* ---- Launch ---- */                                                                           \
@@ -92,7 +109,7 @@ struct CudaPolicy {
 
 Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
 
-std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v1 seed=..."
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v3 seed=..."
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
 
 // ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----
@@ -161,6 +178,93 @@ const CudaOpInfo& cudaOpInfo(CudaOp op);
 // masking of divisors, shift amounts and selectors included); unused operands are ignored.
 uint32_t evalCudaOp(CudaOp op, uint32_t a, uint32_t b, uint32_t c);
 
+// ---- Typed expressions: 64-bit and narrow integers with C++'s conversions ----
+// A typed expression has a static C type (the table below); its value is held as 64 bits in
+// canonical form: an unsigned type's value zero-extended, a signed type's sign-extended (so a
+// conversion to any type is `canonical(to, bits)`, C++20's modular rule, which the compilers
+// implement for the implementation-defined cases of C++14/17 too). Operands go through the
+// integer promotions (every narrow type to int) and the usual arithmetic conversions
+// (`commonType`). UB-free by construction, YARPGen's way: the generator evaluates the whole
+// case; every signed add/sub/mul/neg whose mathematical result leaves its type, and every left
+// shift of a negative signed value or past the type's maximum, is flagged, printed from then on
+// in its wrapping form `(C)((unsigned C)a op (unsigned C)b)` (same value, modular), and the case
+// evaluated again until nothing is flagged. Divisors are `(b | 1)` (unsigned common type) or
+// `((b & 255) | 1)` (signed: 1..255), shift amounts `b & (width - 1)` of the promoted left type.
+// X(enum, spelling, bits, signed)
+#define QGPU_CUDAGEN_CTYPES(X)                 \
+  X(U32, "unsigned", 32, false)                \
+  X(S32, "int", 32, true)                      \
+  X(U64, "unsigned long long", 64, false)      \
+  X(S64, "long long", 64, true)                \
+  X(U16, "unsigned short", 16, false)          \
+  X(S16, "short", 16, true)                    \
+  X(U8, "unsigned char", 8, false)             \
+  X(S8, "signed char", 8, true)
+
+enum class CType : uint8_t {
+#define QGPU_CUDAGEN_CTYPE_ENUM(name, spelling, bits, isSigned) name,
+  QGPU_CUDAGEN_CTYPES(QGPU_CUDAGEN_CTYPE_ENUM)
+#undef QGPU_CUDAGEN_CTYPE_ENUM
+};
+inline constexpr int kNumCTypes = 8;
+struct CTypeInfo {
+  const char* spelling;
+  int bits;
+  bool isSigned;
+};
+const CTypeInfo& ctypeInfo(CType t);
+CType promoted(CType t);               // the integer promotions: narrow types -> int
+CType commonType(CType a, CType b);    // the usual arithmetic conversions (after promotion)
+uint64_t canonical(CType t, uint64_t bits);  // the value converted to t, in canonical form
+
+// X(name, arity, C operator or builtin)
+#define QGPU_CUDAGEN_TYPED_OPS(X)   \
+  X(Add, 2, "+")                    \
+  X(Sub, 2, "-")                    \
+  X(Mul, 2, "*")                    \
+  X(And, 2, "&")                    \
+  X(Or, 2, "|")                     \
+  X(Xor, 2, "^")                    \
+  X(Div, 2, "/")                    \
+  X(Rem, 2, "%")                    \
+  X(Shl, 2, "<<")                   \
+  X(Shr, 2, ">>")                   \
+  X(Lt, 2, "<")                     \
+  X(Le, 2, "<=")                    \
+  X(Gt, 2, ">")                     \
+  X(Ge, 2, ">=")                    \
+  X(Eq, 2, "==")                    \
+  X(Ne, 2, "!=")                    \
+  X(Not, 1, "~")                    \
+  X(Neg, 1, "-")                    \
+  X(Cast, 1, "(T)")                 \
+  X(Select, 3, "?:")
+// (No 64-bit builtins: __popcll, __clzll, __ffsll, __brevll, __[u]mul64hi are not in the dialect
+// header clang-14 compiles with; v2's first campaign met that as compile errors.)
+
+enum class TypedOp : uint8_t {
+#define QGPU_CUDAGEN_TYPED_OP_ENUM(name, arity, spelling) name,
+  QGPU_CUDAGEN_TYPED_OPS(QGPU_CUDAGEN_TYPED_OP_ENUM)
+#undef QGPU_CUDAGEN_TYPED_OP_ENUM
+};
+struct TypedOpInfo {
+  const char* name;
+  int arity;
+  const char* spelling;
+};
+std::span<const TypedOpInfo> typedOpTable();
+struct CValue {
+  CType type = CType::U32;
+  uint64_t bits = 0;  // canonical for `type`
+  bool operator==(const CValue&) const = default;
+};
+// The result type of `op` on operands of these types (`castTo`: Cast's target).
+CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo);
+// The generator's meaning of `op` as printed (divisor and shift-amount forms included; `wrap`:
+// the wrapping form). `*ub` is set when the plain form would be undefined behaviour (signed
+// overflow, a left shift of a negative value or past the maximum).
+CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool wrap, bool* ub);
+
 // ---- A generated case ----
 inline constexpr uint32_t kCudaInWords = 16, kCudaAccWords = 8;
 
@@ -176,7 +280,9 @@ struct CudaCase {
   std::array<uint32_t, kCudaAccWords> expectAcc{};
   // Features of the case, for tests and summaries.
   bool hasShared = false, hasWarp = false, hasSyncReduce = false, hasReturn = false,
-       hasLoop = false, hasCall = false, hasAtomic = false;
+       hasLoop = false, hasCall = false, hasAtomic = false, hasTyped = false, hasBarrierLoop = false,
+       hasSharedAtomic = false;
+  int wrappedOps = 0;  // typed signed ops printed in their wrapping form (they would overflow)
   // Memory layout (kernels::layout's, in parameter order from word 0): in, out, acc.
   uint32_t outWord() const { return kCudaInWords; }
   uint32_t accWord() const { return kCudaInWords + static_cast<uint32_t>(expectOut.size()); }

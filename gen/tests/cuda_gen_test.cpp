@@ -4,7 +4,9 @@
 // the code under test). The compilers' side is cuda_gen_compilers_test.cpp (label tools).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <set>
+#include <sstream>
 
 #include "gen/cuda_gen.h"
 #include "kernels/catalog.h"
@@ -91,6 +93,7 @@ TEST(CudaGen, EveryCaseIsAKernelFileWithTheGeneratorsExpectations) {
 TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
   CudaPolicy p;
   int shared = 0, warp = 0, sync = 0, ret = 0, loop = 0, call = 0, atomic = 0, noinline = 0, multiCta = 0;
+  int typed = 0, barrierLoop = 0, sharedAtomic = 0, wrapped = 0, doubleBuffer = 0, wide = 0, narrow = 0;
   std::set<std::string> spellings;
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     auto c = generateCuda(p, seed);
@@ -102,6 +105,13 @@ TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
     call += c->hasCall;
     atomic += c->hasAtomic;
     multiCta += c->gridX > 1;
+    typed += c->hasTyped;
+    barrierLoop += c->hasBarrierLoop;
+    sharedAtomic += c->hasSharedAtomic;
+    wrapped += c->wrappedOps > 0;
+    doubleBuffer += c->text.find("__shared__ unsigned sb[") != std::string::npos;
+    wide += c->text.find("  long long w") != std::string::npos;
+    narrow += c->text.find("  signed char w") != std::string::npos || c->text.find("  short w") != std::string::npos;
     noinline += c->text.find("__noinline__") != std::string::npos;
     if (c->hasWarp) {
       ++warp;
@@ -113,7 +123,10 @@ TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
       if (head.size() > 3 && c->text.find(head) != std::string::npos) spellings.insert(op.name);
     }
   }
-  for (int n : {shared, warp, sync, ret, loop, call, atomic, noinline, multiCta}) EXPECT_GT(n, 10);
+  for (int n : {shared, warp, sync, ret, loop, call, atomic, noinline, multiCta, typed, barrierLoop, sharedAtomic,
+                doubleBuffer, wide, narrow})
+    EXPECT_GT(n, 10);
+  EXPECT_GT(wrapped, 0);  // rare under the default policy (small values); weighted up below
   for (const char* builtin : {"MinU", "Abs", "Popc", "Clz", "Ffs", "BytePerm", "UMulHi", "MulHi", "UMul24", "Mul24",
                               "USad", "Sad", "DivS", "ShrS", "LtS"})
     EXPECT_TRUE(spellings.count(builtin)) << builtin << " never generated";
@@ -128,7 +141,7 @@ TEST(CudaGen, NoCollectiveAfterAnEarlyReturn) {
     size_t ret = c->text.find("return;");
     if (ret == std::string::npos) continue;
     std::string after = c->text.substr(ret);
-    for (const char* collective : {"__syncthreads", "_sync(0xfu"})
+    for (const char* collective : {"__syncthreads", "_sync(0xfu", "sa[", "sb["})
       EXPECT_EQ(after.find(collective), std::string::npos) << c->text;
   }
 }
@@ -206,6 +219,176 @@ TEST(CudaOps, EveryOperatorHasAHandWorkedRow) {
   std::set<int> covered;
   for (const OpRow& r : kRows) covered.insert(static_cast<int>(r.op));
   EXPECT_EQ(covered.size(), cudaOpTable().size());
+}
+
+// A barrier loop's bound reads nothing that differs between the threads of a CTA (the barriers
+// inside must be met by every thread), and a shared-atomic region starts and ends with barriers.
+TEST(CudaGen, BarrierLoopsHaveUniformBoundsAndRegionsAreFenced) {
+  CudaPolicy p;
+  p.wBarrierLoop = 4;
+  p.wSharedAtomic = 4;
+  // A variable (v0, w0) or loop counter (i0) in a bound would make it differ between threads.
+  auto readsThreadState = [](const std::string& e) {
+    for (size_t i = 0; i + 1 < e.size(); ++i)
+      if ((e[i] == 'v' || e[i] == 'w' || e[i] == 'i') && std::isdigit(static_cast<unsigned char>(e[i + 1])) &&
+          (i == 0 || !std::isalnum(static_cast<unsigned char>(e[i - 1]))))
+        return true;
+    return e.find("threadIdx") != std::string::npos;
+  };
+  int loops = 0, regions = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    auto c = generateCuda(p, seed);
+    ASSERT_TRUE(c);
+    std::istringstream in(c->text);
+    std::string line, prev;
+    bool inRegion = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("  for (unsigned i", 0) == 0) {
+        // A top-level loop whose body holds a barrier: its bound reads no thread's state.
+        size_t lt = line.find('<'), semi = line.find(';', lt);
+        std::string bound = line.substr(lt + 1, semi - lt - 1);
+        size_t at = c->text.find(line);
+        std::string body = c->text.substr(at, c->text.find("\n  }\n", at) - at);
+        if (body.find("__syncthreads") != std::string::npos) {
+          ++loops;
+          EXPECT_FALSE(readsThreadState(bound)) << line;
+        }
+      }
+      if (line.find("if (threadIdx.x == 0u) { sa[0] =") != std::string::npos) {
+        ++regions;
+        inRegion = true;
+      } else if (line.find("&sa[") != std::string::npos) {
+        EXPECT_TRUE(inRegion) << "a shared atomic outside its region: " << line;
+      } else if (inRegion && line.find("= sa[(threadIdx.x") != std::string::npos) {
+        EXPECT_NE(prev.find("__syncthreads();"), std::string::npos) << c->text;  // the copy-out waits
+        inRegion = false;
+      }
+      prev = line;
+    }
+    EXPECT_FALSE(inRegion) << c->text;
+  }
+  EXPECT_GT(loops, 20);
+  EXPECT_GT(regions, 20);
+}
+
+// ---- Typed expressions: the conversions and operators by hand-worked values ----
+TEST(CudaTypes, PromotionsAndUsualArithmeticConversions) {
+  EXPECT_EQ(promoted(CType::U16), CType::S32);  // every narrow type fits in int
+  EXPECT_EQ(promoted(CType::U8), CType::S32);
+  EXPECT_EQ(promoted(CType::S64), CType::S64);
+  EXPECT_EQ(commonType(CType::S32, CType::U32), CType::U32);
+  EXPECT_EQ(commonType(CType::U32, CType::S64), CType::S64);  // long long holds every unsigned
+  EXPECT_EQ(commonType(CType::S64, CType::U64), CType::U64);
+  EXPECT_EQ(commonType(CType::S32, CType::U64), CType::U64);
+  EXPECT_EQ(commonType(CType::U16, CType::S8), CType::S32);
+  EXPECT_EQ(commonType(CType::U8, CType::U32), CType::U32);
+  EXPECT_EQ(canonical(CType::S8, 0x1ffu), ~uint64_t{0});  // (signed char)0x1ff = -1
+  EXPECT_EQ(canonical(CType::U16, ~uint64_t{0}), 0xffffu);
+  EXPECT_EQ(canonical(CType::S32, 0x80000000u), 0xffffffff80000000u);
+  EXPECT_EQ(canonical(CType::U64, 0x8000000000000000u), 0x8000000000000000u);
+}
+
+struct TypedRow {
+  TypedOp op;
+  CValue a, b, c;
+  CType castTo;
+  CValue want;
+  bool ub;  // the plain form is undefined (the generator prints the wrapping form)
+};
+constexpr uint64_t kM1 = ~uint64_t{0};  // -1 in canonical form at any signed type
+const TypedRow kTypedRows[] = {
+    // (unsigned short)65535 * (unsigned short)65535: int * int = 2^32 - 2^17 + 1 overflows int.
+    {TypedOp::Mul, {CType::U16, 0xffff}, {CType::U16, 0xffff}, {}, CType::U32, {CType::S32, 0xfffffffffffe0001u}, true},
+    {TypedOp::Mul, {CType::S16, 0xffffffffffff8000u}, {CType::S16, 0xffffffffffff8000u}, {}, CType::U32,
+     {CType::S32, 0x40000000u}, false},  // (-32768)^2 = 2^30 fits
+    {TypedOp::Add, {CType::S64, 0x7fffffffffffffffu}, {CType::S8, 1}, {}, CType::U32,
+     {CType::S64, 0x8000000000000000u}, true},
+    {TypedOp::Add, {CType::U32, 0xffffffffu}, {CType::S64, 1}, {}, CType::U32, {CType::S64, 0x100000000u}, false},
+    {TypedOp::Sub, {CType::U64, 0}, {CType::S8, 1}, {}, CType::U32, {CType::U64, kM1}, false},
+    {TypedOp::Sub, {CType::S32, 0xffffffff80000000u}, {CType::U8, 1}, {}, CType::U32, {CType::S32, 0x7fffffffu}, true},
+    {TypedOp::And, {CType::S8, kM1}, {CType::U64, 0xf0f0f0f0f0f0f0f0u}, {}, CType::U32,
+     {CType::U64, 0xf0f0f0f0f0f0f0f0u}, false},  // -1 converts to all ones
+    {TypedOp::Or, {CType::U8, 0x80}, {CType::S16, 0x1}, {}, CType::U32, {CType::S32, 0x81}, false},
+    {TypedOp::Xor, {CType::S32, kM1}, {CType::U32, 1}, {}, CType::U32, {CType::U32, 0xfffffffeu}, false},
+    // Divisors: ((b & 255) | 1) for a signed common type, (b | 1) for an unsigned one.
+    {TypedOp::Div, {CType::S64, 0xfffffffffffffff9u}, {CType::S64, 0x102}, {}, CType::U32, {CType::S64, kM1 - 1}, false},
+    {TypedOp::Rem, {CType::S64, 0xfffffffffffffff9u}, {CType::S64, 2}, {}, CType::U32, {CType::S64, kM1}, false},
+    {TypedOp::Div, {CType::U64, 7}, {CType::U64, 0}, {}, CType::U32, {CType::U64, 7}, false},
+    {TypedOp::Div, {CType::S32, 0xfffffffffffffff9u}, {CType::U16, 256}, {}, CType::U32,
+     {CType::S32, 0xfffffffffffffff9u}, false},  // int / ((256 & 255) | 1 = 1)
+    {TypedOp::Div, {CType::S64, 0x8000000000000000u}, {CType::S32, kM1}, {}, CType::U32,
+     {CType::S64, 0xff7f7f7f7f7f7f80u}, false},  // LLONG_MIN / 255 (never / -1)
+    {TypedOp::Rem, {CType::U32, 10}, {CType::S8, kM1}, {}, CType::U32, {CType::U32, 10}, false},  // 10 % 0xffffffff
+    // Shift amounts: b & (width of the promoted left type - 1).
+    {TypedOp::Shl, {CType::U64, kM1}, {CType::S8, 63}, {}, CType::U32, {CType::U64, 0x8000000000000000u}, false},
+    {TypedOp::Shl, {CType::U8, 1}, {CType::U32, 31}, {}, CType::U32, {CType::S32, 0xffffffff80000000u}, true},
+    {TypedOp::Shl, {CType::S64, kM1}, {CType::U32, 1}, {}, CType::U32, {CType::S64, kM1 - 1}, true},  // negative
+    {TypedOp::Shl, {CType::S64, 1}, {CType::U32, 65}, {}, CType::U32, {CType::S64, 2}, false},
+    {TypedOp::Shr, {CType::S16, 0xffffffffffff8000u}, {CType::U32, 15}, {}, CType::U32, {CType::S32, kM1}, false},
+    {TypedOp::Shr, {CType::U64, 0x8000000000000000u}, {CType::U32, 127}, {}, CType::U32, {CType::U64, 1}, false},
+    // Comparisons in the common type: -1 < 0u is false, -1LL < 0u is true.
+    {TypedOp::Lt, {CType::S32, kM1}, {CType::U32, 0}, {}, CType::U32, {CType::S32, 0}, false},
+    {TypedOp::Lt, {CType::S64, kM1}, {CType::U32, 0}, {}, CType::U32, {CType::S32, 1}, false},
+    {TypedOp::Le, {CType::U64, 5}, {CType::S8, kM1}, {}, CType::U32, {CType::S32, 1}, false},
+    {TypedOp::Gt, {CType::S8, kM1}, {CType::U8, 0xff}, {}, CType::U32, {CType::S32, 0}, false},  // int -1 > int 255
+    {TypedOp::Ge, {CType::U16, 3}, {CType::S16, 3}, {}, CType::U32, {CType::S32, 1}, false},
+    {TypedOp::Eq, {CType::S8, kM1}, {CType::U32, 0xffffffffu}, {}, CType::U32, {CType::S32, 1}, false},
+    {TypedOp::Ne, {CType::S8, kM1}, {CType::U64, 0xffffffffu}, {}, CType::U32, {CType::S32, 1}, false},
+    {TypedOp::Not, {CType::U8, 0}, {}, {}, CType::U32, {CType::S32, kM1}, false},  // ~ of the promoted int
+    {TypedOp::Neg, {CType::S8, 0xffffffffffffff80u}, {}, {}, CType::U32, {CType::S32, 128}, false},
+    {TypedOp::Neg, {CType::S64, 0x8000000000000000u}, {}, {}, CType::U32, {CType::S64, 0x8000000000000000u}, true},
+    {TypedOp::Neg, {CType::U32, 1}, {}, {}, CType::U32, {CType::U32, 0xffffffffu}, false},
+    {TypedOp::Cast, {CType::U32, 0x1ff}, {}, {}, CType::S8, {CType::S8, kM1}, false},
+    {TypedOp::Cast, {CType::S8, kM1}, {}, {}, CType::U16, {CType::U16, 0xffff}, false},
+    {TypedOp::Select, {CType::U8, 0}, {CType::U8, 200}, {CType::S8, kM1}, CType::U32, {CType::S32, kM1}, false},
+    {TypedOp::Select, {CType::S64, 2}, {CType::U32, 7}, {CType::S8, kM1}, CType::U32, {CType::U32, 7}, false},
+};
+
+TEST(CudaTypes, HandWorkedValues) {
+  for (const TypedRow& r : kTypedRows) {
+    bool ub = false;
+    CValue got = evalTypedOp(r.op, r.a, r.b, r.c, r.castTo, false, &ub);
+    std::string what = std::string(typedOpTable()[static_cast<size_t>(r.op)].name) + "(" + std::to_string(r.a.bits) +
+                       ", " + std::to_string(r.b.bits) + ")";
+    EXPECT_EQ(static_cast<int>(got.type), static_cast<int>(r.want.type)) << what;
+    EXPECT_EQ(got.bits, r.want.bits) << what;
+    EXPECT_EQ(ub, r.ub) << what;
+    // The wrapping form has the same value and is never undefined.
+    bool wrapUb = false;
+    EXPECT_EQ(evalTypedOp(r.op, r.a, r.b, r.c, r.castTo, true, &wrapUb), got) << what;
+    EXPECT_FALSE(wrapUb) << what;
+  }
+}
+
+TEST(CudaTypes, EveryTypedOperatorHasAHandWorkedRow) {
+  std::set<int> covered;
+  for (const TypedRow& r : kTypedRows) covered.insert(static_cast<int>(r.op));
+  EXPECT_EQ(covered.size(), typedOpTable().size());
+}
+
+// The wrapping form is printed exactly where the plain form would overflow: with typed
+// expressions weighted up, some cases need it, and their text has the unsigned form of the op.
+TEST(CudaGen, OverflowingSignedOpsArePrintedInTheirWrappingForm) {
+  CudaPolicy p;
+  p.wTyped = 10;
+  p.wTypedAssign = 6;
+  p.smallConstProb = 0.2;
+  p.maxExprDepth = 3;
+  int wrapped = 0, total = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    auto c = generateCuda(p, seed);
+    ASSERT_TRUE(c);
+    total += c->hasTyped;
+    if (c->wrappedOps > 0) {
+      ++wrapped;
+      EXPECT_TRUE(c->text.find("((unsigned long long)") != std::string::npos ||
+                  c->text.find("((unsigned)") != std::string::npos)
+          << c->text;
+    }
+  }
+  EXPECT_GT(total, 150);
+  EXPECT_GT(wrapped, 3);
+  EXPECT_LT(wrapped, total);  // the twin: most typed cases need no wrapping
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ SH
 chmod +x "$tmp/bad-clang"
 expect planted 1 'replay: qgpu fuzz --gen cuda --seed [0-9]+ --cases 1 --policy' -- \
   env QGPU_CLANG="$tmp/bad-clang" "$qgpu" fuzz --gen cuda --compiler clang --cases 16 --seed 1 --out "$tmp/found"
-if ls "$tmp/found"/rk*.cu >/dev/null 2>&1 && grep -q '^// note: qgpu-gen cuda v1 seed=' "$tmp/found"/rk*.cu &&
+if ls "$tmp/found"/rk*.cu >/dev/null 2>&1 && grep -Eq '^// note: qgpu-gen cuda v[0-9]+ seed=' "$tmp/found"/rk*.cu &&
    grep -q 'differs from the generator' "$tmp/found"/rk*.cu.failure.txt; then
   passed=$((passed + 1))
 else
