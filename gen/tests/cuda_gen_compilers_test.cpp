@@ -25,17 +25,7 @@ const std::vector<host::Compiler> kBoth = {host::Compiler::Clang, host::Compiler
 
 bool haveCompilers() { return host::toolAvailable(host::Compiler::Clang) && host::toolAvailable(host::Compiler::Nvcc); }
 
-// The per-commit batches run without barrier loops while corpus/bugs/xor-pred-imm is open: clang
-// negates their loop conditions with `xor.pred %p, %p, -1`, which lowering refuses (a qgpu bug in
-// host/lower, not the generator's; `qgpu fuzz --gen cuda` still generates them by default and
-// counts those failures). Set wBarrierLoop back to its default when that entry is fixed.
-CudaPolicy perCommitPolicy() {
-  CudaPolicy p;
-  p.wBarrierLoop = 0;
-  return p;
-}
-
-std::vector<CudaCase> casesFrom(uint64_t first, uint64_t n, const CudaPolicy& p = perCommitPolicy()) {
+std::vector<CudaCase> casesFrom(uint64_t first, uint64_t n, const CudaPolicy& p = CudaPolicy{}) {
   std::vector<CudaCase> out;
   for (uint64_t s = first; s < first + n; ++s) {
     auto c = generateCuda(p, s);
@@ -118,7 +108,7 @@ RC_GTEST_PROP(CudaPropertyRc, RandomBatchesHoldUnderBothCompilers, ()) {
   // Small sizes draw repeated seeds: one kernel per seed (two of one name do not compile together).
   std::sort(seeds.begin(), seeds.end());
   seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
-  CudaPolicy p = perCommitPolicy();
+  CudaPolicy p;
   p.maxExprDepth = *rc::gen::inRange(1, 4);
   p.maxTopStmts = *rc::gen::inRange(1, 6);
   p.maxVars = *rc::gen::inRange(1, 5);
