@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 and runs each for a bounded time (QGPU_FUZZ_SECONDS,
-# default 15 per commit; ci/nightly.sh gives each 600). A crash, a leak or a sanitizer report fails the run.
+# default 15 per commit; ci/nightly.sh gives each 600). A crash, a leak or a sanitizer report
+# fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${QGPU_FUZZ_SECONDS:-15}"
