@@ -50,10 +50,6 @@ LinearForm andOf(const std::vector<Lit>& lits) {
   return n;
 }
 
-Field sub(const Field& f, int offset, int dims, const std::string& name) {
-  return Field{f.name + "." + name, f.offset + offset, dims};
-}
-
 // Per-lane bus layout (dims in this order).
 struct LaneBus {
   Field x, y, cin;               // S0: the shared adder's operands
@@ -77,7 +73,7 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   int at = offset;
   const std::string p = "lane" + std::to_string(lane) + ".";
   auto take = [&](int dims, const std::string& name) {
-    Field f = sub(bus, at, dims, p + name);
+    Field f = bus.slice(at, dims, p + name);
     at += dims;
     return f;
   };
@@ -96,7 +92,7 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   b.cmp = take(5, "cmp");
   b.sum = take(32, "sum");
   b.bfe = take(bfeBusDims(true), "bfe");  // its first 32 dims are `shifted`
-  b.shifted = sub(b.bfe, 0, 32, "shifted");
+  b.shifted = b.bfe.slice(0, 32, "shifted");
   return b;
 }
 
@@ -205,7 +201,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
 
   const std::vector<Op>& ops = aluStageOps();
   const int nOps = static_cast<int>(ops.size());
-  const Field onehot = sub(s.bus, 0, nOps, "op");
+  const Field onehot = s.bus.slice(0, nOps, "op");
   auto ohDim = [&](Op op) {
     for (int i = 0; i < nOps; ++i)
       if (ops[static_cast<size_t>(i)] == op) return onehot.at(i);
@@ -281,7 +277,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     // S1: shifter prep (the five shifts and bfe's a >> pos), adder level 1 (level 2 in S2), the
     // comparators' level 1 (level 2 in S2).
     ShiftPrepSpec prep;
-    prep.op = sub(onehot, 0, 5, "shift");
+    prep.op = onehot.slice(0, 5, "shift");
     prep.a = L.a;
     prep.b = L.b;
     prep.c = L.c;
@@ -305,7 +301,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       cs.a = L.a;
       cs.b = L.b;
       cs.bus = b.cmpBus[i];
-      cs.out = sub(b.cmp, i, 1, compareOpName(kCompares[i]));
+      cs.out = b.cmp.slice(i, 1, compareOpName(kCompares[i]));
       cs.busPrior = cs.outPrior = Prior::Replace;
       QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));
     }

@@ -16,7 +16,6 @@ Diag usage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "data memory: " + message);
 }
 
-Field sub(const Field& f, int offset, int dims) { return Field{f.name, f.offset + offset, dims}; }
 
 int familyDim(const TokenLayout& t, trace::Family f) { return t.family.at(static_cast<int>(f)); }
 
@@ -113,7 +112,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   dm.addrEnable = addrEnable;
   dm.write = write;
   dm.addrLatch = addrLatch;
-  dm.writeKey = sub(addrLatch, 0, sh.addrBits);
+  dm.writeKey = addrLatch.slice(0, sh.addrBits);
   for (int sp = 0; sp < kSpaces; ++sp) {
     if (!s.spaces[sp]) continue;
     for (int l = 0; l < sh.lanes; ++l) {
@@ -272,7 +271,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
     int head = 0;
     for (int sp = 0; sp < kSpaces; ++sp) {
       if (!s.spaces[sp]) continue;
-      m.writeEnable = sub(write, sp, 1);
+      m.writeEnable = write.slice(sp, 1);
       m.reset = sp == static_cast<int>(machine::Space::Shared) && s.twin != DataMemoryTwin::NoCtaClear
                     ? Field{"cta", familyDim(t, trace::Family::Cta), 1}
                     : Field{};
@@ -281,7 +280,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
         const Field& key = s.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)];
         m.head = head;
         head += banks;
-        m.readAddr = sub(key, 0, sh.addrBits);
+        m.readAddr = key.slice(0, sh.addrBits);
         m.out = dm.out[static_cast<size_t>(sp)][static_cast<size_t>(l)];
         QGPU_TRY(mm, buildMemory(w, m));
         dm.memoryHead = mm;

@@ -21,7 +21,6 @@ Diag usage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "front end: " + message);
 }
 
-Field sub(const Field& f, int offset, int dims) { return Field{f.name, f.offset + offset, dims}; }
 
 int familyDim(const TokenLayout& t, Family f) { return t.family.at(static_cast<int>(f)); }
 
@@ -93,18 +92,18 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   QGPU_TRY(rf, buildRegisterFile(w, alloc, rs));
   fe.rf = rf;
   const RegisterFileShape& sh = fe.rf.shape;
-  fe.warp = sub(fe.rf.wmLatch, 0, sh.warpBits);
-  fe.mask = sub(fe.rf.wmLatch, sh.warpBits, sh.lanes);
+  fe.warp = fe.rf.wmLatch.slice(0, sh.warpBits);
+  fe.mask = fe.rf.wmLatch.slice(sh.warpBits, sh.lanes);
   fe.romShape = romShape(c);
   const RomShape& rsh = fe.romShape;
 
   // Fields. fetchKey = opIndex (4) then the EX latch's b; romWriteKey = the head-word latch's op
   // bits then the BLK latch's b: each is consecutive, as the ROM's keys must be.
   QGPU_TRY(fetch, alloc.take("fe.fetch", kOpBits + 8));
-  fe.opIndex = sub(fetch, 0, kOpBits);
-  fe.exLatch = sub(fetch, kOpBits, 8);
-  fe.execBlock = sub(fe.exLatch, 0, kBlockBits);
-  fe.fetchKey = sub(fetch, 0, kOpBits + kBlockBits);
+  fe.opIndex = fetch.slice(0, kOpBits);
+  fe.exLatch = fetch.slice(kOpBits, 8);
+  fe.execBlock = fe.exLatch.slice(0, kBlockBits);
+  fe.fetchKey = fetch.slice(0, kOpBits + kBlockBits);
   QGPU_TRY(promptTag, alloc.take("fe.promptTag", 1));
   QGPU_TRY(kindLatch, alloc.take("fe.kindLatch", 8));
   QGPU_TRY(promptLatch, alloc.take("fe.promptLatch", 8));
@@ -124,12 +123,12 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   fe.moreAtLeast = more;
   fe.opAtLeast = opAtLeast;
   fe.romKeys = romKeys;
-  fe.romWriteKey = sub(romKeys, 8 - kOpBits, kOpBits + kBlockBits);
+  fe.romWriteKey = romKeys.slice(8 - kOpBits, kOpBits + kBlockBits);
   fe.isOp = isOp;
   fe.rom = rom;
-  fe.headWord = sub(rom, static_cast<int>(trace::RomSlot::Head) * rsh.wordBits, rsh.wordBits);
-  fe.sourcesWord = sub(rom, static_cast<int>(trace::RomSlot::Sources) * rsh.wordBits, rsh.wordBits);
-  fe.termWord = sub(rom, trace::kRomSlots * rsh.wordBits, rsh.wordBits);
+  fe.headWord = rom.slice(static_cast<int>(trace::RomSlot::Head) * rsh.wordBits, rsh.wordBits);
+  fe.sourcesWord = rom.slice(static_cast<int>(trace::RomSlot::Sources) * rsh.wordBits, rsh.wordBits);
+  fe.termWord = rom.slice(trace::kRomSlots * rsh.wordBits, rsh.wordBits);
   fe.isTerm = isTerm;
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -227,8 +226,8 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     };
     const int head = static_cast<int>(trace::RomSlot::Head);
     const int sources = static_cast<int>(trace::RomSlot::Sources);
-    const Field enables[] = {sub(slotEnable, head, 1), sub(slotEnable, sources, 1),
-                             sub(slotEnable, trace::kRomSlots, 1), blkEnable};
+    const Field enables[] = {slotEnable.slice(head, 1), slotEnable.slice(sources, 1),
+                             slotEnable.slice(trace::kRomSlots, 1), blkEnable};
     for (const Field& f : enables) QGPU_CHECK(signBase(units, f));
     QGPU_CHECK(orAnd(units, slotLits(head), slotEnable.at(head)));
     QGPU_CHECK(orAnd(units, slotLits(sources), slotEnable.at(sources)));
@@ -249,11 +248,11 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     std::vector<int> headSrc = {bal, bal, bal, bal};
     for (int i = 0; i < kOpBits; ++i) headSrc.push_back(value.at(i));
     QGPU_CHECK(latch(L + 2, head++, slotEnable.at(static_cast<int>(trace::RomSlot::Head)), headSrc,
-                     sub(romKeys, 0, 8)));
+                     romKeys.slice(0, 8)));
     std::vector<int> blkSrc;
     for (int i = 0; i < kBlockBits; ++i) blkSrc.push_back(value.at(i));
     while (blkSrc.size() < 8) blkSrc.push_back(bal);
-    QGPU_CHECK(latch(L + 2, head++, blkEnable.at(0), blkSrc, sub(romKeys, 8, 8)));
+    QGPU_CHECK(latch(L + 2, head++, blkEnable.at(0), blkSrc, romKeys.slice(8, 8)));
     fe.heads[2] = head;
 
     UnitWriter units(w, L + 2, fe.rf.unitsUsed[2]);
@@ -275,7 +274,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     QGPU_CHECK(signBase(units, isOp));
     const int op = isOp.at(0);
     const int isWR = fe.rf.tagLatch.at(2), isWU = fe.rf.tagLatch.at(3);
-    const Field lanesE = sub(fe.rf.tagLatch, 4, sh.regBits);  // r = e for MG(e) / MS(e)
+    const Field lanesE = fe.rf.tagLatch.slice(4, sh.regBits);  // r = e for MG(e) / MS(e)
     const int isWP = kindLatch.at(0), isMG = kindLatch.at(1), isMS = kindLatch.at(2);
     auto atLeast = [&](int n) {  // [values since the tag ≥ n], n = 1..8
       return n <= sh.thresholds ? fe.rf.atLeast.at(n - 1) : more.at(n - sh.thresholds - 1);
@@ -331,7 +330,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
       QGPU_TRY(kind, packedField(trace::PackedWord::OpSources, (k + " kind").c_str()));
       QGPU_TRY(index, packedField(trace::PackedWord::OpSources, (k + " index").c_str()));
       const Field key = fe.readKey[static_cast<size_t>(p)];
-      const Field reg = sub(key, 0, sh.regBits);
+      const Field reg = key.slice(0, sh.regBits);
       QGPU_CHECK(signBase(units, reg));
       const uint32_t isReg = static_cast<uint32_t>(machine::OperandKind::Reg);
       std::vector<Literal> kindLits;
@@ -342,7 +341,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
         lits.push_back({fe.sourcesWord.at(index.offset + i), -1});
         QGPU_CHECK(orAnd(units, lits, reg.at(i)));
       }
-      const Field warp = sub(key, sh.regBits, sh.warpBits);
+      const Field warp = key.slice(sh.regBits, sh.warpBits);
       QGPU_CHECK(buildCancel(units, warp, ctx));
       for (int i = 0; i < sh.warpBits; ++i)
         QGPU_CHECK(addDetector(units, ctx, LinearForm{{}, 1.0}, {{fe.warp.at(i), 1.0f}},

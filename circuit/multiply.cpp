@@ -153,10 +153,6 @@ Status emitStage(const MulStage& st, const Matrix& m, const std::vector<Window>&
   return Ok{};
 }
 
-Field sub(const Field& f, const std::string& name, int offset, int dims) {
-  return {f.name + "." + name, f.offset + offset, dims};
-}
-
 struct Shape {
   int products = 0, countBits = 0, regionX = 0, regionY = 0;
 };
@@ -212,8 +208,8 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
   if (s.bus.dims != sh.regionX + sh.regionY)
     return usage("the bus needs " + std::to_string(sh.regionX + sh.regionY) + " dims, got " +
                  std::to_string(s.bus.dims));
-  const Field regionX = sub(s.bus, "x", 0, sh.regionX),
-              regionY = sub(s.bus, "y", sh.regionX, sh.regionY);
+  const Field regionX = s.bus.slice(0, sh.regionX, "x"),
+              regionY = s.bus.slice(sh.regionX, sh.regionY, "y");
   const int width = matrixWidth(op);
 
   MultiplyReport rep;
@@ -252,13 +248,13 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     for (int l = 0; l < w.bits; ++l) dims1.back().push_back(next++);
   }
   QGPU_CHECK(
-      emitStage(stages[1], m0, w1, dims1, sub(regionY, "counts", 0, sh.countBits), {}, total));
+      emitStage(stages[1], m0, w1, dims1, regionY.slice(0, sh.countBits, "counts"), {}, total));
   const Matrix m1 =
       place(m0, w1, [&](size_t k, int l) { return dims1[k][static_cast<size_t>(l)]; });
   rep.maxHeight.push_back(m1.maxHeight());
 
   // Stage 2: windows of three columns into two rows (region X: row A then row B).
-  const Field rowA = sub(regionX, "rowA", 0, width), rowB = sub(regionX, "rowB", width, width);
+  const Field rowA = regionX.slice(0, width, "rowA"), rowB = regionX.slice(width, width, "rowB");
   const std::vector<Window> w2 = windows(m1, 3);
   std::vector<std::vector<int>> dims2(w2.size());
   std::vector<int> used(static_cast<size_t>(width), 0);
@@ -277,7 +273,7 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     for (int slot = used[static_cast<size_t>(col)]; slot < 2; ++slot)
       zeroDims.push_back((slot == 0 ? rowA : rowB).at(col));
   QGPU_CHECK(
-      emitStage(stages[2], m1, w2, dims2, sub(regionX, "rows", 0, 2 * width), zeroDims, total));
+      emitStage(stages[2], m1, w2, dims2, regionX.slice(0, 2 * width, "rows"), zeroDims, total));
   rep.maxHeight.push_back(2);
 
   // Stages 3–5: the adder(s).
@@ -286,26 +282,26 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
   if (!isHigh(op)) {
     add1.a = rowA;
     add1.b = rowB;
-    add1.bus = sub(regionY, "adder", 0, adderBusDims(kBits));
+    add1.bus = regionY.slice(0, adderBusDims(kBits), "adder");
     add1.out = s.out;
     add1.outPrior = s.outPrior;
     QGPU_CHECK(add(
         total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
   } else {
     // The low half's carry out c32 (its sum discarded into region X), then the high half.
-    add1.a = sub(rowA, "lo", 0, kBits);
-    add1.b = sub(rowB, "lo", 0, kBits);
-    add1.bus = sub(regionY, "adderLo", 0, adderBusDims(kBits));
-    add1.out = sub(regionX, "discard", 2 * width, kBits);
-    add1.cout = sub(regionX, "c32", 2 * width + kBits, 1);
+    add1.a = rowA.slice(0, kBits, "lo");
+    add1.b = rowB.slice(0, kBits, "lo");
+    add1.bus = regionY.slice(0, adderBusDims(kBits), "adderLo");
+    add1.out = regionX.slice(2 * width, kBits, "discard");
+    add1.cout = regionX.slice(2 * width + kBits, 1, "c32");
     add1.outPrior = Prior::Replace;
     QGPU_CHECK(add(
         total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
     AdderSpec add2;
-    add2.a = sub(rowA, "hi", kBits, kBits);
-    add2.b = sub(rowB, "hi", kBits, kBits);
+    add2.a = rowA.slice(kBits, kBits, "hi");
+    add2.b = rowB.slice(kBits, kBits, "hi");
     add2.cin = add1.cout;
-    add2.bus = sub(regionY, "adderHi", adderBusDims(kBits), adderBusDims(kBits));
+    add2.bus = regionY.slice(adderBusDims(kBits), adderBusDims(kBits), "adderHi");
     add2.out = s.out;
     add2.busPrior = Prior::Replace;
     add2.outPrior = s.outPrior;

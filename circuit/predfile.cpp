@@ -17,7 +17,6 @@ Diag usage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "predicate file: " + message);
 }
 
-Field sub(const Field& f, int offset, int dims) { return Field{f.name, f.offset + offset, dims}; }
 
 int familyDim(const TokenLayout& t, trace::Family f) { return t.family.at(static_cast<int>(f)); }
 
@@ -100,12 +99,12 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
   pf.recordTag = recordTag;
   pf.reset = reset;
   pf.tagLatch = latch;
-  pf.writeKey = sub(latch, 5, sh.predBits);
+  pf.writeKey = latch.slice(5, sh.predBits);
   pf.enable = enable;
   for (int p = 0; p < s.ports; ++p) {
     QGPU_TRY(o, alloc.take("pf.out" + std::to_string(p), sh.valueBits));
     pf.out.push_back(o);
-    pf.bits.push_back(sub(o, 0, sh.lanes));
+    pf.bits.push_back(o.slice(0, sh.lanes));
   }
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -156,7 +155,7 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
     m.ballast = t.ballast;
     m.writeEnable = enable;
     m.writeAddr = pf.writeKey;
-    m.value = sub(pf.assembler.value, 0, sh.valueBits);
+    m.value = pf.assembler.value.slice(0, sh.valueBits);
     m.reset = s.twin == PredicateFileTwin::CtaOnly ? Field{"cta", familyDim(t, trace::Family::Cta), 1}
                                                    : reset;
     m.lambda = t.lambda;

@@ -15,10 +15,6 @@ Diag usage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "register file: " + message);
 }
 
-Field sub(const Field& f, int offset, int dims) {
-  return Field{f.name, f.offset + offset, dims};
-}
-
 int familyDim(const TokenLayout& t, trace::Family f) {
   return t.family.at(static_cast<int>(f));
 }
@@ -120,9 +116,9 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   QGPU_TRY(enable, alloc.take("rf.enable", sh.lanes));
   rf.decoded = decoded;
   rf.recordTag = recordTag;
-  rf.tagLatch = sub(latches, 0, 8);
-  rf.wmLatch = sub(latches, 8, 8);
-  rf.writeKey = sub(latches, 4, sh.keyBits);  // tag latch's r, then the WM latch's w
+  rf.tagLatch = latches.slice(0, 8);
+  rf.wmLatch = latches.slice(8, 8);
+  rf.writeKey = latches.slice(4, sh.keyBits);  // tag latch's r, then the WM latch's w
   rf.quiet = quiet;
   rf.heavy = heavy;
   rf.atLeast = atLeast;
@@ -145,8 +141,8 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   }
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
-  const Field decW = sub(decoded, 0, sh.warpBits), decM = sub(decoded, sh.warpBits, sh.lanes);
-  const Field decR = sub(decoded, sh.warpBits + sh.lanes, sh.regBits);
+  const Field decW = decoded.slice(0, sh.warpBits), decM = decoded.slice(sh.warpBits, sh.lanes);
+  const Field decR = decoded.slice(sh.warpBits + sh.lanes, sh.regBits);
 
   // Layer L's MLP: the index decode and the record-tag detector.
   {
@@ -232,7 +228,7 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
     const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
     QGPU_CHECK(addAnd(units, g, {}, base));
     const int isWR = rf.tagLatch.at(2), isWU = rf.tagLatch.at(3);
-    const Field mask = sub(rf.wmLatch, sh.warpBits, sh.lanes);
+    const Field mask = rf.wmLatch.slice(sh.warpBits, sh.lanes);
     const int T = t.isTerminal.at(0);
     // [n ≥ N] as a literal; N past the last threshold is never true (no value has that rank).
     auto rank = [&](std::vector<Literal>& lits, int k) {  // n = k + 1
@@ -276,7 +272,7 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
     for (int p = 0; p < s.ports; ++p)
       for (int l = 0; l < sh.lanes; ++l) {
         m.head = p * sh.lanes + l;
-        m.writeEnable = sub(enable, l, 1);
+        m.writeEnable = enable.slice(l, 1);
         m.readAddr = s.readKey[static_cast<size_t>(p)];
         m.out = rf.operand[static_cast<size_t>(p)][static_cast<size_t>(l)];
         QGPU_TRY(mm, buildMemory(w, m));

@@ -13,10 +13,6 @@ Diag usage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "rom gadget: " + message);
 }
 
-Field sub(const Field& f, int offset, int dims) {
-  return Field{f.name, f.offset + offset, dims};
-}
-
 }  // namespace
 
 RomShape romShape(const model::Qwen35Config& config) {
@@ -78,13 +74,13 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
         s != static_cast<int>(trace::RomSlot::Sources))
       continue;
     m.head = head;
-    m.writeEnable = sub(spec.slotEnable, s, 1);
+    m.writeEnable = spec.slotEnable.slice(s, 1);
     // The terminator bank is keyed by the block alone: the key's block bits.
-    m.writeAddr = term ? sub(spec.writeKey, r.opBits, r.blockBits) : spec.writeKey;
-    m.readAddr = term ? sub(spec.readKey, r.opBits, r.blockBits) : spec.readKey;
+    m.writeAddr = term ? spec.writeKey.slice(r.opBits, r.blockBits) : spec.writeKey;
+    m.readAddr = term ? spec.readKey.slice(r.opBits, r.blockBits) : spec.readKey;
     m.banks = term ? 1 : r.banksPerSlot;
     head += m.banks;
-    m.out = sub(spec.out, s * r.wordBits, r.wordBits);
+    m.out = spec.out.slice(s * r.wordBits, r.wordBits);
     QGPU_TRY(margins, buildMemory(weights, m));
     result.bank = margins;
   }

@@ -30,6 +30,11 @@ struct Field {
   int offset = 0;
   int dims = 0;
   int at(int i) const { return offset + i; }  // i < dims
+  // Dims [from, from + count) of this field, under its name or as "name.part".
+  Field slice(int from, int count) const { return Field{name, offset + from, count}; }
+  Field slice(int from, int count, const std::string& part) const {
+    return Field{name + "." + part, offset + from, count};
+  }
 };
 
 // Hands out residual dims in order; refuses to pass the hidden size.
