@@ -318,4 +318,19 @@ Expected<int> buildCountDecode(UnitWriter& units, const CountDecodeSpec& spec) {
   return units.used() - first;
 }
 
+Expected<ThresholdMargins> buildThresholds(CircuitWeights& weights, const ThresholdSpec& first,
+                                           const Field& outs) {
+  if (outs.dims < 1) return makeDiag(ErrorKind::Usage, "thresholds: no output dims");
+  ThresholdMargins last;
+  for (int n = 1; n <= outs.dims; ++n) {
+    ThresholdSpec ts = first;
+    ts.head = first.head + n - 1;
+    ts.threshold = n;
+    ts.out = outs.at(n - 1);
+    QGPU_TRY(m, buildThreshold(weights, ts));
+    last = m;
+  }
+  return last;
+}
+
 }  // namespace qgpu::circuit

@@ -162,6 +162,12 @@ int thresholdRange(int levelExp, double lambda, float unit);
 // dv/8 not a power of 4); OverLimit when λ'G < 89 or λ'Gz < 17.
 Expected<ThresholdMargins> buildThreshold(CircuitWeights& weights, const ThresholdSpec& spec);
 
+// The thresholds [n ≥ 1..K] of one counter on consecutive heads, K = outs.dims: threshold N is
+// head first.head + N − 1 of first.layer and writes outs.at(N − 1); the other fields of `first`
+// are shared (its threshold and out are not read). Returns the last threshold's margins.
+Expected<ThresholdMargins> buildThresholds(CircuitWeights& weights, const ThresholdSpec& first,
+                                           const Field& outs);
+
 struct CountDecodeSpec {
   Field ballast;               // dims[0]: +u
   std::vector<int> atLeast;    // K sign dims, dim j−1 = [n ≥ j] for j = 1..K (thermometer)

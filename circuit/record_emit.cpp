@@ -212,19 +212,17 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     for (int j = 0; j < src.dims; ++j) level0.push_back(src.at(j));
     QGPU_CHECK(tap(L + 1, 3, level0, r.back[static_cast<size_t>(k + 2)].f));
   }
-  for (int n = 1; n <= kRecordCountMax; ++n) {
+  {
     ThresholdSpec ts;
     ts.layer = L + 1;
-    ts.head = head++;
+    ts.head = head;
     ts.ballast = t.ballast;
     ts.quiet = r.quiet.at(0);
     ts.levelExp = cs.levelExp;
-    ts.threshold = n;
-    ts.out = r.atLeast.at(n - 1);
     ts.lambda = lambda;
     ts.unit = t.unit;
-    QGPU_TRY(m, buildThreshold(w, ts));
-    (void)m;
+    QGPU_CHECK(buildThresholds(w, ts, r.atLeast));
+    head += kRecordCountMax;
   }
   r.heads[1] = head - s.firstHead;
 

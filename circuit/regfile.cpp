@@ -204,19 +204,17 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   }
 
   // Layer L+2: thresholds, then the write enables.
-  for (int N = 1; N <= sh.thresholds; ++N) {
+  {
     ThresholdSpec ts;
     ts.layer = L + 2;
-    ts.head = N - 1;
+    ts.head = 0;
     ts.ballast = t.ballast;
     ts.quiet = quiet.at(0);
     ts.levelExp = EventCounterSpec{}.levelExp;
-    ts.threshold = N;
-    ts.out = atLeast.at(N - 1);
     ts.unit = t.unit;
     ts.gain = s.headGain;
     ts.zGain = s.headGain / 4;
-    QGPU_TRY(tm, buildThreshold(w, ts));
+    QGPU_TRY(tm, buildThresholds(w, ts, atLeast));
     rf.threshold = tm;
   }
   rf.headsUsed[2] = sh.thresholds;
