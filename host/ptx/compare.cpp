@@ -118,6 +118,7 @@ std::optional<std::string> firstDifference(const Module& a, const Module& b) {
   QGPU_FIELD(a, b, target, "module");
   QGPU_FIELD(a, b, addressSize, "module");
   if (auto d = variables(a.shared, b.shared, "module: shared")) return d;
+  if (auto d = variables(a.globals, b.globals, "module: globals")) return d;
   QGPU_FIELD(a, b, functions.size(), "module");
   for (size_t i = 0; i < a.functions.size(); ++i)
     if (auto d = function(a.functions[i], b.functions[i])) return d;

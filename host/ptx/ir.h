@@ -162,6 +162,12 @@ struct Module {
   std::string target;    // "sm_75"
   int addressSize = 64;
   std::vector<Variable> shared;  // module-scope .shared variables, in declaration order
+  // Module-scope .global and .const variables (`__device__` / `__constant__` data, and the unused
+  // objects libraries bring, e.g. libcu++'s customisation points under nvcc): kept by name so
+  // that verify refuses a *use* (kernels get memory through parameters); an unused one is inert.
+  // Each variable's linkage holds its words before the declaration, e.g. ".global" or
+  // ".visible .const"; initializers are not kept.
+  std::vector<Variable> globals;
   std::vector<Function> functions;
   std::string file;      // for messages
 };

@@ -272,6 +272,12 @@ class Parser {
       return moduleShared(tok, std::string(w));
     }
     if (w == ".shared") return moduleShared(tok, "");
+    if ((w == ".visible" || w == ".weak" || w == ".extern") && peek(1).kind == Tok::Word &&
+        (peek(1).text == ".global" || peek(1).text == ".const")) {
+      next();
+      return moduleGlobal(tok, std::string(w) + " ");
+    }
+    if (w == ".global" || w == ".const") return moduleGlobal(tok, "");
     if (w == ".visible") {
       next();
       return function(true);
@@ -283,7 +289,7 @@ class Parser {
       skipLine();
       return Ok{};
     }
-    if (w == ".global" || w == ".const" || w == ".local")
+    if (w == ".local")
       return err(ErrorKind::PtxUnsupported, tok,
                  "module-level '" + std::string(w) + "' variable at line " +
                      std::to_string(tok.line) + " (kernels get memory through parameters)");
@@ -312,6 +318,22 @@ class Parser {
     return expect(';', "after a variable declaration");
   }
 
+  // `[.visible|.weak|.extern] (.global|.const) [.align A] .TYPE name[N]... [= initializer];`:
+  // recorded (Module::globals) and otherwise ignored; the initializer, up to the ';', is skipped.
+  Status moduleGlobal(const Token& start, std::string linkage) {
+    const std::string space(next().text);  // .global or .const
+    QGPU_TRY(v, variable(start, /*allowUnsized=*/linkage == ".extern ", /*allowInitializer=*/true));
+    v.linkage = linkage + space;
+    for (const Variable& w : module_.globals)
+      if (w.name == v.name)
+        return err(ErrorKind::PtxInvalid, start, "module variable '" + v.name + "' is declared twice");
+    module_.globals.push_back(std::move(v));
+    if (accept('=')) {
+      while (peek().kind != Tok::End && !peek().is(';')) next();
+    }
+    return expect(';', "after a variable declaration");
+  }
+
   Status pragma() {
     next();  // .pragma
     if (peek().kind != Tok::String) return syntax(peek(), "a string after '.pragma'");
@@ -337,7 +359,9 @@ class Parser {
   }
 
   // The part of a variable declaration after its state space, up to (not including) ';' / ','.
-  Expected<Variable> variable(const Token& start, bool allowUnsized = false) {
+  // `allowInitializer`: stop before an `= ...` (module .global/.const data, skipped by the caller).
+  Expected<Variable> variable(const Token& start, bool allowUnsized = false,
+                              bool allowInitializer = false) {
     Variable v;
     v.loc = loc(start);
     if (isWord(".align")) {
@@ -387,7 +411,7 @@ class Parser {
         return err(ErrorKind::PtxUnsupported, open, "variable '" + v.name + "' is larger than 16 MiB");
       QGPU_CHECK(expect(']', "after an array size"));
     }
-    if (peek().is('='))
+    if (peek().is('=') && !allowInitializer)
       return err(ErrorKind::PtxUnsupported, peek(),
                  "initialised variable '" + v.name + "' at line " + std::to_string(peek().line));
     v.bytes = static_cast<uint32_t>(bytes);

@@ -45,7 +45,11 @@ class Printer {
     out_ += ".address_size " + std::to_string(m_.addressSize) + "\n";
     for (const Variable& v : m_.shared)
       out_ += (v.linkage.empty() ? "" : v.linkage + " ") + variable(".shared", v) + ";\n";
-    if (!m_.shared.empty()) out_ += "\n";
+    for (const Variable& v : m_.globals) {  // linkage: ".global", ".visible .const", ...
+      const size_t space = v.linkage.rfind('.');
+      out_ += v.linkage.substr(0, space) + variable(v.linkage.substr(space).c_str(), v) + ";\n";
+    }
+    if (!m_.shared.empty() || !m_.globals.empty()) out_ += "\n";
     for (const Function& f : m_.functions) function(f);
     return std::move(out_);
   }

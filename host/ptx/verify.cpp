@@ -369,6 +369,7 @@ class Verifier {
                                   "-bit address registers are not supported", ErrorKind::PtxUnsupported);
       return Ok{};
     }
+    QGPU_CHECK(notModuleGlobal(in, o));
     auto it = variables_.find(o.name);
     if (it == variables_.end()) return bad(in, o.loc, "address of undeclared variable '" + o.name + "'");
     bool ok = space == it->second || (space == StateSpace::None && it->second == StateSpace::Shared);
@@ -487,9 +488,22 @@ class Verifier {
       if (!findFunction(o.name)) return bad(in, o.loc, "call of unknown function '" + o.name + "'");
       return Ok{};
     }
+    QGPU_CHECK(notModuleGlobal(in, o));
     if ((in.op == Opcode::Mov || in.op == Opcode::Cvta) && (hasVariable(f, o.name) || findFunction(o.name)))
       return Ok{};
     return bad(in, o.loc, "unknown name '" + o.name + "'");
+  }
+
+  // A use of a module .global / .const variable (parsed so that an unused one is inert).
+  Status notModuleGlobal(const Instruction& in, const Operand& o) const {
+    for (const Variable& v : m_.globals)
+      if (v.name == o.name)
+        return bad(in, o.loc,
+                   "module-level '" + v.linkage.substr(v.linkage.rfind('.')) + "' variable '" + v.name +
+                       "' (declared at line " + std::to_string(v.loc.line) +
+                       ") is used: kernels get memory through parameters",
+                   ErrorKind::PtxUnsupported);
+    return Ok{};
   }
 
   Status call(const Function& f, const Instruction& in) {

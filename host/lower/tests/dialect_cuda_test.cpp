@@ -187,20 +187,23 @@ const char* kReduce =
     "  cg::coalesced_group g = cg::coalesced_threads();\n"
     "  s += cg::reduce(g, i, cg::plus<int>());\n";
 
-TEST_P(Dialect, CgReduceLowersUnderClangAndIsRefusedUnderNvcc) {
+TEST_P(Dialect, CgReduceLowersUnderBothCompilers) {
   // nvcc's <cooperative_groups/reduce.h> brings libcu++'s customisation-point objects as
-  // module-level `.global` variables (unused by the kernel), which the front end refuses.
+  // module-level `.global` variables that the kernel never uses: they are parsed and inert.
   LowerStats stats;
   auto program = build("#include <cooperative_groups/reduce.h>\n" + everyBuiltin(kReduce), &stats);
+  ASSERT_TRUE(program.ok()) << program.error().str();
   if (GetParam() == host::Compiler::Clang) {
-    ASSERT_TRUE(program.ok()) << program.error().str();
     EXPECT_TRUE(stats.assumes32Lanes.empty()) << stats.assumes32Lanes.front();
     return;
   }
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error().kind, ErrorKind::PtxUnsupported) << program.error().str();
-  EXPECT_NE(program.error().message.find("module-level '.global' variable"), std::string::npos)
-      << program.error().str();
+  // nvcc's coalesced-group reduce shuffles with a 32-lane segment and a full 32-lane member mask:
+  // flagged, so that the GPU comparison is inconclusive.
+  EXPECT_FALSE(stats.assumes32Lanes.empty());
+  for (const std::string& finding : stats.assumes32Lanes)
+    EXPECT_TRUE(finding.find("shuffle segment width 32") != std::string::npos ||
+                finding.find("member mask 0xffffffff names lanes above 3") != std::string::npos)
+        << finding;
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, Dialect, ::testing::Values(host::Compiler::Clang, host::Compiler::Nvcc),

@@ -491,17 +491,50 @@ TEST(PtxParser, RejectsGarbageBytes) {
 
 TEST(PtxParser, RejectsModuleLevelVariables) {
   const char* head = ".version 6.4\n.target sm_75\n.address_size 64\n";
-  expectError(std::string(head) + ".global .align 4 .u32 counter;\n", ErrorKind::PtxUnsupported, 4, 1,
-              "module-level '.global' variable at line 4");
-  expectError(std::string(head) + ".const .u32 c;\n", ErrorKind::PtxUnsupported, 4, 1, "'.const'");
-  expectError(std::string(head) + ".extern .global .align 4 .b8 g[];\n", ErrorKind::PtxUnsupported,
-              4, 1, "'.extern'");
+  // .global and .const variables parse (ReadsModuleGlobalsAndRefusesTheirUse below); .local not.
+  expectError(std::string(head) + ".local .u32 l;\n", ErrorKind::PtxUnsupported, 4, 1,
+              "module-level '.local' variable at line 4");
+  expectError(std::string(head) + ".global .u32 g;\n.const .u32 g;\n", ErrorKind::PtxInvalid, 5, 1,
+              "declared twice");
   expectError(std::string(head) + ".extern .shared .align 4 .b8 s[16];\n", ErrorKind::PtxUnsupported,
               4, 1, "only the unsized dynamic form");
   expectError(std::string(head) + ".visible .shared .align 4 .b8 s[];\n", ErrorKind::PtxUnsupported,
               4, 32, "unsized array 's[]'");
   expectError(std::string(head) + ".shared .u32 s;\n.weak .shared .u32 s;\n", ErrorKind::PtxInvalid, 5, 1,
               "declared twice");
+}
+
+// Module .global / .const variables — `__device__` data, and the unused objects libraries bring
+// (nvcc's <cooperative_groups/reduce.h> declares libcu++'s customisation points this way) — parse,
+// print back and are inert; a use is refused by name at the using instruction.
+TEST(PtxParser, ReadsModuleGlobalsAndRefusesTheirUse) {
+  const std::string head = ".version 6.4\n.target sm_75\n.address_size 64\n";
+  const std::string entry = ".visible .entry k()\n{\n.reg .b32 %r<3>;\n.reg .b64 %rd<2>;\n";
+  Module m = mustParse(head +
+                       ".global .align 1 .b8 _ZN4cuda3std3__45__cpo5beginE[1];\n"
+                       ".visible .const .align 4 .u32 table[4] = {1, 2, 3, 4};\n"
+                       ".extern .global .align 4 .b8 ext[];\n" +
+                       entry + "mov.u32 %r1, 7;\nret;\n}\n");
+  ASSERT_EQ(m.globals.size(), 3u);
+  EXPECT_EQ(m.globals[0].linkage, ".global");
+  EXPECT_EQ(m.globals[0].name, "_ZN4cuda3std3__45__cpo5beginE");
+  EXPECT_EQ(m.globals[1].linkage, ".visible .const");
+  EXPECT_EQ(m.globals[1].bytes, 16u);
+  EXPECT_EQ(m.globals[2].linkage, ".extern .global");
+  EXPECT_TRUE(m.globals[2].external);
+  const std::string printed = print(m);
+  EXPECT_THAT(printed, HasSubstr(".visible .const .align 4 .u32 table"));
+  EXPECT_EQ(firstDifference(m, mustParse(printed)), std::nullopt);
+
+  for (const std::string use : {"ld.global.u32 %r1, [counter];\n", "ld.global.u32 %r1, [counter+4];\n",
+                                "mov.u64 %rd1, counter;\n"}) {
+    auto bad = parse(head + ".global .align 4 .u32 counter[2];\n" + entry + use + "ret;\n}\n", "t.ptx");
+    ASSERT_FALSE(bad.ok()) << use;
+    EXPECT_EQ(bad.error().kind, ErrorKind::PtxUnsupported) << bad.error().str();
+    EXPECT_EQ(bad.error().loc.line, 9u) << bad.error().str();
+    EXPECT_THAT(bad.error().message,
+                HasSubstr("module-level '.global' variable 'counter' (declared at line 4) is used"));
+  }
 }
 
 // clang's module __shared__ (`.visible`), the SharedMemory<T> helper's (`.weak`), an internal
