@@ -26,6 +26,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "circuit/tests/config.h"
@@ -51,12 +52,30 @@ inline model::Qwen35Config config(int hidden, int layers, int units, int64_t voc
   return testing::linearConfig(hidden, layers, units, vocab);
 }
 
+// The checkpoint directories this test process wrote; removed when the process exits (a gadget
+// checkpoint is 10 MB to 0.7 GB, and a CI run writes hundreds of them). QGPU_KEEP_CHECKPOINTS=1
+// keeps them for inspection.
+struct TempDirs {
+  std::vector<std::string> paths;
+  ~TempDirs() {
+    const char* keep = std::getenv("QGPU_KEEP_CHECKPOINTS");
+    if (keep != nullptr && std::string(keep) != "0") return;
+    std::error_code ignored;  // best effort: a directory already gone is fine
+    for (const std::string& p : paths) std::filesystem::remove_all(p, ignored);
+  }
+};
+inline TempDirs& tempDirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
 inline std::string tempDir(const std::string& name) {
   namespace fs = std::filesystem;
   fs::path p =
       fs::temp_directory_path() / ("qgpu_gadget_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
+  tempDirs().paths.push_back(p.string());
   return p.string();
 }
 
