@@ -31,6 +31,14 @@
 // (divergent) code with atomicAdd/Or/Xor/And/Min/Max (unsigned, and signed through `(int*)`) /
 // Exch on sa (one op per word; every Exch of a word writes its one CTA-uniform value), a barrier,
 // a copy-out `vX = sa[(threadIdx.x + d) % 4]`, and a barrier. No return inside either.
+// Since v4 also: every name of the dialect header kernels/qgpu_cuda.h that has a defined meaning
+// on both the machine and a GPU (cudaDialectCoverage: umin/umax, CUDA's mixed min/max overloads,
+// __[u]mul64hi, atomicSub/Inc/Dec/Exch/CAS and int atomicMin/Max on acc, __threadfence*,
+// __syncwarp(0xf) at the top level of a block of 4, __forceinline__ and __launch_bounds__), and
+// where the launch leaves room in the 126 words, 64-bit and sub-word array parameters
+// `const long long* in64, unsigned long long* q, T64* o64, T8* o8` (CudaCase::wide): typed loads
+// `in64[E & 3u]`, each thread's own `o64[g]` / `o8[g]` stored (`= (T)E`) and loaded back, and
+// 64-bit atomicAdd/And/Or/Xor/Exch on q (one op per element; Exch with the element's constant).
 //
 // UB-free by construction: all arithmetic is unsigned (signed operations convert to int and back,
 // which C++20 defines as modular); shift amounts are masked `& 31u`; divisors are `(x | 1u)`
@@ -39,7 +47,11 @@
 // `in[x & 15u]`; stores index the thread's own slots; shared slots are written by their own
 // thread before a barrier and read by others after it, and a second barrier ends the exchange
 // (or the next trip writes the other half of sb[], and a barrier ends the loop); atomic results
-// are never read, and sa[] is read only after the barrier that ends the region's atomics.
+// are never read, and sa[] is read only after the barrier that ends the region's atomics;
+// in64 is read-only and indexed `& 3u`, o64[g] / o8[g] are touched by thread g only (byte and
+// halfword stores are single-element stores on a GPU and lane-serial st.b8/b16 on the machine),
+// q's atomics are one commutative op (or one constant's Exch) per element, and acc's
+// inc/dec/exch/CAS use the word's constants, so n of them are f^n(init) in any order.
 //
 // The expectation: the generator evaluates its own AST (evalOp below, and a per-thread walk of the
 // statements; threads run statement by statement at the top level, which is exact because nested

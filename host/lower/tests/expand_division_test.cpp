@@ -52,6 +52,14 @@ Instr st(uint8_t addr, int32_t offset, Operand value) {
 Terminator jump(uint8_t to) { return machine::build::jmp(to); }
 Terminator branch(uint8_t p, uint8_t taken, uint8_t next) { return machine::build::br(p, taken, next); }
 
+// r1 = 4 * tid (the byte offset), r2 = a[tid], r3 = b[tid], r4 = 0x5a5a5a5a (a destination's old value).
+void loadOperands(Block& b) {
+  b.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+  b.ops.push_back(ld(2, 1, 0));
+  b.ops.push_back(ld(3, 1, kB));
+  b.ops.push_back(alu(Op::Mov, 4, I(0x5a5a5a5au)));
+}
+
 bool hasDivision(const Program& p) {
   for (const Block& b : p.blocks)
     for (const Instr& in : b.ops)
@@ -241,10 +249,7 @@ TEST(ExpandDivision, GuardedDivisionStaysGuarded) {
     Program p;
     p.name = "guarded";
     Block b0;
-    b0.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
-    b0.ops.push_back(ld(2, 1, 0));
-    b0.ops.push_back(ld(3, 1, kB));
-    b0.ops.push_back(alu(Op::Mov, 4, I(0x5a5a5a5au)));
+    loadOperands(b0);
     b0.ops.push_back(alu(Op::And, 5, Operand::s(Special::TidX), I(1)));
     b0.ops.push_back(cmp(Op::SetEq, 3, R(5), I(0)));                 // p3: even threads
     b0.ops.push_back(cmp(Op::SetLtU, 6, Operand::s(Special::TidX), I(8)));  // p6: threads < 8
@@ -347,10 +352,7 @@ TEST(ExpandDivision, ADivAndRemOfTheSameOperandsShareOneLoop) {
           Program p;
           p.name = "divmod";
           Block b0;
-          b0.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
-          b0.ops.push_back(ld(2, 1, 0));
-          b0.ops.push_back(ld(3, 1, kB));
-          b0.ops.push_back(alu(Op::Mov, 4, I(0x5a5a5a5au)));
+          loadOperands(b0);
           b0.ops.push_back(alu(Op::Mov, 5, I(0xa5a5a5a5u)));
           b0.ops.push_back(cmp(Op::SetNe, 2, R(3), I(7)));  // the guard: b != 7
           Instr first = alu(remFirst ? remOp : divOp, intoOperand ? 2 : 4, R(2), R(3));
