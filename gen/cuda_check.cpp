@@ -27,10 +27,16 @@ std::string firstDifference(std::span<const uint32_t> got, std::span<const uint3
                             const char* who) {
   for (size_t i = 0; i < want.size(); ++i)
     if (got[i] != want[i]) {
+      auto at = [&](const char* name, size_t from) { return std::string(name) + " word " + std::to_string(i - from); };
       std::string where = i < c.outWord() ? "in[" + std::to_string(i) + "]"
                           : i < c.accWord() ? "out[" + std::to_string(i - c.outWord()) + "]"
                           : i < c.accWord() + kCudaAccWords ? "acc[" + std::to_string(i - c.accWord()) + "]"
-                                                            : "word " + std::to_string(i) + " (no array's)";
+                          : !c.wide || i < c.in64Word() ? "word " + std::to_string(i) + " (no array's)"
+                          : i < c.qWord() ? at("in64", c.in64Word())
+                          : i < c.o64Word() ? at("q", c.qWord())
+                          : i < c.o8Word() ? at("o64", c.o64Word())
+                          : i < c.endWord() ? at("o8", c.o8Word())
+                                            : "word " + std::to_string(i) + " (no array's)";
       return std::string(who) + " differs from the generator at " + where + " (word " + std::to_string(i) +
              "): " + std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
     }

@@ -76,6 +76,8 @@ CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo) {
     case TypedOp::Ne: return CType::S32;
     case TypedOp::Cast: return castTo;
     case TypedOp::Select: return commonType(b, c);
+    case TypedOp::UMul64Hi: return CType::U64;
+    case TypedOp::Mul64Hi: return CType::S64;
   }
   return CType::U32;
 }
@@ -139,6 +141,11 @@ CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool 
     }
     case TypedOp::Cast: return out(a.bits);
     case TypedOp::Select: return out(a.bits != 0 ? canonical(r, b.bits) : canonical(r, c.bits));
+    // The operands converted to (unsigned) long long: canonical bits are that conversion already.
+    case TypedOp::UMul64Hi:
+      return out(static_cast<uint64_t>((static_cast<unsigned __int128>(a.bits) * b.bits) >> 64));
+    case TypedOp::Mul64Hi:
+      return out(static_cast<uint64_t>((static_cast<__int128>(sval(a.bits)) * sval(b.bits)) >> 64));
   }
   return out(0);
 }
@@ -171,7 +178,8 @@ struct Expr {
 
 // A typed expression (cuda_gen.h): leaves are a 32-bit expression converted, a constant, a typed
 // local, or two 32-bit expressions as the high and low words of an unsigned long long.
-enum class TExprKind : uint8_t { FromU32, Const, Var, Pair, Op };
+// Since v4 also loads: `in64[E & 3u]` (long long) and the thread's own o64[g] / o8[g].
+enum class TExprKind : uint8_t { FromU32, Const, Var, Pair, Op, Load64, OwnO64, OwnO8 };
 struct TExpr {
   TExprKind kind = TExprKind::Const;
   CType type = CType::U32;     // the static type
@@ -181,21 +189,32 @@ struct TExpr {
 };
 
 enum class StmtKind : uint8_t { Assign, Store, Atomic, If, Loop, Return, Exchange, SyncReduce, Warp, TypedAssign,
-                                BarrierLoop, SharedAtomics, SharedAtomic };
+                                BarrierLoop, SharedAtomics, SharedAtomic, Fence, WideStore, Atomic64 };
+// The 64-bit atomics the lowering splits into 32-bit ones (docs/lowering.md; min/max/CAS are refused).
+enum class Atomic64Kind : uint8_t { Add, And, Or, Xor, Exch };
+const char* const kAtomic64Names[] = {"atomicAdd", "atomicAnd", "atomicOr", "atomicXor", "atomicExch"};
 enum class WarpKind : uint8_t { ShflIdx, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
-enum class AtomicKind : uint8_t { Add, Min, Max, Or, And, Xor };
+using AtomicKind = CudaAtomic;
+constexpr CudaAtomicInfo kAtomics[] = {
+#define QGPU_CUDAGEN_ATOMIC_ROW(name, fn, cast, constant) {#name, fn, cast, constant},
+    QGPU_CUDAGEN_ATOMICS(QGPU_CUDAGEN_ATOMIC_ROW)
+#undef QGPU_CUDAGEN_ATOMIC_ROW
+};
+constexpr uint32_t kNumAtomicKinds = static_cast<uint32_t>(std::size(kAtomics));
+bool takesConstant(AtomicKind k) { return kAtomics[static_cast<int>(k)].constantOperand; }
 // The ops of the shared words sa[0..3] (one per word, so their order cannot matter; Exch always
 // writes the word's one uniform value, so the final word is that value if any thread ran it).
 enum class SharedAtomicKind : uint8_t { Add, Or, Xor, And, MinU, MaxU, MinS, MaxS, Exch };
 constexpr uint32_t kSharedAtomicWords = 4;
-const char* const kAtomicNames[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicOr", "atomicAnd", "atomicXor"};
+const char* const kFenceNames[] = {"__threadfence_block()", "__threadfence()", "__threadfence_system()",
+                                   "__syncwarp(0xfu)"};
 const char* const kSyncNames[] = {"__syncthreads_count", "__syncthreads_and", "__syncthreads_or"};
 
 struct Stmt {
   StmtKind kind = StmtKind::Assign;
   int var = 0;        // Assign, Exchange, SyncReduce, Warp: the destination variable
   int e = -1, e2 = -1;  // expressions (Store: e2 = slot index or -1 for slot `id`)
-  uint32_t id = 0;    // Loop, BarrierLoop: its counter; Atomic, SharedAtomic: the word; Store: constant
+  uint32_t id = 0;    // Loop, BarrierLoop: its counter; Atomic, SharedAtomic: the word; Fence: which; Store: constant
                       // slot; Exchange, SharedAtomics: the lane offset; SyncReduce: 0 count, 1 and,
                       // 2 or; Warp: delta/mask; TypedAssign: the typed variable
   uint32_t off = 0;   // BarrierLoop: the lane offset
@@ -205,7 +224,7 @@ struct Stmt {
 };
 
 struct Helper {
-  bool noinline = false;
+  bool noinline = false, forceinline = false;
   int cond = -1, e1 = -1, e2 = -1;  // cond < 0: `return e1;`
 };
 
@@ -213,6 +232,7 @@ struct Thread {
   std::vector<uint32_t> vars;
   std::vector<uint64_t> wvars;  // typed locals, canonical bits
   std::vector<uint32_t> loops;
+  uint64_t o64 = 0, o8 = 0;  // the thread's own o64[g] and o8[g] (canonical bits)
   uint32_t tid = 0, ctaid = 0;
   bool returned = false;
 };
@@ -234,8 +254,34 @@ class Generator {
     slots_ = c.slots;
     for (auto& w : c.in) w = constant();
     for (auto& w : c.accInit) w = rng_.chance(0.5) ? rng_.below(17) : rng_.word();
-    for (auto& k : atomicOfWord_) k = static_cast<AtomicKind>(rng_.below(6));
+    for (uint32_t j = 0; j < kCudaAccWords; ++j) {
+      atomicOfWord_[j] = static_cast<AtomicKind>(rng_.below(kNumAtomicKinds));
+      accArg_[j] = rng_.chance(0.7) ? rng_.below(17) : rng_.word();
+      accCmp_[j] = rng_.chance(0.5) ? c.accInit[j] : rng_.below(17);  // a CAS that can succeed
+    }
     c.k = rng_.below(17);
+    launchBounds_ = rng_.chance(p_.launchBoundsProb);
+    // The wide arrays, where the launch leaves room for them (o8 counted at 2 bytes an element).
+    {
+      uint32_t threads = c.gridX * c.blockX, base = (kCudaInWords + threads * c.slots + kCudaAccWords + 1) & ~1u;
+      uint32_t end = base + 2 * (kCudaIn64Elems + kCudaQElems + threads) + (threads * 2 + 3) / 4;
+      wide_ = rng_.chance(p_.wideArraysProb) && end <= 126;
+    }
+    if (wide_) {
+      c.wide = true;
+      c.t64 = rng_.chance(0.5) ? CType::S64 : CType::U64;
+      static constexpr CType kNarrow[] = {CType::U8, CType::S8, CType::U16, CType::S16};
+      c.t8 = kNarrow[rng_.below(4)];
+      t64_ = c.t64;
+      t8_ = c.t8;
+      auto wide64 = [&]() -> uint64_t { return rng_.chance(0.5) ? rng_.below(17) : rng_.next(); };
+      for (auto& v : c.in64) v = wide64();
+      for (uint32_t j = 0; j < kCudaQElems; ++j) {
+        c.qInit[j] = wide64();
+        qKind_[j] = static_cast<Atomic64Kind>(rng_.below(5));
+        qExch_[j] = wide64();
+      }
+    }
 
     // Helpers: pure functions of (a, b); helper j may call helpers < j.
     int nh = p_.maxHelpers > 0 ? static_cast<int>(rng_.below(static_cast<uint32_t>(p_.maxHelpers) + 1)) : 0;
@@ -244,6 +290,7 @@ class Generator {
       callable_ = j;
       Helper h;
       h.noinline = rng_.chance(p_.noinlineProb);
+      h.forceinline = !h.noinline && rng_.chance(p_.forceinlineProb);
       if (rng_.chance(0.5)) h.cond = expr(p_.maxExprDepth);
       h.e1 = expr(p_.maxExprDepth);
       if (h.cond >= 0) h.e2 = expr(p_.maxExprDepth);
@@ -304,6 +351,8 @@ class Generator {
       if (!again) break;
     }
     c.wrappedOps = static_cast<int>(std::count(twrap_.begin(), twrap_.end(), 1));
+    c.hasWideStore = hasWideStore_;
+    c.hasAtomic64 = hasAtomic64_;
     c.text = print(c);
     return c;
   }
@@ -316,6 +365,13 @@ class Generator {
   std::vector<int> varInit_;
   std::vector<Stmt> top_;
   std::array<AtomicKind, kCudaAccWords> atomicOfWord_{};
+  std::array<uint32_t, kCudaAccWords> accArg_{}, accCmp_{};  // Inc/Dec/Exch: arg; Cas: (cmp, arg)
+  bool launchBounds_ = false;
+  // The wide arrays (cuda_gen.h): present, element types, q's ops and exch constants.
+  bool wide_ = false, hasWideStore_ = false, hasAtomic64_ = false;
+  CType t64_ = CType::S64, t8_ = CType::U8;
+  std::array<Atomic64Kind, kCudaQElems> qKind_{};
+  std::array<uint64_t, kCudaQElems> qExch_{};
   std::vector<uint32_t> loopScope_;  // counters visible where the generator is
   uint32_t blockX_ = 1, slots_ = 1;
   int nvars_ = 0, declaredVars_ = 0, callable_ = 0;
@@ -427,10 +483,16 @@ class Generator {
     return static_cast<int>(tpool_.size() - 1);
   }
   int tleaf(int depth) {
-    // FromU32, Const, Var, Pair by weight.
-    std::array<uint32_t, 4> w = {3, 2, declaredTVars_ > 0 && !inHelper_ && !uniform_ ? 3u : 0u, 1};
+    // FromU32, Const, Var, Pair, Load64, OwnO64, OwnO8 by weight (the arrays are the kernel's:
+    // not in helpers; the own elements differ between threads: not in uniform expressions).
+    const bool arrays = wide_ && !inHelper_, own = arrays && !uniform_;
+    std::array<uint32_t, 7> w = {3, 2, declaredTVars_ > 0 && !inHelper_ && !uniform_ ? 3u : 0u, 1, arrays ? 2u : 0u,
+                                 own ? 1u : 0u, own ? 1u : 0u};
     TExpr e;
     switch (rng_.weighted(w)) {
+      case 4: e.kind = TExprKind::Load64; e.type = CType::S64; e.a = expr(depth - 1); break;
+      case 5: e.kind = TExprKind::OwnO64; e.type = t64_; break;
+      case 6: e.kind = TExprKind::OwnO8; e.type = t8_; break;
       case 0: e.kind = TExprKind::FromU32; e.type = randomType(); e.a = expr(depth - 1); break;
       case 2:
         e.kind = TExprKind::Var;
@@ -483,11 +545,12 @@ class Generator {
   Stmt stmt(int depth, bool top) {
     bool collective = top && !returned_;
     bool nest = depth < p_.maxDepth;
-    std::array<uint32_t, 13> w = {p_.wAssign, p_.wStore, p_.wAtomic, nest ? p_.wIf : 0u, nest ? p_.wLoop : 0u,
+    std::array<uint32_t, 16> w = {p_.wAssign, p_.wStore, p_.wAtomic, nest ? p_.wIf : 0u, nest ? p_.wLoop : 0u,
                                   noReturn_ ? 0u : p_.wReturn, collective ? p_.wShared : 0u,
                                   collective ? p_.wSyncReduce : 0u, collective && blockX_ == 4 ? p_.wWarp : 0u,
                                   ntv_ > 0 ? p_.wTypedAssign : 0u, collective ? p_.wBarrierLoop : 0u,
-                                  collective ? p_.wSharedAtomic : 0u, inSharedRegion_ ? p_.wAtomic + 1 : 0u};
+                                  collective ? p_.wSharedAtomic : 0u, inSharedRegion_ ? p_.wAtomic + 1 : 0u,
+                                  p_.wFence, wide_ ? p_.wWideStore : 0u, wide_ ? p_.wAtomic64 : 0u};
     int kind = rng_.weighted(w);
     if (kind < 0) kind = 0;
     Stmt s;
@@ -501,7 +564,22 @@ class Generator {
         s.id = rng_.below(slots_);
         if (slots_ > 1 && rng_.chance(0.3)) s.e2 = expr(1);
         break;
-      case StmtKind::Atomic: s.id = rng_.below(kCudaAccWords); s.e = expr(ed); hasAtomic_ = true; break;
+      case StmtKind::Atomic:
+        s.id = rng_.below(kCudaAccWords);
+        if (!takesConstant(atomicOfWord_[s.id])) s.e = expr(ed);
+        hasAtomic_ = true;
+        break;
+      case StmtKind::Fence: s.id = rng_.below(collective && blockX_ == 4 ? 4 : 3); break;
+      case StmtKind::WideStore:  // id 0: o64[g], 1: o8[g]
+        s.id = rng_.below(2);
+        s.e = texpr(ed);
+        hasWideStore_ = true;
+        break;
+      case StmtKind::Atomic64:
+        s.id = rng_.below(kCudaQElems);
+        if (qKind_[s.id] != Atomic64Kind::Exch) s.e = texpr(ed);
+        hasAtomic64_ = true;
+        break;
       case StmtKind::If:
         s.e = expr(ed);
         s.body = block(depth + 1);
@@ -625,6 +703,9 @@ class Generator {
       case TExprKind::Var: return {e.type, t.wvars[e.value]};
       case TExprKind::Pair:
         return {CType::U64, (uint64_t{eval(e.a, t, argA, argB, c)} << 32) | eval(e.b, t, argA, argB, c)};
+      case TExprKind::Load64: return {CType::S64, c.in64[eval(e.a, t, argA, argB, c) & 3u]};
+      case TExprKind::OwnO64: return {e.type, t.o64};
+      case TExprKind::OwnO8: return {e.type, t.o8};
       case TExprKind::Op: {
         CValue a = teval(e.a, t, argA, argB, c);
         CValue b = e.b >= 0 ? teval(e.b, t, argA, argB, c) : CValue{};
@@ -643,6 +724,7 @@ class Generator {
     std::vector<uint32_t> out;
     std::array<uint32_t, kCudaAccWords> acc;
     std::array<uint32_t, kSharedAtomicWords> sa{};  // the CTA's sa[] during a shared-atomic region
+    std::array<uint64_t, kCudaQElems> q{};
   };
 
   // One thread through one statement; false once the thread has returned.
@@ -658,16 +740,8 @@ class Generator {
         break;
       }
       case StmtKind::Atomic: {
-        uint32_t v = ev(s.e);
-        uint32_t& a = w.acc[s.id];
-        switch (atomicOfWord_[s.id]) {
-          case AtomicKind::Add: a += v; break;
-          case AtomicKind::Min: a = std::min(a, v); break;
-          case AtomicKind::Max: a = std::max(a, v); break;
-          case AtomicKind::Or: a |= v; break;
-          case AtomicKind::And: a &= v; break;
-          case AtomicKind::Xor: a ^= v; break;
-        }
+        uint32_t v = s.e >= 0 ? ev(s.e) : accArg_[s.id];
+        w.acc[s.id] = evalCudaAtomic(atomicOfWord_[s.id], w.acc[s.id], v, accCmp_[s.id]);
         break;
       }
       case StmtKind::If:
@@ -688,6 +762,24 @@ class Generator {
       case StmtKind::TypedAssign: {
         CType ty = tvType_[s.id];
         t.wvars[s.id] = canonical(ty, teval(s.e, t, 0, 0, c).bits);
+        break;
+      }
+      case StmtKind::WideStore: {
+        uint64_t v = teval(s.e, t, 0, 0, c).bits;
+        if (s.id == 0) t.o64 = canonical(t64_, v);
+        else t.o8 = canonical(t8_, v);
+        break;
+      }
+      case StmtKind::Atomic64: {
+        uint64_t& q = w.q[s.id];
+        uint64_t v = s.e >= 0 ? teval(s.e, t, 0, 0, c).bits : qExch_[s.id];  // canonical: as unsigned long long
+        switch (qKind_[s.id]) {
+          case Atomic64Kind::Add: q += v; break;
+          case Atomic64Kind::And: q &= v; break;
+          case Atomic64Kind::Or: q |= v; break;
+          case Atomic64Kind::Xor: q ^= v; break;
+          case Atomic64Kind::Exch: q = v; break;
+        }
         break;
       }
       case StmtKind::SharedAtomic: {
@@ -784,6 +876,10 @@ class Generator {
 
   void evaluate(CudaCase& c) const {
     World w{&c, std::vector<uint32_t>(c.gridX * c.blockX * c.slots, 0u), c.accInit};
+    w.q = c.qInit;
+    const uint32_t threads = c.gridX * c.blockX;
+    c.expectO64.assign(wide_ ? threads : 0, 0);
+    c.expectO8.assign(wide_ ? threads : 0, 0);
     for (uint32_t cta = 0; cta < c.gridX; ++cta) {
       std::vector<Thread> ts(c.blockX);
       for (uint32_t i = 0; i < c.blockX; ++i) {
@@ -799,6 +895,11 @@ class Generator {
               canonical(tvType_[static_cast<size_t>(j)], teval(tvInit_[static_cast<size_t>(j)], t, 0, 0, c).bits);
       }
       for (const Stmt& s : top_) execTop(s, ts, w);
+      if (wide_)  // every thread's own elements, returned threads' too
+        for (auto& t : ts) {
+          c.expectO64[t.ctaid * c.blockX + t.tid] = t.o64;
+          c.expectO8[t.ctaid * c.blockX + t.tid] = t.o8;
+        }
       // The sink the printer ends the kernel with: out[o] ^= v0 + v1 + ...
       for (auto& t : ts) {
         if (t.returned) continue;
@@ -814,18 +915,20 @@ class Generator {
     }
     c.expectOut = w.out;
     c.expectAcc = w.acc;
+    c.expectQ = w.q;
   }
 
   // ---- Printing ----
+  static std::string literal(uint32_t v) {
+    if (v <= 16) return std::to_string(v) + "u";
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08xu", v);
+    return buf;
+  }
   std::string printExpr(int i) const {
     const Expr& e = pool_[static_cast<size_t>(i)];
     switch (e.kind) {
-      case ExprKind::Const: {
-        if (e.value <= 16) return std::to_string(e.value) + "u";
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "0x%08xu", e.value);
-        return buf;
-      }
+      case ExprKind::Const: return literal(e.value);
       case ExprKind::Var: return "v" + std::to_string(e.value);
       case ExprKind::LoopVar: return "i" + std::to_string(e.value);
       case ExprKind::Arg: return e.value == 0 ? "a" : "b";
@@ -860,6 +963,9 @@ class Generator {
     switch (e.kind) {
       case TExprKind::FromU32: return "(" + cast(e.type) + "(" + printExpr(e.a) + "))";
       case TExprKind::Var: return "w" + std::to_string(e.value);
+      case TExprKind::Load64: return "in64[" + printExpr(e.a) + " & 3u]";
+      case TExprKind::OwnO64: return "o64[g]";
+      case TExprKind::OwnO8: return "o8[g]";
       case TExprKind::Pair:
         return "(((unsigned long long)(" + printExpr(e.a) + ") << 32) | (" + printExpr(e.b) + "))";
       case TExprKind::Const: {
@@ -899,6 +1005,10 @@ class Generator {
         return "(-" + a + ")";
       case TypedOp::Cast: return "(" + cast(r) + a + ")";
       case TypedOp::Select: return "(" + a + " ? " + b + " : " + c + ")";
+      case TypedOp::UMul64Hi: case TypedOp::Mul64Hi: {
+        std::string t = cast(r);
+        return op + "(" + t + "(" + a + "), " + t + "(" + b + "))";
+      }
     }
     return a;
   }
@@ -914,10 +1024,33 @@ class Generator {
         o += pad + "out[o + " + slot + "] = " + printExpr(s.e) + ";\n";
         break;
       }
-      case StmtKind::Atomic:
-        o += pad + kAtomicNames[static_cast<int>(atomicOfWord_[s.id])] + std::string("(&acc[") +
-             std::to_string(s.id) + "], " + printExpr(s.e) + ");\n";
+      case StmtKind::Atomic: {
+        AtomicKind k = atomicOfWord_[s.id];
+        const CudaAtomicInfo& info = kAtomics[static_cast<int>(k)];
+        bool sgn = *info.cast != 0;
+        std::string word = std::string(sgn ? "(int*)" : "") + "&acc[" + std::to_string(s.id) + "]";
+        std::string val = s.e >= 0 ? (sgn ? "(int)" : "") + printExpr(s.e) : literal(accArg_[s.id]);
+        if (k == AtomicKind::Cas) val = literal(accCmp_[s.id]) + ", " + val;
+        o += pad + info.function + std::string("(") + word + ", " + val + ");\n";
         break;
+      }
+      case StmtKind::Fence: o += pad + kFenceNames[s.id] + ";\n"; break;
+      case StmtKind::WideStore:
+        o += pad + (s.id == 0 ? "o64[g] = " + cast(t64_) : "o8[g] = " + cast(t8_)) + "(" + printTExpr(s.e) + ");\n";
+        break;
+      case StmtKind::Atomic64: {
+        std::string val;
+        if (s.e >= 0) {
+          val = "(unsigned long long)(" + printTExpr(s.e) + ")";
+        } else {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "0x%llxull", static_cast<unsigned long long>(qExch_[s.id]));
+          val = buf;
+        }
+        o += pad + kAtomic64Names[static_cast<int>(qKind_[s.id])] + std::string("(&q[") + std::to_string(s.id) +
+             "], " + val + ");\n";
+        break;
+      }
       case StmtKind::If:
         o += pad + "if (" + printExpr(s.e) + ") {\n";
         for (const Stmt& b : s.body) printStmt(b, indent + 1, o);
@@ -1012,24 +1145,52 @@ class Generator {
     o += "// param: in in u32[16] = " + words(c.in.begin(), c.in.end()) + "\n";
     o += "// param: out out u32[" + std::to_string(c.expectOut.size()) + "]\n";
     o += "// param: acc inout u32[8] = " + words(c.accInit.begin(), c.accInit.end()) + "\n";
+    std::vector<uint32_t> in64w, qw, qe, o64e, o8e;
+    if (c.wide) {
+      auto split = [](const auto& xs, std::vector<uint32_t>& out) {
+        for (uint64_t x : xs) out.push_back(static_cast<uint32_t>(x)), out.push_back(static_cast<uint32_t>(x >> 32));
+      };
+      split(c.in64, in64w);
+      split(c.qInit, qw);
+      split(c.expectQ, qe);
+      split(c.expectO64, o64e);
+      auto g = c.expectedGlobal();
+      o8e.assign(g.begin() + c.o8Word(), g.begin() + c.o8Word() + c.o8Words());
+      o += "// param: in64 in u32[" + std::to_string(in64w.size()) + "] = " + words(in64w.begin(), in64w.end()) + "\n";
+      o += "// param: q inout u32[" + std::to_string(qw.size()) + "] = " + words(qw.begin(), qw.end()) + "\n";
+      o += "// param: o64 out u32[" + std::to_string(o64e.size()) + "]\n";
+      o += "// param: o8 out u32[" + std::to_string(o8e.size()) + "]\n";
+    }
     o += "// param: k scalar u32 = " + std::to_string(c.k) + "\n";
     o += "// expect: out = " + words(c.expectOut.begin(), c.expectOut.end()) + "\n";
     o += "// expect: acc = " + words(c.expectAcc.begin(), c.expectAcc.end()) + "\n";
+    if (c.wide) {
+      o += "// expect: q = " + words(qe.begin(), qe.end()) + "\n";
+      o += "// expect: o64 = " + words(o64e.begin(), o64e.end()) + "\n";
+      o += "// expect: o8 = " + words(o8e.begin(), o8e.end()) + "\n";
+    }
     o += "// tags: random\n";
     o += "// note: " + c.header + "\n\n";
     for (size_t j = 0; j < helpers_.size(); ++j) {
       const Helper& h = helpers_[j];
-      o += std::string("__device__ ") + (h.noinline ? "__noinline__ " : "") + "unsigned " + c.name + "_h" +
+      o += std::string("__device__ ") + (h.noinline ? "__noinline__ " : h.forceinline ? "__forceinline__ " : "") +
+           "unsigned " + c.name + "_h" +
            std::to_string(j) + "(unsigned a, unsigned b) {\n";
       if (h.cond >= 0) o += "  if (" + printExpr(h.cond) + ") return " + printExpr(h.e1) + ";\n  return " + printExpr(h.e2) + ";\n";
       else o += "  return " + printExpr(h.e1) + ";\n";
       o += "}\n\n";
     }
-    o += "__global__ void " + c.name + "(const unsigned* in, unsigned* out, unsigned* acc, unsigned k) {\n";
+    o += "__global__ void " + (launchBounds_ ? "__launch_bounds__(" + std::to_string(blockX_) + ") " : std::string()) +
+         c.name + "(const unsigned* in, unsigned* out, unsigned* acc, " +
+         (c.wide ? std::string("const long long* in64, unsigned long long* q, ") + ctypeInfo(t64_).spelling + "* o64, " +
+                       ctypeInfo(t8_).spelling + "* o8, "
+                 : std::string()) +
+         "unsigned k) {\n";
     if (usesShared_) o += "  __shared__ unsigned sh[" + std::to_string(blockX_) + "];\n";
     if (usesDouble_) o += "  __shared__ unsigned sb[" + std::to_string(2 * blockX_) + "];\n";
     if (usesSharedAtomic_) o += "  __shared__ unsigned sa[" + std::to_string(kSharedAtomicWords) + "];\n";
     o += "  unsigned o = (blockIdx.x * blockDim.x + threadIdx.x) * " + std::to_string(slots_) + "u;\n";
+    if (c.wide) o += "  unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n";
     for (int v = 0; v < nvars_; ++v)
       o += "  unsigned v" + std::to_string(v) + " = " + printExpr(varInit_[static_cast<size_t>(v)]) + ";\n";
     for (int j = 0; j < ntv_; ++j)
@@ -1052,7 +1213,78 @@ class Generator {
 
 }  // namespace
 
+namespace {
+// One row per name of kernels/qgpu_cuda.h (the test reads the header and holds this table to it).
+constexpr const char* kVectorWhy = "a vector type's constructor: vector arrays are not parameters of the generated kernel";
+constexpr const char* kQgpuOnly = "a qgpu extension nvcc's headers lack: the same .cu must compile under both";
+constexpr DialectName kDialect[] = {
+    {"__global__", true, "the kernel"},
+    {"__device__", true, "the helpers"},
+    {"__shared__", true, "sh, sb, sa"},
+    {"__noinline__", true, "helpers (noinlineProb)"},
+    {"__forceinline__", true, "helpers (forceinlineProb)"},
+    {"__launch_bounds__", true, "the kernel (launchBoundsProb)"},
+    {"__host__", false, "host code: the generator writes device code only"},
+    {"__constant__", false, "a module .const variable: its use is refused by the PTX front end"},
+    {"threadIdx", true, "leaves"}, {"blockIdx", true, "leaves"}, {"blockDim", true, "leaves"},
+    {"gridDim", true, "leaves"},
+    {"warpSize", false, "4 on the machine, 32 on a GPU: the expectation would depend on the leg"},
+    {"__qgpu_warp_size", false, "warpSize's implementation"},
+    {"__syncthreads", true, "shared exchanges, barrier loops, shared atomics"},
+    {"__syncthreads_count", true, "SyncReduce"}, {"__syncthreads_and", true, "SyncReduce"},
+    {"__syncthreads_or", true, "SyncReduce"},
+    {"__syncwarp", true, "Fence, top level in a block of 4 (mask 0xf)"},
+    {"__threadfence_block", true, "Fence"}, {"__threadfence", true, "Fence"},
+    {"__threadfence_system", true, "Fence"},
+    {"atomicAdd", true, "acc, sa"}, {"atomicSub", true, "acc"}, {"atomicExch", true, "acc (constant), sa"},
+    {"atomicMin", true, "acc, sa (unsigned and int)"}, {"atomicMax", true, "acc, sa (unsigned and int)"},
+    {"atomicInc", true, "acc (constant bound)"}, {"atomicDec", true, "acc (constant bound)"},
+    {"atomicCAS", true, "acc (constant compare and value)"}, {"atomicAnd", true, "acc, sa"},
+    {"atomicOr", true, "acc, sa"}, {"atomicXor", true, "acc, sa"},
+    {"__shfl_sync", true, "Warp"}, {"__shfl_up_sync", true, "Warp"}, {"__shfl_down_sync", true, "Warp"},
+    {"__shfl_xor_sync", true, "Warp"}, {"__ballot_sync", true, "Warp"}, {"__any_sync", true, "Warp"},
+    {"__all_sync", true, "Warp"},
+    {"__activemask", false, "which lanes are active is not defined by CUDA (no convergence guarantee)"},
+    {"__popc", true, "Popc"}, {"__clz", true, "Clz"}, {"__ffs", true, "Ffs"}, {"__brev", true, "Brev"},
+    {"__byte_perm", true, "BytePerm"}, {"__umulhi", true, "UMulHi"}, {"__mulhi", true, "MulHi"},
+    {"__umul64hi", true, "typed UMul64Hi"}, {"__mul64hi", true, "typed Mul64Hi"},
+    {"__umul24", true, "UMul24"}, {"__mul24", true, "Mul24"}, {"__usad", true, "USad"}, {"__sad", true, "Sad"},
+    {"min", true, "MinU, MinS, MinMixed"}, {"max", true, "MaxU, MaxS, MaxMixed"}, {"abs", true, "Abs"},
+    {"umin", true, "UMinFn"}, {"umax", true, "UMaxFn"},
+    {"__qgpu_laneid", false, kQgpuOnly},
+    {"__qgpu_lanemask_eq", false, kQgpuOnly}, {"__qgpu_lanemask_lt", false, kQgpuOnly},
+    {"__qgpu_lanemask_le", false, kQgpuOnly}, {"__qgpu_lanemask_gt", false, kQgpuOnly},
+    {"__qgpu_lanemask_ge", false, kQgpuOnly},
+    {"make_char2", false, kVectorWhy}, {"make_char4", false, kVectorWhy}, {"make_uchar2", false, kVectorWhy},
+    {"make_uchar4", false, kVectorWhy}, {"make_short2", false, kVectorWhy}, {"make_short4", false, kVectorWhy},
+    {"make_ushort2", false, kVectorWhy}, {"make_ushort4", false, kVectorWhy}, {"make_int2", false, kVectorWhy},
+    {"make_int4", false, kVectorWhy}, {"make_uint2", false, kVectorWhy}, {"make_uint4", false, kVectorWhy},
+};
+}  // namespace
+
+std::span<const DialectName> cudaDialectCoverage() { return kDialect; }
+
 std::span<const CudaOpInfo> cudaOpTable() { return kOps; }
+std::span<const CudaAtomicInfo> cudaAtomicTable() { return kAtomics; }
+
+uint32_t evalCudaAtomic(CudaAtomic op, uint32_t a, uint32_t v, uint32_t cmp) {
+  switch (op) {
+    case CudaAtomic::Add: return a + v;
+    case CudaAtomic::Min: return std::min(a, v);
+    case CudaAtomic::Max: return std::max(a, v);
+    case CudaAtomic::Or: return a | v;
+    case CudaAtomic::And: return a & v;
+    case CudaAtomic::Xor: return a ^ v;
+    case CudaAtomic::Sub: return a - v;
+    case CudaAtomic::MinS: return static_cast<uint32_t>(std::min(s32(a), s32(v)));
+    case CudaAtomic::MaxS: return static_cast<uint32_t>(std::max(s32(a), s32(v)));
+    case CudaAtomic::Inc: return a >= v ? 0u : a + 1u;          // CUDA's atomicInc
+    case CudaAtomic::Dec: return a == 0 || a > v ? v : a - 1u;  // CUDA's atomicDec
+    case CudaAtomic::Exch: return v;
+    case CudaAtomic::Cas: return a == cmp ? v : a;
+  }
+  return a;
+}
 const CudaOpInfo& cudaOpInfo(CudaOp op) { return kOps[static_cast<int>(op)]; }
 
 uint32_t evalCudaOp(CudaOp op, uint32_t a, uint32_t b, uint32_t c) {
@@ -1142,23 +1374,59 @@ uint32_t evalCudaOp(CudaOp op, uint32_t a, uint32_t b, uint32_t c) {
       int64_t d = int64_t{s32(a)} - int64_t{s32(b)};
       return u32(d < 0 ? -d : d) + c;
     }
+    case CudaOp::UMinFn: return std::min(a, b);
+    case CudaOp::UMaxFn: return std::max(a, b);
+    // min(int, unsigned) / max(unsigned, int): CUDA's mixed overloads compare as unsigned.
+    case CudaOp::MinMixed: return std::min(a, b);
+    case CudaOp::MaxMixed: return std::max(a, b);
   }
   return 0;
 }
+
+namespace {
+void put64(std::array<uint32_t, 126>& g, uint32_t word, uint64_t v) {
+  g[word] = static_cast<uint32_t>(v);
+  g[word + 1] = static_cast<uint32_t>(v >> 32);
+}
+}  // namespace
+
+uint32_t CudaCase::o8Words() const {
+  return (static_cast<uint32_t>(expectO8.size()) * static_cast<uint32_t>(ctypeInfo(t8).bits / 8) + 3) / 4;
+}
+uint32_t CudaCase::endWord() const { return wide ? o8Word() + o8Words() : accWord() + kCudaAccWords; }
 
 std::array<uint32_t, 126> CudaCase::initialGlobal() const {
   std::array<uint32_t, 126> g{};
   std::copy(in.begin(), in.end(), g.begin());
   std::copy(accInit.begin(), accInit.end(), g.begin() + accWord());
+  if (wide) {
+    for (uint32_t j = 0; j < kCudaIn64Elems; ++j) put64(g, in64Word() + 2 * j, in64[j]);
+    for (uint32_t j = 0; j < kCudaQElems; ++j) put64(g, qWord() + 2 * j, qInit[j]);
+  }
   return g;
 }
 std::array<uint32_t, 126> CudaCase::expectedGlobal() const {
   std::array<uint32_t, 126> g = initialGlobal();
   std::copy(expectOut.begin(), expectOut.end(), g.begin() + outWord());
   std::copy(expectAcc.begin(), expectAcc.end(), g.begin() + accWord());
+  if (wide) {
+    for (uint32_t j = 0; j < kCudaQElems; ++j) put64(g, qWord() + 2 * j, expectQ[j]);
+    for (size_t j = 0; j < expectO64.size(); ++j) put64(g, o64Word() + 2 * static_cast<uint32_t>(j), expectO64[j]);
+    // o8: element j is bytes [j*size, (j+1)*size) from the array's start, little-endian.
+    const uint32_t size = static_cast<uint32_t>(ctypeInfo(t8).bits / 8);
+    for (size_t j = 0; j < expectO8.size(); ++j)
+      for (uint32_t b = 0; b < size; ++b) {
+        uint32_t byte = static_cast<uint32_t>(j) * size + b;
+        uint32_t& word = g[o8Word() + byte / 4];
+        word |= static_cast<uint32_t>((expectO8[j] >> (8 * b)) & 0xffu) << (8 * (byte % 4));
+      }
+  }
   return g;
 }
-std::vector<uint32_t> CudaCase::params() const { return {0u, 4 * outWord(), 4 * accWord(), k}; }
+std::vector<uint32_t> CudaCase::params() const {
+  if (!wide) return {0u, 4 * outWord(), 4 * accWord(), k};
+  return {0u, 4 * outWord(), 4 * accWord(), 4 * in64Word(), 4 * qWord(), 4 * o64Word(), 4 * o8Word(), k};
+}
 
 Status validate(const CudaPolicy& p) {
   auto bad = [](const std::string& m) -> Status { return makeDiag(ErrorKind::Usage, "CUDA generator policy: " + m); };
@@ -1175,10 +1443,10 @@ Status validate(const CudaPolicy& p) {
   if (p.maxTypedVars < 0 || p.maxTypedVars > 4) return bad("maxTypedVars must be 0..4");
   if (p.maxGrid * p.maxBlockX * p.maxSlots > 126 - kCudaInWords - kCudaAccWords)
     return bad("maxGrid * maxBlockX * maxSlots must be <= 102 (the out words)");
-  for (double x : {p.noinlineProb, p.elseProb, p.leafProb, p.smallConstProb, p.warpBlockProb})
+  for (double x : {p.noinlineProb, p.forceinlineProb, p.launchBoundsProb, p.elseProb, p.leafProb, p.smallConstProb, p.warpBlockProb})
     if (!(x >= 0 && x <= 1)) return bad("probabilities must be in [0, 1]");
   if (uint64_t{p.wAssign} + p.wStore + p.wAtomic + p.wIf + p.wLoop + p.wReturn + p.wShared + p.wSyncReduce + p.wWarp +
-          p.wTypedAssign + p.wBarrierLoop + p.wSharedAtomic ==
+          p.wTypedAssign + p.wBarrierLoop + p.wSharedAtomic + p.wFence ==
       0)
     return bad("every statement weight is 0");
   return Ok{};

@@ -3,14 +3,16 @@
 //
 // Every probability and limit is a field of `CudaPolicy` (one X-macro table,
 // QGPU_CUDAGEN_POLICY_FIELDS); a case is a pure function of (generator version, policy, seed) and
-// its file says so in a `note:` line: `qgpu-gen cuda v3 seed=S policy: maxTopStmts=5 ...`.
+// its file says so in a `note:` line: `qgpu-gen cuda v4 seed=S policy: maxTopStmts=5 ...`.
 //
 // The output is a kernel file (kernels/README.md's format) that runs through the normal harness
 // (`qgpu run FILE.cu`, kernels::parseKernelText):
 //   __global__ void NAME(const unsigned* in, unsigned* out, unsigned* acc, unsigned k)
 // `in` (16 words) is read-only, `out` gives each thread (global id g) its own `slots` words from
-// g * slots, `acc` (8 words) takes integer atomics: each word has ONE operation (add, min, max,
-// or, and, xor; unsigned) that every atomic on it uses, so the order of the atomics cannot matter.
+// g * slots, `acc` (8 words) takes integer atomics: each word has ONE operation (add, sub, min,
+// max (unsigned or signed), or, and, xor of an expression; inc, dec, exch or CAS of the word's one
+// constant operand) that every atomic on it uses, so the order of the atomics cannot matter (an
+// inc/dec/exch/CAS with fixed operands is one function f, and n of them give f^n(init)).
 // The body: local `unsigned v0..` (each initialised at its declaration), assignments, stores,
 // atomics, nested divergent if/else, loops `for (unsigned iN = 0; iN < E % (T + 1); ++iN)` (at most
 // T trips whatever E is, data-dependent per thread), early returns `if (E) return;`, calls of
@@ -29,6 +31,14 @@
 // (divergent) code with atomicAdd/Or/Xor/And/Min/Max (unsigned, and signed through `(int*)`) /
 // Exch on sa (one op per word; every Exch of a word writes its one CTA-uniform value), a barrier,
 // a copy-out `vX = sa[(threadIdx.x + d) % 4]`, and a barrier. No return inside either.
+// Since v4 also: every name of the dialect header kernels/qgpu_cuda.h that has a defined meaning
+// on both the machine and a GPU (cudaDialectCoverage: umin/umax, CUDA's mixed min/max overloads,
+// __[u]mul64hi, atomicSub/Inc/Dec/Exch/CAS and int atomicMin/Max on acc, __threadfence*,
+// __syncwarp(0xf) at the top level of a block of 4, __forceinline__ and __launch_bounds__), and
+// where the launch leaves room in the 126 words, 64-bit and sub-word array parameters
+// `const long long* in64, unsigned long long* q, T64* o64, T8* o8` (CudaCase::wide): typed loads
+// `in64[E & 3u]`, each thread's own `o64[g]` / `o8[g]` stored (`= (T)E`) and loaded back, and
+// 64-bit atomicAdd/And/Or/Xor/Exch on q (one op per element; Exch with the element's constant).
 //
 // UB-free by construction: all arithmetic is unsigned (signed operations convert to int and back,
 // which C++20 defines as modular); shift amounts are masked `& 31u`; divisors are `(x | 1u)`
@@ -37,7 +47,11 @@
 // `in[x & 15u]`; stores index the thread's own slots; shared slots are written by their own
 // thread before a barrier and read by others after it, and a second barrier ends the exchange
 // (or the next trip writes the other half of sb[], and a barrier ends the loop); atomic results
-// are never read, and sa[] is read only after the barrier that ends the region's atomics.
+// are never read, and sa[] is read only after the barrier that ends the region's atomics;
+// in64 is read-only and indexed `& 3u`, o64[g] / o8[g] are touched by thread g only (byte and
+// halfword stores are single-element stores on a GPU and lane-serial st.b8/b16 on the machine),
+// q's atomics are one commutative op (or one constant's Exch) per element, and acc's
+// inc/dec/exch/CAS use the word's constants, so n of them are f^n(init) in any order.
 //
 // The expectation: the generator evaluates its own AST (evalOp below, and a per-thread walk of the
 // statements; threads run statement by statement at the top level, which is exact because nested
@@ -56,7 +70,7 @@
 
 namespace qgpu::gen {
 
-inline constexpr int kCudaGeneratorVersion = 3;  // bump when (policy, seed) gives another case
+inline constexpr int kCudaGeneratorVersion = 4;  // bump when (policy, seed) gives another case
 
 // X(type, name, default, "one-line meaning")
 #define QGPU_CUDAGEN_POLICY_FIELDS(X)                                                              \
@@ -68,6 +82,8 @@ inline constexpr int kCudaGeneratorVersion = 3;  // bump when (policy, seed) giv
   X(int, maxVars, 3, "local unsigned variables v0.. (1..8)")                                       \
   X(int, maxHelpers, 1, "__device__ helper functions (0..4)")                                      \
   X(double, noinlineProb, 0.3, "a helper is __noinline__")                                         \
+  X(double, forceinlineProb, 0.2, "a helper that is not __noinline__ is __forceinline__")          \
+  X(double, launchBoundsProb, 0.2, "the kernel has __launch_bounds__(blockX)")                     \
   X(uint32_t, maxTrips, 3, "a loop runs 0..maxTrips times (1..8)")                                 \
   X(double, elseProb, 0.5, "an if has an else arm")                                                \
   /* ---- Statement kinds (relative weights) ---- */                                               \
@@ -83,6 +99,7 @@ inline constexpr int kCudaGeneratorVersion = 3;  // bump when (policy, seed) giv
   X(uint32_t, wTypedAssign, 2, "wN = typed expression (converted to wN's type), when maxTypedVars > 0") \
   X(uint32_t, wBarrierLoop, 1, "a uniform loop, a shared exchange through __syncthreads per trip (top)") \
   X(uint32_t, wSharedAtomic, 1, "atomics on __shared__ sa[0..3], a barrier, a copy-out (top level)")   \
+  X(uint32_t, wFence, 1, "__threadfence[_block|_system](); __syncwarp(0xf) at the top of a 4-block") \
   /* ---- Expression families (relative weights) ---- */                                           \
   X(uint32_t, wArith, 4, "+ - * & | ^ ~ and unsigned negation")                                    \
   X(uint32_t, wDiv, 1, "/ % unsigned and signed, by a divisor that is never 0 or -1")              \
@@ -98,7 +115,11 @@ inline constexpr int kCudaGeneratorVersion = 3;  // bump when (policy, seed) giv
   X(uint32_t, maxGrid, 2, "CTAs, 1..maxGrid (<= 16)")                                              \
   X(uint32_t, maxBlockX, 8, "threads per CTA, 1..maxBlockX (<= 16)")                               \
   X(double, warpBlockProb, 0.4, "the block is exactly 4 threads (warp ops possible)")              \
-  X(uint32_t, maxSlots, 2, "out words per thread, 1..maxSlots")
+  X(uint32_t, maxSlots, 2, "out words per thread, 1..maxSlots")                                   \
+  /* ---- 64-bit and sub-word arrays (v4; only where the launch leaves room in memory) ---- */  \
+  X(double, wideArraysProb, 0.6, "the kernel has the in64/q/o64/o8 array parameters")              \
+  X(uint32_t, wWideStore, 2, "o64[g] = (T64)E or o8[g] = (T8)E (own element), with the arrays")     \
+  X(uint32_t, wAtomic64, 1, "atomic{Add,And,Or,Xor,Exch}(&q[j], 64-bit E), with the arrays")
 
 struct CudaPolicy {
 #define QGPU_CUDAGEN_POLICY_MEMBER(type, name, def, doc) type name = def;
@@ -109,7 +130,7 @@ struct CudaPolicy {
 
 Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
 
-std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v3 seed=..."
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v4 seed=..."
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
 
 // ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----
@@ -158,7 +179,11 @@ Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=va
   X(UMul24, Builtin, 2, "__umul24(%0, %1)")                                 \
   X(Mul24, Builtin, 2, "(unsigned)__mul24((int)%0, (int)%1)")               \
   X(USad, Builtin, 3, "__usad(%0, %1, %2)")                                 \
-  X(Sad, Builtin, 3, "__sad((int)%0, (int)%1, %2)")
+  X(Sad, Builtin, 3, "__sad((int)%0, (int)%1, %2)")                        \
+  X(UMinFn, Builtin, 2, "umin(%0, %1)")                                     \
+  X(UMaxFn, Builtin, 2, "umax(%0, %1)")                                     \
+  X(MinMixed, Builtin, 2, "min((int)%0, %1)")                               \
+  X(MaxMixed, Builtin, 2, "max(%0, (int)%1)")
 
 enum class CudaOp : uint8_t {
 #define QGPU_CUDAGEN_OP_ENUM(name, family, arity, spelling) name,
@@ -177,6 +202,38 @@ const CudaOpInfo& cudaOpInfo(CudaOp op);
 // The generator's own meaning of an operator on the operands as the C spelling sees them (the
 // masking of divisors, shift amounts and selectors included); unused operands are ignored.
 uint32_t evalCudaOp(CudaOp op, uint32_t a, uint32_t b, uint32_t c);
+
+// ---- The atomics on acc: one table (name, C function, operand cast, operand) ----
+// Add..MaxS take an expression (they commute); Inc..Cas the word's constant operands, so every
+// atomic on the word is one function f. X(name, function, cast, constantOperand)
+#define QGPU_CUDAGEN_ATOMICS(X)        \
+  X(Add, "atomicAdd", "", false)       \
+  X(Min, "atomicMin", "", false)       \
+  X(Max, "atomicMax", "", false)       \
+  X(Or, "atomicOr", "", false)         \
+  X(And, "atomicAnd", "", false)       \
+  X(Xor, "atomicXor", "", false)       \
+  X(Sub, "atomicSub", "", false)       \
+  X(MinS, "atomicMin", "int", false)   \
+  X(MaxS, "atomicMax", "int", false)   \
+  X(Inc, "atomicInc", "", true)        \
+  X(Dec, "atomicDec", "", true)        \
+  X(Exch, "atomicExch", "", true)      \
+  X(Cas, "atomicCAS", "", true)
+enum class CudaAtomic : uint8_t {
+#define QGPU_CUDAGEN_ATOMIC_ENUM(name, fn, cast, constant) name,
+  QGPU_CUDAGEN_ATOMICS(QGPU_CUDAGEN_ATOMIC_ENUM)
+#undef QGPU_CUDAGEN_ATOMIC_ENUM
+};
+struct CudaAtomicInfo {
+  const char* name;
+  const char* function;
+  const char* cast;       // "int": the word as (int*) and the operand as (int)
+  bool constantOperand;   // the operand is the word's constant (Cas: compare and value)
+};
+std::span<const CudaAtomicInfo> cudaAtomicTable();
+// The word after one atomic: `old` the word, `v` the operand, `cmp` Cas's compare value.
+uint32_t evalCudaAtomic(CudaAtomic op, uint32_t old, uint32_t v, uint32_t cmp);
 
 // ---- Typed expressions: 64-bit and narrow integers with C++'s conversions ----
 // A typed expression has a static C type (the table below); its value is held as 64 bits in
@@ -238,9 +295,13 @@ uint64_t canonical(CType t, uint64_t bits);  // the value converted to t, in can
   X(Not, 1, "~")                    \
   X(Neg, 1, "-")                    \
   X(Cast, 1, "(T)")                 \
-  X(Select, 3, "?:")
-// (No 64-bit builtins: __popcll, __clzll, __ffsll, __brevll, __[u]mul64hi are not in the dialect
-// header clang-14 compiles with; v2's first campaign met that as compile errors.)
+  X(Select, 3, "?:")                \
+  X(UMul64Hi, 2, "__umul64hi")      \
+  X(Mul64Hi, 2, "__mul64hi")
+// The 64-bit builtins are those the dialect header declares (since v4): __umul64hi and __mul64hi,
+// their operands converted to unsigned long long / long long and the result of that type.
+// __popcll, __clzll, __ffsll, __brevll are not in kernels/qgpu_cuda.h (v2's first campaign met
+// them as clang-14 compile errors), so the generator does not emit them.
 
 enum class TypedOp : uint8_t {
 #define QGPU_CUDAGEN_TYPED_OP_ENUM(name, arity, spelling) name,
@@ -265,8 +326,26 @@ CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo);
 // overflow, a left shift of a negative value or past the maximum).
 CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool wrap, bool* ub);
 
+// ---- The dialect header's names and how the generator covers each (issue 9, item 1) ----
+// Every name kernels/qgpu_cuda.h declares for kernels (functions, macros, device variables) has
+// one row: emitted (the generator writes `name` into some cases under the default policy) or not,
+// with the reason. gen/tests/cuda_gen_test.cpp reads the header and fails for a name without a
+// row, and for an emitted row that no case shows.
+struct DialectName {
+  const char* name;
+  bool emitted;
+  const char* how;  // emitted: where; not emitted: why
+};
+std::span<const DialectName> cudaDialectCoverage();
+
 // ---- A generated case ----
 inline constexpr uint32_t kCudaInWords = 16, kCudaAccWords = 8;
+// The wide arrays (v4): `const long long* in64` (kCudaIn64Elems, read-only, loaded as
+// `in64[E & 3u]`), `unsigned long long* q` (kCudaQElems; each element has ONE 64-bit atomic op of
+// add/and/or/xor/exch, exch with the element's one constant), `T64* o64` and `T8* o8` (T64 long
+// long or unsigned long long, T8 one of the narrow types; element g belongs to thread g, which
+// stores `(T)E` to it and loads it back). Each 64-bit array starts at an even word (8 bytes).
+inline constexpr uint32_t kCudaIn64Elems = 4, kCudaQElems = 4;
 
 struct CudaCase {
   std::string name;    // the kernel (== file stem): "rk<seed>" unless given
@@ -283,13 +362,27 @@ struct CudaCase {
        hasLoop = false, hasCall = false, hasAtomic = false, hasTyped = false, hasBarrierLoop = false,
        hasSharedAtomic = false;
   int wrappedOps = 0;  // typed signed ops printed in their wrapping form (they would overflow)
-  // Memory layout (kernels::layout's, in parameter order from word 0): in, out, acc.
+  // The wide arrays (present when `wide`): in64's and q's values, o64's and o8's expectations.
+  bool wide = false, hasWideStore = false, hasAtomic64 = false;
+  CType t64 = CType::S64, t8 = CType::U8;  // o64's and o8's element types
+  std::array<uint64_t, kCudaIn64Elems> in64{};
+  std::array<uint64_t, kCudaQElems> qInit{}, expectQ{};
+  std::vector<uint64_t> expectO64;  // one element per thread (canonical bits of t64)
+  std::vector<uint64_t> expectO8;   // one element per thread (canonical bits of t8)
+  // Memory layout (kernels::layout's, in parameter order from word 0): in, out, acc, then
+  // (when wide) in64, q, o64 (each at an even word), o8.
   uint32_t outWord() const { return kCudaInWords; }
   uint32_t accWord() const { return kCudaInWords + static_cast<uint32_t>(expectOut.size()); }
+  uint32_t in64Word() const { return (accWord() + kCudaAccWords + 1) & ~1u; }
+  uint32_t qWord() const { return in64Word() + 2 * kCudaIn64Elems; }
+  uint32_t o64Word() const { return qWord() + 2 * kCudaQElems; }
+  uint32_t o8Word() const { return o64Word() + 2 * static_cast<uint32_t>(expectO64.size()); }
+  uint32_t o8Words() const;  // the words o8 takes (its elements packed, little-endian)
+  uint32_t endWord() const;  // one past the last word of the last array
   // The machine's global memory before and after, by the generator.
   std::array<uint32_t, 126> initialGlobal() const;
   std::array<uint32_t, 126> expectedGlobal() const;
-  std::vector<uint32_t> params() const;  // in, out, acc byte addresses; k
+  std::vector<uint32_t> params() const;  // in, out, acc [, in64, q, o64, o8] byte addresses; k
 };
 
 // The case for (policy, seed); Usage if the policy does not validate. `name` must be a C

@@ -82,6 +82,30 @@ TEST(CudaProperty, TamperedExpectationIsCaught) {
   EXPECT_NE((*results)[0].error().message.find("acc[0]"), std::string::npos) << (*results)[0].error().str();
 }
 
+// The same for the wide arrays (v4): one bit off in o8's first element is caught and named.
+TEST(CudaProperty, TamperedWideArrayExpectationIsCaught) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 missing";
+  CudaPolicy p;
+  p.wideArraysProb = 1;
+  auto cases = casesFrom(5, 1, p);
+  ASSERT_EQ(cases.size(), 1u);
+  CudaCase& c = cases[0];
+  ASSERT_TRUE(c.wide);
+  std::string line = "// expect: o8 = ";
+  size_t at = c.text.find(line);
+  ASSERT_NE(at, std::string::npos);
+  c.expectO8[0] = canonical(c.t8, c.expectO8[0] ^ 1u);
+  auto g = c.expectedGlobal();
+  std::string values;
+  for (uint32_t w = c.o8Word(); w < c.endWord(); ++w) values += (values.empty() ? "" : " ") + std::to_string(g[w]);
+  c.text.replace(at, c.text.find('\n', at) - at, line + values);
+  const std::vector<host::Compiler> clang = {host::Compiler::Clang};
+  auto results = checkCudaBatch(cases, clang);
+  ASSERT_TRUE(results);
+  ASSERT_FALSE((*results)[0]);
+  EXPECT_NE((*results)[0].error().message.find("o8 word 0"), std::string::npos) << (*results)[0].error().str();
+}
+
 // A batch the compiler rejects is retried case by case: the bad case fails, naming the compiler's
 // error, and the others still hold.
 TEST(CudaProperty, RejectedKernelIsNamedAndTheRestOfTheBatchStillRuns) {

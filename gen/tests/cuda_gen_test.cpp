@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -75,9 +77,17 @@ TEST(CudaGen, EveryCaseIsAKernelFileWithTheGeneratorsExpectations) {
     ASSERT_TRUE(c);
     auto spec = kernels::parseKernelText(c->text, c->name + ".cu");
     ASSERT_TRUE(spec) << spec.error().str() << "\n" << c->text;
-    ASSERT_EQ(spec->params.size(), 4u);
+    ASSERT_EQ(spec->params.size(), c->wide ? 8u : 4u);
     EXPECT_EQ(spec->params[1].expect, c->expectOut);
     EXPECT_EQ(spec->params[2].expect, std::vector<uint32_t>(c->expectAcc.begin(), c->expectAcc.end()));
+    if (c->wide) {  // the wide arrays' expectations are the generator's memory image, word for word
+      auto g = c->expectedGlobal();
+      auto slice = [&](uint32_t from, uint32_t n) { return std::vector<uint32_t>(g.begin() + from, g.begin() + from + n); };
+      EXPECT_EQ(spec->params[4].expect, slice(c->qWord(), 2 * kCudaQElems));
+      EXPECT_EQ(spec->params[5].expect, slice(c->o64Word(), 2 * static_cast<uint32_t>(c->expectO64.size())));
+      EXPECT_EQ(spec->params[6].expect, slice(c->o8Word(), c->o8Words()));
+    }
+    EXPECT_LE(c->endWord(), 126u);
     EXPECT_EQ(spec->gridX, c->gridX);
     EXPECT_EQ(spec->blockX, c->blockX);
     auto image = kernels::layout(*spec);
@@ -207,7 +217,71 @@ const OpRow kRows[] = {
     {CudaOp::USad, 3, 10, 1, 8},
     {CudaOp::Sad, 0xfffffffeu, 3, 0, 5},  // |-2 - 3|
     {CudaOp::Sad, 0x80000000u, 0x7fffffffu, 0, 0xffffffffu},  // |INT_MIN - INT_MAX| = 2^32 - 1
+    {CudaOp::UMinFn, 0xffffffffu, 1, 0, 1},
+    {CudaOp::UMaxFn, 0x80000000u, 0x7fffffffu, 0, 0x80000000u},
+    {CudaOp::MinMixed, 0xffffffffu, 1, 0, 1},  // min((int)-1, 1u): compared as unsigned, 1
+    {CudaOp::MaxMixed, 1, 0xffffffffu, 0, 0xffffffffu},  // max(1u, (int)-1) = 0xffffffff
 };
+
+// ---- The atomics on acc: the word after one atomic, by hand ----
+struct AtomicRow {
+  CudaAtomic op;
+  uint32_t old, v, cmp, want;
+};
+const AtomicRow kAtomicRows[] = {
+    {CudaAtomic::Add, 0xffffffffu, 2, 0, 1},
+    {CudaAtomic::Min, 0xffffffffu, 3, 0, 3},
+    {CudaAtomic::Max, 0xffffffffu, 3, 0, 0xffffffffu},
+    {CudaAtomic::Or, 0xc, 0xa, 0, 0xe},
+    {CudaAtomic::And, 0xc, 0xa, 0, 0x8},
+    {CudaAtomic::Xor, 0xc, 0xa, 0, 0x6},
+    {CudaAtomic::Sub, 1, 2, 0, 0xffffffffu},
+    {CudaAtomic::MinS, 0xffffffffu, 3, 0, 0xffffffffu},  // -1 < 3 as int
+    {CudaAtomic::MaxS, 0xffffffffu, 3, 0, 3},
+    {CudaAtomic::Inc, 4, 5, 0, 5},   // old < val: old + 1
+    {CudaAtomic::Inc, 5, 5, 0, 0},   // old >= val: 0
+    {CudaAtomic::Inc, 9, 5, 0, 0},
+    {CudaAtomic::Dec, 0, 5, 0, 5},   // old == 0: val
+    {CudaAtomic::Dec, 7, 5, 0, 5},   // old > val: val
+    {CudaAtomic::Dec, 3, 5, 0, 2},   // otherwise old - 1
+    {CudaAtomic::Exch, 3, 9, 0, 9},
+    {CudaAtomic::Cas, 3, 9, 3, 9},   // old == compare: the value
+    {CudaAtomic::Cas, 4, 9, 3, 4},   // otherwise unchanged
+};
+
+TEST(CudaAtomics, HandWorkedValues) {
+  for (const AtomicRow& r : kAtomicRows)
+    EXPECT_EQ(evalCudaAtomic(r.op, r.old, r.v, r.cmp), r.want)
+        << cudaAtomicTable()[static_cast<size_t>(r.op)].name << "(" << r.old << ", " << r.v << ", " << r.cmp << ")";
+}
+
+TEST(CudaAtomics, EveryAtomicHasAHandWorkedRowAndIsGenerated) {
+  std::set<int> covered;
+  for (const AtomicRow& r : kAtomicRows) covered.insert(static_cast<int>(r.op));
+  EXPECT_EQ(covered.size(), cudaAtomicTable().size());
+  // Each row's spelling appears in some default case (signed ones through (int*)).
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    auto c = generateCuda(CudaPolicy{}, seed);
+    ASSERT_TRUE(c);
+    for (const CudaAtomicInfo& a : cudaAtomicTable()) {
+      std::string call = std::string(a.function) + "(" + (*a.cast ? "(int*)&acc[" : "&acc[");
+      if (c->text.find(call) != std::string::npos) seen.insert(a.name);
+    }
+  }
+  for (const CudaAtomicInfo& a : cudaAtomicTable()) EXPECT_TRUE(seen.count(a.name)) << a.name << " never generated";
+}
+
+// An inc/dec/exch/CAS word sees one function n times, so the order of the atomics cannot matter:
+// atomicInc(&w, 3) four times from 1 is 2, 3, 0, 1 whichever thread runs which.
+TEST(CudaAtomics, ConstantOperandAtomicsComposeToAPowerOfOneFunction) {
+  uint32_t w = 1;
+  for (int i = 0; i < 4; ++i) w = evalCudaAtomic(CudaAtomic::Inc, w, 3, 0);
+  EXPECT_EQ(w, 1u);
+  w = 1;
+  for (int i = 0; i < 3; ++i) w = evalCudaAtomic(CudaAtomic::Dec, w, 3, 0);
+  EXPECT_EQ(w, 2u);  // 1 -> 0 -> 3 -> 2
+}
 
 TEST(CudaOps, HandWorkedValues) {
   for (const OpRow& r : kRows)
@@ -233,7 +307,7 @@ TEST(CudaGen, BarrierLoopsHaveUniformBoundsAndRegionsAreFenced) {
       if ((e[i] == 'v' || e[i] == 'w' || e[i] == 'i') && std::isdigit(static_cast<unsigned char>(e[i + 1])) &&
           (i == 0 || !std::isalnum(static_cast<unsigned char>(e[i - 1]))))
         return true;
-    return e.find("threadIdx") != std::string::npos;
+    return e.find("threadIdx") != std::string::npos || e.find("[g]") != std::string::npos;  // o64[g], o8[g]
   };
   int loops = 0, regions = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
@@ -342,6 +416,18 @@ const TypedRow kTypedRows[] = {
     {TypedOp::Cast, {CType::S8, kM1}, {}, {}, CType::U16, {CType::U16, 0xffff}, false},
     {TypedOp::Select, {CType::U8, 0}, {CType::U8, 200}, {CType::S8, kM1}, CType::U32, {CType::S32, kM1}, false},
     {TypedOp::Select, {CType::S64, 2}, {CType::U32, 7}, {CType::S8, kM1}, CType::U32, {CType::U32, 7}, false},
+    // (2^64 - 1)^2 = 2^128 - 2^65 + 1: high word 2^64 - 2
+    {TypedOp::UMul64Hi, {CType::U64, kM1}, {CType::U64, kM1}, {}, CType::U32, {CType::U64, 0xfffffffffffffffeu}, false},
+    // (unsigned long long)(int)-1 * 2 = 2^65 - 2: high word 1
+    {TypedOp::UMul64Hi, {CType::S32, kM1}, {CType::U32, 2}, {}, CType::U32, {CType::U64, 1}, false},
+    {TypedOp::UMul64Hi, {CType::U16, 0xffff}, {CType::U8, 0xff}, {}, CType::U32, {CType::U64, 0}, false},
+    {TypedOp::Mul64Hi, {CType::S64, kM1}, {CType::S64, kM1}, {}, CType::U32, {CType::S64, 0}, false},  // 1
+    // -2^63 * 2 = -2^64: high word -1
+    {TypedOp::Mul64Hi, {CType::S64, 0x8000000000000000u}, {CType::U32, 2}, {}, CType::U32, {CType::S64, kM1}, false},
+    // (long long)(2^64 - 1) = -1; -1 * 1: high word -1
+    {TypedOp::Mul64Hi, {CType::U64, kM1}, {CType::S8, 1}, {}, CType::U32, {CType::S64, kM1}, false},
+    // 2^62 * 4 = 2^64: high word 1
+    {TypedOp::Mul64Hi, {CType::S64, 0x4000000000000000u}, {CType::S32, 4}, {}, CType::U32, {CType::S64, 1}, false},
 };
 
 TEST(CudaTypes, HandWorkedValues) {
@@ -389,6 +475,199 @@ TEST(CudaGen, OverflowingSignedOpsArePrintedInTheirWrappingForm) {
   EXPECT_GT(total, 150);
   EXPECT_GT(wrapped, 3);
   EXPECT_LT(wrapped, total);  // the twin: most typed cases need no wrapping
+}
+
+// ---- The dialect header (issue 9, item 1: every builtin the dialect header offers) ----
+// The names kernels/qgpu_cuda.h declares for kernels: `__QGPU_DEVICE__ T name(` functions,
+// `#define name` macros (not the header's own __QGPU_ helpers), `extern ... name;` variables,
+// and the names its helper macros make (make_T2 / make_T4, __qgpu_lanemask_X).
+std::set<std::string> dialectNames(const std::string& header) {
+  static const std::regex fn(R"(^__QGPU_DEVICE__[^(]*?\b(\w+)\()"), def(R"(^#define (\w+))"),
+      ext(R"(^extern [^;]*\b(\w+);)"), vec(R"(^__QGPU_VEC([24])\((\w+),)"), lane(R"(^__QGPU_LANEMASK\((\w+)\))");
+  std::set<std::string> names;
+  std::istringstream in(header);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, fn) || std::regex_search(line, m, ext)) names.insert(m[1]);
+    else if (std::regex_search(line, m, def) && m[1].str().rfind("__QGPU_", 0) != 0) names.insert(m[1]);
+    else if (std::regex_search(line, m, vec)) names.insert("make_" + m[2].str() + m[1].str());
+    else if (std::regex_search(line, m, lane)) names.insert("__qgpu_lanemask_" + m[1].str());
+  }
+  return names;
+}
+std::string readDialectHeader() {
+  std::ifstream f(std::string(QGPU_SOURCE_DIR) + "/kernels/qgpu_cuda.h");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+std::set<std::string> namesWithoutARow(const std::set<std::string>& names) {
+  std::set<std::string> missing = names;
+  for (const DialectName& d : cudaDialectCoverage()) missing.erase(d.name);
+  return missing;
+}
+// `name` as a whole identifier in `text`.
+bool mentions(const std::string& text, const std::string& name) {
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    bool before = at == 0 || !ident(text[at - 1]), after = at + name.size() >= text.size() || !ident(text[at + name.size()]);
+    if (before && after) return true;
+  }
+  return false;
+}
+
+TEST(CudaDialect, EveryHeaderNameIsEmittedOrExcludedWithAReason) {
+  std::string header = readDialectHeader();
+  ASSERT_FALSE(header.empty()) << "kernels/qgpu_cuda.h not found";
+  std::set<std::string> names = dialectNames(header);
+  for (const char* known : {"__umul64hi", "atomicCAS", "__syncwarp", "warpSize", "make_uint4", "__qgpu_lanemask_ge", "threadIdx"})
+    EXPECT_TRUE(names.count(known)) << "the header reader missed " << known;
+  for (const std::string& n : namesWithoutARow(names))
+    ADD_FAILURE() << n << ": declared by kernels/qgpu_cuda.h, but cudaDialectCoverage() has no row for it";
+  for (const DialectName& d : cudaDialectCoverage()) {
+    EXPECT_TRUE(names.count(d.name)) << d.name << ": a row for a name the header does not declare";
+    if (!d.emitted) {
+      EXPECT_GT(std::string(d.how).size(), 10u) << d.name << ": excluded without a reason";
+    }
+  }
+}
+
+// The failing twin: a builtin added to the header without a row is reported by name.
+TEST(CudaDialect, ANewHeaderBuiltinWithoutARowIsReported) {
+  std::string header = readDialectHeader() + "\n__QGPU_DEVICE__ unsigned int __funnelshift_l(unsigned a, unsigned b, unsigned s) {\n";
+  EXPECT_EQ(namesWithoutARow(dialectNames(header)), std::set<std::string>{"__funnelshift_l"});
+}
+
+TEST(CudaDialect, EveryEmittedNameAppearsInDefaultCases) {
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    auto c = generateCuda(CudaPolicy{}, seed);
+    ASSERT_TRUE(c);
+    for (const DialectName& d : cudaDialectCoverage())
+      if (mentions(c->text, d.name)) seen.insert(d.name);
+  }
+  for (const DialectName& d : cudaDialectCoverage()) {
+    if (d.emitted) EXPECT_TRUE(seen.count(d.name)) << d.name << " (" << d.how << ") never generated";
+    else EXPECT_FALSE(seen.count(d.name)) << d.name << " is excluded (" << d.how << ") but was generated";
+  }
+}
+
+// __syncwarp only where all four lanes of the block are at the same statement: at the top level of
+// a block of exactly 4 threads, before any early return.
+TEST(CudaDialect, SyncwarpOnlyAtTheTopOfABlockOfFour) {
+  int n = 0;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    auto c = generateCuda(CudaPolicy{}, seed);
+    ASSERT_TRUE(c);
+    size_t at = c->text.find("__syncwarp(0xfu);");
+    if (at == std::string::npos) continue;
+    ++n;
+    EXPECT_EQ(c->blockX, 4u) << c->text;
+    size_t lineStart = c->text.rfind('\n', at) + 1;
+    EXPECT_EQ(at - lineStart, 2u) << "not at the top level:\n" << c->text;
+    EXPECT_EQ(c->text.substr(0, at).find("return;"), std::string::npos) << "after an early return:\n" << c->text;
+  }
+  EXPECT_GT(n, 3);
+}
+
+// ---- The wide arrays (issue 9 item 1's 64-bit and sub-word global arrays, v4) ----
+// The layout and the packing by hand: out 2 words (16..17), acc 18..25, in64 at word 26 (even),
+// q at 34, o64 at 42 (2 threads: 4 words), o8 at 46; two shorts -32767 and 2 are one word
+// 0x00028001 (element 0 in the low halfword).
+TEST(CudaWide, LayoutAndPackingByHand) {
+  CudaCase c;
+  c.wide = true;
+  c.t64 = CType::S64;
+  c.t8 = CType::S16;
+  c.expectOut = {0, 0};
+  c.in64 = {0x1122334455667788u, 0, 0, 0xffffffffffffffffu};
+  c.qInit = {5, 0, 0, 0};
+  c.expectQ = {7, 0, 0, 0x8000000000000000u};
+  c.expectO64 = {0xfffffffffffffffeu, 3};
+  c.expectO8 = {0xffffffffffff8001u, 2};
+  EXPECT_EQ(c.in64Word(), 26u);
+  EXPECT_EQ(c.qWord(), 34u);
+  EXPECT_EQ(c.o64Word(), 42u);
+  EXPECT_EQ(c.o8Word(), 46u);
+  EXPECT_EQ(c.o8Words(), 1u);
+  EXPECT_EQ(c.endWord(), 47u);
+  EXPECT_EQ(c.params(), (std::vector<uint32_t>{0, 64, 72, 104, 136, 168, 184, 0}));
+  auto init = c.initialGlobal();
+  EXPECT_EQ(init[26], 0x55667788u);
+  EXPECT_EQ(init[27], 0x11223344u);
+  EXPECT_EQ(init[32], 0xffffffffu);
+  EXPECT_EQ(init[33], 0xffffffffu);
+  EXPECT_EQ(init[34], 5u);
+  EXPECT_EQ(init[46], 0u);
+  auto g = c.expectedGlobal();
+  EXPECT_EQ(g[34], 7u);
+  EXPECT_EQ(g[41], 0x80000000u);
+  EXPECT_EQ(g[42], 0xfffffffeu);
+  EXPECT_EQ(g[43], 0xffffffffu);
+  EXPECT_EQ(g[44], 3u);
+  EXPECT_EQ(g[45], 0u);
+  EXPECT_EQ(g[46], 0x00028001u);
+  // An odd end of acc pads one word before in64 (out 1 word: acc 17..24, in64 at 26).
+  c.expectOut = {0};
+  EXPECT_EQ(c.in64Word(), 26u);
+  c.expectOut = {0, 0, 0};  // acc 19..26, in64 at 28
+  EXPECT_EQ(c.in64Word(), 28u);
+  // Bytes: three unsigned chars 0x01 0xff 0x80 are one word 0x0080ff01.
+  c.t8 = CType::U8;
+  c.expectO64 = {0, 0, 0};
+  c.expectO8 = {0x01, 0xff, 0x80};
+  EXPECT_EQ(c.o8Words(), 1u);
+  EXPECT_EQ(c.expectedGlobal()[c.o8Word()], 0x0080ff01u);
+}
+
+TEST(CudaWide, DefaultPolicyUsesEveryWideAccess) {
+  int wide = 0, stores64 = 0, stores8 = 0, loads64 = 0, own64 = 0, own8 = 0, atomics = 0, exch = 0;
+  std::set<CType> t8s;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    auto c = generateCuda(CudaPolicy{}, seed);
+    ASSERT_TRUE(c);
+    if (!c->wide) {
+      EXPECT_EQ(c->text.find("in64"), std::string::npos);
+      continue;
+    }
+    ++wide;
+    t8s.insert(c->t8);
+    stores64 += c->text.find("o64[g] = (") != std::string::npos;
+    stores8 += c->text.find("o8[g] = (") != std::string::npos;
+    loads64 += c->text.find("in64[") != std::string::npos;
+    std::string t = c->text;
+    for (size_t at = t.find("o64[g]"); at != std::string::npos; at = t.find("o64[g]", at + 1))
+      if (t.compare(at + 6, 3, " = ") != 0) ++own64;
+    for (size_t at = t.find("o8[g]"); at != std::string::npos; at = t.find("o8[g]", at + 1))
+      if (t.compare(at + 5, 3, " = ") != 0) ++own8;
+    atomics += c->hasAtomic64;
+    exch += c->text.find("atomicExch(&q[") != std::string::npos;
+    EXPECT_LE(c->endWord(), 126u);
+  }
+  for (int n : {wide, stores64, stores8, loads64, own64, own8, atomics, exch}) EXPECT_GT(n, 5);
+  EXPECT_EQ(t8s.size(), 4u);
+}
+
+// The twin of "only where there is room": a launch that fills memory with out words has no arrays.
+TEST(CudaWide, NoArraysWhereTheLaunchLeavesNoRoom) {
+  CudaPolicy p;
+  p.maxGrid = 4;
+  p.maxBlockX = 8;
+  p.maxSlots = 3;
+  p.wideArraysProb = 1;
+  int wide = 0, narrowLaunch = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    auto c = generateCuda(p, seed);
+    ASSERT_TRUE(c);
+    uint32_t threads = c->gridX * c->blockX;
+    // in 16 + out + acc 8 (+1 pad) + in64 8 + q 8 + o64 2/thread + o8 up to 2 bytes a thread.
+    bool room = ((16 + threads * c->slots + 8 + 1) & ~1u) + 16 + 2 * threads + (2 * threads + 3) / 4 <= 126;
+    EXPECT_EQ(c->wide, room) << "grid " << c->gridX << " block " << c->blockX << " slots " << c->slots;
+    wide += c->wide;
+    narrowLaunch += !room;
+  }
+  EXPECT_GT(wide, 10);
+  EXPECT_GT(narrowLaunch, 10);
 }
 
 }  // namespace

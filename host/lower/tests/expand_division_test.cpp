@@ -19,6 +19,7 @@
 #include "oracle/interpreter.h"
 #include "oracle/machine.h"
 #include "oracle/semantics.h"
+#include "oracle/tests/builder.h"
 
 namespace qgpu::lower {
 namespace {
@@ -38,39 +39,26 @@ constexpr uint32_t kThreads = 16;
 // words per division from word 32 (so at most 5 divisions: 32 + 80 <= 126).
 constexpr int32_t kB = 64, kOut = 128;
 
-Operand R(uint8_t r) { return Operand::r(r); }
-Operand I(uint32_t v) { return Operand::i(v); }
-
-Instr op3(Op op, uint8_t dst, Operand a, Operand b = {}, Operand c = {}) {
-  Instr in;
-  in.op = op;
-  in.dst = dst;
-  in.src = {a, b, c};
-  return in;
-}
-Instr ld(uint8_t dst, uint8_t addr, int32_t offset) {
-  Instr in = op3(Op::Ld, dst, R(addr));
-  in.offset = offset;
-  return in;
-}
+using machine::build::alu;
+using machine::build::cmp;
+using machine::build::guard;
+using machine::build::I;
+using machine::build::R;
+// The test programs' memory ops: global, the address in a register (oracle/tests/builder.h).
+Instr ld(uint8_t dst, uint8_t addr, int32_t offset) { return machine::build::ld(machine::Space::Global, dst, R(addr), offset); }
 Instr st(uint8_t addr, int32_t offset, Operand value) {
-  Instr in = op3(Op::St, 0, R(addr), value);
-  in.offset = offset;
-  return in;
+  return machine::build::st(machine::Space::Global, R(addr), value, offset);
 }
-Instr cmp(Op op, uint8_t p, Operand a, Operand b) {
-  Instr in;
-  in.op = op;
-  in.dstPred = p;
-  in.src = {a, b, Operand{}};
-  return in;
+Terminator jump(uint8_t to) { return machine::build::jmp(to); }
+Terminator branch(uint8_t p, uint8_t taken, uint8_t next) { return machine::build::br(p, taken, next); }
+
+// r1 = 4 * tid (the byte offset), r2 = a[tid], r3 = b[tid], r4 = 0x5a5a5a5a (a destination's old value).
+void loadOperands(Block& b) {
+  b.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+  b.ops.push_back(ld(2, 1, 0));
+  b.ops.push_back(ld(3, 1, kB));
+  b.ops.push_back(alu(Op::Mov, 4, I(0x5a5a5a5au)));
 }
-Instr guard(Instr in, uint8_t p, bool negate = false) {
-  in.guard = machine::Guard{p, negate};
-  return in;
-}
-Terminator jump(uint8_t to) { return Terminator{TermKind::Jump, machine::kNoPred, false, 0, to}; }
-Terminator branch(uint8_t p, uint8_t taken, uint8_t next) { return Terminator{TermKind::Branch, p, false, taken, next}; }
 
 bool hasDivision(const Program& p) {
   for (const Block& b : p.blocks)
@@ -96,13 +84,13 @@ Program divisionProgram(const std::vector<Op>& ops, const Shape& shape, uint32_t
   p.name = "div";
   for (size_t k = 0; k < ops.size(); ++k) {  // one block per op, in a chain of jumps
     Block blk;
-    if (k == 0) blk.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+    if (k == 0) blk.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
     blk.ops.push_back(ld(2, 1, 0));
     blk.ops.push_back(ld(3, 1, kB));
     const Operand a = shape.aImm ? I(imm) : R(2);
     const Operand b = shape.bImm ? I(imm) : shape.bTid ? Operand::s(Special::TidX) : R(3);
     const uint8_t dst = shape.dst == Shape::IntoA ? 2 : shape.dst == Shape::IntoB ? 3 : 4;
-    blk.ops.push_back(op3(ops[k], dst, a, b));
+    blk.ops.push_back(alu(ops[k], dst, a, b));
     blk.ops.push_back(st(1, kOut + 64 * static_cast<int32_t>(k), R(dst)));
     blk.term = k + 1 < ops.size() ? jump(static_cast<uint8_t>(k + 1)) : Terminator{};
     p.blocks.push_back(blk);
@@ -261,15 +249,12 @@ TEST(ExpandDivision, GuardedDivisionStaysGuarded) {
     Program p;
     p.name = "guarded";
     Block b0;
-    b0.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
-    b0.ops.push_back(ld(2, 1, 0));
-    b0.ops.push_back(ld(3, 1, kB));
-    b0.ops.push_back(op3(Op::Mov, 4, I(0x5a5a5a5au)));
-    b0.ops.push_back(op3(Op::And, 5, Operand::s(Special::TidX), I(1)));
+    loadOperands(b0);
+    b0.ops.push_back(alu(Op::And, 5, Operand::s(Special::TidX), I(1)));
     b0.ops.push_back(cmp(Op::SetEq, 3, R(5), I(0)));                 // p3: even threads
     b0.ops.push_back(cmp(Op::SetLtU, 6, Operand::s(Special::TidX), I(8)));  // p6: threads < 8
-    b0.ops.push_back(guard(op3(op, 4, R(2), R(3)), 3));
-    b0.ops.push_back(guard(op3(Op::Add, 4, R(4), I(1)), 6, true));    // reads p6 after the split
+    b0.ops.push_back(guard(alu(op, 4, R(2), R(3)), 3));
+    b0.ops.push_back(guard(alu(Op::Add, 4, R(4), I(1)), 6, true));    // reads p6 after the split
     b0.ops.push_back(st(1, kOut, R(4)));
     b0.term = Terminator{};
     p.blocks.push_back(b0);
@@ -297,13 +282,13 @@ TEST(ExpandDivision, DivergentLanesAndPartialWarps) {
       Program p;
       p.name = "divergent";
       Block b0, b1, b2;
-      b0.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+      b0.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
       b0.ops.push_back(ld(2, 1, 0));
       b0.ops.push_back(ld(3, 1, kB));
-      b0.ops.push_back(op3(Op::Mov, 4, I(77)));
+      b0.ops.push_back(alu(Op::Mov, 4, I(77)));
       b0.ops.push_back(cmp(Op::SetLtU, 0, Operand::s(Special::TidX), I(6)));
       b0.term = branch(0, 1, 2);
-      b1.ops.push_back(op3(op, 4, R(2), R(3)));
+      b1.ops.push_back(alu(op, 4, R(2), R(3)));
       b1.term = jump(2);
       b2.ops.push_back(st(1, kOut, R(4)));
       b2.term = Terminator{};
@@ -330,14 +315,14 @@ TEST(ExpandDivision, DivisionInALoopWithPerLaneTripCounts) {
   Program p;
   p.name = "gcd";
   Block b0, b1, b2;
-  b0.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
+  b0.ops.push_back(alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
   b0.ops.push_back(ld(2, 1, 0));
   b0.ops.push_back(ld(3, 1, kB));
   b0.ops.push_back(cmp(Op::SetEq, 0, R(3), I(0)));
   b0.term = branch(0, 2, 1);
-  b1.ops.push_back(op3(Op::RemU, 4, R(2), R(3)));
-  b1.ops.push_back(op3(Op::Mov, 2, R(3)));
-  b1.ops.push_back(op3(Op::Mov, 3, R(4)));
+  b1.ops.push_back(alu(Op::RemU, 4, R(2), R(3)));
+  b1.ops.push_back(alu(Op::Mov, 2, R(3)));
+  b1.ops.push_back(alu(Op::Mov, 3, R(4)));
   b1.ops.push_back(cmp(Op::SetNe, 0, R(3), I(0)));
   b1.term = branch(0, 1, 2);
   b2.ops.push_back(st(1, kOut, R(2)));
@@ -367,20 +352,17 @@ TEST(ExpandDivision, ADivAndRemOfTheSameOperandsShareOneLoop) {
           Program p;
           p.name = "divmod";
           Block b0;
-          b0.ops.push_back(op3(Op::Shl, 1, Operand::s(Special::TidX), I(2)));
-          b0.ops.push_back(ld(2, 1, 0));
-          b0.ops.push_back(ld(3, 1, kB));
-          b0.ops.push_back(op3(Op::Mov, 4, I(0x5a5a5a5au)));
-          b0.ops.push_back(op3(Op::Mov, 5, I(0xa5a5a5a5u)));
+          loadOperands(b0);
+          b0.ops.push_back(alu(Op::Mov, 5, I(0xa5a5a5a5u)));
           b0.ops.push_back(cmp(Op::SetNe, 2, R(3), I(7)));  // the guard: b != 7
-          Instr first = op3(remFirst ? remOp : divOp, intoOperand ? 2 : 4, R(2), R(3));
-          Instr second = op3(remFirst ? divOp : remOp, 5, R(2), R(3));
+          Instr first = alu(remFirst ? remOp : divOp, intoOperand ? 2 : 4, R(2), R(3));
+          Instr second = alu(remFirst ? divOp : remOp, 5, R(2), R(3));
           if (guarded) {
             first = guard(first, 2);
             second = guard(second, 2);
           }
           b0.ops.push_back(first);
-          b0.ops.push_back(op3(Op::Add, 6, R(intoOperand ? 2 : 4), I(1)));  // reads the first result
+          b0.ops.push_back(alu(Op::Add, 6, R(intoOperand ? 2 : 4), I(1)));  // reads the first result
           b0.ops.push_back(second);
           b0.ops.push_back(st(1, kOut, R(intoOperand ? 2 : 4)));
           b0.ops.push_back(st(1, kOut + 64, R(5)));
@@ -492,7 +474,7 @@ Program withOpsBefore(int n) {
   Program p = divisionProgram({Op::DivU}, {"reg, reg"});
   auto& ops = p.blocks[0].ops;
   ops.erase(ops.begin() + 4);  // the store: the division is the last op
-  while (static_cast<int>(ops.size()) < n + 1) ops.insert(ops.begin() + 1, op3(Op::Add, 5, R(5), I(1)));
+  while (static_cast<int>(ops.size()) < n + 1) ops.insert(ops.begin() + 1, alu(Op::Add, 5, R(5), I(1)));
   return p;
 }
 
@@ -521,9 +503,9 @@ Program allLive(int liveAfter) {
   Program p;
   p.name = "full";
   Block b0, b1;
-  for (uint8_t r = 1; r <= 15; ++r) b0.ops.push_back(op3(Op::Mov, r, I(r)));
+  for (uint8_t r = 1; r <= 15; ++r) b0.ops.push_back(alu(Op::Mov, r, I(r)));
   b0.term = jump(1);
-  b1.ops.push_back(op3(Op::DivU, 4, R(2), R(3)));
+  b1.ops.push_back(alu(Op::DivU, 4, R(2), R(3)));
   for (uint8_t r = 1; r <= liveAfter; ++r) b1.ops.push_back(st(0, 4 * r, R(r)));
   b1.term = Terminator{};
   p.blocks = {b0, b1};

@@ -9,71 +9,26 @@
 #include <string>
 #include <vector>
 
-#include "host/lower/lower.h"
-#include "host/ptx/parser.h"
-#include "oracle/interpreter.h"
-#include "ptxeval/eval.h"
+#include "host/lower/tests/both_oracles.h"
 
 namespace qgpu::lower {
 namespace {
 
-constexpr size_t kWords = machine::kGlobalWords;
-using Memory = std::array<uint32_t, kWords>;
+using both::kWords;
+using both::Memory;
 
 // One kernel `k(.param .u64 buf)`: %rd1 = buf, %r7 = tid.x, then `body`.
-std::string kernel(const std::string& body) {
-  return ".version 7.0\n.target sm_75\n.address_size 64\n"
-         ".visible .entry k(.param .u64 buf)\n{\n"
-         ".reg .pred %p<4>;\n.reg .b16 %rs<8>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<8>;\n"
-         "ld.param.u64 %rd1, [buf];\ncvta.to.global.u64 %rd1, %rd1;\nmov.u32 %r7, %tid.x;\n" +
-         body + "ret;\n}\n";
-}
+std::string kernel(const std::string& body) { return both::bufKernel("", body); }
 
-struct Both {
-  machine::Program program;
-  oracle::RunResult machine;
-  ptxeval::EvalResult ptx;
-};
-
-// Lowers and runs `body` (buffer at byte 0, `threads` threads in `grid` CTAs, memory `initial`)
-// on the interpreter and on ptxeval.
-Expected<Both> runBoth(const std::string& body, uint32_t threads, const Memory& initial = {},
-                       uint32_t grid = 1) {
-  QGPU_TRY(module, ptx::parse(kernel(body), "t.ptx"));
-  LowerOptions options;
-  options.params = {0};
-  Both out;
-  QGPU_TRY(program, lower(module, options));
-  out.program = program;
-  machine::Launch launch;
-  launch.blockX = threads;
-  launch.gridX = grid;
-  launch.global = initial;
-  QGPU_TRY(m, oracle::run(program, launch, oracle::RunOptions{100000, false}));
-  out.machine = m;
-  ptxeval::Launch pl;
-  pl.blockX = threads;
-  pl.gridX = grid;
-  pl.global = initial;
-  pl.params = {0};
-  QGPU_TRY(p, ptxeval::evaluate(module, pl));
-  out.ptx = p;
-  return out;
+Expected<both::Both> runBoth(const std::string& body, uint32_t threads, const Memory& initial = {},
+                             uint32_t grid = 1) {
+  return both::runBoth(kernel(body), threads, initial, grid);
 }
 
 // Both oracles finish and leave words [0, want.size()) equal to `want`.
 void expectWords(const std::string& body, uint32_t threads, const std::vector<uint32_t>& want,
                  const Memory& initial = {}, uint32_t grid = 1) {
-  auto r = runBoth(body, threads, initial, grid);
-  ASSERT_TRUE(r.ok()) << r.error().str();
-  ASSERT_EQ(r->machine.status, oracle::RunStatus::Finished)
-      << r->machine.fault.str() << "\n" << machine::print(r->program);
-  ASSERT_EQ(r->ptx.status, ptxeval::EvalStatus::Finished) << r->ptx.fault.str();
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(r->machine.global[i], want[i]) << "interpreter, word " << i << "\n"
-                                             << machine::print(r->program);
-    EXPECT_EQ(r->ptx.global[i], want[i]) << "ptxeval, word " << i;
-  }
+  both::expectBothWords(runBoth(body, threads, initial, grid), want);
 }
 
 // buf[tid] as a byte address: %rd2 = buf + tid * scale.
