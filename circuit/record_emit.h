@@ -9,7 +9,9 @@
 // where it is inside the record — which value, which lane, which chunk — from the tokens alone.
 //
 // Contract (inputs). A *record position* p carries exec = +u and the outcome (carrier rows,
-// `writeCarrier`); every other token carries exec = −u (`writeRecordEmbeddings`). The outcome:
+// `writeCarrier`; or, with `RecordEmitSpec::outcomeFrom`, the result stage's fields computed in
+// the residual, circuit/result_stage.h); every other token carries exec = −u
+// (`writeRecordEmbeddings`). The outcome:
 //   tag    the record's first token (the kind is given: WU vs WR is the trace's rule, decided
 //          upstream); next  the token after the record (the next op's start is not known here)
 //   mask   M: regrec / predrec the step's active lanes m; memrec the executing lanes e
