@@ -75,6 +75,22 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   if (t.hidden != hidden || again.isTerminal.offset != t.isTerminal.offset)
     return makeDiag(ErrorKind::Usage, "record emitter: the token layout must be planned over this "
                                       "config's hidden size from a fresh allocator");
+  if (s.firstDim != 0) {
+    if (s.firstDim < alloc.used())
+      return makeDiag(ErrorKind::Usage, "record emitter: firstDim " + std::to_string(s.firstDim) +
+                                            " lies inside the token layout (" +
+                                            std::to_string(alloc.used()) + " dims)");
+    QGPU_TRY(callers, alloc.take("rec.callers", s.firstDim - alloc.used()));
+    (void)callers;
+  }
+  if (s.outcomeFrom) {
+    const RecordOutcomeFields& o = *s.outcomeFrom;
+    bool ok = o.wordMask.dims == kBufferBits && o.tag.dims == kBufferBits;
+    for (const Field& v : o.value) ok = ok && v.dims == kBufferBits;
+    if (!ok)
+      return makeDiag(ErrorKind::Usage, "record emitter: outcomeFrom needs 32-dim value, "
+                                        "wordMask and tag fields");
+  }
   RecordEmitter r;
   r.tokens = t;
   auto take = [&](const std::string& name, int dims) { return alloc.take("rec." + name, dims); };
@@ -90,15 +106,17 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   {
     QGPU_TRY(f, take("heavy", 1)); r.heavy = f;
   }
-  for (int l = 0; l < kRecordLanes; ++l) {
-    QGPU_TRY(f, take("in.value" + std::to_string(l), kBufferBits));
-    r.inValue[static_cast<size_t>(l)] = f;
-  }
-  {
-    QGPU_TRY(f, take("in.wordMask", kBufferBits)); r.inWordMask = f;
-  }
-  {
-    QGPU_TRY(f, take("in.tag", kBufferBits)); r.inTag = f;
+  if (!s.outcomeFrom) {
+    for (int l = 0; l < kRecordLanes; ++l) {
+      QGPU_TRY(f, take("in.value" + std::to_string(l), kBufferBits));
+      r.inValue[static_cast<size_t>(l)] = f;
+    }
+    {
+      QGPU_TRY(f, take("in.wordMask", kBufferBits)); r.inWordMask = f;
+    }
+    {
+      QGPU_TRY(f, take("in.tag", kBufferBits)); r.inTag = f;
+    }
   }
   {
     QGPU_TRY(f, take("in.next", kBufferBits)); r.inNext = f;
@@ -162,9 +180,11 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     return Ok{};
   };
   for (int l = 0; l < kRecordLanes; ++l)
-    QGPU_CHECK(latch(r.inValue[static_cast<size_t>(l)], r.value[static_cast<size_t>(l)]));
-  QGPU_CHECK(latch(r.inWordMask, r.wordMask));
-  QGPU_CHECK(latch(r.inTag, r.tag));
+    QGPU_CHECK(latch(s.outcomeFrom ? s.outcomeFrom->value[static_cast<size_t>(l)]
+                                   : r.inValue[static_cast<size_t>(l)],
+                     r.value[static_cast<size_t>(l)]));
+  QGPU_CHECK(latch(s.outcomeFrom ? s.outcomeFrom->wordMask : r.inWordMask, r.wordMask));
+  QGPU_CHECK(latch(s.outcomeFrom ? s.outcomeFrom->tag : r.inTag, r.tag));
   QGPU_CHECK(latch(r.inNext, r.next));
   auto tap = [&](int layer, int back, const std::vector<int>& sources, const Field& out) -> Status {
     TapSpec ts;
@@ -438,6 +458,10 @@ Status writeCarrier(CircuitWeights& w, const RecordEmitter& r, int64_t row, trac
   }
   auto sign = [&](const Field& f, int i, bool bit) { return w.set(e, row, f.at(i), bit ? u : -u); };
   QGPU_CHECK(w.set(e, row, r.exec.at(0), u));
+  const std::vector<int> tag = emitSigns(o.tag), next = emitSigns(o.next);
+  for (int i = 0; i < kBufferBits; ++i)
+    QGPU_CHECK(sign(r.inNext, i, i < static_cast<int>(next.size()) && next[static_cast<size_t>(i)] > 0));
+  if (r.inTag.dims == 0) return Ok{};  // outcomeFrom: the rest is computed in the residual
   for (int l = 0; l < kRecordLanes; ++l)
     for (int i = 0; i < kBufferBits; ++i)
       QGPU_CHECK(sign(r.inValue[static_cast<size_t>(l)], i, o.values[static_cast<size_t>(l)] >> i & 1u));
@@ -446,12 +470,8 @@ Status writeCarrier(CircuitWeights& w, const RecordEmitter& r, int64_t row, trac
       QGPU_CHECK(sign(r.inWordMask, kRecordWordBits * l + i, o.words[static_cast<size_t>(l)] >> i & 1u));
   for (int b = 0; b < kRecordLanes; ++b)
     QGPU_CHECK(sign(r.inWordMask, kRecordLanes * kRecordWordBits + b, o.mask >> b & 1u));
-  const std::vector<int> tag = emitSigns(o.tag), next = emitSigns(o.next);
-  for (int i = 0; i < kBufferBits; ++i) {
-    const bool inTag = i < static_cast<int>(tag.size());
-    QGPU_CHECK(sign(r.inTag, i, inTag && tag[static_cast<size_t>(i)] > 0));
-    QGPU_CHECK(sign(r.inNext, i, inTag && next[static_cast<size_t>(i)] > 0));
-  }
+  for (int i = 0; i < kBufferBits; ++i)
+    QGPU_CHECK(sign(r.inTag, i, i < static_cast<int>(tag.size()) && tag[static_cast<size_t>(i)] > 0));
   return Ok{};
 }
 

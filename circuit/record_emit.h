@@ -9,7 +9,9 @@
 // where it is inside the record — which value, which lane, which chunk — from the tokens alone.
 //
 // Contract (inputs). A *record position* p carries exec = +u and the outcome (carrier rows,
-// `writeCarrier`); every other token carries exec = −u (`writeRecordEmbeddings`). The outcome:
+// `writeCarrier`; or, with `RecordEmitSpec::outcomeFrom`, the result stage's fields computed in
+// the residual, circuit/result_stage.h); every other token carries exec = −u
+// (`writeRecordEmbeddings`). The outcome:
 //   tag    the record's first token (the kind is given: WU vs WR is the trace's rule, decided
 //          upstream); next  the token after the record (the next op's start is not known here)
 //   mask   M: regrec / predrec the step's active lanes m; memrec the executing lanes e
@@ -80,6 +82,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "circuit/assembler.h"
@@ -106,6 +109,15 @@ struct RecordOutcome {
   std::array<uint8_t, kRecordLanes> words{};   // memrec: word indices
 };
 
+// Where the buffer latches read an outcome computed in the residual (the result stage,
+// circuit/result_stage.h) instead of the carrier's test fields: the same shapes and encodings as
+// RecordEmitter::inValue / inWordMask / inTag (32 sign dims each, +u = 1).
+struct RecordOutcomeFields {
+  std::array<Field, kRecordLanes> value;  // per lane: the value (predrec: bit 0 = the lane's bit)
+  Field wordMask;                         // 4 × 7 word bits, then 4 mask bits
+  Field tag;                              // the emit encoding, −u above it
+};
+
 enum class RecordEmitTwin : uint8_t {
   None,           // the gadget
   LaneByValueIndex,  // failing twin: value j comes from lane j (memrec: lane j/2), not from the
@@ -120,15 +132,23 @@ struct RecordEmitSpec {
   float mlpGain = 256;    // the ANDs: Gλ = 256
   float emitWeight = 8;   // W of the readout
   RecordEmitTwin twin = RecordEmitTwin::None;
+  // Set: the value, word/mask and tag latches read these fields (T1's), and the test fields
+  // inValue / inWordMask / inTag are not allocated (writeCarrier then writes exec and inNext
+  // only). The next token stays a test field (the scheduler's, not connected yet).
+  std::optional<RecordOutcomeFields> outcomeFrom;
+  // 0: the emitter's fields follow the token layout; else they start at this dim (the dims from
+  // the token layout up to it are the caller's, e.g. the result stage's).
+  int firstDim = 0;
 };
 
 struct RecordEmitter {
   TokenLayout tokens;
   // Embedding extras (writeRecordEmbeddings / writeCarrier fill them).
   Field exec, isTag, quiet, heavy;
-  std::array<Field, kRecordLanes> inValue;  // test fields at a record position (32 dims each)
-  Field inWordMask;                         // 4 × 7 word bits, then 4 mask bits
-  Field inTag, inNext;                      // emit encoding, 32 dims (the rest −u)
+  std::array<Field, kRecordLanes> inValue;  // test fields at a record position (32 dims each;
+                                            // 0 dims with outcomeFrom)
+  Field inWordMask;                         // 4 × 7 word bits, then 4 mask bits (or 0 dims)
+  Field inTag, inNext;                      // emit encoding, 32 dims (the rest −u; inTag: or 0)
   // The output buffer (latch outputs), same shapes.
   std::array<Field, kRecordLanes> value;
   Field wordMask, tag, next;
@@ -155,7 +175,8 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& weights, const Record
 Status writeRecordEmbeddings(CircuitWeights& weights, const RecordEmitter& emitter);
 
 // A carrier row (≥ kVocabSize): the embedding of `base` (the token at the record position, whose
-// trace row must be written) with exec = +u and the outcome in the test fields. Usage diag for a
+// trace row must be written) with exec = +u and the outcome in the test fields (with outcomeFrom:
+// only `next`; the rest of `outcome` is then the caller's fields' business). Usage diag for a
 // row outside the vocabulary or a tag that is not a record tag.
 Status writeCarrier(CircuitWeights& weights, const RecordEmitter& emitter, int64_t row,
                     trace::Token base, const RecordOutcome& outcome);

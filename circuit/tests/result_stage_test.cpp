@@ -1,0 +1,428 @@
+// qgpu/circuit/tests/result_stage_test.cpp — the result stage (circuit/result_stage.h) and the
+// record emitter (circuit/record_emit.h, reading the stage's fields: `outcomeFrom`) in one stack
+// of 8 layers through model/'s real decoder, fp32 and bf16.
+//
+// Inputs. A run of hand-made steps (every mask 1..15, four ops each) written by the interpreter's
+// encoder (oracle::appendTrace). Each op is drawn from isa.def's rows that write a register or a
+// predicate without a memrec (mem None or Read), with a dst (r0 one time in eight: NOP), a
+// dstPred, a guard (none, p or !p) and per lane the ALU-level inputs: r_l (random and edge
+// words), s_l, old_l, g_l, oldP_l; four ops in ten make the active lanes' merged values equal
+// (WU), a fifth of those then flip one bit of one lane (WR by one bit); inactive lanes are noise.
+// The op's effects (OpEffects) are built from these by docs/trace.md's rule (guard-true = no guard
+// or g ^ negate; guard-false lanes keep old_l / oldP_l; inactive lanes' predicate bits 0), and
+// the expected record tokens are the encoder's from them — never the gadget's. Each record's
+// position p (the token before its tag) becomes a carrier row: the trace token + exec (the
+// emitter's `writeCarrier`, which with `outcomeFrom` writes exec and the next token only) + the
+// stage's input fields (the head word packed by trace::packedLayout, m, the lane fields).
+//
+// What it pins down:
+//   - teacher-forced, every record: the argmax at p .. p+k is the trace's next token (the tag
+//     WU / WR / WP / NOP the stage chose, the values it merged, then the next token), 0 wrong, in
+//     fp32 and bf16 on the prefill, decode and mixed paths; margin ≥ the emitter's 2Wλf;
+//   - greedy decoding from a prefix ending at p writes the record and the next token;
+//   - the full layout: after the last layer every non-quiet dim is exactly ±1 (λ = 1);
+//   - the failing twin (WU over all four lanes, not the active ones) writes wrong tokens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "circuit/tests/harness.h"
+#include "circuit/tests/result_stage_stack.h"
+#include "oracle/interpreter.h"
+#include "oracle/machine.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+using harness::ComputeDtype;
+using harness::Path;
+using trace::Family;
+using trace::Token;
+
+constexpr int64_t kCarriers = 1200;
+constexpr int64_t kVocab = trace::kVocabSize + kCarriers;
+
+// The ALU-level inputs of one op at its record position.
+struct OpInput {
+  machine::Instr in;
+  uint8_t index = 0;
+  uint8_t mask = 0;
+  std::array<uint32_t, 4> r{}, old{};
+  uint8_t s = 0, g = 0, oldP = 0;  // bit l = lane l
+};
+
+struct Record {
+  size_t p = 0, k = 0;
+  OpInput op;
+};
+
+struct Sequence {
+  std::vector<Token> trace;
+  std::vector<int64_t> ids;
+  std::vector<Record> records;
+};
+
+// docs/trace.md "What one op writes", for an op without a memrec.
+oracle::OpEffects effectsOf(const OpInput& x) {
+  oracle::OpEffects e;
+  e.index = x.index;
+  uint8_t gt = 0xf;
+  if (x.in.guard.pred != machine::kNoPred) gt = x.in.guard.negate ? ~x.g & 0xf : x.g;
+  e.exec = x.mask & gt;
+  const machine::OpInfo& info = machine::opInfo(x.in.op);
+  e.mem = info.mem;
+  if (info.dst == machine::DstKind::Reg && x.in.dst != 0) {
+    e.writesReg = true;
+    e.reg = x.in.dst;
+    for (int l = 0; l < 4; ++l)
+      if (x.mask >> l & 1) e.regs[static_cast<size_t>(l)] = (gt >> l & 1) ? x.r[static_cast<size_t>(l)] : x.old[static_cast<size_t>(l)];
+  }
+  if (info.dst == machine::DstKind::Pred) {
+    e.writesPred = true;
+    e.pred = x.in.dstPred;
+    const uint8_t after = static_cast<uint8_t>((gt & x.s) | (~gt & x.oldP));
+    e.predBits = static_cast<uint8_t>(after & x.mask & 0xf);
+  }
+  return e;
+}
+
+uint32_t headWord(const OpInput& x) {
+  auto code = [](uint8_t p) { return p == machine::kNoPred ? 0u : p + 1u; };
+  const std::map<std::string, uint32_t> v = {
+      {"op index", x.index},
+      {"opcode", static_cast<uint32_t>(x.in.op)},
+      {"dst", x.in.dst},
+      {"dstPred", code(x.in.dstPred)},
+      {"guard predicate", code(x.in.guard.pred)},
+      {"guard negate", x.in.guard.negate ? 1u : 0u},
+      {"space", 0}};
+  uint32_t w = 0;
+  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
+    w |= v.at(f.name) << f.offset;
+  return w;
+}
+
+std::vector<machine::Op> eligibleOps() {
+  std::vector<machine::Op> ops;
+  for (int i = 0; i < machine::kNumOps; ++i) {
+    const auto op = static_cast<machine::Op>(i);
+    const machine::OpInfo& info = machine::opInfo(op);
+    if (info.dst != machine::DstKind::None &&
+        (info.mem == machine::MemEffect::None || info.mem == machine::MemEffect::Read))
+      ops.push_back(op);
+  }
+  return ops;
+}
+
+Sequence makeRun(int steps, uint32_t seed) {
+  Sequence s;
+  s.trace.push_back(trace::single(Family::Run));
+  std::mt19937 rng(seed);
+  const std::vector<uint32_t> edges = {0u, 0xffffffffu, 0x80000000u, 0x7fffffffu, 15u, 16u,
+                                       static_cast<uint32_t>(-16), 511u, 1u << 24, 0xdeadbeefu};
+  auto word = [&] { return rng() % 3 == 0 ? edges[rng() % edges.size()] : static_cast<uint32_t>(rng()); };
+  const std::vector<machine::Op> ops = eligibleOps();
+  const int masks[] = {15, 5, 11, 1, 6, 14, 9, 7, 2, 13, 3, 12, 4, 10, 8};
+  for (int st = 0; st < steps; ++st) {
+    const int m = masks[st % 15];
+    oracle::StepEvent e;
+    e.kind = oracle::EventKind::Step;
+    e.stepsBefore = static_cast<uint64_t>(st);
+    e.step.block = static_cast<uint8_t>(st % 32);
+    e.step.warp = static_cast<uint8_t>(st % 4);
+    e.step.mask = static_cast<uint8_t>(m);
+    std::vector<OpInput> inputs;
+    for (int i = 0; i < 4; ++i) {
+      OpInput x;
+      x.index = static_cast<uint8_t>(i);
+      x.mask = static_cast<uint8_t>(m);
+      // Register writers twice as often as predicate writers (a WU / WR has more to get wrong).
+      do x.in.op = ops[rng() % ops.size()];
+      while (machine::writesPred(x.in.op) && rng() % 2);
+      if (machine::writesReg(x.in.op)) x.in.dst = static_cast<uint8_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 15);
+      if (machine::writesPred(x.in.op)) x.in.dstPred = static_cast<uint8_t>(rng() % 8);
+      if (rng() % 3 != 0) {
+        x.in.guard.pred = static_cast<uint8_t>(rng() % 8);
+        x.in.guard.negate = rng() % 2 == 1;
+      }
+      x.g = static_cast<uint8_t>(rng() % 16);
+      x.s = static_cast<uint8_t>(rng() % 16);
+      x.oldP = static_cast<uint8_t>(rng() % 16);
+      for (int l = 0; l < 4; ++l) {
+        x.r[static_cast<size_t>(l)] = word();
+        x.old[static_cast<size_t>(l)] = word();
+      }
+      if (rng() % 10 < 4) {  // equal merged values in the active lanes
+        uint8_t gt = 0xf;
+        if (x.in.guard.pred != machine::kNoPred) gt = x.in.guard.negate ? ~x.g & 0xf : x.g;
+        const uint32_t v = word();
+        int last = -1;
+        for (int l = 0; l < 4; ++l)
+          if (m >> l & 1) {
+            ((gt >> l & 1) ? x.r : x.old)[static_cast<size_t>(l)] = v;
+            last = l;
+          }
+        if (std::popcount(static_cast<unsigned>(m)) > 1 && rng() % 5 == 0) {
+          const uint32_t bit = 1u << (rng() % 32);
+          ((gt >> last & 1) ? x.r : x.old)[static_cast<size_t>(last)] ^= bit;
+        }
+      }
+      inputs.push_back(x);
+      e.step.ops[static_cast<size_t>(i)] = effectsOf(x);
+    }
+    e.step.numOps = 4;
+    const size_t before = s.trace.size();
+    oracle::appendTrace(e, s.trace);
+    size_t q = before;
+    while (trace::familyOf(s.trace[q]) != Family::Ex) ++q;  // TICKs may come first
+    q += 2;                                                  // EX WM
+    for (const OpInput& x : inputs) {
+      size_t end = q + 1;
+      while (end < s.trace.size() && isChunkToken(s.trace[end])) ++end;
+      s.records.push_back({q - 1, end - q, x});
+      q = end;
+    }
+    EXPECT_EQ(q, s.trace.size()) << "one record per op";
+  }
+  oracle::StepEvent end;
+  end.kind = oracle::EventKind::Finished;
+  oracle::appendTrace(end, s.trace);
+  auto decoded = trace::decodeRun(std::span<const Token>(s.trace).subspan(1));
+  EXPECT_TRUE(decoded.ok()) << decoded.error().message;
+  return s;
+}
+
+struct Built {
+  std::string dir;
+  result_test::Stack stack;
+  std::unique_ptr<CircuitWeights> weights;
+  Sequence seq;
+  bool ok = false;
+};
+
+Built build(const std::string& name, ResultStageTwin twin, Sequence seq) {
+  Built b;
+  b.weights = std::make_unique<CircuitWeights>(result_test::stackConfig(kVocab));
+  CircuitWeights& w = *b.weights;
+  auto st = result_test::buildStack(w, twin);
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  if (!st.ok()) return b;
+  b.stack = st.value();
+  const ResultStageSpec& sp = b.stack.spec;
+  EXPECT_TRUE(writeRecordEmbeddings(w, b.stack.emitter).ok());
+  const float u = sp.tokens.unit;
+  int64_t row = trace::kVocabSize;
+  seq.ids.assign(seq.trace.begin(), seq.trace.end());
+  for (const Record& r : seq.records) {
+    EXPECT_LT(row, kVocab) << "too few carrier rows";
+    if (row >= kVocab) break;
+    RecordOutcome o;
+    o.tag = seq.trace[r.p + 1];
+    o.next = r.p + r.k + 1 < seq.trace.size() ? seq.trace[r.p + r.k + 1] : trace::single(Family::End);
+    auto c = writeCarrier(w, b.stack.emitter, row, seq.trace[r.p], o);
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    harness::setSigns(w, row, sp.head, headWord(r.op), u);
+    harness::setSigns(w, row, sp.mask, r.op.mask, u);
+    for (int l = 0; l < 4; ++l) {
+      const ResultLane& x = sp.lanes[static_cast<size_t>(l)];
+      harness::setSigns(w, row, x.r, r.op.r[static_cast<size_t>(l)], u);
+      harness::setSigns(w, row, x.old, r.op.old[static_cast<size_t>(l)], u);
+      harness::setSigns(w, row, x.s, r.op.s >> l & 1, u);
+      harness::setSigns(w, row, x.guard, r.op.g >> l & 1, u);
+      harness::setSigns(w, row, x.oldPred, r.op.oldP >> l & 1, u);
+    }
+    seq.ids[r.p] = row++;
+  }
+  b.seq = std::move(seq);
+  b.dir = harness::write(w, "result_stage_" + name);
+  b.ok = true;
+  return b;
+}
+
+const Built& exact() {
+  static const Built b = build("exact", ResultStageTwin::None,
+                               makeRun(harness::inputs(30, 240), 11));
+  return b;
+}
+
+int64_t argmax(const std::vector<float>& row) {
+  return std::max_element(row.begin(), row.end()) - row.begin();
+}
+double gap(const std::vector<float>& row) {
+  std::vector<float> v = row;
+  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+  return static_cast<double>(v[0]) - v[1];
+}
+
+struct Tally {
+  std::map<Family, int> records;
+  int positions = 0, wrong = 0;
+  double minGap = 1e30;
+  std::string first;
+};
+
+void checkForced(model::Decoder& dec, const Sequence& s, Path path, size_t n, Tally& t) {
+  const std::vector<int64_t> ids(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(std::min(n, s.ids.size())));
+  const auto rows = harness::run(dec, ids, path, trace::kVocabSize);
+  for (const Record& r : s.records) {
+    if (r.p + r.k + 1 >= ids.size()) continue;
+    ++t.records[trace::familyOf(s.trace[r.p + 1])];
+    for (size_t q = r.p; q <= r.p + r.k; ++q) {
+      ++t.positions;
+      const int64_t got = argmax(rows[q]);
+      t.minGap = std::min(t.minGap, gap(rows[q]));
+      if (got != s.trace[q + 1]) {
+        ++t.wrong;
+        if (t.first.empty())
+          t.first = "position " + std::to_string(q) + " (record at " + std::to_string(r.p) + ", " +
+                    machine::opInfo(r.op.in.op).mnemonic + ", m " + std::to_string(r.op.mask) +
+                    "): expected " + trace::tokenName(s.trace[q + 1]) + ", got " +
+                    trace::tokenName(static_cast<Token>(got));
+      }
+    }
+  }
+}
+
+std::string counts(const Tally& t) {
+  const std::map<Family, const char*> names = {
+      {Family::Wu, "WU"}, {Family::Wr, "WR"}, {Family::Wp, "WP"}, {Family::Nop, "NOP"}};
+  std::string out;
+  for (auto [f, n] : t.records)
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + names.at(f);
+  return out;
+}
+
+TEST(ResultStage, InputsCoverEveryRecordKindAndTheWuRuleOverActiveLanes) {
+  const Built& b = exact();
+  ASSERT_TRUE(b.ok);
+  std::map<Family, int> kinds;
+  int wuPartial = 0, guardedMixed = 0;
+  for (const Record& r : b.seq.records) {
+    const Family f = trace::familyOf(b.seq.trace[r.p + 1]);
+    ++kinds[f];
+    if (f == Family::Wu && r.op.mask != 15) ++wuPartial;
+    if (r.op.in.guard.pred != machine::kNoPred && (r.op.g & r.op.mask) != 0 && (~r.op.g & r.op.mask) != 0)
+      ++guardedMixed;
+  }
+  EXPECT_GT(kinds[Family::Wu], 5);
+  EXPECT_GT(kinds[Family::Wr], 5);
+  EXPECT_GT(kinds[Family::Wp], 5);
+  EXPECT_GT(kinds[Family::Nop], 2);
+  EXPECT_GT(wuPartial, 3);     // the twin's inputs: WU with inactive lanes (noise there)
+  EXPECT_GT(guardedMixed, 5);  // the merge: guard-true and guard-false lanes in one op
+  std::cout << "[result stage] " << b.seq.trace.size() << " tokens, " << b.seq.records.size()
+            << " records: " << kinds[Family::Wu] << " WU (" << wuPartial << " with inactive lanes), "
+            << kinds[Family::Wr] << " WR, " << kinds[Family::Wp] << " WP, " << kinds[Family::Nop]
+            << " NOP; units per layer " << b.stack.stage.units[0] << ", " << b.stack.stage.units[1]
+            << ", " << b.stack.stage.units[2] << ", " << b.stack.stage.units[3] << "; dims "
+            << b.stack.stage.dims << "; widest AND " << b.stack.stage.maxFanIn << "\n";
+}
+
+TEST(ResultStage, TeacherForcedEveryRecordTokenIsTheEncodersOnEveryPathAndDtype) {
+  const Built& b = exact();
+  ASSERT_TRUE(b.ok);
+  for (ComputeDtype dtype : harness::kDtypes) {
+    auto dec = harness::load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    for (Path path : harness::kPaths) {
+      // Per commit: fp32 prefill the whole run; the one-token paths and bf16 a prefix (the mixed
+      // path's prompt and continuation cross the 64-token chunk boundary).
+      const bool full = harness::fullInputs() || (dtype == ComputeDtype::F32 && path == Path::Prefill);
+      const bool bf16 = dtype == ComputeDtype::BF16;
+      const size_t n = full ? SIZE_MAX : !bf16 ? 150 : path == Path::Prefill ? 200 : 110;
+      Tally t;
+      checkForced(*dec, b.seq, path, n, t);
+      int records = 0;
+      for (auto [f, c] : t.records) records += c;
+      EXPECT_GE(records, 6);  // the smallest per-commit input: bf16 decode, 110 tokens
+      EXPECT_EQ(t.wrong, 0) << computeDtypeName(dtype) << " " << harness::pathName(path) << ": " << t.first;
+      EXPECT_GE(t.minGap, b.stack.emitter.logitMargin) << computeDtypeName(dtype) << " " << harness::pathName(path);
+      std::cout << "[result stage forced] " << computeDtypeName(dtype) << " " << harness::pathName(path)
+                << ": " << records << " records (" << counts(t) << "), " << t.positions
+                << " positions, " << t.wrong << " wrong; smallest gap " << t.minGap << "\n";
+    }
+  }
+}
+
+TEST(ResultStage, GreedyDecodingWritesTheRecordAndTheNextToken) {
+  const Built& b = exact();
+  ASSERT_TRUE(b.ok);
+  for (ComputeDtype dtype : harness::kDtypes) {
+    auto dec = harness::load(b.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    int records = 0, tokens = 0, wrong = 0;
+    std::string first;
+    const size_t every = harness::fullInputs() ? 1 : dtype == ComputeDtype::F32 ? 9 : 5;
+    const size_t below = harness::fullInputs() ? SIZE_MAX : dtype == ComputeDtype::F32 ? 500 : 150;
+    for (size_t j = 0; j < b.seq.records.size(); j += every) {
+      const Record& r = b.seq.records[j];
+      if (r.p >= below || r.p + r.k + 1 >= b.seq.trace.size()) continue;
+      dec->reset();
+      const std::vector<int64_t> prompt(b.seq.ids.begin(), b.seq.ids.begin() + static_cast<std::ptrdiff_t>(r.p + 1));
+      auto out = dec->generateGreedy(prompt, static_cast<int64_t>(r.k + 1));
+      ASSERT_TRUE(out.ok()) << out.error().message;
+      ++records;
+      for (size_t q = 0; q <= r.k; ++q) {
+        ++tokens;
+        const Token want = b.seq.trace[r.p + 1 + q];
+        const bool ok = q < out.value().size() && out.value()[q] == want;
+        if (!ok && first.empty())
+          first = "record at " + std::to_string(r.p) + " token " + std::to_string(q) + ": expected " +
+                  trace::tokenName(want) + ", got " +
+                  (q < out.value().size() ? trace::tokenName(static_cast<Token>(out.value()[q])) : "nothing");
+        wrong += ok ? 0 : 1;
+      }
+    }
+    EXPECT_GT(records, 3);
+    EXPECT_EQ(wrong, 0) << computeDtypeName(dtype) << ": " << first;
+    std::cout << "[result stage greedy] " << computeDtypeName(dtype) << ": " << records << " records, "
+              << tokens << " generated tokens, " << wrong << " wrong\n";
+  }
+}
+
+TEST(ResultStage, EveryDimAfterTheLastLayerIsExactlyPlusMinusOne) {
+  const Built& b = exact();
+  ASSERT_TRUE(b.ok);
+  // The same weights with an identity probe on every dim but the counter's quiet dims and its
+  // heavy dim (+2u by design).
+  CircuitWeights probed = *b.weights;
+  ASSERT_TRUE(probed.fill("lm_head.weight", 0).ok());
+  const RecordEmitter& e = b.stack.emitter;
+  int probes = 0;
+  for (int d = 0; d < result_test::kHidden; ++d) {
+    if (d >= e.quiet.offset && d < e.quiet.offset + e.quiet.dims) continue;
+    if (d == e.heavy.at(0)) continue;
+    ASSERT_TRUE(probed.set("lm_head.weight", probes++, d, 1.0f).ok());
+  }
+  const std::string dir = harness::write(probed, "result_stage_layout");
+  for (ComputeDtype dtype : harness::kDtypes) {
+    auto dec = harness::load(dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    const size_t n = std::min<size_t>(dtype == ComputeDtype::F32 ? 300 : 100, b.seq.ids.size());
+    const std::vector<int64_t> ids(b.seq.ids.begin(), b.seq.ids.begin() + static_cast<std::ptrdiff_t>(n));
+    const harness::LayoutCheck c = harness::checkLayout(harness::run(*dec, ids, Path::Prefill, probes), 1.0f);
+    EXPECT_TRUE(c.ok()) << computeDtypeName(dtype) << ": " << c.summary();
+    std::cout << "[result stage λ] " << computeDtypeName(dtype) << ": " << c.summary() << "\n";
+  }
+}
+
+TEST(ResultStage, FailingTwinDecidingWuOverAllFourLanesWritesWrongTokens) {
+  const Built b = build("twin", ResultStageTwin::WuOverAllLanes, makeRun(30, 11));
+  ASSERT_TRUE(b.ok);
+  auto dec = harness::load(b.dir, ComputeDtype::F32);
+  ASSERT_NE(dec, nullptr);
+  Tally t;
+  checkForced(*dec, b.seq, Path::Prefill, SIZE_MAX, t);
+  EXPECT_GT(t.wrong, 0);
+  std::cout << "[result stage twin WU over all lanes] " << t.wrong << " wrong of " << t.positions
+            << " positions; first: " << t.first << "\n";
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
