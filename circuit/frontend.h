@@ -67,6 +67,7 @@
 // offset).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -90,6 +91,9 @@ struct FrontEndSpec {
   float headGain = 128;   // G of every head (λG = 128)
   float mlpGain = 128;    // G of the MLP gadgets; the ANDs use 2G
   FrontEndTwin twin = FrontEndTwin::None;
+  // The ROM's payload banks (i0..i2, offset; circuit/operands.h): their slot enables in L+1's
+  // MLP and 4·(512 / dk) more heads at L+3. Off: the payload slots' dims stay pads.
+  bool payloadBanks = false;
 };
 
 struct FrontEnd {
@@ -113,6 +117,8 @@ struct FrontEnd {
   Field isOp;           // L+2 MLP: 1 dim
   Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
   Field headWord, sourcesWord, termWord;  // rom's slots
+  std::array<Field, 3> immWord;  // rom's slots i0..i2 (pads unless payloadBanks)
+  Field offsetWord;              // rom's slot off (a pad unless payloadBanks)
   std::vector<Field> readKey;  // L+3 MLP: per port (r_src (4), w (2))
   Field isTerm;         // L+3 MLP: 1 dim
   int heads[5] = {};    // per layer L..L+4
@@ -125,7 +131,7 @@ struct FrontEnd {
 Expected<FrontEnd> buildFrontEnd(CircuitWeights& weights, FieldAllocator& alloc,
                                  const FrontEndSpec& spec);
 
-// Value heads per layer L..L+4 that buildFrontEnd needs for a key head dim.
-std::vector<int> frontEndHeads(int64_t keyHeadDim);
+// Value heads per layer L..L+4 that buildFrontEnd needs for a key head dim (and the flag).
+std::vector<int> frontEndHeads(int64_t keyHeadDim, bool payloadBanks = false);
 
 }  // namespace qgpu::circuit
