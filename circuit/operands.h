@@ -39,7 +39,7 @@
 //
 // Budget (added to the front end's): heads L +1, L+1 +1, L+2 +2, L+4 +15; the payload banks of
 // the front end 4·512/dk more at L+3 (32 at dk 64, 16 at 128: L+3 holds 49 / 25 heads); units
-// L+1 +3, L+4 +390; residual dims 8 + 1 + 16 + 15 = 40 (the operand words reuse the register
+// L+1 +4 (and the front end's 4 payload slot enables, +16), L+4 +390; residual dims 8 + 1 + 16 + 15 = 40 (the operand words reuse the register
 // file's 384).
 //
 // Not handled: the predicate sources psrc0/psrc1 (the predicate file, circuit/predfile.h, is not
