@@ -45,7 +45,8 @@
 //        tag latch's r, which holds the index + 1 = e of MG(e) / MS(e); before the first record
 //        tag the latches hold their pads, which no AND accepts).
 //   L+3  heads: the ROM (rom.h) with the head, sources and terminator banks only
-//        (payloadSlots = false: 2·(512 / dk) + 1 heads), written at the prompt words' T with key
+//        (payloadSlots = false: 2·(512 / dk) + 1 heads; with FrontEndSpec::payloadBanks all six
+//        slots, 6·(512 / dk) + 1, their enables the same AND on the OP slot index), written at the prompt words' T with key
 //        (head-word latch op bits, BLK latch) and the assembled word, read at (j, b) with
 //        MemoryReadout::PadInverted. MLP: readKey[k] = (r_src(k), w): r_src bit i = kind(k) = Reg ∧
 //        index(k) bit i (a 3-literal AND on the fetched sources word), w copied from the WM latch
@@ -63,8 +64,8 @@
 //
 // Not handled (docs/circuit.md §9 "Built: the front end"): an atomic's memrec and regrec are two
 // record tags of one op, which the token stream alone cannot tell from a store followed by a
-// register-writing op, so j counts such an op twice; FAULT, LIMIT; the payload banks (i0..i2,
-// offset).
+// register-writing op, so j counts such an op twice; FAULT, LIMIT. The payload banks (i0..i2,
+// offset) only with payloadBanks (their reader: circuit/operands.h).
 #pragma once
 
 #include <array>
@@ -116,6 +117,7 @@ struct FrontEnd {
   Field fetchKey;       // opIndex + execBlock (9 consecutive dims): the ROM's read key
   Field isOp;           // L+2 MLP: 1 dim
   Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
+                        // unless payloadBanks
   Field headWord, sourcesWord, termWord;  // rom's slots
   std::array<Field, 3> immWord;  // rom's slots i0..i2 (pads unless payloadBanks)
   Field offsetWord;              // rom's slot off (a pad unless payloadBanks)
