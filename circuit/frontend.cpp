@@ -44,11 +44,12 @@ constexpr int kMaxRecordValues = 2 * machine::kLanes;
 
 }  // namespace
 
-std::vector<int> frontEndHeads(int64_t keyHeadDim) {
+std::vector<int> frontEndHeads(int64_t keyHeadDim, bool payloadBanks) {
   const int rows = machine::kMaxOpsPerBlock * machine::kMaxBlocks;
   const int banks = keyHeadDim > 0 && rows > keyHeadDim ? static_cast<int>(rows / keyHeadDim) : 1;
   const int valueThresholds = kMaxRecordValues;  // [n ≥ 1..8]
-  return {4, 9, valueThresholds + machine::kMaxOpsPerBlock + 2, 2 * banks + 1,
+  const int romSlots = payloadBanks ? trace::kRomSlots : 2;
+  return {4, 9, valueThresholds + machine::kMaxOpsPerBlock + 2, romSlots * banks + 1,
           kPorts * machine::kLanes};
 }
 
@@ -61,7 +62,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
       return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
                    " must be linear_attention layers of the config");
-  const std::vector<int> need = frontEndHeads(c.linearKeyHeadDim);
+  const std::vector<int> need = frontEndHeads(c.linearKeyHeadDim, s.payloadBanks);
   int most = 0;
   for (int h : need) most = std::max(most, h);
   if (c.linearNumValueHeads < most || c.linearNumKeyHeads != c.linearNumValueHeads)
@@ -129,6 +130,10 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   fe.headWord = rom.slice(static_cast<int>(trace::RomSlot::Head) * rsh.wordBits, rsh.wordBits);
   fe.sourcesWord = rom.slice(static_cast<int>(trace::RomSlot::Sources) * rsh.wordBits, rsh.wordBits);
   fe.termWord = rom.slice(trace::kRomSlots * rsh.wordBits, rsh.wordBits);
+  for (int k = 0; k < 3; ++k)
+    fe.immWord[static_cast<size_t>(k)] =
+        rom.slice(static_cast<int>(trace::immSlot(k)) * rsh.wordBits, rsh.wordBits);
+  fe.offsetWord = rom.slice(static_cast<int>(trace::RomSlot::Offset) * rsh.wordBits, rsh.wordBits);
   fe.isTerm = isTerm;
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -234,6 +239,11 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     QGPU_CHECK(orAnd(units, {{T, 1}, {isTermTag, 1}, {isBlk, -1}, {isOpTag, -1}},
                      slotEnable.at(trace::kRomSlots)));
     QGPU_CHECK(orAnd(units, {{T, 1}, {isBlk, 1}, {isTermTag, -1}, {isOpTag, -1}}, blkEnable.at(0)));
+    // The payload slots (i0..i2, offset): the same AND on their slot index.
+    for (int slot = sources + 1; s.payloadBanks && slot < trace::kRomSlots; ++slot) {
+      QGPU_CHECK(signBase(units, slotEnable.slice(slot, 1)));
+      QGPU_CHECK(orAnd(units, slotLits(slot), slotEnable.at(slot)));
+    }
     fe.units[1] = units.next();
   }
 
@@ -318,7 +328,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     r.lambda = t.lambda;
     r.gain = s.headGain;
     r.outUnit = t.unit;
-    r.payloadSlots = false;
+    r.payloadSlots = s.payloadBanks;
     r.readout = MemoryReadout::PadInverted;
     QGPU_TRY(rm, buildRom(w, r));
     fe.heads[3] = rm.headsUsed;

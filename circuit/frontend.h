@@ -45,7 +45,8 @@
 //        tag latch's r, which holds the index + 1 = e of MG(e) / MS(e); before the first record
 //        tag the latches hold their pads, which no AND accepts).
 //   L+3  heads: the ROM (rom.h) with the head, sources and terminator banks only
-//        (payloadSlots = false: 2·(512 / dk) + 1 heads), written at the prompt words' T with key
+//        (payloadSlots = false: 2·(512 / dk) + 1 heads; with FrontEndSpec::payloadBanks all six
+//        slots, 6·(512 / dk) + 1, their enables the same AND on the OP slot index), written at the prompt words' T with key
 //        (head-word latch op bits, BLK latch) and the assembled word, read at (j, b) with
 //        MemoryReadout::PadInverted. MLP: readKey[k] = (r_src(k), w): r_src bit i = kind(k) = Reg ∧
 //        index(k) bit i (a 3-literal AND on the fetched sources word), w copied from the WM latch
@@ -63,10 +64,11 @@
 //
 // Not handled (docs/circuit.md §9 "Built: the front end"): an atomic's memrec and regrec are two
 // record tags of one op, which the token stream alone cannot tell from a store followed by a
-// register-writing op, so j counts such an op twice; FAULT, LIMIT; the payload banks (i0..i2,
-// offset).
+// register-writing op, so j counts such an op twice; FAULT, LIMIT. The payload banks (i0..i2,
+// offset) only with payloadBanks (their reader: circuit/operands.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -90,6 +92,9 @@ struct FrontEndSpec {
   float headGain = 128;   // G of every head (λG = 128)
   float mlpGain = 128;    // G of the MLP gadgets; the ANDs use 2G
   FrontEndTwin twin = FrontEndTwin::None;
+  // The ROM's payload banks (i0..i2, offset; circuit/operands.h): their slot enables in L+1's
+  // MLP and 4·(512 / dk) more heads at L+3. Off: the payload slots' dims stay pads.
+  bool payloadBanks = false;
 };
 
 struct FrontEnd {
@@ -112,7 +117,10 @@ struct FrontEnd {
   Field fetchKey;       // opIndex + execBlock (9 consecutive dims): the ROM's read key
   Field isOp;           // L+2 MLP: 1 dim
   Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
+                        // unless payloadBanks
   Field headWord, sourcesWord, termWord;  // rom's slots
+  std::array<Field, 3> immWord;  // rom's slots i0..i2 (pads unless payloadBanks)
+  Field offsetWord;              // rom's slot off (a pad unless payloadBanks)
   std::vector<Field> readKey;  // L+3 MLP: per port (r_src (4), w (2))
   Field isTerm;         // L+3 MLP: 1 dim
   int heads[5] = {};    // per layer L..L+4
@@ -125,7 +133,7 @@ struct FrontEnd {
 Expected<FrontEnd> buildFrontEnd(CircuitWeights& weights, FieldAllocator& alloc,
                                  const FrontEndSpec& spec);
 
-// Value heads per layer L..L+4 that buildFrontEnd needs for a key head dim.
-std::vector<int> frontEndHeads(int64_t keyHeadDim);
+// Value heads per layer L..L+4 that buildFrontEnd needs for a key head dim (and the flag).
+std::vector<int> frontEndHeads(int64_t keyHeadDim, bool payloadBanks = false);
 
 }  // namespace qgpu::circuit
