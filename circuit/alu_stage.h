@@ -49,6 +49,7 @@
 #include <span>
 #include <vector>
 
+#include "circuit/layout.h"
 #include "circuit/logic.h"
 #include "circuit/units.h"
 #include "circuit/weights.h"
@@ -74,13 +75,25 @@ struct AluLane {
   Field s;        // 1 dim: the predicate result
 };
 
+// How the bus's fields are placed in it.
+enum class AluBusLayout : uint8_t {
+  OneFieldPerValue,  // every value its own dims, in carve order (42 + 584 per lane)
+  Liveness,          // circuit/layout.h: a field read last in stage layer k gives its dims to
+                     // fields written in layer k or later (every bus write is a Replace)
+};
+
 struct AluStageSpec {
   Field opcode;                // kOpcodeBits sign dims
   std::vector<AluLane> lanes;  // 1..kLanes
-  Field bus;                   // aluStageBusDims(lanes.size()) dims, always replaced
+  Field bus;                   // aluStageBusDims(lanes.size(), busLayout) dims, always replaced
   Prior outPrior = Prior::Replace;  // r and s
+  AluBusLayout busLayout = AluBusLayout::OneFieldPerValue;
 };
-int aluStageBusDims(int lanes);
+int aluStageBusDims(int lanes, AluBusLayout layout = AluBusLayout::OneFieldPerValue);
+// The bus's fields with their live ranges (stage layer i = mlpAt(i)), placed by `layout`; its
+// report is the bus's peak, per-layer live dims and fragmentation. Usage for lanes outside
+// 1..kLanes.
+Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout);
 
 // One layer's writer and context; stage layer i is written through layers[i].
 struct AluLayer {
