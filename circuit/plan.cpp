@@ -86,6 +86,7 @@ Status planAlu(CircuitPlan& plan, CircuitWeights& w) {
   const LayoutReport busReport = bus.report();
   plan.aluBusPeak = busReport.peak;
   plan.aluBusSpan = busReport.span;
+  plan.aluBusOneFieldPerValue = busReport.oneFieldPerValue;
   QGPU_TRY(busField, alloc.take("bus", busReport.span));
   spec.bus = busField;
   for (const Placement& p : bus.placements())

@@ -52,6 +52,7 @@ struct CircuitPlan {
   int keyHeadDim = 128, valueHeadDim = 128;  // the head dims the stages were built for
   std::vector<LayerBudget> layers;           // layer i of the circuit
   int aluBusPeak = 0, aluBusSpan = 0;        // the ALU bus by liveness (layout.h report)
+  int aluBusOneFieldPerValue = 0;            // the same fields without reuse
 };
 
 // The named shapes (the one table): "2b".
