@@ -260,7 +260,7 @@ Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
       const std::string p = "lane" + std::to_string(l) + ".";
       int cmp = 0;
       for (const BusEntry& e : laneBusEntries()) {
-        if (std::string(e.name ? e.name : "") == "bfe") {
+        if (e.name != nullptr && std::string(e.name) == "bfe") {  // sh apart from m, r, f
           plan.add(p + "shifted", 32, {mlpAt(2), mlpAt(3)});
           plan.add(p + "bfe.mrf", e.dims - 32, {mlpAt(0), mlpAt(3)});
           continue;
