@@ -3,6 +3,7 @@
 // logic.h's addDetector / addConstant.
 #include "circuit/alu_stage.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -68,6 +69,32 @@ enum CmpIndex { kEq = 0, kLtU = 1, kLeU = 2, kLtS = 3, kLeS = 4 };
 
 constexpr int kLaneBusDims = 32 + 32 + 1 + 4 * 32 + 32 + 32 + 33 + 80 + 5 * 16 + 5 + 32 + 97;
 
+// The bus's fields per lane, their dims and live ranges in stage layers [write, lastRead):
+// what each gadget of buildAluStage writes and which later layer reads it last.
+struct BusEntry {
+  const char* name;
+  int dims;
+  int write, lastRead;
+};
+std::vector<BusEntry> laneBusEntries() {
+  std::vector<BusEntry> e = {
+      {"x", 32, 0, 1},     {"y", 32, 0, 1},     {"cin", 1, 0, 2},  // adder level 2 reads cin
+      {"popc", 32, 0, 3},  {"clz", 32, 0, 3},   {"bfind", 32, 0, 3}, {"prmt", 32, 0, 3},
+      {"hi", 32, 1, 2},    {"lo", 32, 1, 2},    {"start", 33, 1, 2},
+      {"adder", adderBusDims(32), 1, 2}};
+  for (int i = 0; i < 5; ++i) e.push_back({nullptr, compareBusDims(32), 1, 2});  // cmpbus i
+  e.push_back({"cmp", 5, 2, 3});
+  e.push_back({"sum", 32, 2, 3});
+  // bfe's bus is sh 0..31, m 32..63, r 64..95, f 96; with shiftOutside level 1 touches only
+  // m, r, f (S0), and sh is the shifter's window (S2): one field per value in carve order, two
+  // fields by liveness (the bfe spec then names the 32 dims before mrf, which it never touches).
+  e.push_back({"bfe", bfeBusDims(true), 0, 3});
+  return e;
+}
+std::string entryName(const BusEntry& e, int cmpIndex) {
+  return e.name ? e.name : "cmpbus" + std::to_string(cmpIndex);
+}
+
 LaneBus carve(const Field& bus, int offset, int lane) {
   LaneBus b;
   int at = offset;
@@ -93,6 +120,37 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   b.sum = take(32, "sum");
   b.bfe = take(bfeBusDims(true), "bfe");  // its first 32 dims are `shifted`
   b.shifted = b.bfe.slice(0, 32, "shifted");
+  return b;
+}
+
+// The same fields, where the liveness plan put them (offsets relative to the bus).
+Expected<LaneBus> carveLive(const Field& bus, const LayoutPlan& plan, int lane) {
+  const std::string p = "lane" + std::to_string(lane) + ".";
+  auto get = [&](const std::string& name) -> Expected<Field> {
+    QGPU_TRY(f, plan.field(p + name));
+    return Field{f.name, bus.offset + f.offset, f.dims};
+  };
+  LaneBus b;
+  QGPU_TRY(x, get("x")); b.x = x;
+  QGPU_TRY(y, get("y")); b.y = y;
+  QGPU_TRY(cin, get("cin")); b.cin = cin;
+  QGPU_TRY(popc, get("popc")); b.popc = popc;
+  QGPU_TRY(clz, get("clz")); b.clz = clz;
+  QGPU_TRY(bfind, get("bfind")); b.bfind = bfind;
+  QGPU_TRY(prmt, get("prmt")); b.prmt = prmt;
+  QGPU_TRY(hi, get("hi")); b.hi = hi;
+  QGPU_TRY(lo, get("lo")); b.lo = lo;
+  QGPU_TRY(start, get("start")); b.start = start;
+  QGPU_TRY(adder, get("adder")); b.adder = adder;
+  for (int i = 0; i < 5; ++i) {
+    QGPU_TRY(c, get("cmpbus" + std::to_string(i)));
+    b.cmpBus[i] = c;
+  }
+  QGPU_TRY(cmp, get("cmp")); b.cmp = cmp;
+  QGPU_TRY(sum, get("sum")); b.sum = sum;
+  QGPU_TRY(shifted, get("shifted")); b.shifted = shifted;
+  QGPU_TRY(mrf, get("bfe.mrf"));
+  b.bfe = Field{p + "bfe", mrf.offset - 32, bfeBusDims(true)};  // dims 0..31 are never touched
   return b;
 }
 
@@ -172,8 +230,52 @@ const std::vector<Op>& aluStageOps() {
   return ops;
 }
 
-int aluStageBusDims(int lanes) {
-  return static_cast<int>(aluStageOps().size()) + kLaneBusDims * lanes;
+Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
+  if (lanes < 1 || lanes > machine::kLanes)
+    return usage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
+                 std::to_string(lanes));
+  int laneDims = 0;
+  for (const BusEntry& e : laneBusEntries()) laneDims += e.dims;
+  if (laneDims != kLaneBusDims)
+    return makeDiag(ErrorKind::Internal, "alu stage: the bus entries hold " +
+                                             std::to_string(laneDims) + " dims per lane, not " +
+                                             std::to_string(kLaneBusDims));
+  LayoutPlan plan;
+  const int nOps = static_cast<int>(aluStageOps().size());
+  const int total = nOps + kLaneBusDims * lanes;
+  if (layout == AluBusLayout::OneFieldPerValue) {  // carve order, pinned
+    plan.pin("op", nOps, {mlpAt(0), mlpAt(3)}, 0);
+    for (int l = 0; l < lanes; ++l) {
+      const std::string p = "lane" + std::to_string(l) + ".";
+      int at = nOps + l * kLaneBusDims, cmp = 0;
+      for (const BusEntry& e : laneBusEntries()) {
+        const std::string name = entryName(e, e.name ? 0 : cmp++);
+        plan.pin(p + name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)}, at);
+        at += e.dims;
+      }
+    }
+  } else {
+    plan.add("op", nOps, {mlpAt(0), mlpAt(3)});
+    for (int l = 0; l < lanes; ++l) {
+      const std::string p = "lane" + std::to_string(l) + ".";
+      int cmp = 0;
+      for (const BusEntry& e : laneBusEntries()) {
+        if (e.name != nullptr && std::string(e.name) == "bfe") {  // sh apart from m, r, f
+          plan.add(p + "shifted", 32, {mlpAt(2), mlpAt(3)});
+          plan.add(p + "bfe.mrf", e.dims - 32, {mlpAt(0), mlpAt(3)});
+          continue;
+        }
+        plan.add(p + entryName(e, e.name ? 0 : cmp++), e.dims, {mlpAt(e.write), mlpAt(e.lastRead)});
+      }
+    }
+  }
+  QGPU_CHECK(plan.solve(total));
+  return plan;
+}
+
+int aluStageBusDims(int lanes, AluBusLayout layout) {
+  auto plan = aluStageBusPlan(lanes, layout);
+  return plan.ok() ? plan->report().span : 0;
 }
 
 Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const AluStageSpec& s) {
@@ -189,8 +291,8 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     return usage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
                  std::to_string(s.lanes.size()));
   const int lanes = static_cast<int>(s.lanes.size());
-  if (s.bus.dims != aluStageBusDims(lanes))
-    return usage("the bus needs " + std::to_string(aluStageBusDims(lanes)) + " dims, has " +
+  if (s.bus.dims != aluStageBusDims(lanes, s.busLayout))
+    return usage("the bus needs " + std::to_string(aluStageBusDims(lanes, s.busLayout)) + " dims, has " +
                  std::to_string(s.bus.dims));
   for (const AluLane& l : s.lanes) {
     for (const Field* f : {&l.a, &l.b, &l.c, &l.r})
@@ -199,9 +301,19 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       if (f->dims != 1) return usage("a lane's p, q and s need 1 dim, " + f->name + " has " + std::to_string(f->dims));
   }
 
+  std::optional<LayoutPlan> livePlan;
+  if (s.busLayout == AluBusLayout::Liveness) {
+    QGPU_TRY(plan, aluStageBusPlan(lanes, s.busLayout));
+    livePlan = std::move(plan);
+  }
+
   const std::vector<Op>& ops = aluStageOps();
   const int nOps = static_cast<int>(ops.size());
-  const Field onehot = s.bus.slice(0, nOps, "op");
+  Field onehot = s.bus.slice(0, nOps, "op");
+  if (livePlan) {
+    QGPU_TRY(op, livePlan->field("op"));
+    onehot = s.bus.slice(op.offset, nOps, "op");
+  }
   auto ohDim = [&](Op op) {
     for (int i = 0; i < nOps; ++i)
       if (ops[static_cast<size_t>(i)] == op) return onehot.at(i);
@@ -236,7 +348,13 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
 
   for (int li = 0; li < lanes; ++li) {
     const AluLane& L = s.lanes[static_cast<size_t>(li)];
-    const LaneBus b = carve(s.bus, nOps + li * kLaneBusDims, li);
+    LaneBus b;
+    if (s.busLayout == AluBusLayout::Liveness) {
+      QGPU_TRY(live, carveLive(s.bus, *livePlan, li));
+      b = live;
+    } else {
+      b = carve(s.bus, nOps + li * kLaneBusDims, li);
+    }
     auto opc = [&](Op op) { return opcodeIs(s.opcode, op); };
 
     // S0: the adder's operands, from the opcode bits (the one-hot is written in this layer).

@@ -35,7 +35,10 @@
 //
 // Costs (4 lanes; derived by hand in alu_stage_spec_test, docs/circuit.md §9 "Built: the ALU
 // stage"): S0 4,349, S1 4,412, S2 4,944, S3 4,048 units — each under 2b's 6,144; the bus is
-// 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit).
+// 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit). With
+// busLayout = AluBusLayout::Liveness (circuit/layout.h) the bus's fields share dims by live range
+// (peak 1,846, span 1,906 for four lanes; bfe's sh and m, r, f are then two fields, the BfeSpec
+// naming the 32 dims before m, which level 1 never touches with shiftOutside).
 //
 // Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
 // wrong size, a layer without room), OverLimit for λG < 89 (from the pieces). A refused spec may
@@ -49,6 +52,7 @@
 #include <span>
 #include <vector>
 
+#include "circuit/layout.h"
 #include "circuit/logic.h"
 #include "circuit/units.h"
 #include "circuit/weights.h"
@@ -74,13 +78,25 @@ struct AluLane {
   Field s;        // 1 dim: the predicate result
 };
 
+// How the bus's fields are placed in it.
+enum class AluBusLayout : uint8_t {
+  OneFieldPerValue,  // every value its own dims, in carve order (42 + 584 per lane)
+  Liveness,          // circuit/layout.h: a field read last in stage layer k gives its dims to
+                     // fields written in layer k or later (every bus write is a Replace)
+};
+
 struct AluStageSpec {
   Field opcode;                // kOpcodeBits sign dims
   std::vector<AluLane> lanes;  // 1..kLanes
-  Field bus;                   // aluStageBusDims(lanes.size()) dims, always replaced
+  Field bus;                   // aluStageBusDims(lanes.size(), busLayout) dims, always replaced
   Prior outPrior = Prior::Replace;  // r and s
+  AluBusLayout busLayout = AluBusLayout::OneFieldPerValue;
 };
-int aluStageBusDims(int lanes);
+int aluStageBusDims(int lanes, AluBusLayout layout = AluBusLayout::OneFieldPerValue);
+// The bus's fields with their live ranges (stage layer i = mlpAt(i)), placed by `layout`; its
+// report is the bus's peak, per-layer live dims and fragmentation. Usage for lanes outside
+// 1..kLanes.
+Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout);
 
 // One layer's writer and context; stage layer i is written through layers[i].
 struct AluLayer {

@@ -19,10 +19,12 @@ Expected<Field> FieldAllocator::take(const std::string& name, int dims) {
   return f;
 }
 
-CircuitWeights::CircuitWeights(model::Qwen35Config config) : config_(std::move(config)) {
+CircuitWeights::CircuitWeights(model::Qwen35Config config, WeightStorage storage)
+    : config_(std::move(config)), storage_(storage) {
   for (const model::TensorSpec& spec : model::languageTensors(config_)) {
     int64_t numel = 1;
     for (int64_t d : spec.shape) numel *= d;
+    if (storage_ == WeightStorage::CountOnly) numel = 0;
     order_.push_back(spec.name);
     tensors_[spec.name] = Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
   }
@@ -48,6 +50,10 @@ Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, i
     return makeDiag(ErrorKind::Usage, "index (" + std::to_string(row) + ", " + std::to_string(col) +
                                           ") is outside tensor '" + name + "' [" +
                                           std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (storage_ == WeightStorage::CountOnly) {
+    scratch_ = 0;
+    return &scratch_;
+  }
   return &it->second.data[static_cast<size_t>(row * cols + col)];
 }
 
@@ -86,6 +92,8 @@ Status CircuitWeights::checkBf16Exact() const {
 }
 
 Status CircuitWeights::write(const std::string& dir) const {
+  if (storage_ == WeightStorage::CountOnly)
+    return makeDiag(ErrorKind::Usage, "a count-only CircuitWeights has no weights to write");
   std::vector<model::StTensorWrite> out;
   for (const std::string& name : order_) {
     const Tensor& t = tensors_.at(name);

@@ -49,10 +49,17 @@ class FieldAllocator {
   int next_ = 0;
 };
 
+// Dense: every tensor's array. CountOnly: shapes only (circuit/plan.h counts a stage's heads,
+// units and dims without its weights): set() checks the index and discards the value, get()
+// reads 0, write() is refused.
+enum class WeightStorage : uint8_t { Dense, CountOnly };
+
 class CircuitWeights {
  public:
   // All tensors of `config`, zero. F32 throughout; A_log and norm weights zero like the rest.
-  explicit CircuitWeights(model::Qwen35Config config);
+  explicit CircuitWeights(model::Qwen35Config config,
+                          WeightStorage storage = WeightStorage::Dense);
+  bool countOnly() const { return storage_ == WeightStorage::CountOnly; }
 
   const model::Qwen35Config& config() const { return config_; }
 
@@ -80,6 +87,8 @@ class CircuitWeights {
   };
   Expected<float*> element(const std::string& name, int64_t row, int64_t col);
   model::Qwen35Config config_;
+  WeightStorage storage_ = WeightStorage::Dense;
+  float scratch_ = 0;  // CountOnly: what element() points at
   std::vector<std::string> order_;  // languageTensors order, kept for writing
   std::map<std::string, Tensor> tensors_;
 };

@@ -77,8 +77,9 @@ struct Fixture {
   Field ballast = alloc.take("ballast", 4).value();
   Field opcode = alloc.take("opcode", kOpcodeBits).value();
   MlpContext ctx{ballast, 1.0, 128, 16, false};
-  AluStageSpec spec(int lanes) {
+  AluStageSpec spec(int lanes, AluBusLayout layout = AluBusLayout::OneFieldPerValue) {
     AluStageSpec s;
+    s.busLayout = layout;
     s.opcode = opcode;
     for (int l = 0; l < lanes; ++l) {
       const std::string p = "l" + std::to_string(l);
@@ -92,7 +93,7 @@ struct Fixture {
       lane.s = alloc.take(p + "s", 1).value();
       s.lanes.push_back(lane);
     }
-    s.bus = alloc.take("bus", aluStageBusDims(lanes)).value();
+    s.bus = alloc.take("bus", aluStageBusDims(lanes, layout)).value();
     return s;
   }
 };
@@ -131,6 +132,73 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
   for (int l = 0; l < 4; ++l)
     std::cout << "[alu stage] S" << l << ": " << r.value().unitsPerLayer[static_cast<size_t>(l)]
               << " units (4 lanes)\n";
+}
+
+// The bus by liveness (circuit/layout.h). Live after each stage layer, per lane (hand, from
+// alu_stage.cpp's gadgets: who writes a field, who reads it last):
+//   S0: x, y 64 + cin 1 + popc, clz, bfind, prmt 128 + bfe's m, r, f 65              = 258
+//   S1: cin 1 (the adder's level 2 reads it) + 128 + 65 + prep 97 + adder bus 80
+//       + comparator buses 80                                                          = 451
+//   S2: 128 + 65 + cmp 5 + sum 32 + the window 32                                      = 262
+// plus the op one-hot (42) from S0 to S3: peak 42 + 4 · 451 = 1,846 after S1 (docs/circuit.md
+// §9 counted 450 per lane, 1,842: it freed cin after S1).
+TEST(AluStageBus, LivenessPeakIsTheHandCountAndTheSpanIsMeasured) {
+  const int k = static_cast<int>(aluStageOps().size());
+  for (int lanes = 1; lanes <= 4; ++lanes) {
+    auto plan = aluStageBusPlan(lanes, AluBusLayout::Liveness);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    const LayoutReport r = plan->report();
+    EXPECT_EQ(r.peak, k + lanes * 451) << lanes;
+    EXPECT_EQ(pointName(r.peakAt), "L1.mlp") << lanes;
+    // After S0..S3's MLPs (S3 reads the last bus fields: none is live after it).
+    EXPECT_EQ(r.firstLayer, 0);
+    EXPECT_EQ(r.liveAfterMlp,
+              (std::vector<int>{k + lanes * 258, k + lanes * 451, k + lanes * 262, 0}));
+    EXPECT_EQ(r.oneFieldPerValue, k + lanes * 584);
+    EXPECT_EQ(aluStageBusDims(lanes, AluBusLayout::Liveness), r.span);
+    EXPECT_GE(r.span, r.peak);
+    EXPECT_LT(r.span, aluStageBusDims(lanes)) << lanes;
+    std::cout << "[alu bus] " << lanes << " lanes: peak " << r.peak << ", span " << r.span
+              << ", fragmentation " << r.fragmentation << " (one field per value "
+              << aluStageBusDims(lanes) << ")\n";
+  }
+  EXPECT_EQ(aluStageBusDims(4), k + 4 * 584);  // the default layout is unchanged
+}
+
+TEST(AluStageBus, EveryFieldOnReusedDimsIsOnlyWrittenAfterItsPredecessorsLastRead) {
+  // The layout's own invariant, checked pairwise on the placement (not by the allocator's
+  // search): two fields that share a dim never have overlapping live ranges.
+  auto plan = aluStageBusPlan(4, AluBusLayout::Liveness);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const auto& ps = plan->placements();
+  int shared = 0;
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (size_t j = i + 1; j < ps.size(); ++j) {
+      const Field& a = ps[i].field;
+      const Field& b = ps[j].field;
+      const bool overlapDims = a.offset < b.offset + b.dims && b.offset < a.offset + a.dims;
+      if (!overlapDims) continue;
+      ++shared;
+      EXPECT_FALSE(conflicts(ps[i].range, ps[j].range)) << a.name << " and " << b.name;
+    }
+  EXPECT_GT(shared, 0);  // it does reuse
+}
+
+TEST(AluStageCost, TheLivenessBusCostsTheSameUnits) {
+  Fixture f(2944, 4944);
+  const AluStageSpec s = f.spec(4, AluBusLayout::Liveness);
+  UnitWriter u0(f.w, 0), u1(f.w, 1), u2(f.w, 2), u3(f.w, 3);
+  const AluLayer layers[] = {{&u0, f.ctx}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
+  auto r = buildAluStage(layers, s);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const int k = static_cast<int>(aluStageOps().size());
+  // As UnitsPerLayerAreTheHandSums: every bus write was a Replace already.
+  EXPECT_EQ(r.value().unitsPerLayer,
+            (std::vector<int>{2 * k + 1 + 4 * 1066, 4 * 1103, 4 * 1236, 4 * 1012}));
+  EXPECT_EQ(r.value().busDims, aluStageBusDims(4, AluBusLayout::Liveness));
+  AluStageSpec wrong = s;  // twin: the one-field-per-value size with the liveness layout
+  wrong.bus.dims = aluStageBusDims(4);
+  EXPECT_FALSE(buildAluStage(layers, wrong).ok());
 }
 
 TEST(AluStageSpecs, RefusesWhatDoesNotFit) {

@@ -65,14 +65,19 @@ bool expectedS(Op op, const LaneIn& l) {
 
 struct Stage {
   static constexpr int kHidden = 2944;
+  // The liveness bus: ballast, opcode, 4 lanes' operands and results, and the bus (2,441 dims).
+  static int liveHidden() {
+    return 4 + kOpcodeBits + kLanes * 131 + aluStageBusDims(kLanes, AluBusLayout::Liveness);
+  }
   int units = 0;
   CircuitWeights weights;
   Field ballast, opcode;
   std::vector<AluLane> lanes;
   AluStageReport report;
-  Stage(int tokens, bool lowGain)
-      : weights(config(kHidden, kAluStageLayers, 4944, std::max(tokens, 256))) {
-    FieldAllocator alloc(kHidden);
+  Stage(int tokens, bool lowGain, AluBusLayout layout = AluBusLayout::OneFieldPerValue)
+      : weights(config(layout == AluBusLayout::Liveness ? liveHidden() : kHidden, kAluStageLayers,
+                       4944, std::max(tokens, 256))) {
+    FieldAllocator alloc(weights.config().hiddenSize);
     auto take = [&](const std::string& n, int d) {
       auto f = alloc.take(n, d);
       EXPECT_TRUE(f.ok()) << f.error().message;
@@ -89,7 +94,8 @@ struct Stage {
       lanes.push_back(lane);
     }
     s.lanes = lanes;
-    s.bus = take("bus", aluStageBusDims(kLanes));
+    s.busLayout = layout;
+    s.bus = take("bus", aluStageBusDims(kLanes, layout));
     MlpContext ctx{ballast, 1.0, 128, kUnit, lowGain};
     UnitWriter u0(weights, 0), u1(weights, 1), u2(weights, 2), u3(weights, 3);
     const AluLayer layers[] = {{&u0, ctx}, {&u1, ctx}, {&u2, ctx}, {&u3, ctx}};
@@ -259,6 +265,29 @@ TEST(AluStage, EveryOpOfFourLanesIsExactInBothDtypesOnEveryPath) {
       {ComputeDtype::BF16, Path::Decode, static_cast<size_t>(inputs(12, 96))},
       {ComputeDtype::BF16, Path::Mixed, static_cast<size_t>(inputs(48, 160))}};
   const Outcome out = runPlans(dir, in, plans, "alu stage");
+  EXPECT_TRUE(out.all.ok()) << out.all.summary();
+  for (const auto& [op, c] : out.perOp) ADD_FAILURE() << op << ": " << c.summary();
+  EXPECT_EQ(out.all.magnitudes, std::set<float>{1.0f});
+  std::filesystem::remove_all(dir);
+}
+
+// The bus by liveness (AluBusLayout::Liveness, circuit/layout.h): 1,906 bus dims instead of
+// 2,378, fields sharing dims across S0..S3 (every bus write a Replace); the same ops and checks
+// on fewer tokens per path.
+TEST(AluStage, TheLivenessBusIsExactInBothDtypes) {
+  const size_t n = static_cast<size_t>(inputs(192, 1024));
+  const std::vector<Input> in = makeInputs(n, 9);
+  Stage stage(static_cast<int>(n), false, AluBusLayout::Liveness);
+  EXPECT_EQ(stage.report.busDims, aluStageBusDims(kLanes, AluBusLayout::Liveness));
+  std::cout << "[alu stage, liveness bus] hidden " << stage.weights.config().hiddenSize
+            << ", bus " << stage.report.busDims << " dims\n";
+  const std::string dir = stage.checkpoint(in, "alu_stage_live");
+  const std::vector<Plan> plans = {
+      {ComputeDtype::F32, Path::Prefill, n},
+      {ComputeDtype::F32, Path::Decode, static_cast<size_t>(inputs(24, 160))},
+      {ComputeDtype::BF16, Path::Prefill, static_cast<size_t>(inputs(48, 512))},
+      {ComputeDtype::BF16, Path::Mixed, static_cast<size_t>(inputs(24, 160))}};
+  const Outcome out = runPlans(dir, in, plans, "alu stage, liveness bus");
   EXPECT_TRUE(out.all.ok()) << out.all.summary();
   for (const auto& [op, c] : out.perOp) ADD_FAILURE() << op << ": " << c.summary();
   EXPECT_EQ(out.all.magnitudes, std::set<float>{1.0f});

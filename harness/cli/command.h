@@ -55,5 +55,6 @@ Command addBenchCommand(CLI::App& root, const CommonOptions& common);   // `benc
 Command addFuzzCommand(CLI::App& root, const CommonOptions& common);    // random generators (gen/)
 Command addReduceCommand(CLI::App& root, const CommonOptions& common);  // `reduce FILE --predicate`
 Command addBisectCommand(CLI::App& root, const CommonOptions& common);  // `bisect-run` (git bisect)
+Command addCircuitCommand(CLI::App& root, const CommonOptions& common);  // `circuit plan`
 
 }  // namespace qgpu::cli

@@ -47,7 +47,7 @@ int run(int argc, char** argv) {
       addTraceCommand(app, common),   addReportCommand(app, common),
       addAuditCommand(app, common),   addBenchCommand(app, common),
       addFuzzCommand(app, common),    addReduceCommand(app, common),
-      addBisectCommand(app, common),
+      addBisectCommand(app, common),  addCircuitCommand(app, common),
 #ifdef QGPU_HAVE_GPU_CLI
       addGpuCommand(app, common),
 #endif

@@ -72,6 +72,8 @@ const std::set<std::string> kRequiredClasses = {
     "vector-alignment",
     // issue 11: a construct qgpu does not take (a used module .global variable) is refused by name
     "ptx-unsupported",
+    // issue 8: `qgpu circuit plan --shape`: an unknown shape, a shape the circuit does not fit
+    "circuit-shape",
 };
 
 struct ChildResult {

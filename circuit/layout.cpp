@@ -1,0 +1,166 @@
+// qgpu/circuit/layout.cpp — see layout.h.
+#include "circuit/layout.h"
+
+#include <algorithm>
+
+namespace qgpu::circuit {
+namespace {
+
+std::string rangeName(const LiveRange& r) {
+  return "[" + pointName(r.write) + ", " + pointName(r.lastRead) + ")";
+}
+
+}  // namespace
+
+std::string pointName(Point p) {
+  if (p.key() == kEmbedding.key()) return "embedding";
+  return "L" + std::to_string(p.layer) + (p.block == Block::Mlp ? ".mlp" : ".attn");
+}
+
+bool conflicts(const LiveRange& a, const LiveRange& b) {
+  return a.write.key() < b.lastRead.key() && b.write.key() < a.lastRead.key();
+}
+
+int LayoutPlan::request(Request r) {
+  if (!badRequest_) {
+    if (r.dims <= 0)
+      badRequest_ = makeDiag(ErrorKind::Usage, "layout: field '" + r.name + "' asks for " +
+                                                   std::to_string(r.dims) + " dims");
+    else if (r.range.lastRead.key() <= r.range.write.key())
+      badRequest_ = makeDiag(ErrorKind::Usage, "layout: field '" + r.name + "' is read last at " +
+                                                   pointName(r.range.lastRead) +
+                                                   ", not after its writer " +
+                                                   pointName(r.range.write));
+    else
+      for (const Request& o : requests_)
+        if (o.name == r.name) {
+          badRequest_ = makeDiag(ErrorKind::Usage, "layout: two fields named '" + r.name + "'");
+          break;
+        }
+  }
+  requests_.push_back(std::move(r));
+  return static_cast<int>(requests_.size()) - 1;
+}
+
+int LayoutPlan::add(const std::string& name, int dims, LiveRange range) {
+  return request({name, dims, range, std::nullopt});
+}
+
+int LayoutPlan::pin(const std::string& name, int dims, LiveRange range, int offset) {
+  return request({name, dims, range, offset});
+}
+
+Status LayoutPlan::solve(int hidden) {
+  placed_.clear();
+  if (badRequest_) return *badRequest_;
+  // occupants[d]: the requests placed on dim d so far.
+  std::vector<std::vector<int>> occupants(static_cast<size_t>(std::max(hidden, 0)));
+  std::vector<Placement> placed(requests_.size());
+  auto firstConflict = [&](const Request& r, int offset) -> std::pair<int, int> {
+    for (int d = offset; d < offset + r.dims; ++d)
+      for (int o : occupants[static_cast<size_t>(d)])
+        if (conflicts(requests_[static_cast<size_t>(o)].range, r.range)) return {d, o};
+    return {-1, -1};
+  };
+  auto place = [&](int i, int offset) {
+    const Request& r = requests_[static_cast<size_t>(i)];
+    bool reused = false;
+    for (int d = offset; d < offset + r.dims; ++d) {
+      reused = reused || !occupants[static_cast<size_t>(d)].empty();
+      occupants[static_cast<size_t>(d)].push_back(i);
+    }
+    placed[static_cast<size_t>(i)] = Placement{Field{r.name, offset, r.dims}, r.range, reused};
+  };
+
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const Request& r = requests_[i];
+    if (!r.offset) continue;
+    if (*r.offset < 0 || *r.offset + r.dims > hidden)
+      return makeDiag(ErrorKind::Usage, "layout: pinned field '" + r.name + "' at dims [" +
+                                            std::to_string(*r.offset) + ", " +
+                                            std::to_string(*r.offset + r.dims) +
+                                            ") is outside the hidden size " +
+                                            std::to_string(hidden));
+    const auto [d, o] = firstConflict(r, *r.offset);
+    if (d >= 0) {
+      const Request& other = requests_[static_cast<size_t>(o)];
+      return makeDiag(ErrorKind::Usage,
+                      "layout: field '" + r.name + "' live " + rangeName(r.range) +
+                          " is pinned onto dim " + std::to_string(d) + " of field '" + other.name +
+                          "', live " + rangeName(other.range) + ": the live ranges overlap");
+    }
+    place(static_cast<int>(i), *r.offset);
+  }
+
+  // By write point; ties: larger first, then request order (stable).
+  std::vector<int> order;
+  for (size_t i = 0; i < requests_.size(); ++i)
+    if (!requests_[i].offset) order.push_back(static_cast<int>(i));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Request& x = requests_[static_cast<size_t>(a)];
+    const Request& y = requests_[static_cast<size_t>(b)];
+    if (x.range.write.key() != y.range.write.key())
+      return x.range.write.key() < y.range.write.key();
+    return x.dims > y.dims;
+  });
+  for (int i : order) {
+    const Request& r = requests_[static_cast<size_t>(i)];
+    int offset = 0;
+    while (offset + r.dims <= hidden) {
+      const auto [d, o] = firstConflict(r, offset);
+      if (d < 0) break;
+      offset = d + 1;  // no fit can start at or before the conflicting dim
+    }
+    if (offset + r.dims > hidden)
+      return makeDiag(ErrorKind::OverLimit,
+                      "layout: field '" + r.name + "' (" + std::to_string(r.dims) + " dims, live " +
+                          rangeName(r.range) + ") does not fit in " + std::to_string(hidden) +
+                          " residual dims");
+    place(i, offset);
+  }
+  placed_ = std::move(placed);
+  return Ok{};
+}
+
+Expected<Field> LayoutPlan::field(const std::string& name) const {
+  for (const Placement& p : placed_)
+    if (p.field.name == name) return p.field;
+  return makeDiag(ErrorKind::Usage, "layout: no placed field '" + name + "'");
+}
+
+LayoutReport LayoutPlan::report() const {
+  LayoutReport rep;
+  if (placed_.empty()) return rep;
+  int lo = placed_.front().range.write.key(), hi = lo;
+  for (const Placement& p : placed_) {
+    lo = std::min(lo, p.range.write.key());
+    hi = std::max(hi, p.range.lastRead.key());
+    rep.span = std::max(rep.span, p.field.offset + p.field.dims);
+    rep.oneFieldPerValue += p.field.dims;
+  }
+  // Live at the output of point k: write ≤ k < lastRead.
+  auto liveAt = [&](int k) {
+    int n = 0;
+    for (const Placement& p : placed_)
+      if (p.range.write.key() <= k && k < p.range.lastRead.key()) n += p.field.dims;
+    return n;
+  };
+  for (int k = lo; k < hi; ++k) {
+    const int n = liveAt(k);
+    if (n > rep.peak) {
+      rep.peak = n;
+      rep.peakAt = Point{k < 0 ? -1 : k / 2, (k & 1) ? Block::Mlp : Block::Attention};
+    }
+  }
+  // Key k is layer floor(k / 2): −1 the embedding (its MLP point), then 0, 1, ...
+  auto layerOf = [](int k) { return k < 0 ? -1 : k / 2; };
+  rep.firstLayer = layerOf(lo);
+  for (int layer = rep.firstLayer; layer <= layerOf(hi); ++layer) {
+    rep.liveAfterAttention.push_back(liveAt(attentionAt(layer).key()));
+    rep.liveAfterMlp.push_back(liveAt(mlpAt(layer).key()));
+  }
+  rep.fragmentation = rep.span - rep.peak;
+  return rep;
+}
+
+}  // namespace qgpu::circuit

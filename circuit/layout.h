@@ -1,0 +1,121 @@
+// qgpu/circuit/layout.h — the residual-dim allocator by liveness (docs/circuit.md §3.2, §7 pass 4).
+//
+// FieldAllocator (weights.h) hands out dims in order and never reuses one: one field per value.
+// A `LayoutPlan` instead takes every field with its live range — the block that writes it and
+// the last block that reads it — and lets fields whose ranges do not overlap share dims.
+//
+// Points. A decoder layer has two blocks, attention then MLP; each reads its whole input
+// (the pre-norm of the residual) before it adds anything to the residual. A point is
+// (layer, block), ordered by key = 2·layer + (block == Mlp); the embedding is layer −1's MLP
+// point (key −1), before layer 0's attention.
+//
+// Live range [write, lastRead) in keys, lastRead > write. Two fields conflict iff their ranges
+// intersect: A.write < B.lastRead and B.write < A.lastRead. So a field whose last reader is
+// block p may give its dims to a field written by block p itself (the block reads the old value
+// from its input and adds the new one after) or by any later block; a field written before the
+// last read of another may not.
+//
+// The replace rule (why a reused dim needs nothing special): in the full layout (§3.2) every dim
+// holds ±u at every layer input — a dim not yet used holds the +u pad — and every writer writes
+// with Prior::Replace: one linear unit per dim cancels what the dim holds, exactly (λ is the
+// layout's power of two), then the gadget writes ±u. A dead field's dim holds its last ±u word
+// until the next writer cancels it, exactly as a pad does; Σx² never changes. So: a field placed
+// on reused dims must be written with Prior::Replace — the same rule as for any dim of the full
+// layout; Prior::Zero is wrong on a reused dim (and on a pad) and the layout cannot see it.
+// `Placement::reused` tells the caller which fields landed on another field's dims.
+//
+// Algorithm: pinned fields first (at their offsets, refused when they conflict), then the rest
+// in order of write (ties: larger first, then request order), each at the lowest offset whose
+// dims are free over its range (first fit). Per dim this is the greedy colouring of an interval
+// graph by start, which is optimal for intervals; a field needs *consecutive* dims, so the span
+// can exceed the peak: the difference is reported as fragmentation.
+//
+// Report: peak live dims (the largest number of dims live at any point: a lower bound for every
+// layout), live dims per layer after its attention and after its MLP (the residual the next
+// layer gets), the span (highest dim used + 1), fragmentation = span − peak.
+//
+// Errors: Usage for a bad request (no dims, lastRead ≤ write, a pinned offset outside the
+// hidden size, a duplicate name, two pinned fields whose ranges overlap on shared dims — the
+// message names both fields and the first shared dim); OverLimit when a field does not fit in
+// the hidden size (the message names the field, its range and the hidden size).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+enum class Block : uint8_t {
+  Attention,  // the layer's attention (DeltaNet) half
+  Mlp,        // the layer's MLP half
+};
+
+struct Point {
+  int layer = 0;
+  Block block = Block::Mlp;
+  int key() const { return 2 * layer + (block == Block::Mlp ? 1 : 0); }
+};
+inline constexpr Point kEmbedding{-1, Block::Mlp};
+inline Point mlpAt(int layer) { return {layer, Block::Mlp}; }
+inline Point attentionAt(int layer) { return {layer, Block::Attention}; }
+std::string pointName(Point p);  // "embedding", "L3.mlp", "L0.attn"
+
+struct LiveRange {
+  Point write;     // the block that writes the field (kEmbedding for embedding fields)
+  Point lastRead;  // the last block that reads it
+};
+// True iff the two ranges overlap (the fields may not share a dim).
+bool conflicts(const LiveRange& a, const LiveRange& b);
+
+struct Placement {
+  Field field;
+  LiveRange range;
+  bool reused = false;  // some dim of it held another field before: write it with Replace
+};
+
+struct LayoutReport {
+  int peak = 0;                // most dims live at one point (block output)
+  Point peakAt;                // where
+  int span = 0;                // highest dim used + 1
+  int fragmentation = 0;       // span − peak
+  int oneFieldPerValue = 0;    // Σ dims: FieldAllocator's span for the same fields
+  int firstLayer = 0;          // index i below is layer firstLayer + i (−1: the embedding)
+  std::vector<int> liveAfterAttention;  // write ≤ key(i, attn) < lastRead
+  std::vector<int> liveAfterMlp;        // write ≤ key(i, mlp) < lastRead
+};
+
+class LayoutPlan {
+ public:
+  // A field placed by the allocator; returns its index for `field(i)` after solve().
+  int add(const std::string& name, int dims, LiveRange range);
+  // A field at a fixed offset (a field placed before, or the failing twins' forced overlap).
+  int pin(const std::string& name, int dims, LiveRange range, int offset);
+
+  // Places every field in `hidden` dims; refusals as in the header.
+  Status solve(int hidden);
+
+  // After solve(): placements in request order, by index or by name.
+  const std::vector<Placement>& placements() const { return placed_; }
+  const Field& field(int index) const { return placed_[static_cast<size_t>(index)].field; }
+  Expected<Field> field(const std::string& name) const;
+  LayoutReport report() const;
+
+ private:
+  struct Request {
+    std::string name;
+    int dims = 0;
+    LiveRange range;
+    std::optional<int> offset;
+  };
+  int request(Request r);
+  std::vector<Request> requests_;
+  std::vector<Placement> placed_;
+  std::optional<Diag> badRequest_;  // the first bad add/pin, reported by solve()
+};
+
+}  // namespace qgpu::circuit

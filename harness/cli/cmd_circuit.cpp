@@ -1,0 +1,111 @@
+// qgpu/harness/cli/cmd_circuit.cpp — `qgpu circuit plan --shape NAME`: the per-layer budget of the
+// circuit stages built so far (circuit/plan.h: heads, MLP units, residual dims per layer), checked
+// against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
+//
+//   qgpu circuit plan [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
+//
+// --hidden / --heads / --units override the shape's limit (to try a shape that is not in the
+// table). Prints the shape, then one row per layer (layer, stage, its layer in the stage, heads,
+// units, dims, and "over: heads" etc. where a budget is exceeded), then the ALU bus's liveness
+// figures. Exit codes (common/outcome.h): 0 the plan fits the shape; 4 (OverLimit, inconclusive:
+// the circuit does not fit this shape) with the message naming the budget (heads, MLP units or
+// residual dims), the layer and the stage; 2 for an unknown shape or a bad override.
+// --json: {"shape": {...}, "layers": [...], "aluBus": {...}, "fits": bool, "error"?: {...}}.
+#include <iostream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "circuit/plan.h"
+#include "harness/cli/command.h"
+#include "harness/cli/util.h"
+
+namespace qgpu::cli {
+namespace {
+
+struct CircuitPlanOptions {
+  std::string shape = "2b";
+  int hidden = 0, heads = 0, units = 0;  // 0: the shape's own
+};
+
+int runPlan(const CircuitPlanOptions& o) {
+  auto plan = circuit::planCircuit();
+  if (!plan.ok()) return reportError(plan.error());
+  auto shape = circuit::shapeByName(o.shape, *plan);
+  if (!shape.ok()) return reportError(shape.error());
+  circuit::ShapeLimits s = *shape;
+  for (auto [value, limit, flag] : {std::tuple{o.hidden, &s.hidden, "--hidden"},
+                                    {o.heads, &s.heads, "--heads"}, {o.units, &s.mlpUnits, "--units"}}) {
+    if (value < 0)
+      return reportError(makeDiag(ErrorKind::Usage, std::string(flag) + " must be positive"));
+    if (value > 0) {
+      *limit = value;
+      s.name = o.shape + " (overridden)";
+    }
+  }
+  const Status fits = circuit::checkFits(*plan, s);
+
+  auto overs = [&](const circuit::LayerBudget& l) {
+    std::vector<std::string> v;
+    if (l.heads > s.heads) v.push_back("heads");
+    if (l.units > s.mlpUnits) v.push_back("units");
+    if (l.dims > s.hidden) v.push_back("dims");
+    return v;
+  };
+  if (jsonOutput()) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t i = 0; i < plan->layers.size(); ++i) {
+      const circuit::LayerBudget& l = plan->layers[i];
+      layers.push_back({{"layer", i}, {"stage", l.stage}, {"stageLayer", l.stageLayer},
+                        {"heads", l.heads}, {"units", l.units}, {"dims", l.dims},
+                        {"over", overs(l)}});
+    }
+    nlohmann::json out = {
+        {"shape",
+         {{"name", s.name}, {"hidden", s.hidden}, {"heads", s.heads},
+          {"keyHeadDim", s.keyHeadDim}, {"valueHeadDim", s.valueHeadDim},
+          {"mlpUnits", s.mlpUnits}, {"source", s.source}}},
+        {"layers", layers},
+        {"aluBus",
+         {{"peak", plan->aluBusPeak}, {"span", plan->aluBusSpan},
+          {"oneFieldPerValue", plan->aluBusOneFieldPerValue}}},
+        {"fits", fits.ok()}};
+    if (!fits.ok()) out["error"] = errorJson(fits.error());
+    std::cout << dumpJson(out) << "\n";
+    return fits.ok() ? kExitOk : exitCode(fits.error());
+  }
+  std::printf("shape %s: hidden %d, %d heads of %d/%d, MLP %d (%s)\n", s.name.c_str(), s.hidden,
+              s.heads, s.keyHeadDim, s.valueHeadDim, s.mlpUnits, s.source.c_str());
+  std::printf("%-6s %-10s %-6s %6s %7s %6s  %s\n", "layer", "stage", "sl", "heads", "units",
+              "dims", "over");
+  for (size_t i = 0; i < plan->layers.size(); ++i) {
+    const circuit::LayerBudget& l = plan->layers[i];
+    std::string over;
+    for (const std::string& b : overs(l)) over += (over.empty() ? "" : ", ") + b;
+    std::printf("%-6zu %-10s %-6d %6d %7d %6d  %s\n", i, l.stage.c_str(), l.stageLayer, l.heads,
+                l.units, l.dims, over.c_str());
+  }
+  std::printf("alu bus by liveness: peak %d, span %d dims (one field per value: %d)\n",
+              plan->aluBusPeak, plan->aluBusSpan, plan->aluBusOneFieldPerValue);
+  std::printf("each stage's dims are its own fields (the stages' layouts are not joined yet)\n");
+  if (!fits.ok()) return reportError(fits.error());
+  std::printf("fits %s\n", s.name.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
+  static CircuitPlanOptions o;
+  CLI::App* app = root.add_subcommand("circuit", "The circuit compiler (docs/circuit.md)");
+  app->require_subcommand(1);
+  CLI::App* plan =
+      app->add_subcommand("plan", "Per-layer budget of the built stages against a shape");
+  plan->add_option("--shape", o.shape, "2b or compact")->capture_default_str();
+  plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");
+  plan->add_option("--heads", o.heads, "Override the shape's heads per layer");
+  plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
+  return {app, [] { return runPlan(o); }};
+}
+
+}  // namespace qgpu::cli
