@@ -5,24 +5,32 @@
 // the run the interpreter writes — in fp32 and bf16, chunked prefill, recurrent decode and mixed.
 //
 // What it pins down, at every op position of every step (the WM position for op 0, the last token
-// of op j−1's record for op j, and the terminator position j = the block's op count; the positions
-// come from the interpreter's own encoder, appendTrace, cut after each op's record):
+// of op k−1's record for op k, and the terminator position; the positions come from the
+// interpreter's own encoder, appendTrace, cut after each op's record) and at every continuation
+// position (the last token of the first record of an atomic with a register destination: its
+// memrec, or the NOP that stands for it; appendTrace of the op without its register write):
 //   - the EXEC latches: b, w, m = the step's block, warp and mask (oracle::Execution);
-//   - j (4 bits and [j ≥ 16]) = the op's index; isOp = +1 there and −1 at every other position;
-//     isTerm = +1 exactly at the terminator positions;
+//   - j (4 bits and [j ≥ 16]) = the row: op k's first record's index in its block (k + the
+//     atomics with a register destination before it, machine::recordsOf), the block's record
+//     count at the terminator, the atomic's row + 1 at its continuation position;
+//   - isOp = +1 at the op positions and −1 at every other position; isCont = +1 exactly at the
+//     continuation positions; isTerm = +1 exactly at the terminator positions;
 //   - the fetched head, sources and terminator words = the words the host packed into the prompt
-//     (encodePrompt's tokens, read back tag by tag: the ROM row (b, j) of slot OP(a) / OP(b) and the
-//     block's TERM word; 0 where the prompt has none);
+//     (encodePrompt's tokens, read back tag by tag: the ROM row (b, j) = the j-th OP(a) of block b
+//     and its OP(b), and the block's TERM word; 0 where the prompt has none);
 //   - the register file's 3 ports × 4 lanes = the value of the op's source register k in each lane
 //     as the interpreter had it before the op (an array model written from the interpreter's
-//     per-op effects, OpEffects, cleared at each CTA start), 0 for an operand that is no register.
+//     per-op effects, OpEffects, cleared at each CTA start), 0 for an operand that is no register
+//     (and at a continuation position, whose row has no sources).
 // Every probed logit of every position exactly ±1 (one magnitude: the full layout, λ = 1).
 // Expected values come from the interpreter and the host packer, never from the stage.
 //
-// Programs whose atomics write both a memrec and a regrec (two record tags for one op, which the
-// token stream alone cannot tell from two ops: frontend.h "Not handled") are skipped.
+// The random programs include atomics with a register destination (gen/'s Mem class); every
+// prompt is checked to decode back to its program (decodePrompt drops the continuation rows).
 //
-// Failing twin: j decoded one too high (the next op's words and operands) must be wrong.
+// Failing twins: j decoded one too high (the next op's words and operands) must be wrong; the
+// prompt with its continuation rows left out (the atomics' second rows unwritten) must be wrong at
+// the continuation positions (an absent row there reads as the terminator).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -53,7 +61,8 @@ constexpr float kUnit = 16;
 // Probe logits.
 constexpr int kPBlock = 0, kPWarp = 5, kPMask = 7, kPOp = 11, kPJ16 = 15, kPIsOp = 16,
               kPIsTerm = 17, kPHead = 18, kPSources = 50, kPTerm = 82, kPOperand = 114;
-constexpr int kProbes = kPOperand + kPorts * kLanes * 32;
+constexpr int kPIsCont = kPOperand + kPorts * kLanes * 32;
+constexpr int kProbes = kPIsCont + 1;
 constexpr int64_t kVocab = 512;
 static_assert(kVocab >= trace::kVocabSize && kVocab >= kProbes);
 
@@ -95,6 +104,7 @@ Bench build(const std::string& name, FrontEndTwin twin = FrontEndTwin::None, int
   harness::probe(w, kPHead, f.headWord);
   harness::probe(w, kPSources, f.sourcesWord);
   harness::probe(w, kPTerm, f.termWord);
+  harness::probe(w, kPIsCont, f.isCont);
   for (int p = 0; p < kPorts; ++p)
     for (int l = 0; l < kLanes; ++l)
       harness::probe(w, kPOperand + (p * kLanes + l) * 32,
@@ -109,6 +119,8 @@ struct OpPosition {
   size_t pos = 0;
   int block = 0, warp = 0, mask = 0, j = 0;
   bool term = false;
+  bool cont = false;  // a continuation position (isOp −1, isCont +1)
+  bool afterNop = false;  // ... after the NOP of an atomic with no executing lane
   uint32_t head = 0, sources = 0, termWord = 0;
   std::array<std::array<uint32_t, kLanes>, kPorts> operand{};
 };
@@ -118,6 +130,7 @@ struct Case {
   std::vector<OpPosition> ops;  // increasing positions
   size_t prompt = 0;
   int steps = 0, ctas = 0;
+  int contRows = 0;  // continuation rows in the prompt
 };
 
 // The words the host packed into the prompt, read back tag by tag (docs/trace.md "Prompt", the
@@ -158,18 +171,45 @@ PromptWords promptWords(const std::vector<Token>& prompt) {
   return w;
 }
 
-bool hasTwoRecordOps(const machine::Program& p) {
-  for (const machine::Block& b : p.blocks)
-    for (const machine::Instr& in : b.ops)
-      if (machine::opInfo(in.op).mem == machine::MemEffect::ReadWrite && in.dst != 0) return true;
-  return false;
+// The prompt with its continuation rows left out (the twin): every OP(a) whose word has the
+// continuation bit (the top field of packedLayout's head word), with its value.
+int continuationBit() {
+  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
+    if (std::string(f.name) == "continuation") return f.offset;
+  ADD_FAILURE() << "the head word has no continuation field";
+  return 31;
+}
+
+std::vector<Token> withoutContinuationRows(const std::vector<Token>& prompt, int* removed) {
+  const int bit = continuationBit();
+  std::vector<Token> out;
+  *removed = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] == trace::opWord(trace::RomSlot::Head)) {
+      size_t e = i + 1;
+      int64_t acc = 0;
+      for (; e < prompt.size(); ++e) {
+        const int d = trace::indexOf(prompt[e]) & 31;
+        acc = e == i + 1 ? (d >= 16 ? d - 32 : d) : acc * 32 + d;
+        if (trace::familyOf(prompt[e]) == Family::T) break;
+      }
+      if ((static_cast<uint32_t>(acc) >> bit) & 1) {
+        *removed += static_cast<int>(e - i + 1);
+        i = e;
+        continue;
+      }
+    }
+    out.push_back(prompt[i]);
+  }
+  return out;
 }
 
 // The prompt and run of one random program, with its op positions; empty when the program is
-// skipped (two-record ops, or a run that does not finish).
+// skipped (a run that does not finish). `dropContinuationRows`: the twin's prompt (positions
+// moved back by the tokens removed; the expected values stay those of the real prompt).
 // `small`: a program of few blocks and no initial global words (a short prompt, for the paths that
 // run one forward per token).
-Case realCase(uint64_t seed, size_t maxTokens, bool small) {
+Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuationRows = false) {
   gen::Policy p;
   p.maxBlockX = 12;
   p.maxGrid = 2;
@@ -182,10 +222,17 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
   Case c;
   auto g = gen::generateProgram(p, seed);
   EXPECT_TRUE(g.ok()) << g.error().message;
-  if (!g.ok() || hasTwoRecordOps(g->program)) return c;
+  if (!g.ok()) return c;
   const machine::Program& prog = g->program;
   std::vector<Token> t = trace::encodePrompt(prog, g->launch);
+  {
+    auto back = trace::decodePrompt(t);
+    EXPECT_TRUE(back.ok() && back->program.blocks == prog.blocks)
+        << (back.ok() ? "round trip differs" : back.error().message);
+  }
   const PromptWords words = promptWords(t);
+  for (const auto& [key, word] : words.op)
+    if (key[2] == static_cast<int>(trace::RomSlot::Head) && ((word >> continuationBit()) & 1)) ++c.contRows;
   c.prompt = t.size();  // encodePrompt ends with RUN
   oracle::RunOptions o;
   o.maxSteps = g->stepBound;
@@ -205,6 +252,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
       const oracle::StepEffects& st = e.step;
       const machine::Block& blk = prog.blocks[st.block];
       const int nops = static_cast<int>(blk.ops.size());
+      int rec = 0;  // op k's first record's index in the block (its ROM row)
       for (int k = 0; k <= st.numOps; ++k) {
         oracle::StepEvent cut = e;
         cut.step.numOps = static_cast<uint8_t>(k);
@@ -215,25 +263,43 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
         op.block = st.block;
         op.warp = st.warp;
         op.mask = st.mask;
-        op.j = k;
+        op.j = rec;
         op.term = k == nops;
-        const int row = k % machine::kMaxOpsPerBlock;
-        auto word = [&](trace::RomSlot s) {
-          auto it = words.op.find({st.block, row, static_cast<int>(s)});
+        auto word = [&](int row, trace::RomSlot s) {
+          auto it = words.op.find({st.block, row % machine::kMaxOpsPerBlock, static_cast<int>(s)});
           return it == words.op.end() ? 0u : it->second;
         };
-        op.head = word(trace::RomSlot::Head);
-        op.sources = word(trace::RomSlot::Sources);
+        op.head = word(rec, trace::RomSlot::Head);
+        op.sources = word(rec, trace::RomSlot::Sources);
         op.termWord = words.term.at(st.block);
-        if (row < nops)
+        if (k < nops)
           for (int s = 0; s < kPorts; ++s) {
-            const machine::Operand& src = blk.ops[static_cast<size_t>(row)].src[static_cast<size_t>(s)];
+            const machine::Operand& src = blk.ops[static_cast<size_t>(k)].src[static_cast<size_t>(s)];
             if (src.kind != machine::OperandKind::Reg) continue;
             for (int l = 0; l < kLanes; ++l)
               op.operand[static_cast<size_t>(s)][static_cast<size_t>(l)] =
                   regs[st.warp][src.reg][static_cast<size_t>(l)];
           }
         c.ops.push_back(op);
+        if (k < st.numOps && machine::recordsOf(blk.ops[static_cast<size_t>(k)]) == 2) {
+          // The continuation position: the last token of the op's first record (appendTrace
+          // of the op without its register write writes exactly that record).
+          cut.step.numOps = static_cast<uint8_t>(k + 1);
+          cut.step.ops[static_cast<size_t>(k)].writesReg = false;
+          std::vector<Token> first;
+          oracle::appendTrace(cut, first);
+          OpPosition c2 = op;
+          c2.pos = t.size() + first.size() - 1;
+          c2.j = rec + 1;
+          c2.term = false;
+          c2.cont = true;
+          c2.afterNop = st.ops[static_cast<size_t>(k)].exec == 0;
+          c2.head = word(rec + 1, trace::RomSlot::Head);
+          c2.sources = word(rec + 1, trace::RomSlot::Sources);
+          c2.operand = {};
+          c.ops.push_back(c2);
+        }
+        if (k < nops) rec += machine::recordsOf(blk.ops[static_cast<size_t>(k)]);
         if (k < st.numOps && st.ops[static_cast<size_t>(k)].writesReg) {
           const oracle::OpEffects& fx = st.ops[static_cast<size_t>(k)];
           for (int l = 0; l < kLanes; ++l)
@@ -252,6 +318,15 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
   auto r = oracle::run(prog, g->launch, o);
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(std::vector<Token>(t.begin() + static_cast<long>(c.prompt), t.end()), r->trace);
+  if (dropContinuationRows) {
+    int removed = 0;
+    std::vector<Token> run(t.begin() + static_cast<long>(c.prompt), t.end());
+    t = withoutContinuationRows(std::vector<Token>(t.begin(), t.begin() + static_cast<long>(c.prompt)),
+                                &removed);
+    t.insert(t.end(), run.begin(), run.end());
+    c.prompt -= static_cast<size_t>(removed);
+    for (OpPosition& op : c.ops) op.pos -= static_cast<size_t>(removed);
+  }
   if (t.size() > maxTokens) t.resize(maxTokens);
   while (!c.ops.empty() && c.ops.back().pos >= t.size()) c.ops.pop_back();
   c.tokens.assign(t.begin(), t.end());
@@ -263,7 +338,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
 struct Checked {
   harness::SignCheck bits;
   harness::LayoutCheck layout;
-  int opPositions = 0, terms = 0;
+  int opPositions = 0, terms = 0, conts = 0, contsAfterNop = 0;
 };
 
 void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>>& rows) {
@@ -276,6 +351,8 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       const OpPosition& op = c.ops[next++];
       ++out.opPositions;
       out.terms += op.term ? 1 : 0;
+      out.conts += op.cont ? 1 : 0;
+      out.contsAfterNop += op.afterNop ? 1 : 0;
       std::vector<bool> want;
       auto put = [&](uint64_t v, int n, bool inverted) {
         for (int i = 0; i < n; ++i) want.push_back(((v >> i) & 1) != inverted);
@@ -285,7 +362,7 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       put(static_cast<uint64_t>(op.mask), 4, false);
       put(static_cast<uint64_t>(op.j % 16), 4, false);
       put(op.j >= 16, 1, false);
-      put(1, 1, false);
+      put(!op.cont, 1, false);
       put(op.term, 1, false);
       put(op.head, 32, true);
       put(op.sources, 32, true);
@@ -293,11 +370,13 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       for (int s = 0; s < kPorts; ++s)
         for (int l = 0; l < kLanes; ++l)
           put(op.operand[static_cast<size_t>(s)][static_cast<size_t>(l)], 32, false);
+      put(op.cont, 1, false);
       harness::checkBits(out.bits, row, want, 1.0,
-                         where + " (op " + std::to_string(op.j) + " of block " +
-                             std::to_string(op.block) + ")");
+                         where + (op.cont ? " (continuation row " : " (row ") +
+                             std::to_string(op.j) + " of block " + std::to_string(op.block) + ")");
     } else {
-      harness::checkBits(out.bits, {row[kPIsOp]}, {false}, 1.0, where + " (no op) isOp");
+      harness::checkBits(out.bits, {row[kPIsOp], row[kPIsCont]}, {false, false}, 1.0,
+                         where + " (no op) isOp, isCont");
     }
   }
   const harness::LayoutCheck l = harness::checkLayout(rows, 1.0f);
@@ -307,10 +386,11 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
   if (out.layout.first.empty()) out.layout.first = l.first;
 }
 
-std::vector<Case> cases(int count, size_t maxTokens, bool small = false) {
+std::vector<Case> cases(int count, size_t maxTokens, bool small = false, bool drop = false) {
   std::vector<Case> out;
   for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 200; ++seed) {
-    Case c = realCase(seed, maxTokens, small);
+    Case c = realCase(seed, maxTokens, small, drop);
+    if (drop && c.contRows == 0) continue;  // the twin needs continuation rows to leave out
     if (!c.tokens.empty() && !c.ops.empty()) out.push_back(std::move(c));
   }
   return out;
@@ -362,7 +442,9 @@ void runPath(ComputeDtype dtype, Path path) {
   for (const int h : b.fe.heads) std::cout << " " << h;
   std::cout << "; " << dtypeName(dtype) << " " << harness::pathName(path) << " (" << cs.size()
             << " programs, " << tokens << " tokens (" << prompts << " in prompts), " << r.opPositions << " op positions, "
-            << r.terms << " terminator positions, " << s << " s): " << r.bits.summary()
+            << r.terms << " terminator positions, " << r.conts << " continuation positions ("
+            << r.contsAfterNop << " after a NOP), " << s
+            << " s): " << r.bits.summary()
             << "; layout " << r.layout.summary() << std::endl;
   EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
                            << r.bits.summary();
@@ -385,6 +467,20 @@ TEST(FrontEndTwin, OpIndexOffByOneFetchesTheWrongOp) {
   const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
   std::cout << "op index off by one: " << r.bits.summary() << std::endl;
   EXPECT_GT(r.bits.wrongSign, 100);
+}
+
+// The prompt without its continuation rows: at an atomic's continuation position the row is
+// absent, so isOp, isCont and isTerm are wrong there, and the head word reads 0.
+TEST(FrontEndTwin, ContinuationRowsLeftOutMisreadTheAtomicsSecondRecord) {
+  static const Bench b = build("real");
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<Case> cs = cases(2, 2000, true, true);
+  ASSERT_FALSE(cs.empty());
+  const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
+  std::cout << "continuation rows left out: " << r.conts << " continuation positions, "
+            << r.bits.summary() << std::endl;
+  EXPECT_GT(r.conts, 0);
+  EXPECT_GE(r.bits.wrongSign, 3 * r.conts);  // isOp, isCont, isTerm at least
 }
 
 // Finding (the `2b` shape has key head dim 128): the one-row memories (ROM banks, register heads)
