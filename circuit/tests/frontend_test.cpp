@@ -33,6 +33,7 @@
 // the continuation positions (an absent row there reads as the terminator).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <iostream>
@@ -209,6 +210,9 @@ std::vector<Token> withoutContinuationRows(const std::vector<Token>& prompt, int
 // moved back by the tokens removed; the expected values stay those of the real prompt).
 // `small`: a program of few blocks and no initial global words (a short prompt, for the paths that
 // run one forward per token).
+Case programCase(const machine::Program& prog, const machine::Launch& launch, uint64_t stepBound,
+                 size_t maxTokens, bool dropContinuationRows);
+
 Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuationRows = false) {
   gen::Policy p;
   p.maxBlockX = 12;
@@ -219,12 +223,17 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuation
   if (small) p.initNonzeroProb = 0;
   p.divergentBarrierProb = 0;
   p.outOfRangeProb = 0;
-  Case c;
   auto g = gen::generateProgram(p, seed);
   EXPECT_TRUE(g.ok()) << g.error().message;
-  if (!g.ok()) return c;
-  const machine::Program& prog = g->program;
-  std::vector<Token> t = trace::encodePrompt(prog, g->launch);
+  if (!g.ok()) return Case{};
+  return programCase(g->program, g->launch, g->stepBound, maxTokens, dropContinuationRows);
+}
+
+// The case of one program (see realCase).
+Case programCase(const machine::Program& prog, const machine::Launch& launch, uint64_t stepBound,
+                 size_t maxTokens, bool dropContinuationRows) {
+  Case c;
+  std::vector<Token> t = trace::encodePrompt(prog, launch);
   {
     auto back = trace::decodePrompt(t);
     EXPECT_TRUE(back.ok() && back->program.blocks == prog.blocks)
@@ -235,8 +244,8 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuation
     if (key[2] == static_cast<int>(trace::RomSlot::Head) && ((word >> continuationBit()) & 1)) ++c.contRows;
   c.prompt = t.size();  // encodePrompt ends with RUN
   oracle::RunOptions o;
-  o.maxSteps = g->stepBound;
-  auto started = oracle::Execution::start(prog, g->launch, o);
+  o.maxSteps = stepBound;
+  auto started = oracle::Execution::start(prog, launch, o);
   EXPECT_TRUE(started.ok());
   if (!started.ok()) return c;
   oracle::Execution ex = std::move(started).value();
@@ -315,7 +324,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuation
     }
   }
   // The run part is the interpreter's own trace.
-  auto r = oracle::run(prog, g->launch, o);
+  auto r = oracle::run(prog, launch, o);
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(std::vector<Token>(t.begin() + static_cast<long>(c.prompt), t.end()), r->trace);
   if (dropContinuationRows) {
@@ -386,11 +395,18 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
   if (out.layout.first.empty()) out.layout.first = l.first;
 }
 
-std::vector<Case> cases(int count, size_t maxTokens, bool small = false, bool drop = false) {
+// `runTokens` > 0: only programs with a continuation position in the first runTokens tokens of
+// the run (the short paths' prefixes), so that every path meets one.
+std::vector<Case> cases(int count, size_t maxTokens, bool small = false, bool drop = false,
+                        size_t runTokens = 0) {
   std::vector<Case> out;
   for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 200; ++seed) {
     Case c = realCase(seed, maxTokens, small, drop);
     if (drop && c.contRows == 0) continue;  // the twin needs continuation rows to leave out
+    if (runTokens > 0 && std::none_of(c.ops.begin(), c.ops.end(), [&](const OpPosition& op) {
+          return op.cont && op.pos < c.prompt + runTokens;
+        }))
+      continue;
     if (!c.tokens.empty() && !c.ops.empty()) out.push_back(std::move(c));
   }
   return out;
@@ -428,9 +444,9 @@ void runPath(ComputeDtype dtype, Path path) {
     // starts inside the prompt (its first 100 tokens cross the 64-token chunk boundary).
     const size_t extra = static_cast<size_t>(
         path == Path::Prefill ? harness::inputs(150, 600)
-        : path == Path::Decode ? harness::inputs(f32 ? 60 : 25, 300)
+        : path == Path::Decode ? harness::inputs(f32 ? 60 : 50, 300)
                                : harness::inputs(f32 ? 100 : 50, 600));
-    for (const Case& c : cases(f32 || path == Path::Prefill ? 2 : 1, 2000, true))
+    for (const Case& c : cases(f32 || path == Path::Prefill ? 2 : 1, 2000, true, false, extra))
       cs.push_back(prefix(c, c.prompt + extra));
   }
   size_t tokens = 0, prompts = 0;
@@ -451,6 +467,7 @@ void runPath(ComputeDtype dtype, Path path) {
   EXPECT_TRUE(r.layout.ok()) << r.layout.summary();
   EXPECT_GT(r.opPositions, 10);
   EXPECT_GT(r.terms, 2);
+  EXPECT_GT(r.conts, 0);  // every path meets an atomic's continuation position
 }
 
 TEST(FrontEnd, RealRunsFp32Prefill) { runPath(ComputeDtype::F32, Path::Prefill); }
@@ -467,6 +484,66 @@ TEST(FrontEndTwin, OpIndexOffByOneFetchesTheWrongOp) {
   const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
   std::cout << "op index off by one: " << r.bits.summary() << std::endl;
   EXPECT_GT(r.bits.wrongSign, 100);
+}
+
+// An atomic with a register destination and no executing lane (its guard false in every active
+// lane) writes NOP, then its regrec (trace v5): j must still reach the next op's row. By hand:
+// block 0 = p0 = tid > 99 (false, row 0: WP); @p0 atom.add r1, [0], 1 (rows 1, 2: NOP, then
+// WU(r1) T(0)); add r2, r1, 5 (row 3); atom.add r3, [0], 2 in every lane (rows 4, 5: MG(0111),
+// then WR(r3)); add r4, r3, 1 (row 6); exit (the terminator at j = 7). 3 threads.
+TEST(FrontEnd, AnAtomicWithNoExecutingLaneKeepsTheRows) {
+  static const Bench b = build("nolanes");
+  ASSERT_FALSE(b.dir.empty());
+  machine::Program p;
+  machine::Block blk;
+  machine::Instr setp;
+  setp.op = machine::Op::SetGtU;
+  setp.dstPred = 0;
+  setp.src = {machine::Operand::s(machine::Special::TidX), machine::Operand::i(99), {}};
+  blk.ops.push_back(setp);
+  auto atom = [](uint8_t dst, uint32_t b) {
+    machine::Instr in;
+    in.op = machine::Op::AtomAdd;
+    in.dst = dst;
+    in.src = {machine::Operand::i(0), machine::Operand::i(b), {}};
+    return in;
+  };
+  auto add = [](uint8_t dst, uint8_t a, uint32_t b) {
+    machine::Instr in;
+    in.op = machine::Op::Add;
+    in.dst = dst;
+    in.src = {machine::Operand::r(a), machine::Operand::i(b), {}};
+    return in;
+  };
+  machine::Instr guarded = atom(1, 1);
+  guarded.guard = machine::Guard{0, false};
+  blk.ops.push_back(guarded);
+  blk.ops.push_back(add(2, 1, 5));
+  blk.ops.push_back(atom(3, 2));
+  blk.ops.push_back(add(4, 3, 1));
+  blk.term.kind = machine::TermKind::Exit;
+  p.blocks.push_back(blk);
+  machine::Launch l;
+  l.gridX = 1;
+  l.blockX = 3;
+  ASSERT_TRUE(machine::verify(p, l).ok()) << machine::verify(p, l).error().message;
+  const Case c = programCase(p, l, 100, 2000, false);
+  ASSERT_FALSE(c.tokens.empty());
+  int afterNop = 0, conts = 0;
+  for (const OpPosition& op : c.ops) {
+    afterNop += op.afterNop ? 1 : 0;
+    conts += op.cont ? 1 : 0;
+  }
+  EXPECT_EQ(conts, 2);
+  EXPECT_EQ(afterNop, 1);
+  EXPECT_EQ(c.ops.back().j, 7);  // the terminator: 7 records
+  EXPECT_TRUE(c.ops.back().term);
+  const Checked r = runCases(b, {c}, ComputeDtype::F32, Path::Prefill);
+  std::cout << "an atomic with no executing lane: " << r.opPositions << " positions, " << r.conts
+            << " continuation (" << r.contsAfterNop << " after a NOP): " << r.bits.summary()
+            << std::endl;
+  EXPECT_TRUE(r.bits.ok()) << r.bits.summary();
+  EXPECT_EQ(r.contsAfterNop, 1);
 }
 
 // The prompt without its continuation rows: at an atomic's continuation position the row is
