@@ -241,7 +241,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     fe.units[1] = units.next();
   }
 
-  // ---- L+2: thresholds, the ROM key latches; j's bits and isOp ----
+  // ---- L+2: thresholds, the ROM key latches; j's bits and recordEnd ----
   {
     int head = sh.thresholds;  // after the register file's [n ≥ 1..5]
     for (int n = sh.thresholds + 1; n <= kMaxRecordValues; ++n)
@@ -308,7 +308,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     fe.units[2] = units.next();
   }
 
-  // ---- L+3: the ROM; the read keys and isTerm ----
+  // ---- L+3: the ROM; the read keys, isOp, isCont and isTerm ----
   {
     RomSpec r;
     r.layer = L + 3;
