@@ -113,9 +113,11 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   QGPU_TRY(more, alloc.take("fe.moreAtLeast", kMaxRecordValues - sh.thresholds));
   QGPU_TRY(opAtLeast, alloc.take("fe.opAtLeast", machine::kMaxOpsPerBlock));
   QGPU_TRY(romKeys, alloc.take("fe.romKeys", 16));
-  QGPU_TRY(isOp, alloc.take("fe.isOp", 1));
+  QGPU_TRY(recordEnd, alloc.take("fe.recordEnd", 1));
   QGPU_TRY(rom, alloc.take("fe.rom", (trace::kRomSlots + 1) * rsh.wordBits));
   QGPU_TRY(isTerm, alloc.take("fe.isTerm", 1));
+  QGPU_TRY(isOp, alloc.take("fe.isOp", 1));
+  QGPU_TRY(isCont, alloc.take("fe.isCont", 1));
   fe.promptTag = promptTag;
   fe.kindLatch = kindLatch;
   fe.promptLatch = promptLatch;
@@ -125,7 +127,9 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   fe.opAtLeast = opAtLeast;
   fe.romKeys = romKeys;
   fe.romWriteKey = romKeys.slice(8 - kOpBits, kOpBits + kBlockBits);
+  fe.recordEnd = recordEnd;
   fe.isOp = isOp;
+  fe.isCont = isCont;
   fe.rom = rom;
   fe.headWord = rom.slice(static_cast<int>(trace::RomSlot::Head) * rsh.wordBits, rsh.wordBits);
   fe.sourcesWord = rom.slice(static_cast<int>(trace::RomSlot::Sources) * rsh.wordBits, rsh.wordBits);
@@ -247,7 +251,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     fe.units[1] = units.next();
   }
 
-  // ---- L+2: thresholds, the ROM key latches; j's bits and isOp ----
+  // ---- L+2: thresholds, the ROM key latches; j's bits and recordEnd ----
   {
     int head = sh.thresholds;  // after the register file's [n ≥ 1..5]
     for (int n = sh.thresholds + 1; n <= kMaxRecordValues; ++n)
@@ -280,9 +284,9 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
       if (v < machine::kMaxOpsPerBlock) lits.push_back({opAtLeast.at(v), -1});
       QGPU_CHECK(addAnd(units, g, lits, outs));
     }
-    // isOp: the exclusive cases of the header.
-    QGPU_CHECK(signBase(units, isOp));
-    const int op = isOp.at(0);
+    // recordEnd: the exclusive cases of the header.
+    QGPU_CHECK(signBase(units, recordEnd));
+    const int op = recordEnd.at(0);
     const int isWR = fe.rf.tagLatch.at(2), isWU = fe.rf.tagLatch.at(3);
     const Field lanesE = fe.rf.tagLatch.slice(4, sh.regBits);  // r = e for MG(e) / MS(e)
     const int isWP = kindLatch.at(0), isMG = kindLatch.at(1), isMS = kindLatch.at(2);
@@ -314,7 +318,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     fe.units[2] = units.next();
   }
 
-  // ---- L+3: the ROM; the read keys and isTerm ----
+  // ---- L+3: the ROM; the read keys, isOp, isCont and isTerm ----
   {
     RomSpec r;
     r.layer = L + 3;
@@ -359,11 +363,22 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     }
     QGPU_TRY(opIndexField, packedField(trace::PackedWord::OpHead, "op index"));
     QGPU_TRY(opcodeField, packedField(trace::PackedWord::OpHead, "opcode"));
+    QGPU_TRY(contField, packedField(trace::PackedWord::OpHead, "continuation"));
     QGPU_TRY(kind0, packedField(trace::PackedWord::OpSources, "src0 kind"));
+    if (contField.width != 1) return usage("the head word's continuation field must be one bit");
+    // The fetched row is a continuation row (an atomic's second record, trace v5): at a record's
+    // end that is no op's execution position but the position whose next token starts the same
+    // atomic's regrec. −u = a set bit: "set" is literal sign −1.
+    const int cont = fe.headWord.at(contField.offset);
+    const int end = recordEnd.at(0);
+    QGPU_CHECK(signBase(units, isOp));
+    QGPU_CHECK(orAnd(units, {{end, 1}, {cont, 1}}, isOp.at(0)));
+    QGPU_CHECK(signBase(units, isCont));
+    QGPU_CHECK(orAnd(units, {{end, 1}, {cont, -1}}, isCont.at(0)));
     QGPU_CHECK(signBase(units, isTerm));
     const int j16 = opAtLeast.at(machine::kMaxOpsPerBlock - 1);
-    QGPU_CHECK(orAnd(units, {{isOp.at(0), 1}, {j16, 1}}, isTerm.at(0)));
-    std::vector<Literal> absent = {{isOp.at(0), 1}, {j16, -1}};
+    QGPU_CHECK(orAnd(units, {{end, 1}, {cont, 1}, {j16, 1}}, isTerm.at(0)));
+    std::vector<Literal> absent = {{end, 1}, {cont, 1}, {j16, -1}};
     for (const trace::PackedField& f : {opIndexField, opcodeField})
       for (int i = 0; i < f.width; ++i) absent.push_back({fe.headWord.at(f.offset + i), 1});
     for (int i = 0; i < kind0.width; ++i) absent.push_back({fe.sourcesWord.at(kind0.offset + i), 1});

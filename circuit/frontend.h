@@ -6,16 +6,29 @@
 // What every position holds after the stack (all ±u sign fields, the full layout: λ = 1 exactly):
 //   execBlock  b of the last EX(b); warp, mask: w, m of the last WM(w,m) (the EXEC latches)
 //   opIndex    j: the record tags (WU WR WP MG MS NOP) since the last WM, as 4 bits (j mod 16),
-//              and opAtLeast[15] = [j ≥ 16]
-//   isOp       the position executes an op or the terminator: its next token starts an op's
-//              record, or the step is over (WM, NOP, or the T that ends a record)
-//   isTerm     isOp and the block has no op j (j = the block's op count: the scheduler's position)
+//              and opAtLeast[15] = [j ≥ 16]. The ROM is keyed by record index (trace v5): op k's
+//              row is k + the atomics with a register destination before it (each writes two
+//              records: its memrec, or NOP without executing lanes, then its regrec), so at every
+//              op position j is the row of the op that executes there
+//   recordEnd  the position ends a record or starts the step: WM, NOP, or the T that ends a
+//              record (the next token starts a record, or the step is over)
+//   isOp       recordEnd and the fetched row is no continuation row: the position executes op j's
+//              row or the terminator
+//   isCont     recordEnd and the fetched row is a continuation row: the position between an
+//              atomic's first record and its regrec. No op executes there (isOp = −1); the record
+//              emitter starts the atomic's regrec there, from the old values the atomic's own
+//              position computed (the later stages' business). Exactly one of isOp, isCont is +1
+//              at a record end
+//   isTerm     isOp and the block has no row j (j = the block's record count: the scheduler's
+//              position); a continuation row is not absent (its head word holds its row ≥ 1)
 //   fetched    the ROM words of (b, j): head, sources (and the block's terminator), inverted
-//              polarity (−u = bit set), a word left out of the prompt reading 0
+//              polarity (−u = bit set), a word left out of the prompt reading 0; a continuation
+//              row's head word holds its row and the continuation bit, its sources word is 0
 //   operand    the register file's 3 ports × 4 lanes (+u = 1) read at (r_src(k), w), r_src(k) the
 //              register of source k when its kind is Reg, else r0 (which reads 0)
-// so at the position of op j of a step, every lane's port k holds source k's register as the
-// interpreter had it before the op (the previous op's record was written by the same token).
+// so at the position of op k of a step (row j), every lane's port k holds source k's register as
+// the interpreter had it before the op (the previous op's record was written by the same token);
+// at a continuation position every port reads r0 (0).
 //
 // The maths, layer by layer (L = layer0; the register file's and the assembler's are theirs,
 // circuit/regfile.h, circuit/assembler.h):
@@ -35,7 +48,8 @@
 //        latch (enable: the BLK value's T; values: its block bits) — read after their write, so at
 //        an OP(a)'s own T the latch already holds its op index. MLP: the register file's write
 //        enables; j's bits from the thermometer (one 2-literal AND per j: [j ≥ v] ∧ ¬[j ≥ v+1]
-//        adds +2u to each set bit of v over a −u base); isOp = −u + 2u·(one of the exclusive ANDs)
+//        adds +2u to each set bit of v over a −u base); recordEnd = −u + 2u·(one of the exclusive
+//        ANDs)
 //          WM;  NOP;  T ∧ isWU ∧ ¬isWR ∧ [n ≥ 1];  T ∧ isWP ∧ ¬isMG ∧ ¬isMS ∧ ¬isWR ∧ ¬isWU ∧ [n ≥ 1];
 //          T ∧ isWR ∧ ¬isWU ∧ (m = M) ∧ [n ≥ popcount(M)]           for each mask M (15);
 //          T ∧ isMG ∧ ¬isMS ∧ ¬isWP ∧ ¬isWR ∧ ¬isWU ∧ (e = E) ∧ [n ≥ 2·popcount(E)], and MS likewise,
@@ -50,10 +64,13 @@
 //        (head-word latch op bits, BLK latch) and the assembled word, read at (j, b) with
 //        MemoryReadout::PadInverted. MLP: readKey[k] = (r_src(k), w): r_src bit i = kind(k) = Reg ∧
 //        index(k) bit i (a 3-literal AND on the fetched sources word), w copied from the WM latch
-//        (a cancel + a linear unit per dim); isTerm = isOp ∧ ([j ≥ 16] ∨ (¬[j ≥ 16] ∧ the op is
-//        absent)), absent = the head word's op-index and opcode bits and source 0's kind bits all
-//        clear (an op j ≥ 1 has its index in the head word; op 0 is absent only if its opcode is
-//        0 = mov, which has a source: buildFrontEnd checks that on isa.def's table).
+//        (a cancel + a linear unit per dim); with cont = the fetched head word's continuation bit:
+//        isOp = recordEnd ∧ ¬cont, isCont = recordEnd ∧ cont, isTerm = recordEnd ∧ ¬cont ∧
+//        ([j ≥ 16] ∨ (¬[j ≥ 16] ∧ row j is absent)), absent = the head word's op-index and opcode
+//        bits and source 0's kind bits all clear (a row j ≥ 1, op or continuation, has j in its
+//        head word; row 0 is absent only if its opcode is 0 = mov, which has a source:
+//        buildFrontEnd checks that on isa.def's table). (Two more ANDs than before: isOp and
+//        isCont moved here from L+2, where the fetched row is not yet read.)
 //   L+4  heads: the register file's 12 register heads (3 ports × 4 lanes) queried by readKey; MLP:
 //        their polarity flip.
 //
@@ -62,9 +79,7 @@
 // dk = 64, 9 at 128), L+4 12. Residual dims: see FrontEnd. Key head dim 64 makes every one-row
 // read exact in fp32 (circuit/tap.h "The read height"; the memories here are one-row).
 //
-// Not handled (docs/circuit.md §9 "Built: the front end"): an atomic's memrec and regrec are two
-// record tags of one op, which the token stream alone cannot tell from a store followed by a
-// register-writing op, so j counts such an op twice; FAULT, LIMIT. The payload banks (i0..i2,
+// Not handled (docs/circuit.md §9 "Built: the front end"): FAULT, LIMIT. The payload banks (i0..i2,
 // offset) only with payloadBanks (their reader: circuit/operands.h).
 #pragma once
 
@@ -115,7 +130,7 @@ struct FrontEnd {
   Field romWriteKey;    // romKeys' op bits and block bits (9 consecutive dims)
   Field opIndex;        // L+2 MLP: j mod 16 (4 dims), followed by exLatch
   Field fetchKey;       // opIndex + execBlock (9 consecutive dims): the ROM's read key
-  Field isOp;           // L+2 MLP: 1 dim
+  Field recordEnd;      // L+2 MLP: 1 dim (WM, NOP, a record's last T)
   Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
                         // unless payloadBanks
   Field headWord, sourcesWord, termWord;  // rom's slots
@@ -123,6 +138,8 @@ struct FrontEnd {
   Field offsetWord;              // rom's slot off (a pad unless payloadBanks)
   std::vector<Field> readKey;  // L+3 MLP: per port (r_src (4), w (2))
   Field isTerm;         // L+3 MLP: 1 dim
+  Field isOp;           // L+3 MLP: 1 dim, recordEnd ∧ ¬(continuation row)
+  Field isCont;         // L+3 MLP: 1 dim, recordEnd ∧ (continuation row)
   int heads[5] = {};    // per layer L..L+4
   int units[5] = {};    // per layer L..L+4 (the register file's and the assembler's included)
 };

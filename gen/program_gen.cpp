@@ -359,13 +359,16 @@ class Generator {
     return in.dstPred;
   }
 
+  // `count` trace records (machine::blockRecords: an atomic with a register destination writes
+  // two, and a block holds 16 records), so opCount's room for the structural ops holds.
   void randomOps(BlockGen& g, int count) {
-    const size_t limit = g.block.ops.size() + static_cast<size_t>(count);
-    while (g.block.ops.size() < limit) randomOp(g, static_cast<int>(limit - g.block.ops.size()));
+    const int limit = blockRecords(g.block) + count;
+    while (blockRecords(g.block) < limit) randomOp(g, limit - blockRecords(g.block));
   }
 
-  // One op from the table (plus up to two address ops before it, within `room`).
+  // One op from the table (plus up to two address ops before it, within `room` records).
   void randomOp(BlockGen& g, int room) {
+    const int before = blockRecords(g.block);
     std::array<uint32_t, kNumClasses> w = {pol_.wAlu, pol_.wCmp,   pol_.wSel, pol_.wPred,
                                            pol_.wMem, pol_.wLocal, pol_.wWarp};
     if (prog_.spillSlots == 0) w[static_cast<size_t>(OpClass::Local)] = 0;
@@ -419,6 +422,8 @@ class Generator {
     if (g.preds != 0 && rng_.chance(pol_.guardProb))
       in.guard = Guard{writtenPred(g), rng_.chance(pol_.negateProb)};
     if (info.dst == DstKind::Pred) g.preds |= static_cast<uint8_t>(1u << in.dstPred);
+    // An atomic's second record must fit the room too; into r0 it writes one.
+    if (blockRecords(g.block) - before + recordsOf(in) > room) in.dst = 0;
     g.block.ops.push_back(in);
   }
 

@@ -159,6 +159,12 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
         ++j;
       }
       ++k;
+    } else if (memWrite && op.writesReg) {
+      // trace v5: an atomic with a register destination and no executing lane: NOP, then its
+      // regrec (two records, as with lanes).
+      if (k >= events.size() || !std::holds_alternative<tk::NoEffect>(events[k]))
+        return at(name + "'s NOP before its regrec (an atomic with no executing lane)");
+      ++k;
     }
     if (op.writesReg) {
       any = true;

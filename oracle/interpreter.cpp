@@ -476,10 +476,14 @@ uint64_t Execution::laneInstrs() const { return machine_->laneInstrs(); }
 namespace {
 
 // The record of one op (docs/trace.md, "What one op writes"): a memrec iff it writes memory in
-// some lane, a regrec iff it writes a register, a predrec iff it writes a predicate, else NOP.
+// some lane, a regrec iff it writes a register, a predrec iff it writes a predicate, else NOP. An
+// atomic with a register destination always writes two records (trace v5): with no executing
+// lane, a NOP stands for its memrec, so an op's records (machine::recordsOf) do not depend on the
+// run and the prompt can key the ROM by record index.
 void appendOpRecord(const OpEffects& op, uint32_t mask, std::vector<tk::Token>& out) {
   bool wrote = false;
   const bool memWrite = op.mem == MemEffect::Write || op.mem == MemEffect::ReadWrite;
+  if (memWrite && op.exec == 0 && op.writesReg) out.push_back(tk::single(tk::Family::Nop));
   if (memWrite && op.exec != 0) {
     out.push_back(op.space == Space::Global ? tk::mg(op.exec) : tk::ms(op.exec));
     for (int l = 0; l < kLanes; ++l) {

@@ -20,12 +20,13 @@
 namespace qgpu::oracle {
 
 // The most run tokens one step (one EXEC of a block) can write (docs/trace.md, "What one op
-// writes"): EX and WM (2); then one record per op, at most kMaxOpsPerBlock = 16 of them. The
-// longest record is an atomic's: its memrec, MG/MS (1) and per executing lane (at most 4) a word
-// index < 126 (2 tokens) and a value (at most 7 tokens): 1 + 4 x 9 = 37; then its regrec, WR (1)
-// and 4 values of at most 7 tokens: 29. 2 + 16 x (37 + 29) = 1058. A step that traps writes
-// FAULT instead of the faulting op's record, so it stays below that.
-inline constexpr uint64_t kMaxStepTokens = 1058;
+// writes"): EX and WM (2); then the ops' records, at most kMaxOpsPerBlock = 16 of them (trace v5:
+// machine::blockRecords; an atomic with a register destination writes two). The longest record
+// is a memrec: MG/MS (1) and per executing lane (at most 4) a word index < 126 (2 tokens) and a
+// value (at most 7 tokens): 1 + 4 x 9 = 37 (an atomic's pair, 37 + 29, is shorter per record).
+// 2 + 16 x 37 = 594. A step that traps writes FAULT instead of the faulting op's record, so it
+// stays below that.
+inline constexpr uint64_t kMaxStepTokens = 594;
 
 // The largest step limit the CLI accepts (`--max-steps`, harness/cli/steps.h).
 inline constexpr uint64_t kMaxRunSteps = 100'000'000;

@@ -72,6 +72,16 @@ Status verifyBlock(const Program& program, size_t b) {
                                               " ops; a block holds at most " +
                                               std::to_string(kMaxOpsPerBlock));
   }
+  // The prompt keys an op's ROM row by its first trace record's index (docs/trace.md "Prompt"):
+  // an atomic with a register destination writes two records, and the index has 16 values.
+  if (const int records = blockRecords(block); records > kMaxOpsPerBlock) {
+    return makeDiag(ErrorKind::OverLimit,
+                    blockWhere + " has " + std::to_string(block.ops.size()) + " ops that write " +
+                        std::to_string(records) +
+                        " trace records (an atomic with a register destination writes two); a "
+                        "block holds at most " +
+                        std::to_string(kMaxOpsPerBlock) + " records");
+  }
   uint8_t written = 0;  // predicates written so far in this block (bit p)
 
   // A predicate read: must name p0..p7 and have been written earlier in this block.

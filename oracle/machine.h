@@ -153,6 +153,20 @@ struct Block {
   bool operator==(const Block&) const = default;
 };
 
+// The trace records an op writes (docs/trace.md "What one op writes"): 2 for an op that writes
+// memory and a register (an atomic with dst != r0: its memrec, or NOP when no lane executes, then
+// its regrec), else 1. The prompt keys an op's ROM row by its first record's index in the block
+// (docs/trace.md "Prompt"), so a block holds at most kMaxOpsPerBlock records (verify()).
+inline int recordsOf(const Instr& in) {
+  return writesMemory(in.op) && writesReg(in.op) && in.dst != 0 ? 2 : 1;
+}
+// The records of a block's ops: the record index past its last op.
+inline int blockRecords(const Block& block) {
+  int n = 0;
+  for (const Instr& in : block.ops) n += recordsOf(in);
+  return n;
+}
+
 struct Program {
   std::string name;                 // kernel name, for messages
   std::vector<Block> blocks;        // block 0 is the entry

@@ -261,12 +261,15 @@ constexpr uint32_t code(E e) {
   return static_cast<uint32_t>(e);
 }
 
-// An op as the prompt carries it: the instruction, its index in the block, and the operands'
-// register/special indices of the sources word (kept apart until the kinds are known).
+// An op as the prompt carries it: the instruction, its ROM row in the block (the index of its
+// first trace record: trace v5), and the operands' register/special indices of the sources word
+// (kept apart until the kinds are known). A continuation row (continuation = 1) is the row of an
+// atomic's second record: its index and the flag, every other field 0.
 struct RomOp {
   Instr in;
   uint32_t index = 0;
   std::array<uint32_t, 3> operandIndex{};
+  uint32_t continuation = 0;
 };
 
 uint32_t operandIndex(const Operand& o) {
@@ -303,7 +306,10 @@ constexpr Bits<ProgramHeader> kProgramWord[] = {
 };
 
 // OP(a), the head word: what every op has, the most frequent fields in the low bits (a value's
-// token count grows with its highest set bit).
+// token count grows with its highest set bit). "op index" is the ROM row: the index of the op's
+// first record in its block (trace v5; an atomic with a register destination writes two, so
+// later ops' rows run ahead of their op index). "continuation" (the top bit: set only in the
+// rare continuation rows, so no other word grows) marks the row of an atomic's second record.
 constexpr Bits<RomOp> kOpHeadWord[] = {
     {"op index", kOpIndexBits, 0, machine::kMaxOpsPerBlock - 1,
      [](const RomOp& r) { return r.index; }, [](RomOp& r, uint32_t v) { r.index = v; }},
@@ -320,6 +326,8 @@ constexpr Bits<RomOp> kOpHeadWord[] = {
      [](RomOp& r, uint32_t v) { r.in.guard.negate = v != 0; }},
     {"space", kSpaceBits, 0, code(Space::Shared), [](const RomOp& r) { return code(r.in.space); },
      [](RomOp& r, uint32_t v) { r.in.space = static_cast<Space>(v); }},
+    {"continuation", 1, 0, 1, [](const RomOp& r) { return r.continuation; },
+     [](RomOp& r, uint32_t v) { r.continuation = v; }},
 };
 
 // OP(b), the sources word: per source its kind and index, then the predicate sources.
@@ -423,8 +431,9 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
     const machine::Block& block = program.blocks[b];
     out.push_back(single(Family::Blk));
     appendValue(out, static_cast<uint32_t>(b));
+    uint32_t row = 0;  // the record index of op j's first record (trace v5)
     for (size_t j = 0; j < block.ops.size(); ++j) {
-      const RomOp op{block.ops[j], static_cast<uint32_t>(j), {}};
+      const RomOp op{block.ops[j], row, {}, 0};
       out.push_back(opWord(RomSlot::Head));
       appendValue(out, pack(kOpHeadWord, op));
       // The other words are written only when nonzero: an absent word reads as 0 from the ROM.
@@ -439,6 +448,16 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
         if (o.kind == OperandKind::Imm) optional(immSlot(k), o.imm);
       }
       optional(RomSlot::Offset, static_cast<uint32_t>(op.in.offset));
+      // An atomic's second record gets a row of its own: its head word names the row and the
+      // flag, nothing else (docs/trace.md "Prompt").
+      if (machine::recordsOf(op.in) == 2) {
+        RomOp cont;
+        cont.index = row + 1;
+        cont.continuation = 1;
+        out.push_back(opWord(RomSlot::Head));
+        appendValue(out, pack(kOpHeadWord, cont));
+      }
+      row += static_cast<uint32_t>(machine::recordsOf(op.in));
     }
     out.push_back(single(Family::Term));
     appendValue(out, pack(kTermWord, block.term));
@@ -517,15 +536,29 @@ Status resolveOperands(Reader& in, size_t at, RomOp& op) {
   return Ok{};
 }
 
+// The head word of a continuation row at `row`: the row and the flag, every other field 0.
+uint32_t continuationWord(uint32_t row) {
+  RomOp cont;
+  cont.index = row;
+  cont.continuation = 1;
+  return pack(kOpHeadWord, cont);
+}
+
 // One op: OP(a) v(head), then its optional words in slot order, each at most once and nonzero.
-Status decodeOp(Reader& in, uint32_t index, Instr& out) {
+// `row` = the index of the op's first record in its block (the head word's op index, trace v5).
+Status decodeOp(Reader& in, uint32_t row, Instr& out) {
   QGPU_CHECK(in.expect(Family::OpWord));  // the caller saw OP(a)
   RomOp op;
   const size_t headAt = in.pos();
   QGPU_CHECK(unpack(in, "head word", kOpHeadWord, op));
-  if (op.index != index)
+  if (op.continuation != 0)
+    return in.errorAt(headAt, "head word: a continuation row at row " + std::to_string(row) +
+                                  ", where an op starts (only the row after an atomic with a "
+                                  "register destination is one)");
+  if (op.index != row)
     return in.errorAt(headAt, "head word: op index " + std::to_string(op.index) +
-                                  ", but this is op " + std::to_string(index) + " of its block");
+                                  ", but this op's first record is record " + std::to_string(row) +
+                                  " of its block");
   int last = static_cast<int>(RomSlot::Head);
   size_t sourcesAt = headAt;
   while (in.next(Family::OpWord) && indexOf(in.peek()) != static_cast<int>(RomSlot::Head)) {
@@ -578,15 +611,40 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
     machine::Block& block = program.blocks[b];
     QGPU_CHECK(in.expect(Family::Blk));
     QGPU_CHECK(in.ranged("block index", static_cast<int64_t>(b), static_cast<int64_t>(b)));
+    uint32_t row = 0;  // the next op's first record index (trace v5)
+    auto tooMany = [&] {
+      return in.error("block " + std::to_string(b) + " has more than " +
+                      std::to_string(machine::kMaxOpsPerBlock) +
+                      " records (ops, and a second one for each atomic with a register "
+                      "destination)");
+    };
     while (in.next(Family::OpWord)) {
       if (indexOf(in.peek()) != static_cast<int>(RomSlot::Head))
         return in.error("an op starts with OP(a), its head word");
-      if (block.ops.size() == static_cast<size_t>(machine::kMaxOpsPerBlock))
-        return in.error("block " + std::to_string(b) + " has more than " +
-                        std::to_string(machine::kMaxOpsPerBlock) + " ops");
+      if (row == static_cast<uint32_t>(machine::kMaxOpsPerBlock)) return tooMany();
       machine::Instr op;
-      QGPU_CHECK(decodeOp(in, static_cast<uint32_t>(block.ops.size()), op));
+      QGPU_CHECK(decodeOp(in, row, op));
       block.ops.push_back(op);
+      ++row;
+      if (machine::recordsOf(op) == 1) continue;
+      // Its second record's row: OP(a) v(continuation word of this row), no other word.
+      const std::string which = "op " + std::to_string(block.ops.size() - 1) + " of block " +
+                                std::to_string(b) + " (" + machine::opInfo(op.op).mnemonic +
+                                " into r" + std::to_string(op.dst) + ")";
+      if (!in.next(Family::OpWord) || indexOf(in.peek()) != static_cast<int>(RomSlot::Head))
+        return in.error(which + " writes two records: its continuation row OP(a) must follow");
+      if (row == static_cast<uint32_t>(machine::kMaxOpsPerBlock)) return tooMany();
+      in.skip();
+      const size_t at = in.pos();
+      QGPU_TRY(word, in.value("continuation row"));
+      if (word != continuationWord(row))
+        return in.errorAt(at, "continuation row of " + which + ": the head word must be " +
+                                  std::to_string(continuationWord(row)) + " (op index " +
+                                  std::to_string(row) + " and the continuation bit, nothing "
+                                  "else), not " + std::to_string(word));
+      if (in.next(Family::OpWord) && indexOf(in.peek()) != static_cast<int>(RomSlot::Head))
+        return in.error("a continuation row has no words but its head word");
+      ++row;
     }
     QGPU_CHECK(in.expect(Family::Term));
     QGPU_CHECK(unpack(in, "terminator word", kTermWord, block.term));

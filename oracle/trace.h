@@ -33,7 +33,9 @@ using Token = uint16_t;
 // The version of the token format (prompt and run, docs/trace.md). Every file that stores tokens
 // records it, and readers refuse another version (a revision changes what the ids mean). Bump it
 // with every change to the vocabulary, the prompt or the run grammar.
-inline constexpr int kTraceVersion = 4;
+// v5: the ROM is keyed by record index (an atomic with a register destination gets a
+// continuation row) and such an atomic with no executing lane writes NOP before its regrec.
+inline constexpr int kTraceVersion = 5;
 
 // The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the
 // chunk width of the trace itself. Revising the trace for the circuit changes these, not literals.
@@ -46,9 +48,11 @@ inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is
 
 // The prompt's ROM words (trace v3): every 32-bit word of an op that the circuit's ROM holds,
 // X(Slot, "name"), in the order an op's words appear. The op's row in each slot's ROM bank is
-// keyed by (block, op index); docs/trace.md "Prompt" gives every word's bit layout.
+// keyed by (block, row), row = the index of the op's first trace record in its block (v5: op j's
+// row is j + the atomics with a register destination before it); docs/trace.md "Prompt" gives
+// every word's bit layout.
 #define QGPU_ROM_SLOTS(X)                                                                         \
-  X(Head, "a")    /* always: op index, opcode, dst, dstPred, guard, space */                      \
+  X(Head, "a")    /* always: row, opcode, dst, dstPred, guard, space, continuation */           \
   X(Sources, "b") /* iff nonzero: the operands' kinds and register/special indices, psrc */       \
   X(Imm0, "i0")   /* iff src0 is an immediate other than 0: its value */                          \
   X(Imm1, "i1")   /* iff src1 is an immediate other than 0 */                                     \
@@ -212,14 +216,18 @@ std::string tokenName(Token t);
 // launch shape is in the program word, v3's LAUNCH v(launch word) is gone):
 //   PROG v(program word)
 //   { BLK v(b) { OP(a) v(head word) [OP(b) v(sources word)] [OP(i0) v] [OP(i1) v] [OP(i2) v]
-//                [OP(off) v] } TERM v(terminator word) }
+//                [OP(off) v] [OP(a) v(continuation word)] } TERM v(terminator word) }
+// (v5: the head word's op index is the op's first record's index in its block; an atomic with a
+// register destination writes two records, and its second one's row is a continuation row: an
+// OP(a) whose word holds that row and the continuation bit only. decodePrompt drops it.)
 //   { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
 //   RUN
 // The packed words: bit fields at fixed offsets (one table in trace.cpp that the encoder and the
 // decoder walk; widths derived from oracle/machine.h and oracle/isa.def). packedLayout() lists them.
 enum class PackedWord : uint8_t {
   Program,  // PROG: gridX, blockX, block count, sharedWords, spillSlots (v3: two words)
-  OpHead,   // OP(a): op index, opcode, dst, dstPred, guard, guard negate, space
+  OpHead,   // OP(a): op index (the row), opcode, dst, dstPred, guard, guard negate, space,
+            // continuation
   OpSources,// OP(b): per source its kind and register/special index, psrc0, psrc1
   Term,     // TERM: kind, next, taken, predicate, negate
 };

@@ -40,15 +40,15 @@ TEST(FrontEndSpec, HeadsPerLayerAreTheHeadersBudget) {
 //   L    the register file's 77 + the prompt-tag detector (cancel, constant, detector) = 80
 //   L+1  the assembler's 446 + 4 enables × (cancel, constant) + 4 ANDs = 446 + 8 + 8 = 462
 //   L+2  the register file's 44 + j (4 cancels, constant, 15 ANDs: v = 1..15; v = 0 and 16 show 0)
-//        + isOp (cancel, constant, 2 + 2 + 15 + 30 ANDs) = 44 + 35 + 100 = 179
-//   L+3  3 ports × (r_src: 4 cancels, constant, 4 ANDs; w: 2 cancels, 2 linear) + isTerm
-//        (cancel, constant, 2 ANDs) = 3 × 17 + 6 = 57
+//        + recordEnd (cancel, constant, 2 + 2 + 15 + 30 ANDs) = 44 + 35 + 100 = 179
+//   L+3  3 ports × (r_src: 4 cancels, constant, 4 ANDs; w: 2 cancels, 2 linear) + isOp, isCont
+//        (cancel, constant, 1 AND each) + isTerm (cancel, constant, 2 ANDs) = 51 + 8 + 6 = 65
 //   L+4  the register file's polarity flip: 12 heads × 32 dims = 384
 TEST(FrontEndSpec, BuildUsesExactlyTheBudgetAndConsecutiveKeys) {
   auto fe = build(config(5, 26, 64));
   ASSERT_TRUE(fe.ok()) << fe.error().message;
   const std::vector<int> want = frontEndHeads(64);
-  const int units[] = {80, 462, 179, 57, 384};
+  const int units[] = {80, 462, 179, 65, 384};
   for (int l = 0; l < 5; ++l) {
     EXPECT_EQ(fe->heads[l], want[static_cast<size_t>(l)]) << "layer " << l;
     EXPECT_EQ(fe->units[l], units[l]) << "layer " << l;

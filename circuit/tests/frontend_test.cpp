@@ -5,26 +5,35 @@
 // the run the interpreter writes — in fp32 and bf16, chunked prefill, recurrent decode and mixed.
 //
 // What it pins down, at every op position of every step (the WM position for op 0, the last token
-// of op j−1's record for op j, and the terminator position j = the block's op count; the positions
-// come from the interpreter's own encoder, appendTrace, cut after each op's record):
+// of op k−1's record for op k, and the terminator position; the positions come from the
+// interpreter's own encoder, appendTrace, cut after each op's record) and at every continuation
+// position (the last token of the first record of an atomic with a register destination: its
+// memrec, or the NOP that stands for it; appendTrace of the op without its register write):
 //   - the EXEC latches: b, w, m = the step's block, warp and mask (oracle::Execution);
-//   - j (4 bits and [j ≥ 16]) = the op's index; isOp = +1 there and −1 at every other position;
-//     isTerm = +1 exactly at the terminator positions;
+//   - j (4 bits and [j ≥ 16]) = the row: op k's first record's index in its block (k + the
+//     atomics with a register destination before it, machine::recordsOf), the block's record
+//     count at the terminator, the atomic's row + 1 at its continuation position;
+//   - isOp = +1 at the op positions and −1 at every other position; isCont = +1 exactly at the
+//     continuation positions; isTerm = +1 exactly at the terminator positions;
 //   - the fetched head, sources and terminator words = the words the host packed into the prompt
-//     (encodePrompt's tokens, read back tag by tag: the ROM row (b, j) of slot OP(a) / OP(b) and the
-//     block's TERM word; 0 where the prompt has none);
+//     (encodePrompt's tokens, read back tag by tag: the ROM row (b, j) = the j-th OP(a) of block b
+//     and its OP(b), and the block's TERM word; 0 where the prompt has none);
 //   - the register file's 3 ports × 4 lanes = the value of the op's source register k in each lane
 //     as the interpreter had it before the op (an array model written from the interpreter's
-//     per-op effects, OpEffects, cleared at each CTA start), 0 for an operand that is no register.
+//     per-op effects, OpEffects, cleared at each CTA start), 0 for an operand that is no register
+//     (and at a continuation position, whose row has no sources).
 // Every probed logit of every position exactly ±1 (one magnitude: the full layout, λ = 1).
 // Expected values come from the interpreter and the host packer, never from the stage.
 //
-// Programs whose atomics write both a memrec and a regrec (two record tags for one op, which the
-// token stream alone cannot tell from two ops: frontend.h "Not handled") are skipped.
+// The random programs include atomics with a register destination (gen/'s Mem class); every
+// prompt is checked to decode back to its program (decodePrompt drops the continuation rows).
 //
-// Failing twin: j decoded one too high (the next op's words and operands) must be wrong.
+// Failing twins: j decoded one too high (the next op's words and operands) must be wrong; the
+// prompt with its continuation rows left out (the atomics' second rows unwritten) must be wrong at
+// the continuation positions (an absent row there reads as the terminator).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <iostream>
@@ -53,7 +62,8 @@ constexpr float kUnit = 16;
 // Probe logits.
 constexpr int kPBlock = 0, kPWarp = 5, kPMask = 7, kPOp = 11, kPJ16 = 15, kPIsOp = 16,
               kPIsTerm = 17, kPHead = 18, kPSources = 50, kPTerm = 82, kPOperand = 114;
-constexpr int kProbes = kPOperand + kPorts * kLanes * 32;
+constexpr int kPIsCont = kPOperand + kPorts * kLanes * 32;
+constexpr int kProbes = kPIsCont + 1;
 constexpr int64_t kVocab = 512;
 static_assert(kVocab >= trace::kVocabSize && kVocab >= kProbes);
 
@@ -95,6 +105,7 @@ Bench build(const std::string& name, FrontEndTwin twin = FrontEndTwin::None, int
   harness::probe(w, kPHead, f.headWord);
   harness::probe(w, kPSources, f.sourcesWord);
   harness::probe(w, kPTerm, f.termWord);
+  harness::probe(w, kPIsCont, f.isCont);
   for (int p = 0; p < kPorts; ++p)
     for (int l = 0; l < kLanes; ++l)
       harness::probe(w, kPOperand + (p * kLanes + l) * 32,
@@ -109,6 +120,8 @@ struct OpPosition {
   size_t pos = 0;
   int block = 0, warp = 0, mask = 0, j = 0;
   bool term = false;
+  bool cont = false;  // a continuation position (isOp −1, isCont +1)
+  bool afterNop = false;  // ... after the NOP of an atomic with no executing lane
   uint32_t head = 0, sources = 0, termWord = 0;
   std::array<std::array<uint32_t, kLanes>, kPorts> operand{};
 };
@@ -118,6 +131,7 @@ struct Case {
   std::vector<OpPosition> ops;  // increasing positions
   size_t prompt = 0;
   int steps = 0, ctas = 0;
+  int contRows = 0;  // continuation rows in the prompt
 };
 
 // The words the host packed into the prompt, read back tag by tag (docs/trace.md "Prompt", the
@@ -158,18 +172,48 @@ PromptWords promptWords(const std::vector<Token>& prompt) {
   return w;
 }
 
-bool hasTwoRecordOps(const machine::Program& p) {
-  for (const machine::Block& b : p.blocks)
-    for (const machine::Instr& in : b.ops)
-      if (machine::opInfo(in.op).mem == machine::MemEffect::ReadWrite && in.dst != 0) return true;
-  return false;
+// The prompt with its continuation rows left out (the twin): every OP(a) whose word has the
+// continuation bit (the top field of packedLayout's head word), with its value.
+int continuationBit() {
+  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
+    if (std::string(f.name) == "continuation") return f.offset;
+  ADD_FAILURE() << "the head word has no continuation field";
+  return 31;
+}
+
+std::vector<Token> withoutContinuationRows(const std::vector<Token>& prompt, int* removed) {
+  const int bit = continuationBit();
+  std::vector<Token> out;
+  *removed = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] == trace::opWord(trace::RomSlot::Head)) {
+      size_t e = i + 1;
+      int64_t acc = 0;
+      for (; e < prompt.size(); ++e) {
+        const int d = trace::indexOf(prompt[e]) & 31;
+        acc = e == i + 1 ? (d >= 16 ? d - 32 : d) : acc * 32 + d;
+        if (trace::familyOf(prompt[e]) == Family::T) break;
+      }
+      if ((static_cast<uint32_t>(acc) >> bit) & 1) {
+        *removed += static_cast<int>(e - i + 1);
+        i = e;
+        continue;
+      }
+    }
+    out.push_back(prompt[i]);
+  }
+  return out;
 }
 
 // The prompt and run of one random program, with its op positions; empty when the program is
-// skipped (two-record ops, or a run that does not finish).
+// skipped (a run that does not finish). `dropContinuationRows`: the twin's prompt (positions
+// moved back by the tokens removed; the expected values stay those of the real prompt).
 // `small`: a program of few blocks and no initial global words (a short prompt, for the paths that
 // run one forward per token).
-Case realCase(uint64_t seed, size_t maxTokens, bool small) {
+Case programCase(const machine::Program& prog, const machine::Launch& launch, uint64_t stepBound,
+                 size_t maxTokens, bool dropContinuationRows);
+
+Case realCase(uint64_t seed, size_t maxTokens, bool small, bool dropContinuationRows = false) {
   gen::Policy p;
   p.maxBlockX = 12;
   p.maxGrid = 2;
@@ -179,17 +223,29 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
   if (small) p.initNonzeroProb = 0;
   p.divergentBarrierProb = 0;
   p.outOfRangeProb = 0;
-  Case c;
   auto g = gen::generateProgram(p, seed);
   EXPECT_TRUE(g.ok()) << g.error().message;
-  if (!g.ok() || hasTwoRecordOps(g->program)) return c;
-  const machine::Program& prog = g->program;
-  std::vector<Token> t = trace::encodePrompt(prog, g->launch);
+  if (!g.ok()) return Case{};
+  return programCase(g->program, g->launch, g->stepBound, maxTokens, dropContinuationRows);
+}
+
+// The case of one program (see realCase).
+Case programCase(const machine::Program& prog, const machine::Launch& launch, uint64_t stepBound,
+                 size_t maxTokens, bool dropContinuationRows) {
+  Case c;
+  std::vector<Token> t = trace::encodePrompt(prog, launch);
+  {
+    auto back = trace::decodePrompt(t);
+    EXPECT_TRUE(back.ok() && back->program.blocks == prog.blocks)
+        << (back.ok() ? "round trip differs" : back.error().message);
+  }
   const PromptWords words = promptWords(t);
+  for (const auto& [key, word] : words.op)
+    if (key[2] == static_cast<int>(trace::RomSlot::Head) && ((word >> continuationBit()) & 1)) ++c.contRows;
   c.prompt = t.size();  // encodePrompt ends with RUN
   oracle::RunOptions o;
-  o.maxSteps = g->stepBound;
-  auto started = oracle::Execution::start(prog, g->launch, o);
+  o.maxSteps = stepBound;
+  auto started = oracle::Execution::start(prog, launch, o);
   EXPECT_TRUE(started.ok());
   if (!started.ok()) return c;
   oracle::Execution ex = std::move(started).value();
@@ -205,6 +261,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
       const oracle::StepEffects& st = e.step;
       const machine::Block& blk = prog.blocks[st.block];
       const int nops = static_cast<int>(blk.ops.size());
+      int rec = 0;  // op k's first record's index in the block (its ROM row)
       for (int k = 0; k <= st.numOps; ++k) {
         oracle::StepEvent cut = e;
         cut.step.numOps = static_cast<uint8_t>(k);
@@ -215,25 +272,43 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
         op.block = st.block;
         op.warp = st.warp;
         op.mask = st.mask;
-        op.j = k;
+        op.j = rec;
         op.term = k == nops;
-        const int row = k % machine::kMaxOpsPerBlock;
-        auto word = [&](trace::RomSlot s) {
-          auto it = words.op.find({st.block, row, static_cast<int>(s)});
+        auto word = [&](int row, trace::RomSlot s) {
+          auto it = words.op.find({st.block, row % machine::kMaxOpsPerBlock, static_cast<int>(s)});
           return it == words.op.end() ? 0u : it->second;
         };
-        op.head = word(trace::RomSlot::Head);
-        op.sources = word(trace::RomSlot::Sources);
+        op.head = word(rec, trace::RomSlot::Head);
+        op.sources = word(rec, trace::RomSlot::Sources);
         op.termWord = words.term.at(st.block);
-        if (row < nops)
+        if (k < nops)
           for (int s = 0; s < kPorts; ++s) {
-            const machine::Operand& src = blk.ops[static_cast<size_t>(row)].src[static_cast<size_t>(s)];
+            const machine::Operand& src = blk.ops[static_cast<size_t>(k)].src[static_cast<size_t>(s)];
             if (src.kind != machine::OperandKind::Reg) continue;
             for (int l = 0; l < kLanes; ++l)
               op.operand[static_cast<size_t>(s)][static_cast<size_t>(l)] =
                   regs[st.warp][src.reg][static_cast<size_t>(l)];
           }
         c.ops.push_back(op);
+        if (k < st.numOps && machine::recordsOf(blk.ops[static_cast<size_t>(k)]) == 2) {
+          // The continuation position: the last token of the op's first record (appendTrace
+          // of the op without its register write writes exactly that record).
+          cut.step.numOps = static_cast<uint8_t>(k + 1);
+          cut.step.ops[static_cast<size_t>(k)].writesReg = false;
+          std::vector<Token> first;
+          oracle::appendTrace(cut, first);
+          OpPosition c2 = op;
+          c2.pos = t.size() + first.size() - 1;
+          c2.j = rec + 1;
+          c2.term = false;
+          c2.cont = true;
+          c2.afterNop = st.ops[static_cast<size_t>(k)].exec == 0;
+          c2.head = word(rec + 1, trace::RomSlot::Head);
+          c2.sources = word(rec + 1, trace::RomSlot::Sources);
+          c2.operand = {};
+          c.ops.push_back(c2);
+        }
+        if (k < nops) rec += machine::recordsOf(blk.ops[static_cast<size_t>(k)]);
         if (k < st.numOps && st.ops[static_cast<size_t>(k)].writesReg) {
           const oracle::OpEffects& fx = st.ops[static_cast<size_t>(k)];
           for (int l = 0; l < kLanes; ++l)
@@ -249,9 +324,18 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
     }
   }
   // The run part is the interpreter's own trace.
-  auto r = oracle::run(prog, g->launch, o);
+  auto r = oracle::run(prog, launch, o);
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(std::vector<Token>(t.begin() + static_cast<long>(c.prompt), t.end()), r->trace);
+  if (dropContinuationRows) {
+    int removed = 0;
+    std::vector<Token> run(t.begin() + static_cast<long>(c.prompt), t.end());
+    t = withoutContinuationRows(std::vector<Token>(t.begin(), t.begin() + static_cast<long>(c.prompt)),
+                                &removed);
+    t.insert(t.end(), run.begin(), run.end());
+    c.prompt -= static_cast<size_t>(removed);
+    for (OpPosition& op : c.ops) op.pos -= static_cast<size_t>(removed);
+  }
   if (t.size() > maxTokens) t.resize(maxTokens);
   while (!c.ops.empty() && c.ops.back().pos >= t.size()) c.ops.pop_back();
   c.tokens.assign(t.begin(), t.end());
@@ -263,7 +347,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool small) {
 struct Checked {
   harness::SignCheck bits;
   harness::LayoutCheck layout;
-  int opPositions = 0, terms = 0;
+  int opPositions = 0, terms = 0, conts = 0, contsAfterNop = 0;
 };
 
 void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>>& rows) {
@@ -276,6 +360,8 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       const OpPosition& op = c.ops[next++];
       ++out.opPositions;
       out.terms += op.term ? 1 : 0;
+      out.conts += op.cont ? 1 : 0;
+      out.contsAfterNop += op.afterNop ? 1 : 0;
       std::vector<bool> want;
       auto put = [&](uint64_t v, int n, bool inverted) {
         for (int i = 0; i < n; ++i) want.push_back(((v >> i) & 1) != inverted);
@@ -285,7 +371,7 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       put(static_cast<uint64_t>(op.mask), 4, false);
       put(static_cast<uint64_t>(op.j % 16), 4, false);
       put(op.j >= 16, 1, false);
-      put(1, 1, false);
+      put(!op.cont, 1, false);
       put(op.term, 1, false);
       put(op.head, 32, true);
       put(op.sources, 32, true);
@@ -293,11 +379,13 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
       for (int s = 0; s < kPorts; ++s)
         for (int l = 0; l < kLanes; ++l)
           put(op.operand[static_cast<size_t>(s)][static_cast<size_t>(l)], 32, false);
+      put(op.cont, 1, false);
       harness::checkBits(out.bits, row, want, 1.0,
-                         where + " (op " + std::to_string(op.j) + " of block " +
-                             std::to_string(op.block) + ")");
+                         where + (op.cont ? " (continuation row " : " (row ") +
+                             std::to_string(op.j) + " of block " + std::to_string(op.block) + ")");
     } else {
-      harness::checkBits(out.bits, {row[kPIsOp]}, {false}, 1.0, where + " (no op) isOp");
+      harness::checkBits(out.bits, {row[kPIsOp], row[kPIsCont]}, {false, false}, 1.0,
+                         where + " (no op) isOp, isCont");
     }
   }
   const harness::LayoutCheck l = harness::checkLayout(rows, 1.0f);
@@ -307,10 +395,18 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
   if (out.layout.first.empty()) out.layout.first = l.first;
 }
 
-std::vector<Case> cases(int count, size_t maxTokens, bool small = false) {
+// `runTokens` > 0: only programs with a continuation position in the first runTokens tokens of
+// the run (the short paths' prefixes), so that every path meets one.
+std::vector<Case> cases(int count, size_t maxTokens, bool small = false, bool drop = false,
+                        size_t runTokens = 0) {
   std::vector<Case> out;
   for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 200; ++seed) {
-    Case c = realCase(seed, maxTokens, small);
+    Case c = realCase(seed, maxTokens, small, drop);
+    if (drop && c.contRows == 0) continue;  // the twin needs continuation rows to leave out
+    if (runTokens > 0 && std::none_of(c.ops.begin(), c.ops.end(), [&](const OpPosition& op) {
+          return op.cont && op.pos < c.prompt + runTokens;
+        }))
+      continue;
     if (!c.tokens.empty() && !c.ops.empty()) out.push_back(std::move(c));
   }
   return out;
@@ -348,9 +444,9 @@ void runPath(ComputeDtype dtype, Path path) {
     // starts inside the prompt (its first 100 tokens cross the 64-token chunk boundary).
     const size_t extra = static_cast<size_t>(
         path == Path::Prefill ? harness::inputs(150, 600)
-        : path == Path::Decode ? harness::inputs(f32 ? 60 : 25, 300)
+        : path == Path::Decode ? harness::inputs(f32 ? 60 : 50, 300)
                                : harness::inputs(f32 ? 100 : 50, 600));
-    for (const Case& c : cases(f32 || path == Path::Prefill ? 2 : 1, 2000, true))
+    for (const Case& c : cases(f32 || path == Path::Prefill ? 2 : 1, 2000, true, false, extra))
       cs.push_back(prefix(c, c.prompt + extra));
   }
   size_t tokens = 0, prompts = 0;
@@ -362,13 +458,16 @@ void runPath(ComputeDtype dtype, Path path) {
   for (const int h : b.fe.heads) std::cout << " " << h;
   std::cout << "; " << dtypeName(dtype) << " " << harness::pathName(path) << " (" << cs.size()
             << " programs, " << tokens << " tokens (" << prompts << " in prompts), " << r.opPositions << " op positions, "
-            << r.terms << " terminator positions, " << s << " s): " << r.bits.summary()
+            << r.terms << " terminator positions, " << r.conts << " continuation positions ("
+            << r.contsAfterNop << " after a NOP), " << s
+            << " s): " << r.bits.summary()
             << "; layout " << r.layout.summary() << std::endl;
   EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
                            << r.bits.summary();
   EXPECT_TRUE(r.layout.ok()) << r.layout.summary();
   EXPECT_GT(r.opPositions, 10);
   EXPECT_GT(r.terms, 2);
+  EXPECT_GT(r.conts, 0);  // every path meets an atomic's continuation position
 }
 
 TEST(FrontEnd, RealRunsFp32Prefill) { runPath(ComputeDtype::F32, Path::Prefill); }
@@ -385,6 +484,80 @@ TEST(FrontEndTwin, OpIndexOffByOneFetchesTheWrongOp) {
   const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
   std::cout << "op index off by one: " << r.bits.summary() << std::endl;
   EXPECT_GT(r.bits.wrongSign, 100);
+}
+
+// An atomic with a register destination and no executing lane (its guard false in every active
+// lane) writes NOP, then its regrec (trace v5): j must still reach the next op's row. By hand:
+// block 0 = p0 = tid > 99 (false, row 0: WP); @p0 atom.add r1, [0], 1 (rows 1, 2: NOP, then
+// WU(r1) T(0)); add r2, r1, 5 (row 3); atom.add r3, [0], 2 in every lane (rows 4, 5: MG(0111),
+// then WR(r3)); add r4, r3, 1 (row 6); exit (the terminator at j = 7). 3 threads.
+TEST(FrontEnd, AnAtomicWithNoExecutingLaneKeepsTheRows) {
+  static const Bench b = build("nolanes");
+  ASSERT_FALSE(b.dir.empty());
+  machine::Program p;
+  machine::Block blk;
+  machine::Instr setp;
+  setp.op = machine::Op::SetGtU;
+  setp.dstPred = 0;
+  setp.src = {machine::Operand::s(machine::Special::TidX), machine::Operand::i(99), {}};
+  blk.ops.push_back(setp);
+  auto atom = [](uint8_t dst, uint32_t b) {
+    machine::Instr in;
+    in.op = machine::Op::AtomAdd;
+    in.dst = dst;
+    in.src = {machine::Operand::i(0), machine::Operand::i(b), {}};
+    return in;
+  };
+  auto add = [](uint8_t dst, uint8_t a, uint32_t b) {
+    machine::Instr in;
+    in.op = machine::Op::Add;
+    in.dst = dst;
+    in.src = {machine::Operand::r(a), machine::Operand::i(b), {}};
+    return in;
+  };
+  machine::Instr guarded = atom(1, 1);
+  guarded.guard = machine::Guard{0, false};
+  blk.ops.push_back(guarded);
+  blk.ops.push_back(add(2, 1, 5));
+  blk.ops.push_back(atom(3, 2));
+  blk.ops.push_back(add(4, 3, 1));
+  blk.term.kind = machine::TermKind::Exit;
+  p.blocks.push_back(blk);
+  machine::Launch l;
+  l.gridX = 1;
+  l.blockX = 3;
+  ASSERT_TRUE(machine::verify(p, l).ok()) << machine::verify(p, l).error().message;
+  const Case c = programCase(p, l, 100, 2000, false);
+  ASSERT_FALSE(c.tokens.empty());
+  int afterNop = 0, conts = 0;
+  for (const OpPosition& op : c.ops) {
+    afterNop += op.afterNop ? 1 : 0;
+    conts += op.cont ? 1 : 0;
+  }
+  EXPECT_EQ(conts, 2);
+  EXPECT_EQ(afterNop, 1);
+  EXPECT_EQ(c.ops.back().j, 7);  // the terminator: 7 records
+  EXPECT_TRUE(c.ops.back().term);
+  const Checked r = runCases(b, {c}, ComputeDtype::F32, Path::Prefill);
+  std::cout << "an atomic with no executing lane: " << r.opPositions << " positions, " << r.conts
+            << " continuation (" << r.contsAfterNop << " after a NOP): " << r.bits.summary()
+            << std::endl;
+  EXPECT_TRUE(r.bits.ok()) << r.bits.summary();
+  EXPECT_EQ(r.contsAfterNop, 1);
+}
+
+// The prompt without its continuation rows: at an atomic's continuation position the row is
+// absent, so isOp, isCont and isTerm are wrong there, and the head word reads 0.
+TEST(FrontEndTwin, ContinuationRowsLeftOutMisreadTheAtomicsSecondRecord) {
+  static const Bench b = build("real");
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<Case> cs = cases(2, 2000, true, true);
+  ASSERT_FALSE(cs.empty());
+  const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
+  std::cout << "continuation rows left out: " << r.conts << " continuation positions, "
+            << r.bits.summary() << std::endl;
+  EXPECT_GT(r.conts, 0);
+  EXPECT_GE(r.bits.wrongSign, 3 * r.conts);  // isOp, isCont, isTerm at least
 }
 
 // Finding (the `2b` shape has key head dim 128): the one-row memories (ROM banks, register heads)

@@ -153,9 +153,21 @@ bool globalisePreds(VFunc& f, std::map<int, int>& held) {
 }
 
 // ---- Step 2: splitting ----
+// The trace records an op writes (machine::recordsOf: an atomic with a register destination
+// writes two, and a block holds 16 records); a dst that allocation later drops to r0 is counted
+// as written, which only cuts a piece early.
+int records(const VInstr& i) {
+  return machine::writesMemory(i.op) && machine::writesReg(i.op) && i.dst != kNone ? 2 : 1;
+}
+int records(const VBlock& b) {
+  int n = 0;
+  for (const VInstr& i : b.ops) n += records(i);
+  return n;
+}
+
 bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
   bool any = false;
-  for (const auto& b : f.blocks) any = any || static_cast<int>(b.ops.size()) > budget[b.origin];
+  for (const auto& b : f.blocks) any = any || records(b) > budget[b.origin];
   if (!any) return false;
   std::vector<std::vector<VBlock>> pieces(f.blocks.size());
   for (size_t b = 0; b < f.blocks.size(); ++b) {
@@ -206,11 +218,16 @@ bool splitBlocks(VFunc& f, const std::vector<int>& budget) {
              ops[k].psrc[0] == ops[k - 1].dstPred && ops[k].src[0] == VOperand::i(1) &&
              ops[k].src[1] == VOperand::i(0);
     };
+    // Budgets and caps count records: w[k] = the records of ops 0..k-1.
+    std::vector<int> w(n + 1, 0);
+    for (int j = 0; j < n; ++j) w[j + 1] = w[j] + records(ops[j]);
     int start = 0;
-    while (n - start > cap) {
-      int end = start + cap;
+    while (w[n] - w[start] > cap) {
+      int reach = start + 1;  // the most ops from `start` within cap records (at least one)
+      while (reach < n && w[reach + 1] - w[start] <= cap) ++reach;
+      int end = reach;
       while (end > start + 1 && savesPrevious(end)) --end;
-      for (int e = start + cap; e > start + cap / 2; --e)
+      for (int e = reach; e > start + (reach - start) / 2; --e)
         if (!predLive[e] && !savesPrevious(e)) { end = e; break; }
       VBlock piece;
       piece.origin = blk.origin;
@@ -687,7 +704,9 @@ FinalizeResult finalize(const VFunc& input) {
     // 32 blocks, and below the size of a reload group (see splitBlocks).
     std::map<int, int> worst;  // origin -> largest excess of its pieces
     for (size_t b = 0; b < blocks.size(); ++b) {
-      int excess = static_cast<int>(blocks[b].ops.size()) - kOpsPerBlock;
+      // Records, not ops (machine::blockRecords: an atomic with a register destination writes
+      // two, and the prompt keys the ROM by record index): what verify() limits to 16.
+      int excess = machine::blockRecords(blocks[b]) - kOpsPerBlock;
       if (excess > 0) worst[g.blocks[b].origin] = std::max(worst[g.blocks[b].origin], excess);
     }
     const bool overflow = !worst.empty();

@@ -713,19 +713,21 @@ TEST(Interpreter, ExactStepBudgetIsEnough) {
   EXPECT_EQ(runOk(p, launch(1, 1), o).status, RunStatus::StepLimit);
 }
 
-// kMaxStepTokens is reached, not only bounded: 16 atomics in 4 lanes at word 100 (2-token index)
-// adding 2^31 to 2^30 make the word alternate 2^30, -2^30 (7 tokens each, lane after lane), and
-// the old values alternate too (a WR of four 7-token values): 2 + 16 x (37 + 29) tokens.
+// kMaxStepTokens is reached, not only bounded: 16 stores in 4 lanes at word 100 (2-token index)
+// of 2^30 (7 tokens), a memrec of 1 + 4 x 9 = 37 tokens each: 2 + 16 x 37 tokens. The twin: 16
+// atomics of the old longest step (v4: 2 + 16 x (37 + 29)) are 32 records, refused (OverLimit).
 TEST(Interpreter, TheLongestStepWritesExactlyKMaxStepTokens) {
   Block b;
   for (int i = 0; i < kMaxOpsPerBlock; ++i)
-    b.ops.push_back(atom(Op::AtomAdd, Space::Global, 1, I(400), I(0x80000000u)));
+    b.ops.push_back(st(Space::Global, I(400), I(0x40000000u)));
   Program p{"longest", {b}, 0, 0};
-  Launch l = launch(1, 4);
-  l.global[100] = 0x40000000u;
-  RunResult r = runOk(p, l);
-  EXPECT_EQ(r.trace.size(), 2 + 16 * (37 + 29) + 1u);  // and END
+  RunResult r = runOk(p, launch(1, 4));
+  EXPECT_EQ(r.trace.size(), 2 + 16 * 37 + 1u);  // and END
   EXPECT_EQ(r.trace.size(), kMaxStepTokens + 1);
+  for (Instr& in : p.blocks[0].ops) in = atom(Op::AtomAdd, Space::Global, 1, I(400), I(0x80000000u));
+  auto refused = run(p, launch(1, 4));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::OverLimit);
 }
 
 TEST(Interpreter, RefusesUnverifiedPrograms) {

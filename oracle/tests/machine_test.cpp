@@ -54,6 +54,24 @@ TEST(MachineVerify, RejectsMoreThan16OpsPerBlock) {
   EXPECT_TRUE(verify(p).ok());
 }
 
+// The prompt keys ROM rows by record index (docs/trace.md "Prompt"): an atomic with a register
+// destination writes two records, so 9 of them (18 records) overflow a block of 9 ops; into r0
+// (one record each) they fit, and 7 of them plus 2 ops make exactly 16.
+TEST(MachineVerify, RejectsMoreThan16RecordsPerBlock) {
+  Program p = base();
+  p.blocks[1].ops.assign(9, atom(Op::AtomAdd, Space::Global, 1, I(0), I(1)));
+  expectInvalid(p, ErrorKind::OverLimit, "block 1 has 9 ops that write 18 trace records");
+  for (Instr& in : p.blocks[1].ops) in.dst = 0;
+  EXPECT_TRUE(verify(p).ok()) << verify(p).error().message;
+  p.blocks[1].ops.assign(7, atom(Op::AtomAdd, Space::Global, 1, I(0), I(1)));
+  p.blocks[1].ops.push_back(st(Space::Global, I(0), R(1)));
+  p.blocks[1].ops.push_back(st(Space::Global, I(0), R(1)));
+  EXPECT_EQ(blockRecords(p.blocks[1]), 16);
+  EXPECT_TRUE(verify(p).ok()) << verify(p).error().message;
+  p.blocks[1].ops.push_back(st(Space::Global, I(0), R(1)));
+  expectInvalid(p, ErrorKind::OverLimit, "block 1 has 10 ops that write 17 trace records");
+}
+
 TEST(MachineVerify, RejectsRegisterIndexOutOfRange) {
   Program p = base();
   p.blocks[0].ops[1].src[0] = R(16);

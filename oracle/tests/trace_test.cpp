@@ -364,7 +364,8 @@ TEST(TraceRun, ShuffleAndVoteRecords) {
 
 TEST(TraceRun, OpsWithNothingToShowAreNop) {
   // A load and an add into r0: NOP. An op whose guard is false in every lane: a store is NOP,
-  // a register write shows the unchanged values, an atomic with a dst only its regrec.
+  // a register write shows the unchanged values, an atomic with a dst NOP and then its regrec
+  // (trace v5: its two records, as with executing lanes), an atomic into r0 NOP.
   const Program p{"nops",
                   {block({ld(Space::Global, 0, I(0)), alu(Op::Add, 0, Tid(), I(1)),
                           pconst(0, false), guard(st(Space::Global, I(0), I(1)), 0),
@@ -378,7 +379,7 @@ TEST(TraceRun, OpsWithNothingToShowAreNop) {
   ASSERT_TRUE(r.ok());
   const Token nop = single(Family::Nop);
   EXPECT_EQ(r->trace, (std::vector<Token>{ex(0), wm(0, 3), nop, nop, wp(0), T(0), nop, wu(1),
-                                          T(0), wu(2), T(0), nop, kEnd}))
+                                          T(0), nop, wu(2), T(0), nop, kEnd}))
       << pretty(r->trace);
   EXPECT_EQ(r->global[0], 0u);
 }
@@ -839,7 +840,7 @@ TEST(TracePrompt, PackedLayoutsAreDerivedFromTheMachine) {
             "gridX@0:5 blockX@5:5 block count@10:6 sharedWords@16:7 spillSlots@23:7 ");
   EXPECT_EQ(text(PackedWord::OpHead),
             "op index@0:4 opcode@4:7 dst@11:4 dstPred@15:4 guard predicate@19:4 "
-            "guard negate@23:1 space@24:1 ");
+            "guard negate@23:1 space@24:1 continuation@25:1 ");
   EXPECT_EQ(text(PackedWord::OpSources),
             "src0 kind@0:2 src0 index@2:4 src1 kind@6:2 src1 index@8:4 src2 kind@12:2 "
             "src2 index@14:4 psrc0@18:4 psrc1@22:4 ");
@@ -875,6 +876,41 @@ TEST(TracePrompt, AnOpIsItsTaggedWordsInSlotOrder) {
   EXPECT_EQ(back->program, q);
   EXPECT_EQ(std::count(all.begin(), all.end(), opWord(RomSlot::Imm1)), 0);
   EXPECT_EQ(std::count(all.begin(), all.end(), opWord(RomSlot::Offset)), 1);
+}
+
+// Trace v5: an atomic with a register destination is keyed by its first record's index and gets a
+// continuation row; later ops' rows run ahead of their op index. By hand (block 0):
+//   op 0 atom.add r1, [r2], 1: OP(a) 0 | 52 << 4 | 1 << 11 = 2880 = 00010 11010 00000 →
+//        C(2) C(-6) T(0); OP(b) 137 = 00100 01001 → C(4) T(9); OP(i1) T(1)
+//   row 1, its continuation: OP(a) 1 | 1 << 25 = 33554433 → C(1) C(0) C(0) C(0) C(0) T(1)
+//   op 1 mov r3, 5 at row 2: OP(a) 2 | 3 << 11 = 6146 = 00110 00000 00010 → C(6) C(0) T(2);
+//        OP(b) src0 Imm (2) → T(2); OP(i0) T(5)
+//   op 2 atom.add r0, [r2], 1 at row 3 (into r0: one record, no continuation row): OP(a)
+//        3 | 52 << 4 = 835 = 11010 00011 → C(0) C(-6) T(3) (835 needs 11 signed bits: 3 chunks)
+TEST(TracePrompt, AnAtomicWithADestinationHasAContinuationRow) {
+  Program p{"", {block({atom(Op::AtomAdd, Space::Global, 1, R(2), I(1)), alu(Op::Mov, 3, I(5)),
+                        atom(Op::AtomAdd, Space::Global, 0, R(2), I(1))},
+                       exitTerm())},
+            0, 0};
+  ASSERT_TRUE(verify(p, launch(1, 1)).ok()) << verify(p, launch(1, 1)).error().message;
+  const std::vector<Token> got = encodePrompt(p, launch(1, 1));
+  const Token kA = opWord(RomSlot::Head), kB = opWord(RomSlot::Sources),
+              kI0 = opWord(RomSlot::Imm0), kI1 = opWord(RomSlot::Imm1);
+  const std::vector<Token> ops = {kA,  C(2), C(-6), T(0), kB,   C(4), T(9), kI1,  T(1),
+                                  kA,  C(1), C(0),  C(0), C(0), C(0), T(1),
+                                  kA,  C(6), C(0),  T(2), kB,   T(2), kI0,  T(5),
+                                  kA,  C(0), C(-6), T(3), kB,   C(4), T(9), kI1,  T(1)};
+  ASSERT_GE(got.size(), 6u + ops.size());
+  EXPECT_EQ(std::vector<Token>(got.begin() + 6, got.begin() + 6 + static_cast<long>(ops.size())),
+            ops);
+  EXPECT_EQ(got[6 + ops.size()], single(Family::Term));
+  auto back = decodePrompt(got);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->program, p);  // the continuation row dropped, the op indices restored
+  // The OverLimit twin: 9 such atomics are 18 records, which verify() refuses before encoding.
+  Program q = p;
+  q.blocks[0].ops.assign(9, atom(Op::AtomAdd, Space::Global, 1, R(2), I(1)));
+  EXPECT_EQ(verify(q).error().kind, ErrorKind::OverLimit);
 }
 
 TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {
@@ -974,8 +1010,8 @@ TEST(TracePromptRejects, AProgramWordFieldOutOfRange) {
 TEST(TracePromptRejects, BitsAboveAPackedWordsFields) {
   std::vector<Token> t = cat({{kProg}, val(1 | 1 << 5 | 1 << 10 | 1u << 30)});
   expectPromptRejected(t, 1, "program word sets bits above its 30 used bits");
-  std::vector<Token> op = onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1) | 1u << 25)}));
-  expectPromptRejected(op, 7, "head word sets bits above its 25 used bits");
+  std::vector<Token> op = onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1) | 1u << 26)}));
+  expectPromptRejected(op, 7, "head word sets bits above its 26 used bits");
 }
 
 TEST(TracePromptRejects, ALaunchTagIsNoLongerAToken) {
@@ -997,7 +1033,8 @@ TEST(TracePromptRejects, AnOpThatDoesNotStartWithItsHeadWord) {
 }
 
 TEST(TracePromptRejects, AHeadWordWithTheWrongOpIndex) {
-  expectPromptRejected(onlyBlock(cat({mov5(0), mov5(0)})), 15, "op index 0, but this is op 1");
+  expectPromptRejected(onlyBlock(cat({mov5(0), mov5(0)})), 15,
+                       "op index 0, but this op's first record is record 1");
 }
 
 TEST(TracePromptRejects, AnOpcodeOutsideTheOpTable) {
@@ -1047,7 +1084,79 @@ TEST(TracePromptRejects, MoreOpsThanABlockHolds) {
   const size_t at = 6 + ops.size();
   const auto extra = mov5(0);
   ops.insert(ops.end(), extra.begin(), extra.end());
-  expectPromptRejected(onlyBlock(ops), at, "has more than 16 ops");
+  expectPromptRejected(onlyBlock(ops), at, "has more than 16 records");
+}
+
+// ---- Continuation rows (trace v5): an atomic with a register destination writes two records ----
+//
+// atom.add r1, [r2], 1 at ROM row `row`: head row | AtomAdd (isa.def row 52) << 4 | r1 << 11; sources
+// src0 Reg r2 (1 | 2 << 2 = 9), src1 Imm (2 << 6 = 128); OP(i1) 1. Its continuation row at row + 1:
+// OP(a) v(row + 1 | 1 << 25).
+std::vector<Token> atomR1(uint32_t row) {
+  return cat({{kA}, val(row | 52u << 4 | 1u << 11), {kB}, val(137), {kI1}, val(1)});
+}
+std::vector<Token> cont(uint32_t row) { return cat({{kA}, val(row | 1u << 25)}); }
+
+TEST(TracePromptRejects, TheContinuationBaseCasesDecode) {
+  ASSERT_EQ(static_cast<int>(Op::AtomAdd), 52);
+  auto one = decodePrompt(onlyBlock(cat({atomR1(0), cont(1), mov5(2)})));
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_EQ(one->program.blocks[0].ops.size(), 2u);  // the continuation row is no op
+  EXPECT_EQ(one->program.blocks[0].ops[0], atom(Op::AtomAdd, Space::Global, 1, R(2), I(1)));
+  EXPECT_EQ(one->program.blocks[0].ops[1], alu(Op::Mov, 1, I(5)));
+  // 8 such atomics fill the 16 rows.
+  std::vector<Token> ops;
+  for (uint32_t r = 0; r < 16; r += 2) ops = cat({ops, atomR1(r), cont(r + 1)});
+  auto full = decodePrompt(onlyBlock(ops));
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ(full->program.blocks[0].ops.size(), 8u);
+}
+
+TEST(TracePromptRejects, AnAtomicWithADestinationWithoutItsContinuationRow) {
+  // Token 6 + 9 = 15 is what follows the atomic's words.
+  expectPromptRejected(onlyBlock(atomR1(0)), 15,
+                       "op 0 of block 0 (atom.add into r1) writes two records: its continuation "
+                       "row OP(a) must follow");
+  // The next op where the continuation row must be: its row is 1, not 2 (the op index check
+  // would accept it as op 1, so the continuation rule must come first).
+  expectPromptRejected(onlyBlock(cat({atomR1(0), mov5(1)})), 16,
+                       "the head word must be 33554433 (op index 1 and the continuation bit");
+}
+
+TEST(TracePromptRejects, AContinuationRowThatIsNotExactlyTheRowAndItsFlag) {
+  // Wrong row; another field set; a word after it.
+  expectPromptRejected(onlyBlock(cat({atomR1(0), cont(2), mov5(3)})), 16,
+                       "continuation row of op 0 of block 0 (atom.add into r1): the head word "
+                       "must be 33554433");
+  expectPromptRejected(onlyBlock(cat({atomR1(0), {kA}, val(1 | 1u << 11 | 1u << 25)})), 16,
+                       "must be 33554433");
+  expectPromptRejected(onlyBlock(cat({atomR1(0), cont(1), {kB}, val(137)})), 22,
+                       "a continuation row has no words but its head word");
+}
+
+TEST(TracePromptRejects, AContinuationRowWhereAnOpStarts) {
+  // The flag on an op's head word, and a continuation row after an atomic into r0 (one record).
+  expectPromptRejected(onlyBlock(cat({{kA}, val(head(0, Op::Mov, 1) | 1u << 25)})), 7,
+                       "a continuation row at row 0, where an op starts");
+  const std::vector<Token> atomR0 =
+      cat({{kA}, val(52u << 4), {kB}, val(137), {kI1}, val(1)});
+  expectPromptRejected(onlyBlock(cat({atomR0, cont(1)})), 15 + 1,
+                       "a continuation row at row 1, where an op starts");
+  EXPECT_TRUE(decodePrompt(onlyBlock(cat({atomR0, mov5(1)}))).ok());
+}
+
+TEST(TracePromptRejects, MoreRecordsThanABlockHolds) {
+  // 7 atomics (rows 0..13), then one at row 14 whose continuation would be row 15: fits; one more
+  // op is record 16. An atomic at row 15 has no row for its continuation.
+  std::vector<Token> ops;
+  for (uint32_t r = 0; r < 14; r += 2) ops = cat({ops, atomR1(r), cont(r + 1)});
+  EXPECT_TRUE(decodePrompt(onlyBlock(cat({ops, atomR1(14), cont(15)}))).ok());
+  const size_t at = 6 + ops.size() + atomR1(14).size() + cont(15).size();
+  expectPromptRejected(onlyBlock(cat({ops, atomR1(14), cont(15), mov5(0)})), at,
+                       "block 0 has more than 16 records");
+  const std::vector<Token> fifteen = cat({ops, mov5(14), atomR1(15)});
+  expectPromptRejected(onlyBlock(cat({fifteen, cont(16)})), 6 + fifteen.size(),
+                       "block 0 has more than 16 records");
 }
 
 TEST(TracePromptRejects, ATerminatorTargetOutOfRange) {
@@ -1163,6 +1272,9 @@ Program randomProgram() {
         in.offset = *rc::gen::inRange<int32_t>(0, p.spillSlots);
       if (written != 0 && *rc::gen::arbitrary<bool>())
         in.guard = Guard{writtenPred(), *rc::gen::arbitrary<bool>()};
+      // At most 16 records (an atomic into a register writes two): into r0 it writes one.
+      if (blockRecords(block) + recordsOf(in) > kMaxOpsPerBlock) in.dst = 0;
+      if (blockRecords(block) + recordsOf(in) > kMaxOpsPerBlock) break;
       if (writesPred(in.op)) written = static_cast<uint8_t>(written | (1u << in.dstPred));
       block.ops.push_back(in);
     }

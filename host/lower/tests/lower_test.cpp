@@ -318,11 +318,20 @@ TEST(LowerLimits, EveryBuiltinAtOnceFitsAfterSpillBudgetsShrink) {
   // overflow 16 ops with spill code at the first attempt. The budget shrink used to subtract the
   // excess of every piece of a block in turn (16 -> 2 ops at once), and at 2 ops a piece cannot
   // hold an op with the reloads of its predicates: Internal "block splitting did not converge".
+  // Trace v5 counts records, not ops (an atomic with a register destination writes two; this
+  // kernel has 20 of them and more from its cas loops): measured 33 (clang) and 35 (nvcc) blocks
+  // now, over the machine's 32, so both are refused with OverLimit naming the count. What stays
+  // pinned is that the shrink converges: never Internal, and a fit when the blocks fit.
   for (const char* name : {"every_builtin.clang.ptx", "every_builtin.nvcc.ptx"}) {
     const std::string text = readData(name);
     ASSERT_FALSE(text.empty()) << name;
     auto p = lowerText(text, {0, 80, 1}, nullptr, name);
-    ASSERT_TRUE(p.ok()) << name << ": " << p.error().str();
+    if (!p.ok()) {
+      EXPECT_EQ(p.error().kind, ErrorKind::OverLimit) << p.error().str();
+      EXPECT_NE(p.error().message.find("program blocks; the machine has 32"), std::string::npos)
+          << p.error().str();
+      continue;
+    }
     EXPECT_LE(p->blocks.size(), static_cast<size_t>(machine::kMaxBlocks)) << name;
   }
 }
