@@ -17,12 +17,9 @@ namespace {
 
 using trace::Family;
 
-Diag usage(const std::string& message) {
+Diag frontEndUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "front end: " + message);
 }
-
-
-int familyDim(const TokenLayout& t, Family f) { return t.family.at(static_cast<int>(f)); }
 
 // The prompt's tags: the prompt-tag latch holds the last of them (RUN included, so that no run
 // value is taken for a prompt word).
@@ -33,7 +30,7 @@ constexpr Family kPromptTags[] = {Family::Prog, Family::Blk,  Family::Gw,    Fam
 Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name) {
   for (const trace::PackedField& f : trace::packedLayout(word))
     if (std::strcmp(f.name, name) == 0) return f;
-  return usage(std::string("the packed word has no field '") + name + "'");
+  return frontEndUsage(std::string("the packed word has no field '") + name + "'");
 }
 
 constexpr int kOpBits = std::countr_zero(static_cast<unsigned>(machine::kMaxOpsPerBlock));
@@ -59,21 +56,21 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   for (int l = L; l < L + 5; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
+      return frontEndUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
                    " must be linear_attention layers of the config");
   const std::vector<int> need = frontEndHeads(c.linearKeyHeadDim);
   int most = 0;
   for (int h : need) most = std::max(most, h);
   if (c.linearNumValueHeads < most || c.linearNumKeyHeads != c.linearNumValueHeads)
-    return usage("needs " + std::to_string(most) + " value heads per layer, each with its own key "
+    return frontEndUsage("needs " + std::to_string(most) + " value heads per layer, each with its own key "
                  "head; the config has " + std::to_string(c.linearNumValueHeads) + " / " +
                  std::to_string(c.linearNumKeyHeads));
   if (t.hidden != c.hiddenSize || t.lambda != 1.0)
-    return usage("the token layout must be the full layout (λ = 1) of this hidden size");
+    return frontEndUsage("the token layout must be the full layout (λ = 1) of this hidden size");
   // isTerm reads "op j is absent" from the head word's op index and opcode and source 0's kind:
   // that needs every op with opcode 0 to have a source (isa.def's first row).
   if (machine::opInfo(static_cast<machine::Op>(0)).numSources < 1)
-    return usage("isa.def's op 0 has no source: an absent op and op 0 would read alike");
+    return frontEndUsage("isa.def's op 0 has no source: an absent op and op 0 would read alike");
 
   FrontEnd fe;
   // The read keys first: the register file takes them as its spec.

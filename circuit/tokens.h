@@ -54,6 +54,11 @@ struct TokenLayout {
   }
 };
 
+// The dim of family f's sign in the layout (one definition for every gadget that reads a tag).
+inline int familyDim(const TokenLayout& t, trace::Family f) {
+  return t.family.at(static_cast<int>(f));
+}
+
 // Ballast dims of the token layout: constants of up to 8 pieces of 8 significant bits (R4).
 inline constexpr int kTokenBallastDims = 8;
 
