@@ -14,7 +14,8 @@
 # QGPU_BALANCE=REPORT balances the shards by a previous run report's times. Merge the shards with
 #   build/harness/qgpu report merge shard-*.json --out run.json --junit run.xml --html run.html
 #
-# Shard 0 also runs the circuit's torch tests with QGPU_CIRCUIT_FULL=1 (circuit-full.log).
+# Shard 0 also runs the tests labelled `nightly` (nightly-tests.log) and the circuit's torch tests
+# with QGPU_CIRCUIT_FULL=1 (circuit-full.log).
 # Knobs: QGPU_FUZZ_SECONDS (default 600 per fuzzer; 0 skips fuzzing), QGPU_CAMPAIGN_SECONDS
 # (default 1200 per random generator; 0 skips them), QGPU_NIGHTLY_BENCH=0 skips the benchmarks. Exit code: the conformance run's (common/outcome.h: 0 ok, 1 mismatch, 3 harness
 # error, 4 inconclusive only), else 5 when a fuzzer, a random-program campaign, the full circuit
@@ -74,6 +75,10 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
       case "$rc" in 0|4) ;; *) extras_failed=1 ;; esac
     done
   fi
+  # The tests too slow for every commit (label `nightly`, README "Tests"; ci/test.sh skips them).
+  ctest --test-dir build -L nightly --output-on-failure >"$out/nightly-tests.log" 2>&1 ||
+    extras_failed=1
+  echo "nightly-only tests: $(tail -n 1 "$out/nightly-tests.log") ($out/nightly-tests.log)"
   # The circuit's torch tests with their full inputs (docs/circuit.md §9's measurements; per
   # commit they run reduced ones): QGPU_CIRCUIT_FULL=1, circuit/tests/harness.h.
   QGPU_CIRCUIT_FULL=1 ctest --test-dir build -L torch -R '^circuit_' --output-on-failure \

@@ -16,11 +16,8 @@ namespace {
 using unit_builder::Builder;
 using unit_builder::Down;
 using unit_builder::Lin;
+using unit_builder::sgn;
 using unit_builder::usage;
-
-double sgn(bool bit) {
-  return bit ? 1.0 : -1.0;
-}
 
 // Every dim of f, each with d.
 std::vector<Down> all(const Field& f, double d) {

@@ -15,7 +15,7 @@ namespace {
 using machine::Op;
 using machine::OpClass;
 
-Diag usage(const std::string& m) { return makeDiag(ErrorKind::Usage, "alu stage: " + m); }
+Diag aluStageUsage(const std::string& m) { return makeDiag(ErrorKind::Usage, "alu stage: " + m); }
 
 // A literal: a linear form worth +1 when true and ≤ −1 when false.
 struct Lit {
@@ -232,7 +232,7 @@ const std::vector<Op>& aluStageOps() {
 
 Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
   if (lanes < 1 || lanes > machine::kLanes)
-    return usage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
+    return aluStageUsage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
                  std::to_string(lanes));
   int laneDims = 0;
   for (const BusEntry& e : laneBusEntries()) laneDims += e.dims;
@@ -280,25 +280,25 @@ int aluStageBusDims(int lanes, AluBusLayout layout) {
 
 Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const AluStageSpec& s) {
   if (layers.size() != static_cast<size_t>(kAluStageLayers))
-    return usage("needs " + std::to_string(kAluStageLayers) + " layers, has " +
+    return aluStageUsage("needs " + std::to_string(kAluStageLayers) + " layers, has " +
                  std::to_string(layers.size()));
   for (const AluLayer& l : layers)
-    if (l.units == nullptr) return usage("a layer without a unit writer");
+    if (l.units == nullptr) return aluStageUsage("a layer without a unit writer");
   if (s.opcode.dims != kOpcodeBits)
-    return usage("the opcode field needs " + std::to_string(kOpcodeBits) + " dims, has " +
+    return aluStageUsage("the opcode field needs " + std::to_string(kOpcodeBits) + " dims, has " +
                  std::to_string(s.opcode.dims));
   if (s.lanes.empty() || s.lanes.size() > static_cast<size_t>(machine::kLanes))
-    return usage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
+    return aluStageUsage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
                  std::to_string(s.lanes.size()));
   const int lanes = static_cast<int>(s.lanes.size());
   if (s.bus.dims != aluStageBusDims(lanes, s.busLayout))
-    return usage("the bus needs " + std::to_string(aluStageBusDims(lanes, s.busLayout)) + " dims, has " +
+    return aluStageUsage("the bus needs " + std::to_string(aluStageBusDims(lanes, s.busLayout)) + " dims, has " +
                  std::to_string(s.bus.dims));
   for (const AluLane& l : s.lanes) {
     for (const Field* f : {&l.a, &l.b, &l.c, &l.r})
-      if (f->dims != 32) return usage("a lane's a, b, c and r need 32 dims, " + f->name + " has " + std::to_string(f->dims));
+      if (f->dims != 32) return aluStageUsage("a lane's a, b, c and r need 32 dims, " + f->name + " has " + std::to_string(f->dims));
     for (const Field* f : {&l.p, &l.q, &l.s})
-      if (f->dims != 1) return usage("a lane's p, q and s need 1 dim, " + f->name + " has " + std::to_string(f->dims));
+      if (f->dims != 1) return aluStageUsage("a lane's p, q and s need 1 dim, " + f->name + " has " + std::to_string(f->dims));
   }
 
   std::optional<LayoutPlan> livePlan;

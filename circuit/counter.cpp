@@ -5,27 +5,17 @@
 #include <string>
 
 #include "circuit/tap.h"
+#include "circuit/unit_builder.h"
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& gadget, const std::string& message) {
-  return makeDiag(ErrorKind::Usage, gadget + " gadget: " + message);
-}
-
-bool powerOfTwo(double v) {
-  int e = 0;
-  return v > 0 && std::frexp(v, &e) == 0.5;
-}
+using unit_builder::usage;
 
 // λ and u within 2^±8 keep every derived weight (c/λ, 384/λ, K) a finite float.
 bool sane(double lambda, double unit) {
   return lambda >= 1.0 / 256 && lambda <= 256 && unit >= 1.0 / 256 && unit <= 256;
-}
-
-bool bf16Exact(float v) {
-  return model::bf16ToFloat(model::floatToBf16(v)) == v;
 }
 
 // The head's slices of the layer's tensors.

@@ -12,12 +12,9 @@
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag dataMemUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "data memory: " + message);
 }
-
-
-int familyDim(const TokenLayout& t, trace::Family f) { return t.family.at(static_cast<int>(f)); }
 
 constexpr int kSpaces = 2;
 const char* spaceName(int s) { return s == 0 ? "global" : "shared"; }
@@ -41,7 +38,8 @@ Expected<int> dataMemoryBanks(int64_t keyHeadDim, ReadHeight read) {
   if (!plan.ok()) return plan.error();
   const int64_t cells = std::bit_floor(static_cast<uint64_t>(keyHeadDim / plan->keyRows));
   const int rows = dataMemoryShape().rows;
-  if (cells < 2) return usage("the key head dim " + std::to_string(keyHeadDim) + " holds no cells");
+  if (cells < 2)
+    return dataMemUsage("the key head dim " + std::to_string(keyHeadDim) + " holds no cells");
   return static_cast<int>(std::max<int64_t>(1, rows / cells));
 }
 
@@ -56,33 +54,37 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   for (int l = L; l < L + 5; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
-                   " must be linear_attention layers of the config");
-  if (!s.spaces[0] && !s.spaces[1]) return usage("builds no space");
+      return dataMemUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
+                          " must be linear_attention layers of the config");
+  if (!s.spaces[0] && !s.spaces[1]) return dataMemUsage("builds no space");
   for (int sp = 0; sp < kSpaces; ++sp) {
     const auto& keys = s.readAddr[static_cast<size_t>(sp)];
     if (!s.spaces[sp]) {
-      if (!keys.empty()) return usage(std::string("read addresses for ") + spaceName(sp) +
-                                      " memory, which is not built");
+      if (!keys.empty())
+        return dataMemUsage(std::string("read addresses for ") + spaceName(sp) +
+                            " memory, which is not built");
       continue;
     }
     if (static_cast<int>(keys.size()) != sh.lanes)
-      return usage(std::string("needs one read address per lane for ") + spaceName(sp) + " memory");
+      return dataMemUsage(std::string("needs one read address per lane for ") + spaceName(sp) +
+                          " memory");
     for (const Field& k : keys)
       if (k.dims != sh.addrBits + 1)
-        return usage("a read address needs " + std::to_string(sh.addrBits + 1) +
-                     " dims (the word index, then high)");
+        return dataMemUsage("a read address needs " + std::to_string(sh.addrBits + 1) +
+                            " dims (the word index, then high)");
   }
   QGPU_TRY(banks, dataMemoryBanks(c.linearKeyHeadDim, s.read));
   dm.banks = banks;
   const int spaces = (s.spaces[0] ? 1 : 0) + (s.spaces[1] ? 1 : 0);
   const int heads = std::max({5, sh.thresholds, spaces * sh.lanes * banks});
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
-    return usage("needs " + std::to_string(heads) + " value heads per layer, each with its own "
-                 "key head; the config has " + std::to_string(c.linearNumValueHeads) + " / " +
-                 std::to_string(c.linearNumKeyHeads));
+    return dataMemUsage("needs " + std::to_string(heads) +
+                        " value heads per layer, each with its own "
+                        "key head; the config has " +
+                        std::to_string(c.linearNumValueHeads) + " / " +
+                        std::to_string(c.linearNumKeyHeads));
   if (t.hidden != c.hiddenSize || t.lambda != 1.0)
-    return usage("the token layout must be the full layout (λ = 1) of this hidden size");
+    return dataMemUsage("the token layout must be the full layout (λ = 1) of this hidden size");
 
   AssemblerSpec as;
   as.tokens = t;

@@ -2,7 +2,6 @@
 #include "circuit/frontend.h"
 
 #include <bit>
-#include <cstring>
 #include <string>
 
 #include "circuit/assembler.h"
@@ -17,24 +16,15 @@ namespace {
 
 using trace::Family;
 
-Diag usage(const std::string& message) {
+Diag frontEndUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "front end: " + message);
 }
-
-
-int familyDim(const TokenLayout& t, Family f) { return t.family.at(static_cast<int>(f)); }
 
 // The prompt's tags: the prompt-tag latch holds the last of them (RUN included, so that no run
 // value is taken for a prompt word).
 constexpr Family kPromptTags[] = {Family::Prog, Family::Blk,  Family::Gw,    Family::Term,
                                   Family::Gmem, Family::Run, Family::OpWord};
 
-// A packed word's field by name (oracle/trace.h packedLayout: the host packer's own table).
-Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name) {
-  for (const trace::PackedField& f : trace::packedLayout(word))
-    if (std::strcmp(f.name, name) == 0) return f;
-  return usage(std::string("the packed word has no field '") + name + "'");
-}
 
 constexpr int kOpBits = std::countr_zero(static_cast<unsigned>(machine::kMaxOpsPerBlock));
 constexpr int kBlockBits = std::countr_zero(static_cast<unsigned>(machine::kMaxBlocks));
@@ -60,21 +50,21 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   for (int l = L; l < L + 5; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
+      return frontEndUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) +
                    " must be linear_attention layers of the config");
   const std::vector<int> need = frontEndHeads(c.linearKeyHeadDim, s.payloadBanks);
   int most = 0;
   for (int h : need) most = std::max(most, h);
   if (c.linearNumValueHeads < most || c.linearNumKeyHeads != c.linearNumValueHeads)
-    return usage("needs " + std::to_string(most) + " value heads per layer, each with its own key "
+    return frontEndUsage("needs " + std::to_string(most) + " value heads per layer, each with its own key "
                  "head; the config has " + std::to_string(c.linearNumValueHeads) + " / " +
                  std::to_string(c.linearNumKeyHeads));
   if (t.hidden != c.hiddenSize || t.lambda != 1.0)
-    return usage("the token layout must be the full layout (λ = 1) of this hidden size");
+    return frontEndUsage("the token layout must be the full layout (λ = 1) of this hidden size");
   // isTerm reads "op j is absent" from the head word's op index and opcode and source 0's kind:
   // that needs every op with opcode 0 to have a source (isa.def's first row).
   if (machine::opInfo(static_cast<machine::Op>(0)).numSources < 1)
-    return usage("isa.def's op 0 has no source: an absent op and op 0 would read alike");
+    return frontEndUsage("isa.def's op 0 has no source: an absent op and op 0 would read alike");
 
   FrontEnd fe;
   // The read keys first: the register file takes them as its spec.
@@ -341,8 +331,8 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     // In the fetched words −u is a set bit: a literal "bit set" is sign −1.
     for (int p = 0; p < kPorts; ++p) {
       const std::string k = "src" + std::to_string(p);
-      QGPU_TRY(kind, packedField(trace::PackedWord::OpSources, (k + " kind").c_str()));
-      QGPU_TRY(index, packedField(trace::PackedWord::OpSources, (k + " index").c_str()));
+      QGPU_TRY(kind, packedField(trace::PackedWord::OpSources, (k + " kind").c_str(), "front end"));
+      QGPU_TRY(index, packedField(trace::PackedWord::OpSources, (k + " index").c_str(), "front end"));
       const Field key = fe.readKey[static_cast<size_t>(p)];
       const Field reg = key.slice(0, sh.regBits);
       QGPU_CHECK(signBase(units, reg));
@@ -361,11 +351,11 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
         QGPU_CHECK(addDetector(units, ctx, LinearForm{{}, 1.0}, {{fe.warp.at(i), 1.0f}},
                                {{warp.at(i), 1}}));
     }
-    QGPU_TRY(opIndexField, packedField(trace::PackedWord::OpHead, "op index"));
-    QGPU_TRY(opcodeField, packedField(trace::PackedWord::OpHead, "opcode"));
-    QGPU_TRY(contField, packedField(trace::PackedWord::OpHead, "continuation"));
-    QGPU_TRY(kind0, packedField(trace::PackedWord::OpSources, "src0 kind"));
-    if (contField.width != 1) return usage("the head word's continuation field must be one bit");
+    QGPU_TRY(opIndexField, packedField(trace::PackedWord::OpHead, "op index", "front end"));
+    QGPU_TRY(opcodeField, packedField(trace::PackedWord::OpHead, "opcode", "front end"));
+    QGPU_TRY(contField, packedField(trace::PackedWord::OpHead, "continuation", "front end"));
+    QGPU_TRY(kind0, packedField(trace::PackedWord::OpSources, "src0 kind", "front end"));
+    if (contField.width != 1) return frontEndUsage("the head word's continuation field must be one bit");
     // The fetched row is a continuation row (an atomic's second record, trace v5): at a record's
     // end that is no op's execution position but the position whose next token starts the same
     // atomic's regrec. −u = a set bit: "set" is literal sign −1.

@@ -14,11 +14,8 @@ namespace {
 using unit_builder::Builder;
 using unit_builder::Down;
 using unit_builder::Lin;
+using unit_builder::sgn;
 using unit_builder::usage;
-
-double sgn(bool bit) {
-  return bit ? 1.0 : -1.0;
-}
 
 // Pattern detector over k sign bits: N = Σ s_i(p)·x̂_i − (k − 1).
 Lin pattern(const Field& in, uint32_t p) {

@@ -8,7 +8,7 @@
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag memoryUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "memory gadget: " + message);
 }
 
@@ -111,19 +111,20 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
   if (s.layer < 0 || s.layer >= c.numLayers() ||
       c.layerTypes[static_cast<size_t>(s.layer)] != model::LayerType::Linear)
-    return usage("layer " + std::to_string(s.layer) + " is not a linear_attention layer");
+    return memoryUsage("layer " + std::to_string(s.layer) + " is not a linear_attention layer");
   int bankBits = 0;
   if (s.banks < 1 || (s.banks & (s.banks - 1)) != 0)
-    return usage("banks must be a power of two, not " + std::to_string(s.banks));
+    return memoryUsage("banks must be a power of two, not " + std::to_string(s.banks));
   while ((1 << bankBits) < s.banks) ++bankBits;
   if (s.banks > 1 && s.noWrite != NoWrite::ZeroKey)
-    return usage("a memory of several banks needs NoWrite::ZeroKey (one scratch row per bank "
-                 "would be written by every non-writing token)");
+    return memoryUsage(
+        "a memory of several banks needs NoWrite::ZeroKey (one scratch row per bank "
+        "would be written by every non-writing token)");
   if (s.head < 0 || s.head + s.banks > c.linearNumValueHeads)
-    return usage("value heads " + std::to_string(s.head) + ".." +
-                 std::to_string(s.head + s.banks - 1) + " do not exist");
+    return memoryUsage("value heads " + std::to_string(s.head) + ".." +
+                       std::to_string(s.head + s.banks - 1) + " do not exist");
   if (c.linearNumValueHeads != c.linearNumKeyHeads && s.banks > 1)
-    return usage("banks need one key head per value head");
+    return memoryUsage("banks need one key head per value head");
   const int rowBits = A - bankBits;
   // The read plan (memory.h "Key head dim"): rows per cell, query heights, the value height. The
   // query row's terms reach (2A − 1)·λG: its δ must sit on that sum's fp32 grid.
@@ -136,19 +137,20 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   const int64_t rowsNeeded =
       R * ((int64_t{1} << rowBits) + (s.noWrite == NoWrite::ScratchRow ? 1 : 0));
   if (rowBits < 1 || rowBits > 7 || s.readAddr.dims != A || rowsNeeded > dk)
-    return usage("address fields need equal dims, 1..7 of them per bank, and " + std::to_string(R) +
-                 " rows per cell (+ a scratch group) within the key head dim " + std::to_string(dk));
+    return memoryUsage(
+        "address fields need equal dims, 1..7 of them per bank, and " + std::to_string(R) +
+        " rows per cell (+ a scratch group) within the key head dim " + std::to_string(dk));
   if (V < 1 || 2 * V > dv || s.out.dims != V)
-    return usage("value and out fields need V dims, 2V <= value head dim");
+    return memoryUsage("value and out fields need V dims, 2V <= value head dim");
   if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
-    return usage("the reset field has 0 or 1 dim and excludes the decay twin");
+    return memoryUsage("the reset field has 0 or 1 dim and excludes the decay twin");
   if (s.writeEnable.dims != 1 || s.ballast.dims < 1)
-    return usage("write-enable needs 1 dim, ballast at least 1");
+    return memoryUsage("write-enable needs 1 dim, ballast at least 1");
 
   const double G = s.gain, Gz = G / 2.0;
   int exponent = 0;
   if (!(s.gain > 0) || std::frexp(s.gain, &exponent) != 0.5f)
-    return usage("gain must be a power of two");
+    return memoryUsage("gain must be a power of two");
   MemoryMargins m;
   m.keyOn = s.lambda * G;
   m.keyOffMax = -s.lambda * G;
@@ -159,8 +161,8 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   m.read = plan.value();
   m.valueHot = m.read.height;
   if (m.read.keyRows > 1 && s.ballast.dims < 3)
-    return usage("exact reads at key head dim " + std::to_string(dk) +
-                 " need 3 ballast dims (the query's second row's pieces)");
+    return memoryUsage("exact reads at key head dim " + std::to_string(dk) +
+                       " need 3 ballast dims (the query's second row's pieces)");
   // Rule R2: off pre-activations must reach −88.8 (silu, sigmoid exactly 0), on ones 17.
   if (m.keyOn < 89.0 || m.gateZ < 17.0)
     return makeDiag(ErrorKind::OverLimit, "memory gadget: λ·G = " + std::to_string(m.keyOn) +
@@ -171,9 +173,10 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   const double hot = std::sqrt(static_cast<double>(dv) / V);
   const float cOut = static_cast<float>(s.outUnit / (hot * m.gateZ));
   if (model::bf16ToFloat(model::floatToBf16(cOut)) != cOut)
-    return usage("out_proj weight " + std::to_string(cOut) + " = outUnit / (√(" +
-                 std::to_string(dv) + "/" + std::to_string(V) +
-                 ")·λG/2) is not bf16-representable (rule R4): choose V with dv/V a power of 4");
+    return memoryUsage(
+        "out_proj weight " + std::to_string(cOut) + " = outUnit / (√(" + std::to_string(dv) + "/" +
+        std::to_string(V) +
+        ")·λG/2) is not bf16-representable (rule R4): choose V with dv/V a power of 4");
   for (int bank = 0; bank < s.banks; ++bank)
     QGPU_CHECK(buildBank(w, s, m, s.head + bank, bank, rowBits, cOut));
   return m;

@@ -10,7 +10,7 @@ namespace {
 
 constexpr int kBits = 32;
 
-Diag usage(const std::string& message) {
+Diag multiplyUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "multiply gadget: " + message);
 }
 
@@ -196,18 +196,19 @@ int multiplyBusDims(MulOp op) {
 Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const MultiplySpec& s) {
   const MulOp op = s.op;
   if (static_cast<int>(stages.size()) != multiplyLayers(op))
-    return usage(std::string(mulOpName(op)) + " needs " + std::to_string(multiplyLayers(op)) +
-                 " stages, got " + std::to_string(stages.size()));
+    return multiplyUsage(std::string(mulOpName(op)) + " needs " +
+                         std::to_string(multiplyLayers(op)) + " stages, got " +
+                         std::to_string(stages.size()));
   for (const MulStage& st : stages)
-    if (st.units == nullptr) return usage("a stage has no unit writer");
+    if (st.units == nullptr) return multiplyUsage("a stage has no unit writer");
   if (s.a.dims != kBits || s.b.dims != kBits || s.out.dims != kBits)
-    return usage("a, b and out need 32 dims each");
+    return multiplyUsage("a, b and out need 32 dims each");
   if ((op == MulOp::Mad) != (s.c.dims == kBits) || (op != MulOp::Mad && s.c.dims != 0))
-    return usage("the addend c has 32 dims for mad and none otherwise");
+    return multiplyUsage("the addend c has 32 dims for mad and none otherwise");
   const Shape sh = shape(op);
   if (s.bus.dims != sh.regionX + sh.regionY)
-    return usage("the bus needs " + std::to_string(sh.regionX + sh.regionY) + " dims, got " +
-                 std::to_string(s.bus.dims));
+    return multiplyUsage("the bus needs " + std::to_string(sh.regionX + sh.regionY) +
+                         " dims, got " + std::to_string(s.bus.dims));
   const Field regionX = s.bus.slice(0, sh.regionX, "x"),
               regionY = s.bus.slice(sh.regionX, sh.regionY, "y");
   const int width = matrixWidth(op);

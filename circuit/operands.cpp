@@ -1,7 +1,6 @@
 // qgpu/circuit/operands.cpp — see operands.h for the construction and its maths.
 #include "circuit/operands.h"
 
-#include <cstring>
 #include <string>
 
 #include "circuit/assembler.h"
@@ -16,17 +15,11 @@ namespace {
 
 using trace::Family;
 
-Diag usage(const std::string& message) {
+Diag operandsUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "operand select: " + message);
 }
 
-int familyDim(const TokenLayout& t, Family f) { return t.family.at(static_cast<int>(f)); }
 
-Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name) {
-  for (const trace::PackedField& f : trace::packedLayout(word))
-    if (std::strcmp(f.name, name) == 0) return f;
-  return usage(std::string("the packed word has no field '") + name + "'");
-}
 
 constexpr int kSources = 3;
 constexpr int kLaneBits = 2;  // kLanes = 4
@@ -52,20 +45,20 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
   const TokenLayout& t = s.tokens;
   const int L = s.layer0;
   if (fe.rf.operand.size() != static_cast<size_t>(kSources))
-    return usage("the front end must have " + std::to_string(kSources) + " ports");
+    return operandsUsage("the front end must have " + std::to_string(kSources) + " ports");
   const std::vector<int> need = operandStageHeads(c.linearKeyHeadDim);
   for (int i = 0; i < 5; ++i)
     if (L + i < 0 || L + i >= c.numLayers() || c.linearNumValueHeads < need[static_cast<size_t>(i)])
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) + " need " +
+      return operandsUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) + " need " +
                    std::to_string(need[static_cast<size_t>(i)]) + " value heads at layer " +
                    std::to_string(L + i) + "; the config has " +
                    std::to_string(c.linearNumValueHeads));
   if (fe.heads[3] != frontEndHeads(c.linearKeyHeadDim, true)[3])
-    return usage("the front end was built without its payload banks (FrontEndSpec::payloadBanks)");
-  QGPU_TRY(gridField, packedField(trace::PackedWord::Program, "gridX"));
-  QGPU_TRY(blockXField, packedField(trace::PackedWord::Program, "blockX"));
+    return operandsUsage("the front end was built without its payload banks (FrontEndSpec::payloadBanks)");
+  QGPU_TRY(gridField, packedField(trace::PackedWord::Program, "gridX", "operand select"));
+  QGPU_TRY(blockXField, packedField(trace::PackedWord::Program, "blockX", "operand select"));
   if (gridField.width != kLaunchBits || blockXField.width != kLaunchBits)
-    return usage("the program word's gridX / blockX are not 5 bits wide");
+    return operandsUsage("the program word's gridX / blockX are not 5 bits wide");
 
   Operands op;
   QGPU_TRY(progTag, alloc.take("op.progTag", 8));
@@ -164,8 +157,8 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
     // Each AND adds +2u to its outputs (bits that are −u after the flip unless kind = Reg).
     for (int k = 0; k < kSources; ++k) {
       const std::string name = "src" + std::to_string(k);
-      QGPU_TRY(kind, packedField(trace::PackedWord::OpSources, (name + " kind").c_str()));
-      QGPU_TRY(index, packedField(trace::PackedWord::OpSources, (name + " index").c_str()));
+      QGPU_TRY(kind, packedField(trace::PackedWord::OpSources, (name + " kind").c_str(), "operand select"));
+      QGPU_TRY(index, packedField(trace::PackedWord::OpSources, (name + " index").c_str(), "operand select"));
       const std::array<Field, 4>& out = fe.rf.operand[static_cast<size_t>(k)];
       // The fetched sources word is inverted: bit set = −u.
       auto word = [&](const trace::PackedField& f, uint32_t v) {

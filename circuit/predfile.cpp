@@ -13,12 +13,9 @@
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag predFileUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "predicate file: " + message);
 }
-
-
-int familyDim(const TokenLayout& t, trace::Family f) { return t.family.at(static_cast<int>(f)); }
 
 // The record tags (docs/trace.md grammar): a value after one of these belongs to its record.
 constexpr trace::Family kRecordTags[] = {trace::Family::Wr, trace::Family::Wu, trace::Family::Wp,
@@ -63,23 +60,27 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
   for (int l = L; l < L + 3; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(L + 2) +
-                   " must be linear_attention layers of the config");
+      return predFileUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 2) +
+                           " must be linear_attention layers of the config");
   if (s.ports < 1 || s.ports > sh.maxPorts)
-    return usage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
-                 std::to_string(s.ports));
-  if (static_cast<int>(s.readKey.size()) != s.ports) return usage("needs one read key per port");
+    return predFileUsage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
+                         std::to_string(s.ports));
+  if (static_cast<int>(s.readKey.size()) != s.ports)
+    return predFileUsage("needs one read key per port");
   for (const Field& k : s.readKey)
     if (k.dims != sh.predBits)
-      return usage("a read key needs " + std::to_string(sh.predBits) + " dims (the predicate)");
+      return predFileUsage("a read key needs " + std::to_string(sh.predBits) +
+                           " dims (the predicate)");
   const int heads = std::max(4, s.ports);
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
-    return usage("needs " + std::to_string(heads) + " value heads per layer, each with its own "
-                 "key head; the config has " + std::to_string(c.linearNumValueHeads) + " / " +
-                 std::to_string(c.linearNumKeyHeads));
+    return predFileUsage("needs " + std::to_string(heads) +
+                         " value heads per layer, each with its own "
+                         "key head; the config has " +
+                         std::to_string(c.linearNumValueHeads) + " / " +
+                         std::to_string(c.linearNumKeyHeads));
   if (t.hidden != c.hiddenSize || t.lambda != 1.0)
-    return usage("the token layout must be the full layout (λ = 1) of this hidden size");
-  if (t.index.dims < sh.predBits) return usage("the token index has too few bits for p");
+    return predFileUsage("the token layout must be the full layout (λ = 1) of this hidden size");
+  if (t.index.dims < sh.predBits) return predFileUsage("the token index has too few bits for p");
 
   AssemblerSpec as;
   as.tokens = t;

@@ -11,12 +11,8 @@
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag regFileUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "register file: " + message);
-}
-
-int familyDim(const TokenLayout& t, trace::Family f) {
-  return t.family.at(static_cast<int>(f));
 }
 
 // The record tags: a value after one of these belongs to that record (docs/trace.md grammar).
@@ -68,31 +64,34 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
   const int L = s.layer0;
   const int R = s.readLayer < 0 ? L + 3 : s.readLayer;
   if (R < L + 3)
-    return usage("the register heads' layer " + std::to_string(R) + " must be at least " +
-                 std::to_string(L + 3));
+    return regFileUsage("the register heads' layer " + std::to_string(R) + " must be at least " +
+                        std::to_string(L + 3));
   for (int l = L; l <= R; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return usage("layers " + std::to_string(L) + ".." + std::to_string(R) +
-                   " must be linear_attention layers of the config");
+      return regFileUsage("layers " + std::to_string(L) + ".." + std::to_string(R) +
+                          " must be linear_attention layers of the config");
   if (s.ports < 1 || s.ports > sh.maxPorts)
-    return usage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
-                 std::to_string(s.ports));
+    return regFileUsage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
+                        std::to_string(s.ports));
   if (static_cast<int>(s.readKey.size()) != s.ports)
-    return usage("needs one read key per port");
+    return regFileUsage("needs one read key per port");
   for (const Field& k : s.readKey)
     if (k.dims != sh.keyBits)
-      return usage("a read key needs " + std::to_string(sh.keyBits) + " dims (register, warp)");
+      return regFileUsage("a read key needs " + std::to_string(sh.keyBits) +
+                          " dims (register, warp)");
   const int heads = std::max(6, s.ports * sh.lanes);
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
-    return usage("needs " + std::to_string(heads) + " value heads per layer, each with its own "
-                 "key head; the config has " + std::to_string(c.linearNumValueHeads) + " / " +
-                 std::to_string(c.linearNumKeyHeads));
+    return regFileUsage("needs " + std::to_string(heads) +
+                        " value heads per layer, each with its own "
+                        "key head; the config has " +
+                        std::to_string(c.linearNumValueHeads) + " / " +
+                        std::to_string(c.linearNumKeyHeads));
   if (c.linearKeyHeadDim < sh.rows)
-    return usage("the key head dim " + std::to_string(c.linearKeyHeadDim) + " cannot hold " +
-                 std::to_string(sh.rows) + " register rows");
+    return regFileUsage("the key head dim " + std::to_string(c.linearKeyHeadDim) + " cannot hold " +
+                        std::to_string(sh.rows) + " register rows");
   if (t.hidden != c.hiddenSize || t.lambda != 1.0)
-    return usage("the token layout must be the full layout (λ = 1) of this hidden size");
+    return regFileUsage("the token layout must be the full layout (λ = 1) of this hidden size");
 
   // Layers L, L+1: the assembler (heads 0..2 in both, L+1's MLP).
   AssemblerSpec as;

@@ -9,7 +9,7 @@
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag romUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "rom gadget: " + message);
 }
 
@@ -37,22 +37,22 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
   const RomShape& r = result.shape;
   const int keyBits = r.opBits + r.blockBits;
   if (spec.slotEnable.dims != r.opSlots + 1)
-    return usage("slotEnable has " + std::to_string(spec.slotEnable.dims) + " dims, needs " +
+    return romUsage("slotEnable has " + std::to_string(spec.slotEnable.dims) + " dims, needs " +
                  std::to_string(r.opSlots + 1) + " (one per ROM slot + the terminator)");
   if (spec.writeKey.dims != keyBits || spec.readKey.dims != keyBits)
-    return usage("writeKey and readKey need " + std::to_string(keyBits) +
+    return romUsage("writeKey and readKey need " + std::to_string(keyBits) +
                  " dims (op index bits, then block bits)");
   if (spec.word.dims != r.wordBits)
-    return usage("word needs " + std::to_string(r.wordBits) + " dims");
+    return romUsage("word needs " + std::to_string(r.wordBits) + " dims");
   if (spec.out.dims != (r.opSlots + 1) * r.wordBits)
-    return usage("out needs " + std::to_string((r.opSlots + 1) * r.wordBits) + " dims");
+    return romUsage("out needs " + std::to_string((r.opSlots + 1) * r.wordBits) + " dims");
   const int heads = spec.payloadSlots ? r.heads : 2 * r.banksPerSlot + 1;
   if (spec.firstHead < 0 || spec.firstHead + heads > c.linearNumValueHeads)
-    return usage("needs value heads " + std::to_string(spec.firstHead) + ".." +
+    return romUsage("needs value heads " + std::to_string(spec.firstHead) + ".." +
                  std::to_string(spec.firstHead + heads - 1) + "; the config has " +
                  std::to_string(c.linearNumValueHeads));
   if (!std::has_single_bit(static_cast<unsigned>(r.banksPerSlot)))
-    return usage("the key head dim " + std::to_string(c.linearKeyHeadDim) +
+    return romUsage("the key head dim " + std::to_string(c.linearKeyHeadDim) +
                  " does not divide the ROM's rows into a power of two of banks");
 
   MemorySpec m;

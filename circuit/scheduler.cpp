@@ -5,14 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "circuit/unit_builder.h"
+
 namespace qgpu::circuit {
 namespace {
 
-Diag usage(const std::string& message) {
+Diag schedulerUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "scheduler: " + message);
 }
 
-double sgn(bool bit) { return bit ? 1.0 : -1.0; }
+using unit_builder::sgn;
 
 // The gadget's unit-level pieces on one layer, each adding its report to `total`.
 class Layer {
@@ -55,8 +57,8 @@ Status clearToZero(Layer& l, const Field& f) {
 
 Status checkWidth(const Field& f, int dims, const char* name) {
   if (f.dims != dims)
-    return usage(std::string("input field '") + name + "' has " + std::to_string(f.dims) +
-                 " dims, needs " + std::to_string(dims));
+    return schedulerUsage(std::string("input field '") + name + "' has " + std::to_string(f.dims) +
+                          " dims, needs " + std::to_string(dims));
   return Ok{};
 }
 
@@ -123,15 +125,16 @@ Expected<Scheduler> buildScheduler(CircuitWeights& weights, FieldAllocator& allo
   const SchedulerInputs& in = spec.in;
   const int layers = spec.emit ? 8 : 7;
   if (spec.firstLayer < 0 || spec.firstLayer + layers > c.numLayers())
-    return usage("needs " + std::to_string(layers) + " layers from layer " + std::to_string(spec.firstLayer) + ", the config has " +
-                 std::to_string(c.numLayers()));
+    return schedulerUsage("needs " + std::to_string(layers) + " layers from layer " +
+                          std::to_string(spec.firstLayer) + ", the config has " +
+                          std::to_string(c.numLayers()));
   if (c.linearNumKeyHeads != c.linearNumValueHeads ||
       spec.firstHead < 0 || spec.firstHead + kSchedThreads > c.linearNumValueHeads)
-    return usage("needs 16 value heads from head " + std::to_string(spec.firstHead) +
-                 " with their own key heads (Hv = Hk); the config has " +
-                 std::to_string(c.linearNumValueHeads) + " / " +
-                 std::to_string(c.linearNumKeyHeads));
-  if (in.ballast.dims < 2) return usage("the ballast needs at least 2 dims");
+    return schedulerUsage("needs 16 value heads from head " + std::to_string(spec.firstHead) +
+                          " with their own key heads (Hv = Hk); the config has " +
+                          std::to_string(c.linearNumValueHeads) + " / " +
+                          std::to_string(c.linearNumKeyHeads));
+  if (in.ballast.dims < 2) return schedulerUsage("the ballast needs at least 2 dims");
   QGPU_CHECK(checkWidth(in.reset, 1, "reset"));
   QGPU_CHECK(checkWidth(in.term, 1, "term"));
   QGPU_CHECK(checkWidth(in.warp, 2, "warp"));

@@ -9,11 +9,6 @@
 namespace qgpu::circuit {
 namespace {
 
-bool powerOfTwo(float v) {
-  int e = 0;
-  return v > 0 && std::frexp(v, &e) == 0.5f;
-}
-
 float bf16(double v) {
   return model::bf16ToFloat(model::floatToBf16(static_cast<float>(v)));
 }

@@ -2,6 +2,7 @@
 #include "circuit/tokens.h"
 
 #include <bit>
+#include <cstring>
 
 namespace qgpu::circuit {
 namespace {
@@ -95,6 +96,14 @@ Status writeTokenEmbeddings(CircuitWeights& w, const TokenLayout& t) {
     QGPU_CHECK(put(t.isTerminal.at(0), isTerminalToken(tok) ? 1 : -1));
   }
   return Ok{};
+}
+
+Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name,
+                                         const std::string& gadget) {
+  for (const trace::PackedField& f : trace::packedLayout(word))
+    if (std::strcmp(f.name, name) == 0) return f;
+  return makeDiag(ErrorKind::Usage,
+                  gadget + ": the packed word has no field '" + std::string(name) + "'");
 }
 
 }  // namespace qgpu::circuit

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "circuit/weights.h"
 #include "common/diag.h"
@@ -53,6 +54,17 @@ struct TokenLayout {
     return ballast.dims + family.dims + index.dims + chunk.dims + isChunk.dims + isTerminal.dims;
   }
 };
+
+// The dim of family f's sign in the layout (one definition for every gadget that reads a tag).
+inline int familyDim(const TokenLayout& t, trace::Family f) {
+  return t.family.at(static_cast<int>(f));
+}
+
+// A packed prompt word's field by name (oracle/trace.h packedLayout: the host packer's own
+// table), so that a gadget reads the same bits encodePrompt writes; Usage diag naming `gadget`
+// for a field the word does not have.
+Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name,
+                                         const std::string& gadget);
 
 // Ballast dims of the token layout: constants of up to 8 pieces of 8 significant bits (R4).
 inline constexpr int kTokenBallastDims = 8;

@@ -43,6 +43,11 @@ struct Down {
   double d;
 };
 
+// A sign bit as a value: +1 when set, −1 when clear.
+inline double sgn(bool bit) {
+  return bit ? 1.0 : -1.0;
+}
+
 inline Diag usage(const std::string& gadget, const std::string& message) {
   return makeDiag(ErrorKind::Usage, gadget + " gadget: " + message);
 }

@@ -7,13 +7,15 @@
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
-namespace {
 
 bool bf16Exact(float v) {
   return model::bf16ToFloat(model::floatToBf16(v)) == v;
 }
 
-}  // namespace
+bool powerOfTwo(double v) {
+  int e = 0;
+  return v > 0 && std::frexp(v, &e) == 0.5;
+}
 
 UnitWriter::UnitWriter(CircuitWeights& weights, int layer, int firstUnit)
     : w_(weights), layer_(layer), first_(firstUnit), next_(firstUnit) {}

@@ -23,6 +23,12 @@
 
 namespace qgpu::circuit {
 
+// Whether v survives rounding to bf16 unchanged (rule R4: every weight a bf16 row holds).
+bool bf16Exact(float v);
+
+// Whether v is a positive power of two (a gain or a λ that scales every weight exactly).
+bool powerOfTwo(double v);
+
 struct Term {
   int dim = 0;        // residual dim
   float weight = 0;   // bf16-exact (rule R4)

@@ -13,10 +13,21 @@ function(qgpu_warnings target)
   endif()
 endfunction()
 
+# A unity build (ci/build.sh, CMAKE_UNITY_BUILD) gains nothing from a target of one source: it
+# would only wrap it, and GCC then takes the #included .cpp for a header (-Wsubobject-linkage on
+# model/decoder.cpp's Decoder::Impl, whose fields have anonymous-namespace types).
+function(qgpu_no_unity_for_one_source target)
+  list(LENGTH ARGN sources)
+  if(sources EQUAL 1)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
+  endif()
+endfunction()
+
 # qgpu_library(NAME SOURCES ... DEPS ...): one library per folder, includes from the repo root.
 function(qgpu_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
+  qgpu_no_unity_for_one_source(${name} ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   target_compile_definitions(${name} PUBLIC QGPU_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
@@ -29,6 +40,7 @@ endfunction()
 function(qgpu_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  qgpu_no_unity_for_one_source(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   qgpu_warnings(${name})
   add_test(NAME ${name} COMMAND ${name})

@@ -68,7 +68,7 @@ struct Tok {
 };
 
 bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool isIdentifier(const std::string& s) {
+bool startsLikeIdentifier(const std::string& s) {
   return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_' ||
                         s.rfind("::", 0) == 0);
 }
@@ -257,7 +257,7 @@ Status Reader::readTemplateParams(size_t globalAt) {
         eq = i;
         break;
       }
-    if (eq == from || !isIdentifier(at(eq - 1))) {
+    if (eq == from || !startsLikeIdentifier(at(eq - 1))) {
       return error(toks_[from].line, "cannot read template parameter '" + joinTokens(toks_, from, to) + "'");
     }
     p.name = at(eq - 1);
@@ -296,7 +296,7 @@ Status Reader::readParams(size_t open, size_t close) {
       const std::string& t = at(i);
       if (t == "*" || t == "[") p.pointer = true;
       if (t == "&") reference = true;
-      if (isIdentifier(t) && t != "const" && t != "volatile" && t != "__restrict__" &&
+      if (startsLikeIdentifier(t) && t != "const" && t != "volatile" && t != "__restrict__" &&
           t != "__restrict")
         nameCandidates.push_back(i);
     }
@@ -316,11 +316,12 @@ Status Reader::readParams(size_t open, size_t close) {
         std::string text = joinTokens(arg, 0, arg.size());
         declared += (declared.empty() ? "" : " ") + text;
         for (const Tok& a : arg)
-          if (isIdentifier(a.text) && a.text != "const" && a.text != "volatile") typeWords.push_back(a.text);
+          if (startsLikeIdentifier(a.text) && a.text != "const" && a.text != "volatile")
+            typeWords.push_back(a.text);
         continue;
       }
       declared += (declared.empty() || t == "*" || t == "[" || t == "]" ? "" : " ") + t;
-      if (isIdentifier(t) && t != "const" && t != "volatile" && t != "__restrict__" &&
+      if (startsLikeIdentifier(t) && t != "const" && t != "volatile" && t != "__restrict__" &&
           t != "__restrict")
         typeWords.push_back(t);
     }

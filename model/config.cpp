@@ -1,5 +1,6 @@
 // qgpu/model/config.cpp — see config.h.
 #include "model/config.h"
+#include "model/checkpoint_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,17 +15,14 @@ namespace {
 
 using nlohmann::json;
 
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
-
 // Reads an optional integer field; a present field of the wrong type is an error.
 Status readInt(const json& obj, const char* key, int64_t& out, const std::string& file) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Ok{};
   if (!it->is_number_integer() ||
       (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
-    return fail(file, std::string("config field '") + key + "' is not an integer in the int64 range");
+    return checkpointError(
+        file, std::string("config field '") + key + "' is not an integer in the int64 range");
   out = it->get<int64_t>();
   return Ok{};
 }
@@ -32,7 +30,8 @@ Status readInt(const json& obj, const char* key, int64_t& out, const std::string
 Status readDouble(const json& obj, const char* key, double& out, const std::string& file) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Ok{};
-  if (!it->is_number()) return fail(file, std::string("config field '") + key + "' is not a number");
+  if (!it->is_number())
+    return checkpointError(file, std::string("config field '") + key + "' is not a number");
   out = it->get<double>();
   return Ok{};
 }
@@ -96,39 +95,44 @@ Status Qwen35Config::validate(const std::string& file) const {
   for (const IntField& f : kIntFields) {
     const int64_t v = this->*f.member;
     if (v < 1 || v > f.max)
-      return fail(file, std::string("config field '") + f.key + "' is " + std::to_string(v) +
-                            ", outside [1, " + std::to_string(f.max) + "]");
+      return checkpointError(file, std::string("config field '") + f.key + "' is " +
+                                       std::to_string(v) + ", outside [1, " +
+                                       std::to_string(f.max) + "]");
   }
   if (numLayers() > kMaxLayers)
-    return fail(file, "config has " + std::to_string(numLayers()) + " layers, over " + std::to_string(kMaxLayers));
+    return checkpointError(file, "config has " + std::to_string(numLayers()) + " layers, over " +
+                                     std::to_string(kMaxLayers));
   if (!std::isfinite(partialRotaryFactor) || !(partialRotaryFactor > 0) || partialRotaryFactor > 1)
-    return fail(file, "partial_rotary_factor must lie in (0, 1]");
-  if (!std::isfinite(ropeTheta) || !(ropeTheta > 0)) return fail(file, "rope_theta must be positive and finite");
+    return checkpointError(file, "partial_rotary_factor must lie in (0, 1]");
+  if (!std::isfinite(ropeTheta) || !(ropeTheta > 0))
+    return checkpointError(file, "rope_theta must be positive and finite");
   if (!std::isfinite(rmsNormEps) || !(rmsNormEps > 0) || rmsNormEps >= 1)
-    return fail(file, "rms_norm_eps must lie in (0, 1)");
-  if (layerTypes.empty()) return fail(file, "config has no layers");
+    return checkpointError(file, "rms_norm_eps must lie in (0, 1)");
+  if (layerTypes.empty()) return checkpointError(file, "config has no layers");
   if (numAttentionHeads % numKeyValueHeads != 0)
-    return fail(file, "num_attention_heads is not a multiple of num_key_value_heads");
+    return checkpointError(file, "num_attention_heads is not a multiple of num_key_value_heads");
   if (linearNumValueHeads % linearNumKeyHeads != 0)
-    return fail(file, "linear_num_value_heads is not a multiple of linear_num_key_heads");
+    return checkpointError(file,
+                           "linear_num_value_heads is not a multiple of linear_num_key_heads");
   if (rotaryDim() % 2 != 0 || rotaryDim() > headDim || rotaryDim() < 0)
-    return fail(file, "head_dim * partial_rotary_factor must be even and at most head_dim");
+    return checkpointError(file,
+                           "head_dim * partial_rotary_factor must be even and at most head_dim");
   return Ok{};
 }
 
 Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string& file) {
   QGPU_TRY(doc, parseJsonText(text, file, ErrorKind::Checkpoint));
-  if (!doc.is_object()) return fail(file, "config.json is not a JSON object");
+  if (!doc.is_object()) return checkpointError(file, "config.json is not a JSON object");
   Qwen35Config c;
   const std::string modelType = doc.value("model_type", std::string());
   const json* t = &doc;
   if (modelType == "qwen3_5") {
     if (!doc.contains("text_config") || !doc["text_config"].is_object())
-      return fail(file, "qwen3_5 config without a text_config object");
+      return checkpointError(file, "qwen3_5 config without a text_config object");
     t = &doc["text_config"];
     c.layout = CheckpointLayout::Multimodal;
   } else if (modelType != "qwen3_5_text") {
-    return fail(file, "model_type '" + modelType + "' is not qwen3_5 or qwen3_5_text");
+    return checkpointError(file, "model_type '" + modelType + "' is not qwen3_5 or qwen3_5_text");
   }
   int64_t numLayers = 32, interval = 4;
   for (const IntField& f : kIntFields) QGPU_CHECK(readInt(*t, f.key, c.*f.member, file));
@@ -136,11 +140,13 @@ Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string&
   QGPU_CHECK(readInt(*t, "full_attention_interval", interval, file));
   QGPU_CHECK(readDouble(*t, "rms_norm_eps", c.rmsNormEps, file));
   if (numLayers <= 0 || numLayers > kMaxLayers)
-    return fail(file, "config field 'num_hidden_layers' is " + std::to_string(numLayers) + ", outside [1, " +
-                          std::to_string(kMaxLayers) + "]");
+    return checkpointError(file, "config field 'num_hidden_layers' is " +
+                                     std::to_string(numLayers) + ", outside [1, " +
+                                     std::to_string(kMaxLayers) + "]");
   if (interval <= 0 || interval > kMaxLayers)
-    return fail(file, "config field 'full_attention_interval' is " + std::to_string(interval) + ", outside [1, " +
-                          std::to_string(kMaxLayers) + "]");
+    return checkpointError(file, "config field 'full_attention_interval' is " +
+                                     std::to_string(interval) + ", outside [1, " +
+                                     std::to_string(kMaxLayers) + "]");
 
   // RoPE: `rope_parameters` (transformers 5) or the older flat `rope_theta`.
   QGPU_CHECK(readDouble(*t, "rope_theta", c.ropeTheta, file));
@@ -149,20 +155,24 @@ Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string&
     QGPU_CHECK(readDouble(*rp, "rope_theta", c.ropeTheta, file));
     QGPU_CHECK(readDouble(*rp, "partial_rotary_factor", c.partialRotaryFactor, file));
     std::string ropeType = rp->value("rope_type", std::string("default"));
-    if (ropeType != "default") return fail(file, "rope_type '" + ropeType + "' is not supported");
+    if (ropeType != "default")
+      return checkpointError(file, "rope_type '" + ropeType + "' is not supported");
   }
 
   if (auto lt = t->find("layer_types"); lt != t->end() && !lt->is_null()) {
-    if (!lt->is_array()) return fail(file, "layer_types is not a list");
+    if (!lt->is_array()) return checkpointError(file, "layer_types is not a list");
     for (const auto& v : *lt) {
       std::string s = v.is_string() ? v.get<std::string>() : std::string();
       if (s == "linear_attention") c.layerTypes.push_back(LayerType::Linear);
       else if (s == "full_attention") c.layerTypes.push_back(LayerType::Full);
-      else return fail(file, "layer_types entry '" + v.dump() + "' is not linear_attention or full_attention");
+      else
+        return checkpointError(
+            file, "layer_types entry '" + v.dump() + "' is not linear_attention or full_attention");
     }
     if (static_cast<int64_t>(c.layerTypes.size()) != numLayers)
-      return fail(file, "layer_types has " + std::to_string(c.layerTypes.size()) +
-                            " entries but num_hidden_layers is " + std::to_string(numLayers));
+      return checkpointError(file, "layer_types has " + std::to_string(c.layerTypes.size()) +
+                                       " entries but num_hidden_layers is " +
+                                       std::to_string(numLayers));
   } else {
     for (int64_t i = 0; i < numLayers; ++i)
       c.layerTypes.push_back((i + 1) % interval != 0 ? LayerType::Linear : LayerType::Full);
@@ -171,7 +181,8 @@ Expected<Qwen35Config> parseConfigJson(std::string_view text, const std::string&
   auto readBool = [&](const json& obj, const char* key, bool& out) -> Status {
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return Ok{};
-    if (!it->is_boolean()) return fail(file, std::string("config field '") + key + "' is not a boolean");
+    if (!it->is_boolean())
+      return checkpointError(file, std::string("config field '") + key + "' is not a boolean");
     out = it->get<bool>();
     return Ok{};
   };

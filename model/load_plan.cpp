@@ -1,15 +1,12 @@
 // qgpu/model/load_plan.cpp — see load_plan.h.
 #include "model/load_plan.h"
+#include "model/checkpoint_error.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace qgpu::model {
 namespace {
-
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
 
 std::string shapeText(const std::vector<int64_t>& shape) {
   std::string s;
@@ -23,14 +20,18 @@ Status checkTensor(const TensorSpec& spec, const CheckpointTensor& t) {
   const std::string what = t.info->name == spec.name ? "tensor '" + spec.name + "'"
                                                      : "tensor '" + t.info->name + "' (used as '" + spec.name + "')";
   if (t.info->shape.size() != spec.shape.size())
-    return fail(file, what + " has rank " + std::to_string(t.info->shape.size()) + " (shape " +
-                          shapeText(t.info->shape) + "), config implies rank " + std::to_string(spec.shape.size()) +
-                          " " + shapeText(spec.shape));
+    return checkpointError(file, what + " has rank " + std::to_string(t.info->shape.size()) +
+                                     " (shape " + shapeText(t.info->shape) +
+                                     "), config implies rank " + std::to_string(spec.shape.size()) +
+                                     " " + shapeText(spec.shape));
   if (t.info->shape != spec.shape)
-    return fail(file, what + " has shape " + shapeText(t.info->shape) + ", config implies " + shapeText(spec.shape));
+    return checkpointError(file, what + " has shape " + shapeText(t.info->shape) +
+                                     ", config implies " + shapeText(spec.shape));
   if (!isWeightDtype(t.info->dtype))
-    return fail(file, what + " has dtype " + stDtypeName(t.info->dtype) +
-                          ", expected F32, BF16 or F16 (a float weight; transformers would not load it either)");
+    return checkpointError(
+        file,
+        what + " has dtype " + stDtypeName(t.info->dtype) +
+            ", expected F32, BF16 or F16 (a float weight; transformers would not load it either)");
   return Ok{};
 }
 
@@ -84,7 +85,8 @@ Expected<LoadPlan> planLoad(const std::string& dir) {
                                   ? " (config.json sets tie_word_embeddings false; transformers would initialise the "
                                     "head randomly, qgpu refuses)"
                                   : "";
-      return fail(dir, "missing tensor '" + spec.name + "' (implied by config.json)" + why);
+      return checkpointError(dir,
+                             "missing tensor '" + spec.name + "' (implied by config.json)" + why);
     }
     QGPU_TRY(t, c.get(from));
     QGPU_CHECK(checkTensor(spec, t));

@@ -1,5 +1,6 @@
 // qgpu/model/safetensors.cpp — see safetensors.h.
 #include "model/safetensors.h"
+#include "model/checkpoint_error.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,10 +21,6 @@
 
 namespace qgpu::model {
 namespace {
-
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
 
 Diag ioFail(const std::string& file, const std::string& what) {
   return makeDiag(ErrorKind::Io, what + ": " + std::strerror(errno), SourceLoc{file});
@@ -102,14 +99,16 @@ Expected<Checkpoint> Checkpoint::open(const std::string& dir) {
     QGPU_TRY(doc, parseJsonText(text, indexPath, ErrorKind::Checkpoint));
     if (!doc.is_object() || !doc.contains("weight_map") ||
         !doc["weight_map"].is_object())
-      return fail(indexPath, "index is not JSON with a \"weight_map\" object");
+      return checkpointError(indexPath, "index is not JSON with a \"weight_map\" object");
     std::map<std::string, size_t> shardIndex;
     for (auto it = doc["weight_map"].begin(); it != doc["weight_map"].end(); ++it) {
       if (!it.value().is_string())
-        return fail(indexPath, "weight_map entry of '" + it.key() + "' is not a file name");
+        return checkpointError(indexPath,
+                               "weight_map entry of '" + it.key() + "' is not a file name");
       std::string shard = it.value().get<std::string>();
       if (shard.find('/') != std::string::npos || shard == ".." || shard.empty())
-        return fail(indexPath, "weight_map entry of '" + it.key() + "' is not a plain file name");
+        return checkpointError(indexPath,
+                               "weight_map entry of '" + it.key() + "' is not a plain file name");
       if (!shardIndex.count(shard)) {
         QGPU_TRY(file, SafetensorsFile::open((fs::path(dir) / shard).string()));
         shardIndex[shard] = ckpt.files_.size();
@@ -118,15 +117,17 @@ Expected<Checkpoint> Checkpoint::open(const std::string& dir) {
       size_t fi = shardIndex[shard];
       const StTensorInfo* info = ckpt.files_[fi]->header().find(it.key());
       if (info == nullptr)
-        return fail(ckpt.files_[fi]->path(),
-                    "tensor '" + it.key() + "' is listed in the index but missing from this shard");
+        return checkpointError(
+            ckpt.files_[fi]->path(),
+            "tensor '" + it.key() + "' is listed in the index but missing from this shard");
       ckpt.where_[it.key()] = {fi, info};
     }
     // Tensors present in a shard but not in the index would be silently unreachable: refuse.
     for (size_t fi = 0; fi < ckpt.files_.size(); ++fi)
       for (const auto& t : ckpt.files_[fi]->header().tensors)
         if (!ckpt.where_.count(t.name))
-          return fail(ckpt.files_[fi]->path(), "tensor '" + t.name + "' is not in the index");
+          return checkpointError(ckpt.files_[fi]->path(),
+                                 "tensor '" + t.name + "' is not in the index");
     return ckpt;
   }
   if (!fs::exists(singlePath, ec))
@@ -146,7 +147,7 @@ std::vector<std::string> Checkpoint::names() const {
 
 Expected<CheckpointTensor> Checkpoint::get(const std::string& name) const {
   auto it = where_.find(name);
-  if (it == where_.end()) return fail(dir_, "missing tensor '" + name + "'");
+  if (it == where_.end()) return checkpointError(dir_, "missing tensor '" + name + "'");
   return CheckpointTensor{it->second.second, files_[it->second.first]};
 }
 

@@ -1,5 +1,6 @@
 // qgpu/model/safetensors_header.cpp — see safetensors_header.h.
 #include "model/safetensors_header.h"
+#include "model/checkpoint_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,10 +24,6 @@ constexpr DtypeRow kDtypes[] = {
     {StDtype::I16, "I16", 2}, {StDtype::I8, "I8", 1},   {StDtype::U8, "U8", 1},
     {StDtype::BOOL, "BOOL", 1},
 };
-
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
 
 // Reads a JSON number as a non-negative integer that fits in int64 (offsets and dims both).
 std::optional<uint64_t> asCount(const nlohmann::json& v) {
@@ -88,7 +85,7 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
     return d;
   }
   const nlohmann::json& doc = *parsed;
-  if (!doc.is_object()) return fail(fileName, "safetensors header is not a JSON object");
+  if (!doc.is_object()) return checkpointError(fileName, "safetensors header is not a JSON object");
 
   StHeader header;
   header.dataStart = 8 + json.size();
@@ -97,28 +94,32 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
     const std::string& name = it.key();
     const nlohmann::json& entry = it.value();
     if (name == "__metadata__") {
-      if (!entry.is_object()) return fail(fileName, "__metadata__ is not an object");
+      if (!entry.is_object()) return checkpointError(fileName, "__metadata__ is not an object");
       for (auto m = entry.begin(); m != entry.end(); ++m) {
         if (!m.value().is_string())
-          return fail(fileName, "__metadata__ value of '" + m.key() + "' is not a string");
+          return checkpointError(fileName,
+                                 "__metadata__ value of '" + m.key() + "' is not a string");
         header.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
     const std::string where = "tensor '" + name + "': ";
-    if (!entry.is_object()) return fail(fileName, where + "entry is not an object");
+    if (!entry.is_object()) return checkpointError(fileName, where + "entry is not an object");
     auto dt = entry.find("dtype");
     auto sh = entry.find("shape");
     auto off = entry.find("data_offsets");
-    if (dt == entry.end() || !dt->is_string()) return fail(fileName, where + "missing dtype");
-    if (sh == entry.end() || !sh->is_array()) return fail(fileName, where + "missing shape");
+    if (dt == entry.end() || !dt->is_string())
+      return checkpointError(fileName, where + "missing dtype");
+    if (sh == entry.end() || !sh->is_array())
+      return checkpointError(fileName, where + "missing shape");
     if (off == entry.end() || !off->is_array() || off->size() != 2)
-      return fail(fileName, where + "data_offsets is not [begin, end]");
+      return checkpointError(fileName, where + "data_offsets is not [begin, end]");
 
     StTensorInfo info;
     info.name = name;
     auto dtype = stDtypeFromName(dt->get<std::string>());
-    if (!dtype) return fail(fileName, where + "unknown dtype '" + dt->get<std::string>() + "'");
+    if (!dtype)
+      return checkpointError(fileName, where + "unknown dtype '" + dt->get<std::string>() + "'");
     info.dtype = *dtype;
 
     // numel * size must not overflow: once the running product exceeds the data section the
@@ -127,7 +128,8 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
     bool tooBig = false, empty = false;
     for (const auto& d : *sh) {
       auto dim = asCount(d);
-      if (!dim) return fail(fileName, where + "shape has a non-integer or negative dimension");
+      if (!dim)
+        return checkpointError(fileName, where + "shape has a non-integer or negative dimension");
       info.shape.push_back(static_cast<int64_t>(*dim));
       if (*dim == 0) empty = true;
       else if (tooBig || numel > dataBytes / *dim) tooBig = true;
@@ -136,16 +138,18 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
     if (empty) numel = 0, tooBig = false;
     auto begin = asCount((*off)[0]);
     auto end = asCount((*off)[1]);
-    if (!begin || !end) return fail(fileName, where + "data_offsets are not non-negative integers");
-    if (*begin > *end) return fail(fileName, where + "data_offsets begin > end");
+    if (!begin || !end)
+      return checkpointError(fileName, where + "data_offsets are not non-negative integers");
+    if (*begin > *end) return checkpointError(fileName, where + "data_offsets begin > end");
     if (*end > dataBytes)
-      return fail(fileName, where + "data_offsets end " + std::to_string(*end) +
-                                " lies past the data section (" + std::to_string(dataBytes) +
-                                " bytes): truncated file?");
+      return checkpointError(fileName, where + "data_offsets end " + std::to_string(*end) +
+                                           " lies past the data section (" +
+                                           std::to_string(dataBytes) + " bytes): truncated file?");
     uint64_t size = stDtypeSize(info.dtype);
     if (tooBig || numel * size != *end - *begin)
-      return fail(fileName, where + "byte size " + std::to_string(*end - *begin) +
-                                " does not match shape and dtype " + stDtypeName(info.dtype));
+      return checkpointError(fileName, where + "byte size " + std::to_string(*end - *begin) +
+                                           " does not match shape and dtype " +
+                                           stDtypeName(info.dtype));
     info.begin = *begin;
     info.end = *end;
     header.tensors.push_back(std::move(info));
@@ -160,28 +164,33 @@ Expected<StHeader> parseSafetensorsJson(std::string_view json, uint64_t dataByte
   uint64_t expected = 0;
   for (const auto& t : header.tensors) {
     if (t.begin != expected)
-      return fail(fileName, "tensor '" + t.name + "': data_offsets begin " + std::to_string(t.begin) +
-                                (t.begin < expected ? " overlaps the previous tensor" : " leaves a gap") +
-                                " (expected " + std::to_string(expected) + ")");
+      return checkpointError(
+          fileName, "tensor '" + t.name + "': data_offsets begin " + std::to_string(t.begin) +
+                        (t.begin < expected ? " overlaps the previous tensor" : " leaves a gap") +
+                        " (expected " + std::to_string(expected) + ")");
     expected = t.end;
   }
   if (expected != dataBytes)
-    return fail(fileName, "the tensors cover " + std::to_string(expected) + " bytes of a " +
-                              std::to_string(dataBytes) + "-byte data section: " +
-                              std::to_string(dataBytes - expected) +
-                              " trailing bytes belong to no tensor (Hugging Face's reader refuses this "
-                              "as MetadataIncompleteBuffer)");
+    return checkpointError(
+        fileName, "the tensors cover " + std::to_string(expected) + " bytes of a " +
+                      std::to_string(dataBytes) +
+                      "-byte data section: " + std::to_string(dataBytes - expected) +
+                      " trailing bytes belong to no tensor (Hugging Face's reader refuses this "
+                      "as MetadataIncompleteBuffer)");
   return header;
 }
 
 Expected<StHeader> parseSafetensors(std::span<const uint8_t> bytes, const std::string& fileName) {
-  if (bytes.size() < 8) return fail(fileName, "file is shorter than the 8-byte header length");
+  if (bytes.size() < 8)
+    return checkpointError(fileName, "file is shorter than the 8-byte header length");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
-  if (n > kMaxSafetensorsHeader) return fail(fileName, "header length " + std::to_string(n) + " is over 100 MB");
+  if (n > kMaxSafetensorsHeader)
+    return checkpointError(fileName, "header length " + std::to_string(n) + " is over 100 MB");
   if (n > bytes.size() - 8)
-    return fail(fileName, "header length " + std::to_string(n) + " runs past the end of the file (" +
-                              std::to_string(bytes.size()) + " bytes)");
+    return checkpointError(fileName, "header length " + std::to_string(n) +
+                                         " runs past the end of the file (" +
+                                         std::to_string(bytes.size()) + " bytes)");
   std::string_view json(reinterpret_cast<const char*>(bytes.data() + 8), n);
   return parseSafetensorsJson(json, bytes.size() - 8 - n, fileName);
 }

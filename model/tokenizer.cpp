@@ -1,5 +1,6 @@
 // qgpu/model/tokenizer.cpp — see tokenizer.h.
 #include "model/tokenizer.h"
+#include "model/checkpoint_error.h"
 
 #include "model/json_text.h"
 
@@ -111,10 +112,6 @@ const std::vector<UChar32>& byteToUnicode() {
   return table;
 }
 
-Diag fail(const std::string& file, const std::string& message) {
-  return makeDiag(ErrorKind::Checkpoint, message, SourceLoc{file});
-}
-
 }  // namespace
 
 std::vector<std::string> BpeTokenizer::preTokenize(std::string_view text) {
@@ -145,13 +142,16 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
                                               const std::string& file) {
   using nlohmann::json;
   QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
-  if (!doc.is_object()) return fail(file, "tokenizer.json is not a JSON object");
+  if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
   const json& model = doc["model"];
-  if (!model.is_object() || model.value("type", "") != "BPE") return fail(file, "tokenizer model is not BPE");
-  if (!model["vocab"].is_object() || !model["merges"].is_array()) return fail(file, "BPE model lacks vocab or merges");
+  if (!model.is_object() || model.value("type", "") != "BPE")
+    return checkpointError(file, "tokenizer model is not BPE");
+  if (!model["vocab"].is_object() || !model["merges"].is_array())
+    return checkpointError(file, "BPE model lacks vocab or merges");
   BpeTokenizer tok;
   auto setToken = [&](int64_t id, const std::string& s) -> Status {
-    if (id < 0 || id > (1 << 24)) return fail(file, "token id " + std::to_string(id) + " out of range");
+    if (id < 0 || id > (1 << 24))
+      return checkpointError(file, "token id " + std::to_string(id) + " out of range");
     if (static_cast<size_t>(id) >= tok.idToToken_.size()) {
       tok.idToToken_.resize(static_cast<size_t>(id) + 1);
       tok.addedById_.resize(static_cast<size_t>(id) + 1);
@@ -160,7 +160,8 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
     return Ok{};
   };
   for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer()) return fail(file, "vocab entry '" + it.key() + "' has no integer id");
+    if (!it.value().is_number_integer())
+      return checkpointError(file, "vocab entry '" + it.key() + "' has no integer id");
     tok.vocab_[it.key()] = it.value().get<int64_t>();
     QGPU_CHECK(setToken(it.value().get<int64_t>(), it.key()));
   }
@@ -170,7 +171,9 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
     if (m.is_string()) key = m.get<std::string>();  // "a b"
     else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
       key = m[0].get<std::string>() + " " + m[1].get<std::string>();
-    else return fail(file, "merge #" + std::to_string(rank) + " is neither \"a b\" nor [a, b]");
+    else
+      return checkpointError(file,
+                             "merge #" + std::to_string(rank) + " is neither \"a b\" nor [a, b]");
     tok.mergeRank_.emplace(key, rank++);
   }
   auto addToken = [&](int64_t id, const std::string& content) -> Status {
@@ -194,7 +197,8 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
         try {
           id = std::stoll(it.key());
         } catch (const std::exception&) {
-          return fail(file, "tokenizer_config added token id '" + it.key() + "' is not a number");
+          return checkpointError(
+              file, "tokenizer_config added token id '" + it.key() + "' is not a number");
         }
         if (it.value().is_object() && it.value()["content"].is_string())
           QGPU_CHECK(addToken(id, it.value()["content"].get<std::string>()));

@@ -429,7 +429,12 @@ TEST(DataMemory, KeyHeadDim128IsExactWithFourRowCells) {
   for (ComputeDtype dtype : harness::kDtypes)
     for (Path path : harness::kPaths) {
       const bool f32 = dtype == ComputeDtype::F32;
-      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : 150) : f32 ? 110 : 80;
+      // Decode (one forward per token, the cost) runs a shorter prefix per commit; the mixed path
+      // keeps its prompt, continuation and one-by-one tail. QGPU_CIRCUIT_FULL: 110 / 80 decoded.
+      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : 150)
+                       : path == Path::Decode ? harness::inputs(f32 ? 80 : 60, f32 ? 110 : 80)
+                       : f32                  ? 110
+                                              : 80;
       const harness::SignCheck c = runAndCheck(b, prefix(tokens, n), dtype, path, global);
       std::cout << "key head dim 128, 4-row cells, " << dtypeName(dtype) << " "
                 << harness::pathName(path) << " (" << std::min(n, tokens.size())

@@ -13,7 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Inputs sample() {
+Inputs sampleInputs() {
   Inputs in;
   in.commit = "0123abc";
   GpuCase c;
@@ -49,7 +49,7 @@ class GpuInputs : public testing::Test {
              testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
-    ASSERT_TRUE(writeInputs(sample(), dir_).ok());
+    ASSERT_TRUE(writeInputs(sampleInputs(), dir_).ok());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -79,7 +79,7 @@ TEST_F(GpuInputs, RoundTripsThroughFiles) {
   EXPECT_EQ(r->commit, "0123abc");
   ASSERT_EQ(r->cases.size(), 2u);
   const GpuCase& c = r->cases[0];
-  EXPECT_EQ(c.launch.ptx, sample().cases[0].launch.ptx);
+  EXPECT_EQ(c.launch.ptx, sampleInputs().cases[0].launch.ptx);
   EXPECT_EQ(c.launch.gridX, 2u);
   EXPECT_EQ(c.launch.blockX, 4u);
   EXPECT_EQ(c.launch.global, (std::vector<uint32_t>{1, 2, 0xffffffffu, 4}));

@@ -10,7 +10,7 @@
 namespace qgpu::gpu {
 namespace {
 
-Recording sample() {
+Recording sampleRecording() {
   Recording r;
   r.provenance = {"NVIDIA H200", "9.0", "550.54.15", "12.4", "13.0", "2026-11-30T01:02:03Z",
                   "abc123", "gpu-host", "qgpu-gpu-record"};
@@ -34,7 +34,7 @@ Recording sample() {
 
 // Replaces the first occurrence of `from` in the sample's JSON.
 std::string corrupt(const std::string& from, const std::string& to) {
-  std::string text = writeRecordingJson(sample());
+  std::string text = writeRecordingJson(sampleRecording());
   size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   return text.replace(at, from.size(), to);
@@ -58,7 +58,7 @@ TEST(GpuRecording, DigestIsFnv1a64OfTheExactText) {
 }
 
 TEST(GpuRecording, RoundTripsThroughJson) {
-  Recording r = sample();
+  Recording r = sampleRecording();
   auto back = parseRecordingJson(writeRecordingJson(r), "rec.json");
   ASSERT_TRUE(back.ok()) << back.error().str();
   EXPECT_EQ(back->provenance.gpu, "NVIDIA H200");
@@ -73,14 +73,14 @@ TEST(GpuRecording, RoundTripsThroughJson) {
 }
 
 TEST(GpuRecording, WritesEightWordsPerLine) {
-  std::string text = writeRecordingJson(sample());
+  std::string text = writeRecordingJson(sampleRecording());
   EXPECT_NE(text.find("\n        0, 16843009, 33686018, 50529027, 67372036, 84215045, 101058054, "
                       "117901063,\n"),
             std::string::npos);
 }
 
 TEST(GpuRecording, RejectsTruncatedJson) {
-  std::string text = writeRecordingJson(sample());
+  std::string text = writeRecordingJson(sampleRecording());
   EXPECT_NE(errorOf(text.substr(0, text.size() / 2)).find("invalid JSON"), std::string::npos);
 }
 
@@ -102,7 +102,7 @@ TEST(GpuRecording, RejectsMalformedJsonInsideARecording) {
             std::string::npos);  // leading zero
   EXPECT_NE(errorOf(corrupt("\"entry\": \"", "\"entry\": \"\x01")).find("invalid JSON"),
             std::string::npos);  // control character in a string
-  EXPECT_NE(errorOf(writeRecordingJson(sample()) + "// done\n").find("invalid JSON"),
+  EXPECT_NE(errorOf(writeRecordingJson(sampleRecording()) + "// done\n").find("invalid JSON"),
             std::string::npos);  // comment after the value
 }
 
@@ -111,7 +111,7 @@ TEST(GpuRecording, RejectsAKeyTwiceInOneObject) {
                                   "\"gpu\": \"NVIDIA H200\", \"gpu\": \"NVIDIA H100\","));
   EXPECT_NE(e.find("invalid JSON: duplicate key \"gpu\""), std::string::npos) << e;
   // The same key in two different objects is fine.
-  EXPECT_TRUE(parseRecordingJson(writeRecordingJson(sample()), "rec.json").ok());
+  EXPECT_TRUE(parseRecordingJson(writeRecordingJson(sampleRecording()), "rec.json").ok());
 }
 
 TEST(GpuRecording, LimitsNesting) {
@@ -142,7 +142,7 @@ TEST(GpuRecording, DecodesStringEscapes) {
 }
 
 TEST(GpuRecording, WritesEveryStringSoThatItReadsBack) {
-  Recording rec = sample();
+  Recording rec = sampleRecording();
   rec.cases[1].detail = "a\"b\\c\nd\x01\x1f\x7f tab\there \xc3\xa9";
   rec.provenance.host = "gpu\\host";
   auto back = parseRecordingJson(writeRecordingJson(rec), "rec.json");
@@ -210,13 +210,13 @@ TEST(GpuRecording, ReadReportsAMissingFile) {
 std::vector<uint32_t> image(uint32_t fill) { return std::vector<uint32_t>(126, fill); }
 
 TEST(GpuCompare, MatchesEqualImages) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   CaseComparison c = compareCase(rc, rc.ptxDigest, rc.global);
   EXPECT_EQ(c.verdict, Verdict::Match);
 }
 
 TEST(GpuCompare, NamesTheFirstDifferingWord) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   std::vector<uint32_t> mine = rc.global;
   mine[5] += 1;
   mine[9] += 1;
@@ -226,7 +226,7 @@ TEST(GpuCompare, NamesTheFirstDifferingWord) {
 }
 
 TEST(GpuCompare, ComparesMultisetOutputsWithoutOrder) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   std::vector<uint32_t> mine = rc.global;
   std::swap(mine[3], mine[4]);
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, mine).verdict, Verdict::Mismatch);
@@ -239,7 +239,7 @@ TEST(GpuCompare, ComparesMultisetOutputsWithoutOrder) {
 }
 
 TEST(GpuCompare, ReportsAStaleRecordingWithoutComparing) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   CaseComparison c = compareCase(rc, ptxDigest("new ptx"), image(0));
   EXPECT_EQ(c.verdict, Verdict::Inconclusive);
   EXPECT_TRUE(c.stale);
@@ -250,17 +250,17 @@ TEST(GpuCompare, ReportsAStaleRecordingWithoutComparing) {
 // A driver failure is a mismatch, as it is live (harness/check.cpp GpuSession::compare):
 // common/outcome.h decides both.
 TEST(GpuCompare, CountsGpuFindingsAndDriverErrorsAsMismatches) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   rc.status = CaseStatus::GuardViolation;
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
   rc.status = CaseStatus::Nondeterministic;
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, rc.global).verdict, Verdict::Mismatch);
-  RecordedCase err = sample().cases[1];
+  RecordedCase err = sampleRecording().cases[1];
   EXPECT_EQ(compareCase(err, err.ptxDigest, image(0)).verdict, Verdict::Mismatch);
 }
 
 TEST(GpuCompare, CountsAnInterpreterFailureAsMismatch) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   Expected<std::vector<uint32_t>> failed = makeDiag(ErrorKind::MachineFault, "out of bounds");
   CaseComparison c = compareCase(rc, rc.ptxDigest, failed);
   EXPECT_EQ(c.verdict, Verdict::Mismatch);
@@ -268,13 +268,13 @@ TEST(GpuCompare, CountsAnInterpreterFailureAsMismatch) {
 }
 
 TEST(GpuCompare, CountsAKernelTheHostRefusesAsInconclusive) {
-  RecordedCase rc = sample().cases[0];
+  RecordedCase rc = sampleRecording().cases[0];
   Expected<std::vector<uint32_t>> refused = makeDiag(ErrorKind::PtxUnsupported, "vector operand");
   EXPECT_EQ(compareCase(rc, rc.ptxDigest, refused).verdict, Verdict::Inconclusive);
 }
 
 TEST(GpuCompareRecording, SeparatesMatchesMismatchesStaleAndUnrecordedCases) {
-  Recording rec = sample();  // dot/clang ok, dot/nvcc device-error
+  Recording rec = sampleRecording();  // dot/clang ok, dot/nvcc device-error
   RecordedCase gone = rec.cases[0];
   gone.kernel = "removed";
   rec.cases.push_back(gone);

@@ -16,8 +16,9 @@ using harness::Backend;
 using harness::CaseResult;
 using Key = std::pair<Backend, std::string>;
 
-std::string esc(std::string_view text) { return escapeMarkup(text, MarkupContext::Content); }
-std::string attr(std::string_view text) { return escapeMarkup(text, MarkupContext::Attribute); }
+std::string esc(std::string_view text) {
+  return escapeMarkup(text, MarkupContext::Content);
+}
 
 std::string fmt(double v, const char* format = "%.3f") {
   char buf[64];
@@ -169,8 +170,8 @@ std::string htmlReport(const RunReport& r, const std::string& extraSections) {
       << esc(k.second) << "</td>";
     for (int v = 0; v < kNumVerdicts; ++v)
       o << "<td data-leg=\"" << harness::backendName(k.first) << "\" data-compiler=\""
-        << attr(k.second) << "\" data-verdict=\"" << verdictName(static_cast<Verdict>(v)) << "\">"
-        << t.counts[v] << "</td>";
+        << escapeAttribute(k.second) << "\" data-verdict=\"" << verdictName(static_cast<Verdict>(v))
+        << "\">" << t.counts[v] << "</td>";
     o << "</tr>\n";
   }
   o << "<tr><th colspan=\"2\">total</th>";

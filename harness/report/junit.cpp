@@ -11,7 +11,6 @@ namespace qgpu::report {
 
 namespace {
 
-std::string attr(std::string_view text) { return escapeMarkup(text, MarkupContext::Attribute); }
 std::string content(std::string_view text) { return escapeMarkup(text, MarkupContext::Content); }
 
 std::string seconds(double s) {
@@ -59,11 +58,12 @@ std::string junitXml(const RunReport& r) {
   }
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<testsuites name=\"qgpu check\" " << total.str() << " timestamp=\"" << attr(r.startedAt)
-    << "\">\n";
+  o << "<testsuites name=\"qgpu check\" " << total.str() << " timestamp=\""
+    << escapeAttribute(r.startedAt) << "\">\n";
   o << "  <properties>\n";
   auto property = [&o](const std::string& name, const std::string& value) {
-    o << "    <property name=\"" << attr(name) << "\" value=\"" << attr(value) << "\"/>\n";
+    o << "    <property name=\"" << escapeAttribute(name) << "\" value=\"" << escapeAttribute(value)
+      << "\"/>\n";
   };
   property("commit", r.provenance.commit);
   property("dirty", r.provenance.dirty);
@@ -79,23 +79,24 @@ std::string junitXml(const RunReport& r) {
     std::string suite = std::string(harness::backendName(key.first)) + "." + key.second;
     Counts counts;
     for (const harness::CaseResult* c : cases) counts.add(*c);
-    o << "  <testsuite name=\"" << attr(suite) << "\" " << counts.str() << " hostname=\""
-      << attr(r.provenance.host) << "\" timestamp=\"" << attr(r.startedAt) << "\">\n";
+    o << "  <testsuite name=\"" << escapeAttribute(suite) << "\" " << counts.str() << " hostname=\""
+      << escapeAttribute(r.provenance.host) << "\" timestamp=\"" << escapeAttribute(r.startedAt)
+      << "\">\n";
     for (const harness::CaseResult* c : cases) {
-      o << "    <testcase classname=\"qgpu." << attr(suite) << "\" name=\"" << attr(c->kernel)
-        << "\" time=\"" << seconds(c->wallSeconds) << "\"";
+      o << "    <testcase classname=\"qgpu." << escapeAttribute(suite) << "\" name=\""
+        << escapeAttribute(c->kernel) << "\" time=\"" << seconds(c->wallSeconds) << "\"";
       switch (c->verdict) {
         case Verdict::Match: o << "/>\n"; continue;
         case Verdict::Inconclusive:
-          o << ">\n      <skipped message=\"" << attr(c->detail) << "\"/>\n";
+          o << ">\n      <skipped message=\"" << escapeAttribute(c->detail) << "\"/>\n";
           break;
         case Verdict::Mismatch:
-          o << ">\n      <failure type=\"mismatch\" message=\"" << attr(c->detail) << "\">"
-            << content(evidence(*c)) << "</failure>\n";
+          o << ">\n      <failure type=\"mismatch\" message=\"" << escapeAttribute(c->detail)
+            << "\">" << content(evidence(*c)) << "</failure>\n";
           break;
         case Verdict::HarnessError:
-          o << ">\n      <error type=\"harness-error\" message=\"" << attr(c->detail) << "\">"
-            << content(evidence(*c)) << "</error>\n";
+          o << ">\n      <error type=\"harness-error\" message=\"" << escapeAttribute(c->detail)
+            << "\">" << content(evidence(*c)) << "</error>\n";
           break;
       }
       o << "    </testcase>\n";

@@ -21,4 +21,9 @@ enum class MarkupContext : uint8_t {
 
 std::string escapeMarkup(std::string_view text, MarkupContext where = MarkupContext::Content);
 
+// Shorthand for an attribute value (the HTML and JUnit writers).
+inline std::string escapeAttribute(std::string_view text) {
+  return escapeMarkup(text, MarkupContext::Attribute);
+}
+
 }  // namespace qgpu::report
