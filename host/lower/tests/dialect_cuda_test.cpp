@@ -129,7 +129,8 @@ TEST_P(Dialect, EveryDeclaredBuiltinCompilesAndLowers) {
 TEST_P(Dialect, EveryDeclaredBuiltinInOneKernelLowers) {
   // All four groups at once: this used to fail with Internal "block splitting did not converge"
   // (regalloc.cpp finalize/splitBlocks; the regression test without a compiler is lower_test's
-  // LowerLimits.EveryBuiltinAtOnceFitsAfterSpillBudgetsShrink, on this kernel's committed PTX).
+  // LowerLimits.EveryBuiltinAtOnceShrinksToAFitOrAnOverLimitNeverInternal, on this kernel's
+  // committed PTX).
   // (The vector types and the 64-bit group, added later, are left out: with the vector types
   // nvcc's kernel needs 34 blocks. Trace v5 counts records, an atomic with a register
   // destination two: with every group below the kernel needs 33 (clang) / 35 (nvcc) blocks, so

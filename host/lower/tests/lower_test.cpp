@@ -312,7 +312,7 @@ TEST(LowerErrors, AcceptsUpperHalfWhenComputable) {
   EXPECT_EQ(run->global[0], 1u);  // the last lane stores (3 << 31) >> 32 = 1
 }
 
-TEST(LowerLimits, EveryBuiltinAtOnceFitsAfterSpillBudgetsShrink) {
+TEST(LowerLimits, EveryBuiltinAtOnceShrinksToAFitOrAnOverLimitNeverInternal) {
   // data/every_builtin.{clang,nvcc}.ptx: dialect_cuda_test's kernel that calls every builtin of
   // the dialect header at once (committed PTX, so no compiler is needed). Two 70..90-op blocks
   // overflow 16 ops with spill code at the first attempt. The budget shrink used to subtract the
