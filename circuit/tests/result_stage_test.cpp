@@ -101,7 +101,8 @@ uint32_t headWord(const OpInput& x) {
       {"dstPred", code(x.in.dstPred)},
       {"guard predicate", code(x.in.guard.pred)},
       {"guard negate", x.in.guard.negate ? 1u : 0u},
-      {"space", 0}};
+      {"space", 0},
+      {"continuation", 0}};
   uint32_t w = 0;
   for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
     w |= v.at(f.name) << f.offset;
