@@ -300,10 +300,12 @@ void runMatrix(const Bench& b, const std::vector<int64_t>& tokens, const std::st
   for (ComputeDtype dtype : harness::kDtypes)
     for (Path path : harness::kPaths) {
       const bool f32 = dtype == ComputeDtype::F32;
-      // bf16 matmuls are ~20× slower here: shorter prefixes per commit.
-      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : harness::inputs(200, 1000))
-                       : path == Path::Mixed ? harness::inputs(f32 ? 200 : 130, f32 ? 1000 : 600)
-                                             : harness::inputs(f32 ? 110 : 64, f32 ? 1000 : 300);
+      // bf16 matmuls are ~20× slower here (a bf16 decode token ≈ 0.75 s at load 14): shorter
+      // prefixes per commit. Every per-commit prompt still crosses the 64-token chunk boundary
+      // (bf16 prefill 100; mixed: a prompt of n/2 ≥ 65, then 40 cached, then one by one).
+      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : harness::inputs(100, 1000))
+                       : path == Path::Mixed ? harness::inputs(f32 ? 160 : 132, f32 ? 1000 : 600)
+                                             : harness::inputs(f32 ? 72 : 24, f32 ? 1000 : 300);
       const std::vector<int64_t> t = prefix(tokens, n);
       const auto start = std::chrono::steady_clock::now();
       const harness::SignCheck c = runAndCheck(b, t, dtype, path);
@@ -430,11 +432,12 @@ TEST(DataMemory, KeyHeadDim128IsExactWithFourRowCells) {
     for (Path path : harness::kPaths) {
       const bool f32 = dtype == ComputeDtype::F32;
       // Decode (one forward per token, the cost) runs a shorter prefix per commit; the mixed path
-      // keeps its prompt, continuation and one-by-one tail. QGPU_CIRCUIT_FULL: 110 / 80 decoded.
-      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : 150)
-                       : path == Path::Decode ? harness::inputs(f32 ? 80 : 60, f32 ? 110 : 80)
-                       : f32                  ? 110
-                                              : 80;
+      // keeps its prompt (over one chunk), continuation and one-by-one tail. QGPU_CIRCUIT_FULL:
+      // 110 / 80 decoded.
+      const size_t n = path == Path::Prefill ? (f32 ? tokens.size() : harness::inputs(100, 150))
+                       : path == Path::Decode ? harness::inputs(f32 ? 64 : 24, f32 ? 110 : 80)
+                       : f32                  ? 140
+                                              : 132;
       const harness::SignCheck c = runAndCheck(b, prefix(tokens, n), dtype, path, global);
       std::cout << "key head dim 128, 4-row cells, " << dtypeName(dtype) << " "
                 << harness::pathName(path) << " (" << std::min(n, tokens.size())
