@@ -19,8 +19,10 @@
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
 // sharedWords 0 and 126, bits above the word index.
 // Failing twin: the shared bound off by one (faults at w > sharedWords) gets fault bits wrong.
+// Finding: two lanes' sub-word stores into one word are not chained (the header's "Not built").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <iostream>
@@ -77,8 +79,19 @@ uint32_t packedHead(Op op, Space space) {
 
 // Probe i's case: cycles through the ops and both spaces; lane addresses at the edges of the
 // space, misaligned, negative offsets, or random.
+constexpr int kChainedProbe = kProbes - 1;  // two lanes' st.b8 into one word (not built)
+constexpr uint32_t kChainedWord = 10;
+
 Case probeCase(int i) {
   std::mt19937 rng(static_cast<uint32_t>(1000 + i));
+  if (i == kChainedProbe) {
+    Case c;
+    c.op = Op::StB8;
+    c.exec = 0x3;
+    c.src0 = {4 * kChainedWord, 4 * kChainedWord + 1, 0, 0};
+    c.src1 = {0x5a, 0xc3, 0, 0};
+    return c;
+  }
   static const Op kOps[] = {Op::Ld, Op::St, Op::StB8, Op::StB16, Op::Ld, Op::St, Op::AtomAdd};
   Case c;
   c.op = kOps[static_cast<size_t>(i) % std::size(kOps)];
@@ -416,6 +429,37 @@ TEST(MemoryStageTwin, SharedBoundOffByOneFaultsWrong) {
   const Result r = runAndCheck(b, prefix(stream(60), 700), ComputeDtype::F32, Path::Prefill);
   std::cout << "shared bound off by one: " << r.bits.summary() << "\n";
   EXPECT_GT(r.bits.wrongSign, 0);
+}
+
+// The known gap, pinned: lanes 0 and 1 of one st.b8 write bytes 0 and 1 of one word. The
+// interpreter's record shows lane 1's word with lane 0's byte (lane-serial); the stage builds lane
+// 1's value from the word as read before the op, so lane 0's byte is missing there.
+TEST(MemoryStageFinding, SubwordStoresOfTwoLanesToOneWordAreNotChained) {
+  const Bench b = build("chained");
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<int64_t> all = stream(60);
+  const auto at = std::find(all.begin(), all.end(), trace::kVocabSize + kChainedProbe);
+  ASSERT_NE(at, all.end());
+  const std::vector<int64_t> tokens(all.begin(), at + 1);
+  auto dec = harness::load(b.dir, ComputeDtype::F32);
+  ASSERT_TRUE(dec);
+  const auto rows = harness::run(*dec, tokens, Path::Prefill, kProbeLogits);
+  ASSERT_EQ(rows.size(), tokens.size());
+  Model m;
+  for (int64_t id : tokens) m.step(id);
+  const Case c = probeCase(kChainedProbe);
+  const uint32_t old = m.mem[0][kChainedWord];
+  const uint32_t afterLane0 = oracle::evalSubwordStore(Op::StB8, old, c.src0[0], c.src1[0]).value();
+  const uint32_t chained =
+      oracle::evalSubwordStore(Op::StB8, afterLane0, c.src0[1], c.src1[1]).value();
+  const uint32_t unchained = oracle::evalSubwordStore(Op::StB8, old, c.src0[1], c.src1[1]).value();
+  ASSERT_NE(chained, unchained) << "the case must tell the two apart";
+  uint32_t got = 0;
+  for (int i = 0; i < 32; ++i) got |= (rows.back()[static_cast<size_t>(kPerLane + 65 + i)] > 0 ? 1u : 0u) << i;
+  std::cout << "lane 1's memrec value: " << got << ", the interpreter's " << chained
+            << ", unchained " << unchained << "\n";
+  EXPECT_EQ(got, unchained);
+  EXPECT_NE(got, chained);
 }
 
 }  // namespace
