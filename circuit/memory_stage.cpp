@@ -1,0 +1,355 @@
+// qgpu/circuit/memory_stage.cpp — see memory_stage.h for the maths.
+#include "circuit/memory_stage.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "circuit/assembler.h"
+#include "circuit/logic.h"
+#include "oracle/machine.h"
+#include "oracle/semantics.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+constexpr int kWord = 32;
+constexpr int kWordBits = kRecordWordBits;  // the word index a_2..a_8
+constexpr int kLanes = kRecordLanes;
+
+enum Kind : int { kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites };
+
+// The head word's fields by their names in oracle/trace.cpp's table.
+Expected<Field> headField(const Field& head, const char* name, int width) {
+  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
+    if (std::string(f.name) == name) {
+      if (f.width != width)
+        return makeDiag(ErrorKind::Usage, std::string("memory stage: the head word's ") + name +
+                                              " field is " + std::to_string(f.width) +
+                                              " bits, the stage reads " + std::to_string(width));
+      return head.slice(f.offset, f.width, name);
+    }
+  return makeDiag(ErrorKind::Usage,
+                  std::string("memory stage: the head word has no field named ") + name);
+}
+
+std::vector<Literal> equals(const Field& f, unsigned value) {
+  std::vector<Literal> l;
+  for (int b = 0; b < f.dims; ++b) l.push_back({f.at(b), value >> b & 1u ? 1 : -1});
+  return l;
+}
+
+std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The kind dims an op row sets, from isa.def's columns and accessBytes (the one definition).
+std::vector<int> kindsOf(machine::Op op) {
+  const machine::OpInfo& info = machine::opInfo(op);
+  std::vector<int> k;
+  if (info.cls != machine::OpClass::Mem) return k;
+  k.push_back(kIsMem);
+  const int bytes = oracle::accessBytes(op);
+  if (bytes == 4) k.push_back(kAcc4);
+  if (bytes == 2) k.push_back(kAcc2);
+  if (info.mem == machine::MemEffect::Read) k.push_back(kIsLoad);
+  if (op == machine::Op::St) k.push_back(kIsStore);
+  if (op == machine::Op::StB8) k.push_back(kIsB8);
+  if (op == machine::Op::StB16) k.push_back(kIsB16);
+  if (info.mem == machine::MemEffect::ReadWrite) k.push_back(kIsAtom);
+  if (machine::writesMemory(op)) k.push_back(kWrites);
+  return k;
+}
+
+}  // namespace
+
+Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
+                                       const MemoryStageSpec& s) {
+  const model::Qwen35Config& c = w.config();
+  const TokenLayout& t = s.tokens;
+  const int L = s.firstLayer;
+  if (L < 0 || L + kMemoryStageLayers > c.numLayers())
+    return makeDiag(ErrorKind::Usage, "memory stage: needs layers " + std::to_string(L) + ".." +
+                                          std::to_string(L + kMemoryStageLayers - 1) +
+                                          ", the config has " + std::to_string(c.numLayers()));
+  if (s.head.dims != kWord || s.offset.dims != kWord || s.sharedWords.dims != kWordBits ||
+      s.exec.dims != kLanes)
+    return makeDiag(ErrorKind::Usage,
+                    "memory stage: head and offset need 32 dims, sharedWords 7, exec 4 (have " +
+                        std::to_string(s.head.dims) + ", " + std::to_string(s.offset.dims) + ", " +
+                        std::to_string(s.sharedWords.dims) + ", " + std::to_string(s.exec.dims) +
+                        ")");
+  for (int l = 0; l < kLanes; ++l)
+    if (s.lanes[static_cast<size_t>(l)].src0.dims != kWord ||
+        s.lanes[static_cast<size_t>(l)].src1.dims != kWord)
+      return makeDiag(ErrorKind::Usage,
+                      "memory stage: lane " + std::to_string(l) + " needs src0 and src1 of 32 dims");
+  QGPU_TRY(opcode, headField(s.head, "opcode",
+                             std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
+  QGPU_TRY(spaceField, headField(s.head, "space", 1));
+
+  MemoryStage r;
+  const int before = alloc.used();
+  auto take = [&](const std::string& name, int dims) { return alloc.take("mem." + name, dims); };
+  {
+    QGPU_TRY(f, take("kind", kMemoryKinds)); r.kind = f;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    const std::string n = std::to_string(l);
+    QGPU_TRY(bus, take("bus" + n, adderBusDims(kWord)));
+    QGPU_TRY(addr, take("addr" + n, kWord));
+    QGPU_TRY(checks, take("checks" + n, 4));
+    r.bus[static_cast<size_t>(l)] = bus;
+    r.addr[static_cast<size_t>(l)] = addr;
+    r.checks[static_cast<size_t>(l)] = checks;
+  }
+  for (int sp = 0; sp < 2; ++sp)
+    for (int l = 0; l < kLanes; ++l) {
+      QGPU_TRY(f, take(std::string(sp == 0 ? "global" : "shared") + ".readAddr" + std::to_string(l),
+                       kWordBits + 1));
+      r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)] = f;
+    }
+  for (int l = 0; l < kLanes; ++l) {
+    QGPU_TRY(f, take("laneFault" + std::to_string(l), 1));
+    r.laneFault[static_cast<size_t>(l)] = f;
+  }
+  {
+    QGPU_TRY(f, take("fault", 1)); r.fault = f;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    QGPU_TRY(f, take("load" + std::to_string(l), kWord));
+    r.load[static_cast<size_t>(l)] = f;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    QGPU_TRY(f, take("memrec.value" + std::to_string(l), kWord));
+    r.memrec.value[static_cast<size_t>(l)] = f;
+  }
+  {
+    QGPU_TRY(f, take("memrec.wordMask", kWord)); r.memrec.wordMask = f;
+  }
+  {
+    QGPU_TRY(f, take("memrec.tag", kWord)); r.memrec.tag = f;
+  }
+  r.dims = alloc.used() - before;
+
+  // The data memories, reading at the stage's addresses.
+  DataMemorySpec ds;
+  ds.tokens = t;
+  ds.layer0 = L;
+  ds.read = s.read;
+  ds.mlpGain = s.mlpGain;
+  for (int sp = 0; sp < 2; ++sp)
+    for (int l = 0; l < kLanes; ++l)
+      ds.readAddr[static_cast<size_t>(sp)].push_back(
+          r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)]);
+  QGPU_TRY(dm, buildDataMemory(w, alloc, ds));
+  r.dm = dm;
+  for (int i = 0; i < kMemoryStageLayers; ++i) r.heads[static_cast<size_t>(i)] = dm.headsUsed[i];
+
+  const double one = t.unit, two = 2.0 * t.unit;
+  const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
+  const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
+  auto add = [&](UnitWriter& u, std::vector<Literal> l,
+                 const std::vector<std::pair<int, double>>& outs) -> Status {
+    r.maxFanIn = std::max(r.maxFanIn, static_cast<int>(l.size()));
+    QGPU_TRY(wrote, addAnd(u, g, std::move(l), outs));
+    (void)wrote;
+    return Ok{};
+  };
+  // Cancel the fields, then −u on every dim: each dim is then −u + 2u·Σ(exclusive terms).
+  auto start = [&](UnitWriter& u, const std::vector<Field>& fields) -> Status {
+    std::vector<std::pair<int, double>> base;
+    for (const Field& f : fields) {
+      QGPU_CHECK(buildCancel(u, f, ctx));
+      for (int i = 0; i < f.dims; ++i) base.push_back({f.at(i), -one});
+    }
+    return add(u, {}, base);
+  };
+  // +2u on `out` when Σ_k bit_k ≥ 1 over sign dims (bit = (x̂ + 1)/2): one step pair.
+  auto anyOf = [&](UnitWriter& u, const std::vector<int>& dims, int out) -> Status {
+    LinearForm n;
+    for (int d : dims) n.terms.push_back({d, 0.5});
+    n.constant = 0.5 * static_cast<double>(dims.size());
+    QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{out, 2}}));
+    (void)rep;
+    return Ok{};
+  };
+  auto kind = [&](int k) { return Literal{r.kind.at(k), 1}; };
+  auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
+  auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
+  auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
+  const Literal space{spaceField.at(0), 1};
+  auto spaceIs = [&](int sp) { return sp == 1 ? space : no(space); };
+
+  // ---- L: the adder's level 1, the op kind. L+1: the adder's level 2. ----
+  {
+    UnitWriter u1(w, L, dm.unitsUsed[0]);
+    UnitWriter u2(w, L + 1, dm.unitsUsed[1]);
+    const MlpContext c2 = ctx;
+    QGPU_CHECK(start(u1, {r.kind}));
+    for (int op = 0; op < machine::kNumOps; ++op) {
+      const std::vector<int> ks = kindsOf(static_cast<machine::Op>(op));
+      if (ks.empty()) continue;
+      std::vector<std::pair<int, double>> outs;
+      for (int k : ks) outs.push_back({r.kind.at(k), two});
+      QGPU_CHECK(add(u1, equals(opcode, static_cast<unsigned>(op)), outs));
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      AdderSpec a;
+      a.a = s.lanes[static_cast<size_t>(l)].src0;
+      a.b = s.offset;
+      a.bus = r.bus[static_cast<size_t>(l)];
+      a.out = r.addr[static_cast<size_t>(l)];
+      a.busPrior = a.outPrior = Prior::Replace;
+      QGPU_TRY(rep, buildAdder(u1, ctx, u2, c2, a));
+      (void)rep;
+    }
+    r.units[0] = u1.used();
+    r.units[1] = u2.used();
+  }
+
+  // ---- L+2: hi, mis, top, geS per lane. ----
+  {
+    UnitWriter u(w, L + 2, dm.unitsUsed[2]);
+    std::vector<Field> outs(r.checks.begin(), r.checks.end());
+    QGPU_CHECK(start(u, outs));
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& ck = r.checks[static_cast<size_t>(l)];
+      const Field& a = r.addr[static_cast<size_t>(l)];
+      std::vector<int> high;
+      for (int i = 2 + kWordBits; i < kWord; ++i) high.push_back(a.at(i));
+      QGPU_CHECK(anyOf(u, high, ck.at(0)));
+      QGPU_CHECK(add(u, {kind(kAcc4), bit(l, 0)}, {{ck.at(1), two}}));
+      QGPU_CHECK(add(u, {kind(kAcc4), no(bit(l, 0)), bit(l, 1)}, {{ck.at(1), two}}));
+      QGPU_CHECK(add(u, {kind(kAcc2), bit(l, 0)}, {{ck.at(1), two}}));
+      std::vector<Literal> top;
+      for (int i = 3; i < 2 + kWordBits; ++i) top.push_back(bit(l, i));
+      QGPU_CHECK(add(u, top, {{ck.at(2), two}}));
+      // w − sharedWords + 1 (twin: w − sharedWords), in x̂ units: bit = (x̂ + 1)/2.
+      LinearForm n;
+      for (int i = 0; i < kWordBits; ++i) {
+        const double c2i = static_cast<double>(1 << i) / 2;
+        n.terms.push_back({a.at(2 + i), c2i});
+        n.terms.push_back({s.sharedWords.at(i), -c2i});
+      }
+      n.constant = s.twin == MemoryStageTwin::SharedBoundOffByOne ? 0 : 1;
+      QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{ck.at(3), 2}}));
+      (void)rep;
+    }
+    r.units[2] = u.used();
+  }
+
+  // ---- L+3: the read addresses (word bits, high per space). ----
+  {
+    UnitWriter u(w, L + 3, dm.unitsUsed[3]);
+    std::vector<Field> outs;
+    for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
+    QGPU_CHECK(start(u, outs));
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& ck = r.checks[static_cast<size_t>(l)];
+      for (int i = 0; i < kWordBits; ++i)
+        QGPU_CHECK(add(u, {bit(l, 2 + i)},
+                       {{r.readAddr[0][static_cast<size_t>(l)].at(i), two},
+                        {r.readAddr[1][static_cast<size_t>(l)].at(i), two}}));
+      QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2)},
+                       r.readAddr[0][static_cast<size_t>(l)].at(kWordBits)));
+      QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2), ck.at(3)},
+                       r.readAddr[1][static_cast<size_t>(l)].at(kWordBits)));
+    }
+    r.units[3] = u.used();
+  }
+
+  // ---- L+4: faults, the loaded word, the memrec. ----
+  {
+    UnitWriter u(w, L + 4, dm.unitsUsed[4]);
+    std::vector<Field> outs(r.laneFault.begin(), r.laneFault.end());
+    outs.push_back(r.fault);
+    outs.insert(outs.end(), r.load.begin(), r.load.end());
+    outs.insert(outs.end(), r.memrec.value.begin(), r.memrec.value.end());
+    outs.push_back(r.memrec.wordMask);
+    outs.push_back(r.memrec.tag);
+    QGPU_CHECK(start(u, outs));
+    auto high = [&](int sp, int l) {
+      return Literal{r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)].at(kWordBits), 1};
+    };
+    // A read bit: the memory head's out dim before the flip (−u = 1).
+    auto read = [&](int sp, int l, int i) {
+      return Literal{r.dm.out[static_cast<size_t>(sp)][static_cast<size_t>(l)].at(i), -1};
+    };
+    for (int sp = 0; sp < 2; ++sp)
+      for (int l = 0; l < kLanes; ++l) {
+        QGPU_CHECK(add(u, {kind(kIsMem), e(l), spaceIs(sp), high(sp, l)},
+                       {{r.laneFault[static_cast<size_t>(l)].at(0), two}}));
+        // Lane l is the lowest faulting lane: every k < l is ¬e_k or (e_k ∧ ¬high_k).
+        for (unsigned pat = 0; pat < (1u << l); ++pat) {
+          std::vector<Literal> lits = {kind(kIsMem), spaceIs(sp), e(l), high(sp, l)};
+          for (int k = 0; k < l; ++k) {
+            if (pat >> k & 1u) {
+              lits.push_back(e(k));
+              lits.push_back(no(high(sp, k)));
+            } else {
+              lits.push_back(no(e(k)));
+            }
+          }
+          QGPU_CHECK(add(u, lits, {{r.fault.at(0), two}}));
+        }
+      }
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      for (int i = 0; i < kWord; ++i) {
+        const Literal v{src1.at(i), 1};
+        for (int sp = 0; sp < 2; ++sp)
+          QGPU_CHECK(add(u, {spaceIs(sp), read(sp, l, i)},
+                         {{r.load[static_cast<size_t>(l)].at(i), two}}));
+        QGPU_CHECK(add(u, {kind(kIsStore), v}, {{value.at(i), two}}));
+        const int byte = i / 8, half = i / 16;
+        const std::vector<Literal> atByte = {
+            byte & 1 ? bit(l, 0) : no(bit(l, 0)), byte & 2 ? bit(l, 1) : no(bit(l, 1))};
+        QGPU_CHECK(add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} + atByte,
+                       {{value.at(i), two}}));
+        for (int k = 0; k < 4; ++k) {
+          if (k == byte) continue;
+          const std::vector<Literal> atK = {k & 1 ? bit(l, 0) : no(bit(l, 0)),
+                                            k & 2 ? bit(l, 1) : no(bit(l, 1))};
+          for (int sp = 0; sp < 2; ++sp)
+            QGPU_CHECK(add(u, std::vector<Literal>{kind(kIsB8), spaceIs(sp), read(sp, l, i)} + atK,
+                           {{value.at(i), two}}));
+        }
+        const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
+        QGPU_CHECK(add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}},
+                       {{value.at(i), two}}));
+        for (int sp = 0; sp < 2; ++sp)
+          QGPU_CHECK(add(u, {kind(kIsB16), no(atHalf), spaceIs(sp), read(sp, l, i)},
+                         {{value.at(i), two}}));
+      }
+      for (int i = 0; i < kWordBits; ++i)
+        QGPU_CHECK(add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
+      QGPU_CHECK(add(u, {kind(kWrites), e(l)},
+                     {{r.memrec.wordMask.at(kLanes * kWordBits + l), two}}));
+    }
+    const Field& tag = r.memrec.tag;
+    auto indexOuts = [&](trace::Token tok) {
+      std::vector<std::pair<int, double>> o = {
+          {tag.at(static_cast<int>(trace::familyOf(tok))), two}};
+      for (int b = 0; b < tokenIndexBits(); ++b)
+        if (indexBit(tok, b) > 0) o.push_back({tag.at(trace::kNumFamilies + b), two});
+      return o;
+    };
+    for (unsigned m = 1; m < (1u << kLanes); ++m)
+      for (int sp = 0; sp < 2; ++sp)
+        QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites), spaceIs(sp)} + equals(s.exec, m),
+                       indexOuts(sp == 0 ? trace::mg(static_cast<int>(m))
+                                         : trace::ms(static_cast<int>(m)))));
+    QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites)} + equals(s.exec, 0),
+                   indexOuts(trace::single(trace::Family::Nop))));
+    r.units[4] = u.used();
+  }
+  return r;
+}
+
+}  // namespace qgpu::circuit

@@ -1,0 +1,95 @@
+// qgpu/circuit/tests/memory_stage_spec_test.cpp — the memory stage's (circuit/memory_stage.h)
+// cost, counted by hand from the header's construction and pinned against a count-only build at
+// key head dim 64 (one-row cells, 2 banks per port) and 128 (exact 4-row cells, 4 banks), and its
+// refusals. What it computes is pinned through model::Decoder in memory_stage_test (torch).
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "circuit/memory_stage.h"
+#include "circuit/tests/config.h"
+#include "circuit/tokens.h"
+#include "oracle/machine.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+constexpr int kHidden = 2048;
+
+struct Built {
+  Expected<MemoryStage> stage;
+  int dims = 0;
+};
+
+Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, int headWidth = 32) {
+  model::Qwen35Config c = testing::linearConfig(kHidden, layers, 8192, trace::kVocabSize);
+  c.linearNumKeyHeads = c.linearNumValueHeads = 32;
+  c.linearKeyHeadDim = keyHeadDim;
+  CircuitWeights w(c, WeightStorage::CountOnly);
+  FieldAllocator alloc(kHidden);
+  MemoryStageSpec s;
+  s.tokens = planTokenLayout(alloc, kHidden).value();
+  s.read = read;
+  s.head = alloc.take("head", headWidth).value();
+  s.offset = alloc.take("offset", 32).value();
+  s.sharedWords = alloc.take("sharedWords", 7).value();
+  s.exec = alloc.take("exec", 4).value();
+  for (auto& l : s.lanes) l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value()};
+  Built b{buildMemoryStage(w, alloc, s), 0};
+  b.dims = alloc.used();
+  return b;
+}
+
+// Units by hand (an AND or a step pair: 2 units; a cancel: 1 per dim; each layer's base −u: the
+// empty AND, 2 units):
+//   L    9 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
+//        + 4 lanes × (80 bus cancels + 417 adder level 1, logic.h)            = 43 + 1,988
+//   L+1  4 × (32 out cancels + 96 level 2: 3 per bit)                          = 512
+//   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)                 = 66
+//   L+3  64 cancels + 2 + 4 × (7 word ANDs · 2 + 2 steps · 2)                  = 138
+//   L+4  325 cancels (4 + 1 + 128 + 128 + 32 + 32) + 2
+//        + faults 2 spaces × Σ_l (1 + 2^l) = 38 ANDs
+//        + per lane bit: load 2, st 1, st.b8 1 + 3·2, st.b16 1 + 2 = 13 ANDs × 128
+//        + words 28 + mask 4 + tags 2·15 + 1 = 63 ANDs                          = 327 + 2·1,765
+constexpr std::array<int, kMemoryStageLayers> kUnits = {2031, 512, 66, 138, 3857};
+
+TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
+  int memRows = 0;
+  for (int op = 0; op < machine::kNumOps; ++op)
+    memRows += machine::opInfo(static_cast<machine::Op>(op)).cls == machine::OpClass::Mem ? 1 : 0;
+  ASSERT_EQ(memRows, 16) << "isa.def's Mem rows changed: recount L";
+  const Built b = build(64, ReadHeight::Nominal);
+  ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
+  const MemoryStage& s = b.stage.value();
+  EXPECT_EQ(s.units, kUnits);
+  EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
+  // The stage's own dims: kind 9, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
+  // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32.
+  EXPECT_EQ(s.dims, 9 + 4 * 116 + 64 + 5 + 128 + 192);
+}
+
+TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
+  const Built n = build(64, ReadHeight::Nominal);
+  ASSERT_TRUE(n.stage.ok()) << n.stage.error().message;
+  // L: the assembler's 3 taps; L+1: 3 + tag latch + counter; L+2: 8 thresholds; L+3: the address
+  // latch; L+4: 2 spaces × 4 lanes × banks (64 cells per head at dk 64: 2 banks).
+  EXPECT_EQ(n.stage.value().heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16}));
+  const Built x = build(128, ReadHeight::Exact);
+  ASSERT_TRUE(x.stage.ok()) << x.stage.error().message;
+  EXPECT_EQ(x.stage.value().dm.banks, 4);  // 32 four-row cells per head
+  EXPECT_EQ(x.stage.value().heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 32}));
+  EXPECT_EQ(x.stage.value().units, kUnits);  // the MLPs do not depend on the read
+}
+
+TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
+  const Built layers = build(64, ReadHeight::Nominal, kMemoryStageLayers - 1);
+  ASSERT_FALSE(layers.stage.ok());
+  EXPECT_EQ(layers.stage.error().kind, ErrorKind::Usage);
+  const Built head = build(64, ReadHeight::Nominal, kMemoryStageLayers, 31);
+  ASSERT_FALSE(head.stage.ok());
+  EXPECT_EQ(head.stage.error().kind, ErrorKind::Usage);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
