@@ -52,6 +52,28 @@ struct Logits {
   int64_t argmax(int64_t r) const;
 };
 
+// One intermediate of a forward, named (name, layer) as llama.cpp names its tensors so that runs
+// can be dumped and diffed: float32 [rows, cols], a row per position of the forward. The names
+// (linear_attention layers; a full_attention layer has only the first and the last):
+//   residual_in  [S, hidden]   the layer's input residual (transformers' hidden_states[layer])
+//   attn_conv    [S, conv ch]  the depthwise conv's output before its SiLU (q, k, v channels)
+//   attn_z       [S, value dim] in_proj_z's output: the gated norm's SiLU input
+//   attn_b       [S, v heads]  in_proj_b's output: beta's sigmoid input
+//   mlp_gate     [S, intermediate] gate_proj's output: the MLP's SiLU input
+struct Activation {
+  std::string name;
+  int layer = 0;
+  int64_t rows = 0, cols = 0;
+  std::vector<float> data;
+  float at(int64_t r, int64_t c) const { return data[static_cast<size_t>(r * cols + c)]; }
+};
+
+// A forward's logits and its intermediates, in the order the forward computed them.
+struct TappedForward {
+  Logits logits;
+  std::vector<Activation> activations;
+};
+
 class Decoder {
  public:
   static Expected<std::unique_ptr<Decoder>> load(const std::string& dir,
@@ -78,6 +100,9 @@ class Decoder {
   // position and the weights that hold non-finite values; the sequence state is then spoiled
   // (call reset()).
   Expected<Logits> forward(std::span<const int64_t> tokens, bool allLogits = false);
+  // forward() that also returns every intermediate of `Activation`'s table (copied to float32 on
+  // the CPU: slower, for measurements). The arithmetic is forward()'s, unchanged.
+  Expected<TappedForward> forwardTapped(std::span<const int64_t> tokens, bool allLogits = false);
 
   // Greedy decoding: consumes `prompt` (prefill), then appends `maxNewTokens` argmax tokens, one
   // forward per token, stopping early after any token in `stopTokens`. Returns the new tokens.
