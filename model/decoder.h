@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "model/activation.h"
 #include "model/config.h"
 
 namespace qgpu::model {
@@ -50,22 +51,6 @@ struct Logits {
     return {data.data() + r * vocab, static_cast<size_t>(vocab)};
   }
   int64_t argmax(int64_t r) const;
-};
-
-// One intermediate of a forward, named (name, layer) as llama.cpp names its tensors so that runs
-// can be dumped and diffed: float32 [rows, cols], a row per position of the forward. The names
-// (linear_attention layers; a full_attention layer has only the first and the last):
-//   residual_in  [S, hidden]   the layer's input residual (transformers' hidden_states[layer])
-//   attn_conv    [S, conv ch]  the depthwise conv's output before its SiLU (q, k, v channels)
-//   attn_z       [S, value dim] in_proj_z's output: the gated norm's SiLU input
-//   attn_b       [S, v heads]  in_proj_b's output: beta's sigmoid input
-//   mlp_gate     [S, intermediate] gate_proj's output: the MLP's SiLU input
-struct Activation {
-  std::string name;
-  int layer = 0;
-  int64_t rows = 0, cols = 0;
-  std::vector<float> data;
-  float at(int64_t r, int64_t c) const { return data[static_cast<size_t>(r * cols + c)]; }
 };
 
 // A forward's logits and its intermediates, in the order the forward computed them.

@@ -30,6 +30,21 @@ Expected<CircuitCase> resultStage() {
     c.prompts.push_back(std::move(g));
   }
   c.statedLogitMargin = stack.emitter.logitMargin;
+  // Every dim but the value counter's quiet dims (0 by design) and its heavy dim (+2u), as the
+  // result stage test's layout check probes them.
+  c.unit = stack.spec.tokens.unit;
+  const Field& quiet = stack.emitter.quiet;
+  const int heavy = stack.emitter.heavy.at(0), hidden = c.weights.config().hiddenSize;
+  for (int d = 0; d < hidden;) {
+    if (d == heavy || (d >= quiet.offset && d < quiet.offset + quiet.dims)) {
+      ++d;
+      continue;
+    }
+    int end = d;
+    while (end < hidden && end != heavy && !(end >= quiet.offset && end < quiet.offset + quiet.dims)) ++end;
+    c.signFields.push_back(Field{"dims", d, end - d});
+    d = end;
+  }
   return c;
 }
 

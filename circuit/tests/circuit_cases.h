@@ -34,6 +34,9 @@ struct CircuitCase {
   CircuitWeights weights;
   std::vector<GreedyPrompt> prompts;
   double statedLogitMargin = 0;  // the readout's constructed top-vs-second logit gap
+  // The residual dims that must be exactly ±unit at every layer input (circuit/margins.h).
+  std::vector<Field> signFields;
+  float unit = 0;
 };
 
 // The cases, in order.

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "circuit/margins.h"
 #include "circuit/tests/circuit_cases.h"
 #include "circuit/tests/harness.h"
 #include "model/tests/hf_fixture.h"
@@ -177,6 +178,48 @@ TEST_P(HfCircuit, TransformersAndTheDecoderWriteTheEncodersTokensInFp32AndBf16) 
               << "; transformers' smallest logit gap " << minGap << " (stated "
               << r.c->statedLogitMargin << "); " << fx.meta["transformers"] << " / torch "
               << fx.meta["torch"] << "\n";
+  }
+}
+
+// Margins from real activations: every decision of every layer, at every position of every
+// prompt and its expected continuation, on both of the runtime's paths (the whole sequence as one
+// chunked prefill; the prompt, then one token per forward), fp32 and bf16: nothing in R2's band,
+// every sign field exactly ±u at every layer input. The report is the table of docs/circuit.md §9.
+TEST_P(HfCircuit, MarginsPerLayerFromRealActivationsStayOutOfTheBand) {
+  const Rebuilt& r = rebuilt(GetParam());
+  ASSERT_TRUE(r.ok);
+  for (ComputeDtype dtype : harness::kDtypes) {
+    auto dec = harness::load(r.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    for (const bool oneByOne : {false, true}) {
+      auto meter = MarginMeter::create(r.c->weights, r.c->signFields, r.c->unit);
+      ASSERT_TRUE(meter.ok()) << meter.error().message;
+      for (const cases::GreedyPrompt& g : r.c->prompts) {
+        std::vector<int64_t> seq = g.prompt;
+        seq.insert(seq.end(), g.expected.begin(), g.expected.end() - 1);
+        dec->reset();
+        const size_t first = oneByOne ? g.prompt.size() : seq.size();
+        auto t = dec->forwardTapped(std::span<const int64_t>(seq.data(), first), true);
+        ASSERT_TRUE(t.ok()) << t.error().message;
+        ASSERT_TRUE(meter->add(t->activations).ok());
+        for (size_t q = first; q < seq.size(); ++q) {
+          auto step = dec->forwardTapped(std::span<const int64_t>(seq.data() + q, 1));
+          ASSERT_TRUE(step.ok()) << step.error().message;
+          auto added = meter->add(step->activations);
+          ASSERT_TRUE(added.ok()) << added.error().message;
+        }
+      }
+      const MarginReport& m = meter->report();
+      const std::string where = std::string(computeDtypeName(dtype)) + (oneByOne ? " decode" : " prefill");
+      for (const LayerMargins& l : m.layers) {
+        for (size_t k = 0; k < l.decisions.size(); ++k)
+          EXPECT_EQ(l.decisions[k].inBand, 0) << where << " layer " << l.layer << " "
+                                              << kDecisionKindTable[k].label << ": " << l.decisions[k].firstInBand;
+        EXPECT_EQ(l.signs.offNominal, 0) << where << " layer " << l.layer << ": " << l.signs.firstOff;
+      }
+      std::cout << "[hf circuit margins] " << GetParam() << " " << where << ": " << m.positions
+                << " positions, smallest |pre-activation| " << m.smallestAbs() << "\n" << m.table();
+    }
   }
 }
 
