@@ -97,6 +97,21 @@ struct Decoder::Impl {
   uint64_t weightBytes = 0;
 
   std::string checkpointDir;
+  std::vector<Activation>* tap = nullptr;  // forwardTapped's sink, else nullptr
+
+  // Records t (its last dim = cols, the rest positions) under (name, layer) when tapping.
+  void record(const char* name, size_t layer, const Tensor& t) {
+    if (tap == nullptr) return;
+    Tensor c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    Activation a;
+    a.name = name;
+    a.layer = static_cast<int>(layer);
+    a.cols = c.size(-1);
+    a.rows = a.cols == 0 ? 0 : c.numel() / a.cols;
+    a.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    tap->push_back(std::move(a));
+  }
+  size_t tapLayer = 0;  // the layer linearAttention is running, for record()
 
   // ", weights with non-finite values: a (3), b (1)" for the error message, or "" when all are
   // finite (then the overflow happened in the arithmetic). Only run on the error path.
@@ -128,20 +143,26 @@ struct Decoder::Impl {
     Tensor z = F::linear(h, L.inProjZ).reshape({1, S, -1, c.linearValueHeadDim});
     Tensor b = F::linear(h, L.inProjB);
     Tensor a = F::linear(h, L.inProjA);
+    record("attn_z", tapLayer, z.reshape({S, -1}));
+    record("attn_b", tapLayer, b.reshape({S, -1}));
     const int64_t C = mixed.size(1);
     Tensor w = L.conv1d.unsqueeze(1);  // [C, 1, K]
     if (st.conv && S == 1) {
       // causal_conv1d_update: window = last K inputs, valid conv, keep the last output.
       Tensor full = torch::cat({*st.conv, mixed}, -1);
       st.conv = full.index({"...", Slice(-K, None)}).clone();
-      mixed = F::silu(F::conv1d(full, w, F::Conv1dFuncOptions().groups(C)).index({"...", Slice(-S, None)}));
+      Tensor pre = F::conv1d(full, w, F::Conv1dFuncOptions().groups(C)).index({"...", Slice(-S, None)});
+      record("attn_conv", tapLayer, pre.transpose(1, 2));
+      mixed = F::silu(pre);
     } else {
       // Cache update_conv_state + causal_conv1d_fn: prepend the window, pad to K, conv, keep last S.
       Tensor full = st.conv ? torch::cat({*st.conv, mixed}, -1) : mixed;
       if (!st.conv && full.size(-1) < K) full = F::pad(full, F::PadFuncOptions({K - full.size(-1), 0}));
       st.conv = full.index({"...", Slice(-K, None)}).clone();
       Tensor out = F::conv1d(full, w, F::Conv1dFuncOptions().padding(K - 1).groups(C));
-      out = F::silu(out.index({"...", Slice(None, full.size(-1))}));
+      out = out.index({"...", Slice(None, full.size(-1))});
+      record("attn_conv", tapLayer, out.index({"...", Slice(-S, None)}).transpose(1, 2));
+      out = F::silu(out);
       mixed = out.index({"...", Slice(-S, None)});
     }
     mixed = mixed.transpose(1, 2);  // [1, S, C]
@@ -294,12 +315,16 @@ struct Decoder::Impl {
     Tensor sin = torch::cat({freqs.sin(), freqs.sin()}, -1).to(dtype).unsqueeze(0);
     for (size_t i = 0; i < layers.size(); ++i) {
       const Layer& L = layers[i];
+      record("residual_in", i, x.squeeze(0));
+      tapLayer = i;
       Tensor y = rmsNorm(x, L.inNorm1p, config.rmsNormEps);
       y = L.type == LayerType::Linear ? linearAttention(L.lin, state[i], y)
                                       : fullAttention(L.full, state[i], y, cos, sin);
       x = x + y;
       y = rmsNorm(x, L.postNorm1p, config.rmsNormEps);
-      y = F::linear(F::silu(F::linear(y, L.gate)) * F::linear(y, L.up), L.down);
+      Tensor gate = F::linear(y, L.gate);
+      record("mlp_gate", i, gate.squeeze(0));
+      y = F::linear(F::silu(gate) * F::linear(y, L.up), L.down);
       x = x + y;
     }
     return rmsNorm(x, finalNorm1p, config.rmsNormEps);
@@ -449,6 +474,16 @@ Expected<Logits> Decoder::forward(std::span<const int64_t> tokens, bool allLogit
                         ")" + m.nonFiniteWeights() + "; the sequence state is now invalid, reset() before reuse",
                     SourceLoc{m.checkpointDir});
   }
+  return out;
+}
+
+Expected<TappedForward> Decoder::forwardTapped(std::span<const int64_t> tokens, bool allLogits) {
+  TappedForward out;
+  impl_->tap = &out.activations;
+  auto logits = forward(tokens, allLogits);
+  impl_->tap = nullptr;
+  if (!logits.ok()) return logits.error();
+  out.logits = std::move(logits).value();
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "model/activation.h"
 #include "model/config.h"
 
 namespace qgpu::model {
@@ -52,6 +53,12 @@ struct Logits {
   int64_t argmax(int64_t r) const;
 };
 
+// A forward's logits and its intermediates, in the order the forward computed them.
+struct TappedForward {
+  Logits logits;
+  std::vector<Activation> activations;
+};
+
 class Decoder {
  public:
   static Expected<std::unique_ptr<Decoder>> load(const std::string& dir,
@@ -78,6 +85,9 @@ class Decoder {
   // position and the weights that hold non-finite values; the sequence state is then spoiled
   // (call reset()).
   Expected<Logits> forward(std::span<const int64_t> tokens, bool allLogits = false);
+  // forward() that also returns every intermediate of `Activation`'s table (copied to float32 on
+  // the CPU: slower, for measurements). The arithmetic is forward()'s, unchanged.
+  Expected<TappedForward> forwardTapped(std::span<const int64_t> tokens, bool allLogits = false);
 
   // Greedy decoding: consumes `prompt` (prefill), then appends `maxNewTokens` argmax tokens, one
   // forward per token, stopping early after any token in `stopTokens`. Returns the new tokens.
