@@ -347,6 +347,42 @@ TEST(CircuitControl, BudgetPerLayerAtKeyHeadDims64And128) {
   }
 }
 
+// Each refusal next to a base case that builds (count-only weights): a step limit outside the
+// counter's range, given fields of the wrong width, a front end with its payload banks (other head
+// counts), a config with too few layers (the heads it needs beyond the front end's fit wherever
+// the front end's 26 do).
+TEST(CircuitControl, RefusesWhatItCannotBuild) {
+  enum class Bad { None, LimitZero, LimitHigh, PredWidth, FaultWidth, PayloadBanks, FewLayers };
+  for (Bad bad : {Bad::None, Bad::LimitZero, Bad::LimitHigh, Bad::PredWidth, Bad::FaultWidth,
+                  Bad::PayloadBanks, Bad::FewLayers}) {
+    model::Qwen35Config c = harness::config(4096, bad == Bad::FewLayers ? kControlLayers - 1 : kControlLayers,
+                                            4096, trace::kVocabSize);
+    c.linearNumKeyHeads = c.linearNumValueHeads = 64;
+    c.linearKeyHeadDim = 64;
+    CircuitWeights w(c, WeightStorage::CountOnly);
+    FieldAllocator alloc(4096);
+    const TokenLayout tokens = planTokenLayout(alloc, 4096).value();
+    FrontEndSpec fs;
+    fs.tokens = tokens;
+    fs.payloadBanks = bad == Bad::PayloadBanks;
+    auto fe = buildFrontEnd(w, alloc, fs);
+    ASSERT_TRUE(fe.ok()) << fe.error().message;
+    ControlSpec cs;
+    cs.tokens = tokens;
+    cs.pred = alloc.take("pred", bad == Bad::PredWidth ? 3 : kLanes).value();
+    cs.fault = alloc.take("fault", bad == Bad::FaultWidth ? 2 : 1).value();
+    cs.stepLimit = bad == Bad::LimitZero ? 0 : bad == Bad::LimitHigh ? 200 : kStepLimit;
+    auto ctl = buildControl(w, alloc, fe.value(), cs);
+    if (bad == Bad::None) {
+      EXPECT_TRUE(ctl.ok()) << ctl.error().message;
+    } else {
+      ASSERT_FALSE(ctl.ok()) << static_cast<int>(bad);
+      EXPECT_EQ(ctl.error().kind, ErrorKind::Usage) << ctl.error().message;
+      std::cout << "refused: " << ctl.error().message << "\n";
+    }
+  }
+}
+
 struct Fixture {
   std::vector<Case> cases;  // random runs, then the loop
   Rig rig;
@@ -411,6 +447,25 @@ TEST(CircuitControl, WritesTheTracesHeaderCtaEndLimitAndFaultTokensInFp32) {
 TEST(CircuitControl, WritesTheTracesHeaderCtaEndLimitAndFaultTokensInBf16) {
   runAll(ComputeDtype::BF16, {Path::Prefill, harness::fullInputs() ? Path::Decode : Path::Mixed},
          static_cast<size_t>(harness::inputs(1, 40)));
+}
+
+// Key head dim 128 (the `2b` shape's): every latch, counter and threshold reads through tap.h's
+// 4-hot key; fp32 prefill on every case (bf16 and the other paths: under QGPU_CIRCUIT_FULL=1).
+TEST(CircuitControl, WritesTheSameTokensAtKeyHeadDim128) {
+  const Fixture& f = fixture();
+  const Rig rig = build("dk128", f.cases, 128);
+  ASSERT_FALSE(rig.dir.empty());
+  for (ComputeDtype dtype : harness::kDtypes) {
+    if (dtype == ComputeDtype::BF16 && !harness::fullInputs()) continue;
+    auto dec = harness::load(rig.dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    Result r;
+    for (const Case& c : f.cases) check(r, *dec, rig, c, Path::Prefill);
+    EXPECT_EQ(r.wrong, 0) << r.first;
+    EXPECT_EQ(r.minGap, 2 * kEmitWeight);
+    std::cout << "dk 128 " << (dtype == ComputeDtype::F32 ? "fp32" : "bf16") << " prefill: "
+              << summary(r) << "\n";
+  }
 }
 
 TEST(CircuitControl, SwappedTargetsAreWrongSomewhere) {
