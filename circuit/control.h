@@ -1,0 +1,152 @@
+// qgpu/circuit/control.h — the control stage (docs/circuit.md §4.1 T2, T3; §9 "Built: the control
+// stage"): the scheduler (circuit/scheduler.h) fed from the model's own fields instead of test
+// fields, and the step header, CTA, END, LIMIT and FAULT tokens emitted from it, on top of the
+// front end (circuit/frontend.h, built first into the same weights).
+//
+// What it computes (every field ±u, the full layout, λ = 1 exactly):
+//   reset    +1 at a RUN or CTA token (the token family one-hot)
+//   term     the front end's isTerm (the block's terminator position)
+//   kind, taken, next, negate   decoded from the fetched TERM word (fe.termWord, inverted polarity:
+//            −u = bit set), at their packedLayout(Terminator) offsets
+//   warp, mask   the front end's WM latch (fe.warp, fe.mask)
+//   pred     per lane: the supplied predicate field xor the TERM word's negate bit
+//   blockX, gridX   latched from the PROG word (as circuit/operands.h latches it: a PROG-tag latch,
+//            progEnable = T ∧ PROG-tag, two launch latches of the assembled value's bits)
+//   lastCta  [c ≥ gridX − 1], c = the CTA tokens since RUN (an event counter and 15 thresholds)
+//   atLimit  [s ≥ stepLimit], s = the EX tokens since RUN (an event counter and one threshold)
+// and then the next token, as an emit field (emit.h), at every position where the trace's next
+// token is one of these:
+//   EX(b')   at a reset or terminator position (the scheduler's emit), unless LIMIT
+//   WM(w',m')  at the position after (the EX token)
+//   CTA, END   at a terminator position where the CTA is done (END in the last CTA)
+//   LIMIT    at a reset or terminator position where EX would come, when s ≥ stepLimit (trace.md:
+//            "LIMIT instead of the next EX", never before CTA or END)
+//   FAULT    where the supplied fault field is +1 (the faulting op's position: the memory stage's
+//            decision), and at the WM position of a step that faults at a divergent barrier (the
+//            scheduler's fault, computed at the EX position and latched to the WM position)
+// At any other position (a record's tokens) the emit field is unspecified here: the record
+// emitter's (circuit/record_emit.h) business.
+//
+// Why the kind and warp go through a latch. The scheduler computes the next EXEC twice: at the
+// terminator position (EX(b')) and at the position after (WM(w', m')), and both must see the same
+// inputs. At the position after, the EXEC latches already hold the new b' (the EX token) but the
+// WM latch still the old warp, and the fetched TERM word is b''s, not the terminator's that ran;
+// so the warp-choice inputs (kind: isBar; warp) are written into a latch at every reset or
+// terminator position (reset: kind jmp, warp 0) and read after the write at every position. At a
+// terminator position the latch reads what it just wrote; at the position after it, the same.
+// The targets, mask and pred are read only where the PC table is written (reset ∨ term).
+//
+// Why the divergent-barrier fault is latched. The scheduler's fault is right at the EX(b')
+// position (the fetched TERM word is b''s there, and the PC table is the one the step starts
+// from), but its FAULT token comes after WM; when block b' has no ops, WM is itself b''s
+// terminator position and rewrites the PC table. So the fault is latched at every EX token
+// (layer E) and read at the WM position.
+//
+// Layers (L = the front end's layer0; S = L + 5 the scheduler's firstLayer; E = S + 8):
+//   L    heads fe.heads[0], +1: the step counter (events EX, reset RUN) and the CTA counter
+//        (events CTA, reset RUN), counter.h, on this stage's own quiet dims.
+//   L+1  head fe.heads[1]: the PROG-tag latch (enable the prompt-tag detector, value the PROG bit).
+//        MLP (after the front end's): progEnable = −u + 2u·[T ∧ PROG-tag].
+//   L+3  heads fe.heads[3], +1: the launch latches (gridX, blockX; enable progEnable).
+//   L+4  MLP (after the front end's): the decode, every output an exclusive AND over sign dims
+//        (a literal "bit set" of the TERM word is sign −1):
+//          reset   = RUN ∨ CTA                        enable = reset ∨ isTerm
+//          kindL_i = ¬reset ∧ kind bit i set          warpL_i = ¬reset ∧ warp_i
+//          taken_i = taken bit i set                  next_i = next bit i set
+//          pred_l  = (p_l ∧ ¬negate) ∨ (¬p_l ∧ negate)
+//          nextBar = kind = bar (the fetched TERM word: b' at the EX and WM positions)
+//   S    heads 0: the kind/warp latch (enable `enable`, values kindL, warpL); 1..15: [c ≥ 1..15];
+//        16: [s ≥ stepLimit]. MLP: the scheduler's layer L, then lastCta = OR over g = 1..16 of
+//        (gridX = g ∧ [c ≥ g − 1]) (exclusive ANDs; [c ≥ 0] is true).
+//   S+1 .. S+7   the scheduler (with its emit layer S+7: the scheduler's emit field and fault).
+//   E    head 0: the fault latch (enable the EX bit, value the scheduler's fault). MLP: the final
+//        emit field = the scheduler's (a linear copy per dim) with, in each override case c,
+//        −copy + the target token's sign (two detectors per dim, gated by c's conjunction):
+//          FAULT:  sf;   ¬sf ∧ WM ∧ latchedFault
+//          LIMIT:  ¬sf ∧ reset ∧ ¬done ∧ atLimit;   ¬sf ∧ term ∧ ¬reset ∧ ¬WM ∧ ¬done ∧ atLimit;
+//                  ¬sf ∧ term ∧ WM ∧ ¬latchedFault ∧ ¬done ∧ atLimit
+//        (sf = the supplied fault field; the five cases are exclusive).
+// Margins: every gate is λG·N with N an exact integer; the latches' and counters' are theirs
+// (tap.h, counter.h). The step limit must lie in counter.h's thresholdRange (≤ 105 at u = 16).
+//
+// Budget (heads added per layer; units; dims): L +2, L+1 +1, L+3 +2, S +17 (the scheduler adds 16
+// at S+1 and 1 at E); units: L+1 +4, L+4 +73, S +32 (+ the scheduler's 617 + 115), E 2·(F + I)·6
+// + cancels (F = kNumFamilies, I = tokenIndexBits()); residual dims: Control's fields (≈ 110) plus
+// the scheduler's (≈ 330). `controlHeads` has the per-layer head counts for a key head dim.
+//
+// Not handled: the step ticks (docs/trace.md "Step ticks": TICK(1), TICK(2) and the model's
+// built-in limit R1·R2·R3 = 10^6) — this stage counts EX tokens in one counter, so its limit is a
+// build-time stepLimit ≤ 105 and runs must stay below 100 steps (no TICK). The prompt carries no
+// step limit (trace v5), so the limit is the compiled circuit's, as trace.md says.
+//
+// Failing twin (`ControlTwin`): SwapTargets (taken and next read from each other's bits).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "circuit/emit.h"
+#include "circuit/frontend.h"
+#include "circuit/scheduler.h"
+#include "circuit/tokens.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+enum class ControlTwin : uint8_t {
+  None,         // the stage
+  SwapTargets,  // twin: the branch's taken and next targets decoded from each other's bits
+};
+
+struct ControlSpec {
+  TokenLayout tokens;  // the front end's
+  int layer0 = 0;      // the front end's L: this stage uses layers L .. L + 13
+  // Supplied by the caller (sign fields, +u = 1):
+  Field pred;   // 4 dims: per lane, the TERM word's branch predicate p as the predicate file holds
+                // it (before negate), read at the terminator position
+  Field fault;  // 1 dim: +1 where the trace's next token is FAULT (the faulting op's position)
+  int stepLimit = 64;  // LIMIT after this many steps (1 .. counter.h's thresholdRange)
+  float headGain = 128;
+  float mlpGain = 128;
+  ControlTwin twin = ControlTwin::None;
+};
+
+struct Control {
+  Field quiet, heavy;  // 3 quiet dims (0) and one +2u pad (Σx² as the full layout), counters
+  Field progTag;       // L+1: [isPROG, ballast ×7]
+  Field progEnable;    // L+1 MLP
+  Field launch;        // L+3: [gridX (5), ballast ×3, blockX (5), ballast ×3]
+  Field gridX, blockX;
+  Field reset;         // L+4 MLP: 1
+  Field enable;        // L+4 MLP: 1, reset ∨ isTerm
+  Field kindWarp;      // L+4 MLP: 4, [kindL (2), warpL (2)]
+  Field taken, next;   // L+4 MLP: 6 each
+  Field pred;          // L+4 MLP: 4, pred xor negate
+  Field nextBar;       // L+4 MLP: 1
+  Field latch;         // S: [kind (2), warp (2), ballast ×4]
+  Field ctaAtLeast;    // S: [c ≥ 1..15]
+  Field atLimit;       // S: [s ≥ stepLimit]
+  Field lastCta;       // S MLP: 1
+  Scheduler sched;     // S .. S+7
+  Field faultLatch;    // E: [fault, ballast ×7]
+  EmitField emit;      // E MLP: the next token
+  int stepLimit = 0;
+  std::vector<int> heads;  // this stage's heads per layer L .. L+13 (the scheduler's included)
+  std::vector<int> units;  // this stage's units per layer L .. L+13 (the scheduler's included)
+};
+
+// The stage's layers: L .. L + kControlLayers − 1 (the front end's five included).
+inline constexpr int kControlLayers = 14;
+
+// Value heads per layer L .. L+13 of the front end (without payload banks) and this stage.
+std::vector<int> controlHeads(int64_t keyHeadDim);
+
+// Builds the stage on top of `fe` (built into the same weights, fields from `alloc`). Usage diag
+// for a config without the layers or heads, input fields of the wrong width, a step limit outside
+// the counter's range; the gadgets' refusals pass through. Writes this stage's quiet dims and pad
+// into the trace embedding rows (any other circuit row must hold them too).
+Expected<Control> buildControl(CircuitWeights& weights, FieldAllocator& alloc, const FrontEnd& fe,
+                               const ControlSpec& spec);
+
+}  // namespace qgpu::circuit
