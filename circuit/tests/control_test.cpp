@@ -442,12 +442,12 @@ void runAll(ComputeDtype dtype, const std::vector<Path>& paths, size_t prefillCa
 
 TEST(CircuitControl, WritesTheTracesHeaderCtaEndLimitAndFaultTokensInFp32) {
   runAll(ComputeDtype::F32, {Path::Prefill, harness::fullInputs() ? Path::Decode : Path::Mixed},
-         1000, static_cast<size_t>(harness::inputs(2, 40)));
+         1000, static_cast<size_t>(harness::inputs(1, 40)));
 }
 
 TEST(CircuitControl, WritesTheTracesHeaderCtaEndLimitAndFaultTokensInBf16) {
   runAll(ComputeDtype::BF16, {Path::Prefill, harness::fullInputs() ? Path::Decode : Path::Mixed},
-         static_cast<size_t>(harness::inputs(3, 1000)), static_cast<size_t>(harness::inputs(1, 40)));
+         static_cast<size_t>(harness::inputs(1, 1000)), static_cast<size_t>(harness::inputs(1, 40)));
 }
 
 // Key head dim 128 (the `2b` shape's): every latch, counter and threshold reads through tap.h's
