@@ -36,14 +36,15 @@ namespace qgpu::gen {
 enum class CudaVerdict : uint8_t {
   Match,               // interpreter == PTX evaluator == the generator's expectation
   RefusedLimit,        // lowering or verify with the launch: OverLimit (the machine is too small)
-  RefusedUnsupported,  // lowering: PtxUnsupported (a construct outside the subset)
+  RefusedUnsupported,  // lowering, or the PTX evaluator (then the interpreter still equalled the
+                       // expectation): PtxUnsupported (a construct outside the subset)
 };
 const char* cudaVerdictName(CudaVerdict v);  // "match", "refused-limit", "refused-unsupported"
 
 struct CudaLeg {
   host::Compiler compiler = host::Compiler::Clang;
   CudaVerdict verdict = CudaVerdict::Match;
-  Diag refusal;  // when refused: lowering's typed error
+  Diag refusal;  // when refused: lowering's (or, if lowering ran, the PTX evaluator's) typed error
   std::array<uint32_t, 126> final{};  // when Match: the interpreter's final global memory
 };
 struct CudaCheck {
