@@ -211,6 +211,10 @@ std::string withoutCase(const std::string& ptxText, const std::string& name) {
 
 }  // namespace
 
+Expected<CudaLeg> checkCudaLeg(const CudaCase& c, host::Compiler compiler, const ptx::Module& module) {
+  return checkLeg(c, compiler, module);
+}
+
 const char* cudaVerdictName(CudaVerdict v) {
   switch (v) {
     case CudaVerdict::Match: return "match";

@@ -63,6 +63,12 @@ Expected<std::vector<Expected<CudaCheck>>> checkCudaBatch(std::span<const CudaCa
                                                           std::span<const host::Compiler> compilers,
                                                           CudaBatchStats* stats = nullptr);
 
+// One leg of the property on an already parsed module (what checkCudaBatch does per case and
+// compiler): the PTX evaluator, then lowering + the interpreter, each against the expectation. A
+// PtxUnsupported of the evaluator or of lowering is a typed refusal (RefusedUnsupported; with
+// the evaluator's, the interpreter must still equal the expectation); other errors are failures.
+Expected<CudaLeg> checkCudaLeg(const CudaCase& c, host::Compiler compiler, const ptx::Module& module);
+
 // All the cases' files as one translation unit (what checkCudaBatch compiles).
 std::string cudaBatchSource(std::span<const CudaCase> cases);
 
