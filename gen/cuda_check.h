@@ -36,14 +36,15 @@ namespace qgpu::gen {
 enum class CudaVerdict : uint8_t {
   Match,               // interpreter == PTX evaluator == the generator's expectation
   RefusedLimit,        // lowering or verify with the launch: OverLimit (the machine is too small)
-  RefusedUnsupported,  // lowering: PtxUnsupported (a construct outside the subset)
+  RefusedUnsupported,  // lowering, or the PTX evaluator (then the interpreter still equalled the
+                       // expectation): PtxUnsupported (a construct outside the subset)
 };
 const char* cudaVerdictName(CudaVerdict v);  // "match", "refused-limit", "refused-unsupported"
 
 struct CudaLeg {
   host::Compiler compiler = host::Compiler::Clang;
   CudaVerdict verdict = CudaVerdict::Match;
-  Diag refusal;  // when refused: lowering's typed error
+  Diag refusal;  // when refused: lowering's (or, if lowering ran, the PTX evaluator's) typed error
   std::array<uint32_t, 126> final{};  // when Match: the interpreter's final global memory
 };
 struct CudaCheck {
@@ -61,6 +62,12 @@ struct CudaBatchStats {
 Expected<std::vector<Expected<CudaCheck>>> checkCudaBatch(std::span<const CudaCase> cases,
                                                           std::span<const host::Compiler> compilers,
                                                           CudaBatchStats* stats = nullptr);
+
+// One leg of the property on an already parsed module (what checkCudaBatch does per case and
+// compiler): the PTX evaluator, then lowering + the interpreter, each against the expectation. A
+// PtxUnsupported of the evaluator or of lowering is a typed refusal (RefusedUnsupported; with
+// the evaluator's, the interpreter must still equal the expectation); other errors are failures.
+Expected<CudaLeg> checkCudaLeg(const CudaCase& c, host::Compiler compiler, const ptx::Module& module);
 
 // All the cases' files as one translation unit (what checkCudaBatch compiles).
 std::string cudaBatchSource(std::span<const CudaCase> cases);

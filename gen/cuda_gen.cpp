@@ -78,6 +78,9 @@ CType typedOpResult(TypedOp op, CType a, CType b, CType c, CType castTo) {
     case TypedOp::Select: return commonType(b, c);
     case TypedOp::UMul64Hi: return CType::U64;
     case TypedOp::Mul64Hi: return CType::S64;
+    case TypedOp::Popcll: case TypedOp::Clzll: case TypedOp::Ffsll: return CType::S32;
+    case TypedOp::Brevll: case TypedOp::UllMin: case TypedOp::UllMax: return CType::U64;
+    case TypedOp::LlMin: case TypedOp::LlMax: case TypedOp::Llabs: return CType::S64;
   }
   return CType::U32;
 }
@@ -146,6 +149,35 @@ CValue evalTypedOp(TypedOp op, CValue a, CValue b, CValue c, CType castTo, bool 
       return out(static_cast<uint64_t>((static_cast<unsigned __int128>(a.bits) * b.bits) >> 64));
     case TypedOp::Mul64Hi:
       return out(static_cast<uint64_t>((static_cast<__int128>(sval(a.bits)) * sval(b.bits)) >> 64));
+    case TypedOp::Popcll: {
+      uint64_t n = 0;
+      for (uint64_t v = a.bits; v != 0; v &= v - 1) ++n;
+      return out(n);
+    }
+    case TypedOp::Clzll: {
+      uint64_t n = 0;
+      while (n < 64 && !((a.bits >> (63 - n)) & 1u)) ++n;
+      return out(n);
+    }
+    case TypedOp::Ffsll: {
+      if (a.bits == 0) return out(0);
+      uint64_t n = 0;
+      while (!((a.bits >> n) & 1u)) ++n;
+      return out(n + 1);
+    }
+    case TypedOp::Brevll: {
+      uint64_t r0 = 0;
+      for (int i = 0; i < 64; ++i) r0 |= ((a.bits >> i) & 1u) << (63 - i);
+      return out(r0);
+    }
+    case TypedOp::LlMin: return out(sval(a.bits) < sval(b.bits) ? a.bits : b.bits);
+    case TypedOp::LlMax: return out(sval(a.bits) > sval(b.bits) ? a.bits : b.bits);
+    case TypedOp::UllMin: return out(a.bits < b.bits ? a.bits : b.bits);
+    case TypedOp::UllMax: return out(a.bits > b.bits ? a.bits : b.bits);
+    case TypedOp::Llabs: {  // as printed: llabs(a | 1), never LLONG_MIN
+      const int64_t v = sval(a.bits | 1u);
+      return out(static_cast<uint64_t>(v < 0 ? -v : v));
+    }
   }
   return out(0);
 }
@@ -1005,10 +1037,14 @@ class Generator {
         return "(-" + a + ")";
       case TypedOp::Cast: return "(" + cast(r) + a + ")";
       case TypedOp::Select: return "(" + a + " ? " + b + " : " + c + ")";
-      case TypedOp::UMul64Hi: case TypedOp::Mul64Hi: {
+      case TypedOp::UMul64Hi: case TypedOp::Mul64Hi: case TypedOp::LlMin: case TypedOp::LlMax:
+      case TypedOp::UllMin: case TypedOp::UllMax: {
         std::string t = cast(r);
         return op + "(" + t + "(" + a + "), " + t + "(" + b + "))";
       }
+      case TypedOp::Popcll: case TypedOp::Brevll: return op + "((unsigned long long)(" + a + "))";
+      case TypedOp::Clzll: case TypedOp::Ffsll: return op + "((long long)(" + a + "))";
+      case TypedOp::Llabs: return op + "(((long long)(" + a + ") | 1ll))";
     }
     return a;
   }
@@ -1248,6 +1284,9 @@ constexpr DialectName kDialect[] = {
     {"__popc", true, "Popc"}, {"__clz", true, "Clz"}, {"__ffs", true, "Ffs"}, {"__brev", true, "Brev"},
     {"__byte_perm", true, "BytePerm"}, {"__umulhi", true, "UMulHi"}, {"__mulhi", true, "MulHi"},
     {"__umul64hi", true, "typed UMul64Hi"}, {"__mul64hi", true, "typed Mul64Hi"},
+    {"__popcll", true, "typed Popcll"}, {"__clzll", true, "typed Clzll"}, {"__ffsll", true, "typed Ffsll"},
+    {"__brevll", true, "typed Brevll"}, {"llmin", true, "typed LlMin"}, {"llmax", true, "typed LlMax"},
+    {"ullmin", true, "typed UllMin"}, {"ullmax", true, "typed UllMax"}, {"llabs", true, "typed Llabs"},
     {"__umul24", true, "UMul24"}, {"__mul24", true, "Mul24"}, {"__usad", true, "USad"}, {"__sad", true, "Sad"},
     {"min", true, "MinU, MinS, MinMixed"}, {"max", true, "MaxU, MaxS, MaxMixed"}, {"abs", true, "Abs"},
     {"umin", true, "UMinFn"}, {"umax", true, "UMaxFn"},

@@ -3,7 +3,7 @@
 //
 // Every probability and limit is a field of `CudaPolicy` (one X-macro table,
 // QGPU_CUDAGEN_POLICY_FIELDS); a case is a pure function of (generator version, policy, seed) and
-// its file says so in a `note:` line: `qgpu-gen cuda v4 seed=S policy: maxTopStmts=5 ...`.
+// its file says so in a `note:` line: `qgpu-gen cuda v5 seed=S policy: maxTopStmts=5 ...`.
 //
 // The output is a kernel file (kernels/README.md's format) that runs through the normal harness
 // (`qgpu run FILE.cu`, kernels::parseKernelText):
@@ -70,7 +70,7 @@
 
 namespace qgpu::gen {
 
-inline constexpr int kCudaGeneratorVersion = 4;  // bump when (policy, seed) gives another case
+inline constexpr int kCudaGeneratorVersion = 5;  // bump when (policy, seed) gives another case
 
 // X(type, name, default, "one-line meaning")
 #define QGPU_CUDAGEN_POLICY_FIELDS(X)                                                              \
@@ -130,7 +130,7 @@ struct CudaPolicy {
 
 Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
 
-std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v4 seed=..."
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v5 seed=..."
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
 
 // ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----
@@ -297,11 +297,24 @@ uint64_t canonical(CType t, uint64_t bits);  // the value converted to t, in can
   X(Cast, 1, "(T)")                 \
   X(Select, 3, "?:")                \
   X(UMul64Hi, 2, "__umul64hi")      \
-  X(Mul64Hi, 2, "__mul64hi")
-// The 64-bit builtins are those the dialect header declares (since v4): __umul64hi and __mul64hi,
-// their operands converted to unsigned long long / long long and the result of that type.
-// __popcll, __clzll, __ffsll, __brevll are not in kernels/qgpu_cuda.h (v2's first campaign met
-// them as clang-14 compile errors), so the generator does not emit them.
+  X(Mul64Hi, 2, "__mul64hi")        \
+  X(Popcll, 1, "__popcll")          \
+  X(Clzll, 1, "__clzll")            \
+  X(Ffsll, 1, "__ffsll")            \
+  X(Brevll, 1, "__brevll")          \
+  X(LlMin, 2, "llmin")              \
+  X(LlMax, 2, "llmax")              \
+  X(UllMin, 2, "ullmin")            \
+  X(UllMax, 2, "ullmax")            \
+  X(Llabs, 1, "llabs")
+// The 64-bit builtins are those the dialect header declares, with CUDA's signatures: each operand
+// converted to the parameter's type, (unsigned) long long. Since v4 __umul64hi and __mul64hi (the
+// result of that type); since v5 __popcll (unsigned long long -> int: the set bits), __clzll
+// (long long -> int: leading zeros, 64 for 0), __ffsll (long long -> int: 1 + the lowest set
+// bit's index, 0 for 0), __brevll (unsigned long long: the bits reversed), llmin/llmax (long long),
+// ullmin/ullmax (unsigned long long) and llabs (long long, printed `llabs(((long long)(a) | 1ll))`:
+// the | 1 keeps it away from LLONG_MIN, whose absolute value is undefined). Before v5 the header
+// lacked the last nine (v2's first campaign met them as clang-14 compile errors).
 
 enum class TypedOp : uint8_t {
 #define QGPU_CUDAGEN_TYPED_OP_ENUM(name, arity, spelling) name,

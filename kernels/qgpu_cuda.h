@@ -264,6 +264,12 @@ __QGPU_DEVICE__ int __popc(unsigned int x) { return __builtin_popcount(x); }  //
 __QGPU_DEVICE__ int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
 __QGPU_DEVICE__ int __ffs(int x) { return __builtin_ffs(x); }  // 1-based lowest set bit, 0 for 0
 __QGPU_DEVICE__ unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
+// The 64-bit siblings, with CUDA's signatures: popc.b64, clz.b64 (64 for 0), __ffsll as clang's
+// popc/ctz sequence (nvcc: neg/and/clz.b64), brev.b64.
+__QGPU_DEVICE__ int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+__QGPU_DEVICE__ int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+__QGPU_DEVICE__ int __ffsll(long long x) { return __builtin_ffsll(x); }  // 1-based, 0 for 0
+__QGPU_DEVICE__ unsigned long long __brevll(unsigned long long x) { return __builtin_bitreverse64(x); }
 // __byte_perm(x, y, s) -> prmt.b32: result byte i = byte s[4i+2:4i] of the 8-byte value {y, x}.
 __QGPU_DEVICE__ unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
   return __nvvm_prmt(x, y, s);
@@ -323,5 +329,11 @@ __QGPU_DEVICE__ unsigned int max(unsigned int a, int b) { return max(a, (unsigne
 __QGPU_DEVICE__ int abs(int a) { return __builtin_abs(a); }  // abs.s32; abs(INT_MIN) = INT_MIN
 __QGPU_DEVICE__ unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
 __QGPU_DEVICE__ unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
+// The 64-bit siblings (CUDA's names): min/max.s64, min/max.u64, abs.s64 (llabs(LLONG_MIN) = LLONG_MIN).
+__QGPU_DEVICE__ long long llmin(long long a, long long b) { return a < b ? a : b; }
+__QGPU_DEVICE__ long long llmax(long long a, long long b) { return a > b ? a : b; }
+__QGPU_DEVICE__ unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+__QGPU_DEVICE__ unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+__QGPU_DEVICE__ long long llabs(long long a) { return __builtin_llabs(a); }
 
 #undef __QGPU_DEVICE__

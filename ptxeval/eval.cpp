@@ -508,6 +508,12 @@ class Evaluator {
       int w = ptx::bits(fr.fi->fn->regs[a.reg].type);
       p.address = trunc(fr.regs[a.reg] + static_cast<uint64_t>(a.imm), w);
       p.space = sp == StateSpace::Shared ? StateSpace::Shared : StateSpace::Global;
+      // A generic address in the shared window is a shared address (eval.h).
+      if (sp == StateSpace::None && p.address >= kSharedGenericBase &&
+          p.address - kSharedGenericBase < kSharedGenericSpan) {
+        p.space = StateSpace::Shared;
+        p.address -= kSharedGenericBase;
+      }
       return p;
     }
     SymRef r = symOf(fr, in, 0);
@@ -677,9 +683,24 @@ class Evaluator {
         break;
       }
       case Opcode::Cvta: {
-        if (in.mods.space != StateSpace::Global && in.mods.space != StateSpace::None)
-          return unsupported(in, "cvta of a non-global state space");
-        dst(src(0, w));
+        // PTX: cvta.space converts a space address to a generic one, cvta.to.space the reverse.
+        // Global addresses are generic addresses here; the shared window is at kSharedGenericBase.
+        uint64_t a = src(0, w);
+        if (in.mods.space == StateSpace::Global || in.mods.space == StateSpace::None) {
+          dst(a);
+        } else if (in.mods.space == StateSpace::Shared) {
+          if (!in.mods.toSpace) {
+            dst(a + kSharedGenericBase);
+          } else {
+            if (a < kSharedGenericBase || a - kSharedGenericBase >= kSharedGenericSpan)
+              noteUnspecified(in, "cvta.to.shared of generic address " + std::to_string(a) +
+                                      ", which is not in the shared window");
+            dst(a - kSharedGenericBase);
+          }
+        } else {
+          return unsupported(in, std::string("cvta of the .") +
+                                     (in.mods.space == StateSpace::Local ? "local" : "const") + " state space");
+        }
         break;
       }
       case Opcode::Mov: dst(src(0, t == Type::Pred ? 1 : w)); break;

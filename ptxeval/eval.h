@@ -9,10 +9,14 @@
 //   computed at the width of its instruction type (16/32/64; mul.wide/mad.wide at twice that).
 // - Memory is byte-addressed and little-endian: global memory is the machine's 126 words
 //   (504 bytes at byte addresses [0, 504)) with the kernel's arrays where the caller put them
-//   (`Launch::global`, pointer parameters are byte addresses, as kernels::layout makes them); a
-//   generic address is a global address (the machine's convention; clang's generic atom.inc on the
-//   pre-cvta pointer relies on it), except `[sym]` of a .shared variable. Shared memory is one
-//   window per CTA: the entry's .shared variables in declaration order, each aligned to
+//   (`Launch::global`, pointer parameters are byte addresses, as kernels::layout makes them).
+//   Generic addresses (ld/st/atom without a state space) are PTX's: the shared window sits at
+//   [kSharedGenericBase, kSharedGenericBase + kSharedGenericSpan) of the generic space and every
+//   other generic address is a global one (the machine's convention for global memory: clang's
+//   generic atom.inc on the pre-cvta pointer relies on it); `cvta.shared` adds the base to a
+//   shared-window address, `cvta.to.shared` subtracts it (of an address outside the shared window
+//   PTX leaves the result undefined: counted as unspecified), `cvta[.to].global` is the identity;
+//   `[sym]` of a .shared variable is a shared address. Shared memory is one window per CTA: the entry's .shared variables in declaration order, each aligned to
 //   max(.align, 4) bytes, filled with `EvalOptions::sharedFill` at CTA start. An access outside
 //   its window, or not aligned to its size, ends the run with status Fault (a MachineFault diag
 //   naming CTA, thread, instruction, line, space, address and window size).
@@ -31,7 +35,7 @@
 //   lanes of one warp waiting at different warp ops, or at a warp op and a barrier; a barrier
 //   reduction reached by some threads while others wait at another barrier instruction; guarded
 //   barriers or warp ops; named barriers or thread counts; activemask; %clock and other specials
-//   that have no value on the machine; ld/st.param through a register; cvta of .shared;
+//   that have no value on the machine; ld/st.param through a register; cvta of .local/.const;
 //   calls nested deeper than kMaxCallDepth — is refused with PtxUnsupported, naming the
 //   instruction and its line.
 // - What PTX leaves unspecified gets the machine's documented value (so an unguarded speculative
@@ -65,6 +69,12 @@ inline constexpr uint32_t kWarpSize = 4;
 inline constexpr uint32_t kMaxThreads = 16;  // per CTA
 inline constexpr uint32_t kMaxGrid = 16;     // CTAs
 inline constexpr uint32_t kMaxCallDepth = 64;
+// Where the shared window lies in the generic address space (above global memory, below 2^32 so
+// that 32-bit generic addresses hold it too), and how much of the generic space is shared's: a
+// generic address in [base, base + span) is shared address (address - base), bounds-checked
+// against the CTA's window; any other generic address is a global address.
+inline constexpr uint64_t kSharedGenericBase = 0x80000000u;
+inline constexpr uint64_t kSharedGenericSpan = uint64_t{1} << 20;  // the largest shared window
 
 struct Launch {
   uint32_t gridX = 1;                            // CTAs, 1..kMaxGrid

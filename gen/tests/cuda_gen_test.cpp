@@ -428,6 +428,31 @@ const TypedRow kTypedRows[] = {
     {TypedOp::Mul64Hi, {CType::U64, kM1}, {CType::S8, 1}, {}, CType::U32, {CType::S64, kM1}, false},
     // 2^62 * 4 = 2^64: high word 1
     {TypedOp::Mul64Hi, {CType::S64, 0x4000000000000000u}, {CType::S32, 4}, {}, CType::U32, {CType::S64, 1}, false},
+    // v5: the 64-bit bit builtins, the operand converted to (unsigned) long long first.
+    {TypedOp::Popcll, {CType::S8, kM1}, {}, {}, CType::U32, {CType::S32, 64}, false},  // (ull)(signed char)-1: 64 ones
+    {TypedOp::Popcll, {CType::U32, kM1 >> 32}, {}, {}, CType::U32, {CType::S32, 32}, false},  // 0xffffffffu: 32
+    {TypedOp::Popcll, {CType::U64, 0}, {}, {}, CType::U32, {CType::S32, 0}, false},
+    {TypedOp::Clzll, {CType::U64, 0}, {}, {}, CType::U32, {CType::S32, 64}, false},  // the header's zero guard
+    {TypedOp::Clzll, {CType::U32, 1}, {}, {}, CType::U32, {CType::S32, 63}, false},
+    {TypedOp::Clzll, {CType::U64, 0x0000000100000000u}, {}, {}, CType::U32, {CType::S32, 31}, false},
+    {TypedOp::Clzll, {CType::S16, kM1}, {}, {}, CType::U32, {CType::S32, 0}, false},  // sign-extended
+    {TypedOp::Ffsll, {CType::U64, 0}, {}, {}, CType::U32, {CType::S32, 0}, false},
+    {TypedOp::Ffsll, {CType::U64, 0x8000000000000000u}, {}, {}, CType::U32, {CType::S32, 64}, false},
+    {TypedOp::Ffsll, {CType::S32, 0xfffffffffffffff0u}, {}, {}, CType::U32, {CType::S32, 5}, false},  // -16
+    {TypedOp::Brevll, {CType::U64, 1}, {}, {}, CType::U32, {CType::U64, 0x8000000000000000u}, false},
+    {TypedOp::Brevll, {CType::U32, 0xffffffffu}, {}, {}, CType::U32, {CType::U64, 0xffffffff00000000u}, false},
+    {TypedOp::Brevll, {CType::U64, 0x0000000100000000u}, {}, {}, CType::U32, {CType::U64, 0x80000000u}, false},
+    // llmin/llmax compare as long long, ullmin/ullmax as unsigned long long: -1 is the least / the greatest.
+    {TypedOp::LlMin, {CType::S8, kM1}, {CType::U32, 5}, {}, CType::U32, {CType::S64, kM1}, false},
+    {TypedOp::LlMax, {CType::S8, kM1}, {CType::U32, 5}, {}, CType::U32, {CType::S64, 5}, false},
+    {TypedOp::LlMin, {CType::U64, 0x8000000000000000u}, {CType::S64, 0}, {}, CType::U32, {CType::S64, 0x8000000000000000u}, false},
+    {TypedOp::UllMin, {CType::S8, kM1}, {CType::U32, 5}, {}, CType::U32, {CType::U64, 5}, false},
+    {TypedOp::UllMax, {CType::S8, kM1}, {CType::U32, 5}, {}, CType::U32, {CType::U64, kM1}, false},
+    {TypedOp::UllMax, {CType::U32, 0xffffffffu}, {CType::U64, 0x100000000u}, {}, CType::U32, {CType::U64, 0x100000000u}, false},
+    // llabs(a | 1): -16 | 1 = -15 -> 15; LLONG_MIN | 1 = -(2^63 - 1) -> 2^63 - 1; 4 | 1 = 5.
+    {TypedOp::Llabs, {CType::S32, 0xfffffffffffffff0u}, {}, {}, CType::U32, {CType::S64, 15}, false},
+    {TypedOp::Llabs, {CType::S64, 0x8000000000000000u}, {}, {}, CType::U32, {CType::S64, 0x7fffffffffffffffu}, false},
+    {TypedOp::Llabs, {CType::U16, 4}, {}, {}, CType::U32, {CType::S64, 5}, false},
 };
 
 TEST(CudaTypes, HandWorkedValues) {

@@ -196,6 +196,95 @@ TEST(PtxEval, BarrierOrdersSharedMemoryAcrossWarps) {
   for (int t = 0; t < 8; ++t) EXPECT_EQ(r.global[t], want[t]) << "thread " << t;
 }
 
+// corpus/bugs/cvta-shared-generic: clang turns `v = cond ? in[i] : sb[j]` in a loop into one
+// generic pointer that is `cvta.global` of a global address on the first trip and `cvta.shared`
+// of a shared one on later trips, then loads through it with a generic `ld`. The shared window
+// sits at kSharedGenericBase in the generic space (eval.h).
+const char* kSharedDecl = "\t.shared .align 4 .b8 sh[32];\n";
+// sh[t] = t + 1; bar.sync; %rd6 = cvta.shared(&sh[(t + 5) % 8]) (8 threads, 2 warps).
+const char* kSharedThenGeneric =
+    "\tmov.u64 %rd5, sh;\n\tmul.wide.u32 %rd8, %r1, 4;\n\tadd.s64 %rd9, %rd5, %rd8;\n"
+    "\tadd.s32 %r5, %r1, 1;\n\tst.shared.u32 [%rd9], %r5;\n\tbar.sync 0;\n"
+    "\tadd.s32 %r6, %r1, 5;\n\tand.b32 %r6, %r6, 7;\n\tmul.wide.u32 %rd10, %r6, 4;\n"
+    "\tadd.s64 %rd11, %rd5, %rd10;\n\tcvta.shared.u64 %rd6, %rd11;\n";
+
+TEST(PtxEval, GenericLoadThroughCvtaSharedReadsSharedMemory) {
+  // out[t] = generic ld of sh[(t + 5) % 8] = (t + 5) % 8 + 1 => 6 7 8 1 2 3 4 5. Global words
+  // 16.. hold 100 + i, so a load that went to global memory instead would read one of those or
+  // fault; none of 6, 7, 8, 1..5 is there.
+  std::array<uint32_t, kGlobalWords> g{};
+  for (uint32_t i = 16; i < kGlobalWords; ++i) g[i] = 100 + i;
+  EvalResult r = evalOk(kernel(std::string(kSharedThenGeneric) + "\tld.u32 %r8, [%rd6];\n\tst.global.u32 [%rd4], %r8;\n",
+                               kSharedDecl),
+                        8, 0, g);
+  const uint32_t want[] = {6, 7, 8, 1, 2, 3, 4, 5};
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(r.global[t], want[t]) << "thread " << t;
+  EXPECT_EQ(r.unspecified, 0u);
+}
+
+TEST(PtxEval, GenericLoadOfAnUnconvertedSharedAddressReadsGlobalMemory) {
+  // The failing twin: without cvta.shared, the shared-window address sh + 4·((t + 5) % 8) (sh is at
+  // 0) is a generic = global address: thread t reads global word (t + 5) % 8, which holds 50 + that
+  // word: 55 56 57 50 51 52 53 54, stored to out[16 + t] so that no store meets a load.
+  std::array<uint32_t, kGlobalWords> g{};
+  for (uint32_t i = 0; i < 8; ++i) g[i] = 50 + i;
+  EvalResult r = evalOk(kernel(std::string(kSharedThenGeneric) +
+                                   "\tld.u32 %r8, [%rd11];\n\tst.global.u32 [%rd4+64], %r8;\n",
+                               kSharedDecl),
+                        8, 0, g);
+  const uint32_t want[] = {55, 56, 57, 50, 51, 52, 53, 54};
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(r.global[16 + t], want[t]) << "thread " << t;
+}
+
+TEST(PtxEval, GenericStoreAndAtomicThroughCvtaSharedWriteSharedMemory) {
+  // Every thread: generic atom.add [cvta.shared(&sh[0])], t + 1 (1 + ... + 8 = 36) and generic
+  // st [cvta.shared(&sh2[t])], t; bar.sync; out[t] = ld.shared sh2[7 - t] = 7 - t, and thread 0
+  // out[8] = ld.shared sh[0] = 36. Global memory sees only these 9 stores.
+  const std::string body =
+      "\tmov.u64 %rd5, sh;\n\tcvta.shared.u64 %rd6, %rd5;\n\tadd.s32 %r5, %r1, 1;\n"
+      "\tatom.add.u32 %r9, [%rd6], %r5;\n"
+      "\tmov.u64 %rd7, sh2;\n\tmul.wide.u32 %rd8, %r1, 4;\n\tadd.s64 %rd9, %rd7, %rd8;\n"
+      "\tcvta.shared.u64 %rd10, %rd9;\n\tst.u32 [%rd10], %r1;\n\tbar.sync 0;\n"
+      "\tmov.u32 %r6, 7;\n\tsub.s32 %r6, %r6, %r1;\n\tmul.wide.u32 %rd11, %r6, 4;\n\tadd.s64 %rd12, %rd7, %rd11;\n"
+      "\tld.shared.u32 %r7, [%rd12];\n\tst.global.u32 [%rd4], %r7;\n"
+      "\tsetp.ne.u32 %p1, %r1, 0;\n\t@%p1 bra DONE;\n\tld.shared.u32 %r8, [sh];\n\tst.global.u32 [%rd2+32], %r8;\n"
+      "DONE:\n";
+  EvalResult r = evalOk(kernel(body, "\t.shared .align 4 .b8 sh[4];\n\t.shared .align 4 .b8 sh2[32];\n"), 8);
+  const uint32_t want[] = {7, 6, 5, 4, 3, 2, 1, 0, 36};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(r.global[i], want[i]) << "word " << i;
+  for (uint32_t i = 9; i < kGlobalWords; ++i) EXPECT_EQ(r.global[i], 0u) << "word " << i;
+}
+
+TEST(PtxEval, CvtaToSharedUndoesCvtaShared) {
+  // cvta.to.shared(cvta.shared(a)) = a: ld.shared through it reads sh[(t + 5) % 8] as above.
+  EvalResult r = evalOk(kernel(std::string(kSharedThenGeneric) +
+                                   "\tcvta.to.shared.u64 %rd12, %rd6;\n\tld.shared.u32 %r8, [%rd12];\n"
+                                   "\tst.global.u32 [%rd4], %r8;\n",
+                               kSharedDecl),
+                        8);
+  const uint32_t want[] = {6, 7, 8, 1, 2, 3, 4, 5};
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(r.global[t], want[t]) << "thread " << t;
+  EXPECT_EQ(r.unspecified, 0u);
+}
+
+TEST(PtxEval, CvtaToSharedOfAGlobalAddressIsUnspecified) {
+  // %rd2 is `out` (global address 0), not in the shared window: PTX leaves the result undefined.
+  EvalResult r = evalOk(kernel("\tcvta.to.shared.u64 %rd5, %rd2;\n"));
+  EXPECT_EQ(r.unspecified, 1u);
+  EXPECT_NE(r.firstUnspecified.find("cvta.to.shared"), std::string::npos) << r.firstUnspecified;
+}
+
+TEST(PtxEval, GenericAccessPastTheSharedWindowFaultsAsShared) {
+  // sh has 32 bytes: the generic address of sh + 32 is in the shared part of the generic space
+  // but outside the CTA's window.
+  auto r = evalText(kernel("\tmov.u64 %rd5, sh;\n\tcvta.shared.u64 %rd6, %rd5;\n\tld.u32 %r8, [%rd6+32];\n",
+                           kSharedDecl));
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r->status, EvalStatus::Fault);
+  EXPECT_NE(r->fault.message.find("shared load of 4 byte(s) at address 32 is out of range"), std::string::npos)
+      << r->fault.str();
+}
+
 TEST(PtxEval, BarrierReductionsCountOverTheCta) {
   // p = (t is odd) over 6 threads: popc 3, and false, or true.
   EvalResult r = evalOk(kernel("\tand.b32 %r2, %r1, 1;\n\tsetp.ne.u32 %p1, %r2, 0;\n"
@@ -309,6 +398,7 @@ TEST(PtxEval, RefusesWhatHasNoMeaningHere) {
       {"named barrier", "\tbar.sync 1;\n"},
       {"clock", "\tmov.u32 %r2, %clock;\n"},
       {"activemask", "\tactivemask.b32 %r2;\n"},
+      {"cvta.local", "\tcvta.local.u64 %rd5, %rd1;\n"},
   };
   for (const Case& c : cases) {
     auto r = evalText(kernel(c.body), 2);
