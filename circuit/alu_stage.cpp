@@ -24,10 +24,12 @@ struct Lit {
 };
 Lit bit(int dim, bool positive = true) { return {{{dim, positive ? 1.0 : -1.0}}, 0}; }
 // The opcode field equals op's row: Σ ±x̂ − (bits − 1) is +1 on the match, ≤ −1 elsewhere.
-Lit opcodeIs(const Field& opc, Op op) {
+// With `inverted` (−u = 1) every coefficient's sign flips.
+Lit opcodeIs(const Field& opc, Op op, bool inverted) {
   Lit l;
   const auto code = static_cast<unsigned>(op);
-  for (int i = 0; i < opc.dims; ++i) l.terms.push_back({opc.at(i), (code >> i) & 1 ? 1.0 : -1.0});
+  const double set = inverted ? -1.0 : 1.0;
+  for (int i = 0; i < opc.dims; ++i) l.terms.push_back({opc.at(i), (code >> i) & 1 ? set : -set});
   l.constant = -(opc.dims - 1);
   return l;
 }
@@ -343,7 +345,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     QGPU_CHECK(k.cancel(onehot));
     QGPU_CHECK(k.zero({onehot}));
     for (int i = 0; i < nOps; ++i)
-      QGPU_CHECK(k.when({opcodeIs(s.opcode, ops[static_cast<size_t>(i)])}, onehot.at(i)));
+      QGPU_CHECK(k.when({opcodeIs(s.opcode, ops[static_cast<size_t>(i)], s.opcodeInverted)}, onehot.at(i)));
   }
 
   for (int li = 0; li < lanes; ++li) {
@@ -355,7 +357,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     } else {
       b = carve(s.bus, nOps + li * kLaneBusDims, li);
     }
-    auto opc = [&](Op op) { return opcodeIs(s.opcode, op); };
+    auto opc = [&](Op op) { return opcodeIs(s.opcode, op, s.opcodeInverted); };
 
     // S0: the adder's operands, from the opcode bits (the one-hot is written in this layer).
     {

@@ -87,6 +87,10 @@ enum class AluBusLayout : uint8_t {
 
 struct AluStageSpec {
   Field opcode;                // kOpcodeBits sign dims
+  // The opcode's polarity: false +u = 1 (a test field); true −u = 1, as the front end's fetched
+  // head word holds it (circuit/frontend.h: the ROM reads inverted). Every opcode literal's sign
+  // flips; nothing else changes (no extra unit, no extra layer).
+  bool opcodeInverted = false;
   std::vector<AluLane> lanes;  // 1..kLanes
   Field bus;                   // aluStageBusDims(lanes.size(), busLayout) dims, always replaced
   Prior outPrior = Prior::Replace;  // r and s

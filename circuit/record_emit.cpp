@@ -419,6 +419,10 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
 
 Status writeRecordEmbeddings(CircuitWeights& w, const RecordEmitter& r) {
   QGPU_CHECK(writeTokenEmbeddings(w, r.tokens));
+  return writeRecordExtras(w, r);
+}
+
+Status writeRecordExtras(CircuitWeights& w, const RecordEmitter& r) {
   const std::string e = w.globalTensor("embed_tokens.weight");
   const float u = r.tokens.unit;
   for (int id = 0; id < trace::kVocabSize; ++id) {

@@ -173,6 +173,10 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& weights, const Record
 // The trace rows of the embedding: writeTokenEmbeddings plus the extras (exec −u, isTag, the
 // counter's quiet and heavy dims); the test fields keep their +u pads.
 Status writeRecordEmbeddings(CircuitWeights& weights, const RecordEmitter& emitter);
+// The extras alone, over trace rows already written: for a stack whose other stages wrote their
+// own embedding dims at build (the register file's counter dims: writeTokenEmbeddings would
+// reset them to pads). circuit/pipeline.h calls it.
+Status writeRecordExtras(CircuitWeights& weights, const RecordEmitter& emitter);
 
 // A carrier row (≥ kVocabSize): the embedding of `base` (the token at the record position, whose
 // trace row must be written) with exec = +u and the outcome in the test fields (with outcomeFrom:

@@ -117,6 +117,13 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   };
   const Literal isReg{r.kind.at(0), 1}, isPred{r.kind.at(1), 1}, dstZero{r.kind.at(2), 1};
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
+  // A literal on the head word: its sign flips when the word is read in the ROM's polarity.
+  const int headSign = s.headInverted ? -1 : 1;
+  auto headEquals = [&](const Field& f, unsigned value) {
+    std::vector<Literal> l = equals(f, value);
+    for (Literal& x : l) x.sign *= headSign;
+    return l;
+  };
   auto gt = [&](int l) { return Literal{r.guardTrue.at(l), 1}; };
   auto m = [&](int l) { return Literal{s.mask.at(l), 1}; };
   auto lane = [&](int l) -> const ResultLane& { return s.lanes[static_cast<size_t>(l)]; };
@@ -126,8 +133,8 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     UnitWriter u(w, F);
     QGPU_CHECK(start(u, {r.guardTrue, r.kind}));
-    const std::vector<Literal> unguarded = equals(guardCode, 0);
-    const Literal neg{negateField.at(0), 1};
+    const std::vector<Literal> unguarded = headEquals(guardCode, 0);
+    const Literal neg{negateField.at(0), headSign};
     std::vector<std::pair<int, double>> all;
     for (int l = 0; l < kRecordLanes; ++l) all.push_back({r.guardTrue.at(l), two});
     QGPU_CHECK(add(u, unguarded, all));
@@ -141,11 +148,11 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
     for (int op = 0; op < machine::kNumOps; ++op) {
       const machine::DstKind d = machine::opInfo(static_cast<machine::Op>(op)).dst;
       if (d == machine::DstKind::Reg)
-        QGPU_CHECK(add(u, equals(opcode, static_cast<unsigned>(op)), {{isReg.dim, two}}));
+        QGPU_CHECK(add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isReg.dim, two}}));
       else if (d == machine::DstKind::Pred)
-        QGPU_CHECK(add(u, equals(opcode, static_cast<unsigned>(op)), {{isPred.dim, two}}));
+        QGPU_CHECK(add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isPred.dim, two}}));
     }
-    QGPU_CHECK(add(u, equals(dst, 0), {{dstZero.dim, two}}));
+    QGPU_CHECK(add(u, headEquals(dst, 0), {{dstZero.dim, two}}));
     r.units[0] = u.used();
   }
 
@@ -205,7 +212,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
     for (int l = 0; l < kRecordLanes; ++l)
       QGPU_CHECK(add(u, {m(l)}, {{r.outcome.wordMask.at(maskAt + l), two}}));
     for (int reg = 1; reg < machine::kRegs; ++reg)
-      QGPU_CHECK(add(u, std::vector<Literal>{isReg} + equals(dst, static_cast<unsigned>(reg)),
+      QGPU_CHECK(add(u, std::vector<Literal>{isReg} + headEquals(dst, static_cast<unsigned>(reg)),
                      indexOuts(trace::wr(reg), static_cast<int>(trace::Family::Wr))));
     for (unsigned mm = 1; mm < (1u << kRecordLanes); ++mm) {
       std::vector<Literal> l = std::vector<Literal>{isReg, no(dstZero)} + equals(s.mask, mm);
@@ -219,7 +226,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_CHECK(add(u, l, {{fam(trace::Family::Wu), two}, {fam(trace::Family::Wr), -two}}));
     }
     for (int p = 0; p < machine::kPreds; ++p)
-      QGPU_CHECK(add(u, std::vector<Literal>{isPred} + equals(dstPred, static_cast<unsigned>(p + 1)),
+      QGPU_CHECK(add(u, std::vector<Literal>{isPred} + headEquals(dstPred, static_cast<unsigned>(p + 1)),
                      indexOuts(trace::wp(p), static_cast<int>(trace::Family::Wp))));
     QGPU_CHECK(add(u, {no(isReg), no(isPred)}, {{fam(trace::Family::Nop), two}}));
     QGPU_CHECK(add(u, {no(isPred), isReg, dstZero}, {{fam(trace::Family::Nop), two}}));

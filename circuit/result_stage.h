@@ -10,8 +10,8 @@
 // position, only the emitter's latch enable `exec` makes a position count):
 //   head     the op's head word OP(a) (32 bits, trace::packedLayout(PackedWord::OpHead): opcode,
 //            dst, dstPred code, guard predicate code, guard negate; a predicate code is p + 1,
-//            0 = none). The front end's fetched word has inverted polarity (−u = 1): a caller
-//            reading it flips every head literal's sign (not built: today's input is +u = 1).
+//            0 = none). The front end's fetched word has inverted polarity (−u = 1): with
+//            `headInverted` every head literal's sign flips (circuit/pipeline.h reads it so).
 //   mask     m, the step's active lanes (the WM latch, 4 bits)
 //   per lane r_l (32) and s_l (1): the ALU stage's register result and predicate result;
 //            old_l (32): dst's value before the op (a 4th register-file read port per lane, keyed
@@ -88,7 +88,8 @@ struct ResultLane {
 struct ResultStageSpec {
   TokenLayout tokens;   // ballast, unit, λ of the full layout
   int firstLayer = 0;   // MLPs of layers firstLayer .. firstLayer + 3
-  Field head;           // 32: the head word OP(a), +u = 1
+  Field head;           // 32: the head word OP(a), +u = 1 (−u = 1 with headInverted)
+  bool headInverted = false;  // the front end's fetched word (ROM polarity: −u = bit set)
   Field mask;           // 4: m
   std::array<ResultLane, kRecordLanes> lanes;
   float mlpGain = 256;  // G of the ANDs (Gλ ≥ 178)

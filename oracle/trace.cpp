@@ -406,6 +406,14 @@ std::vector<PackedField> layoutOf(const Bits<T> (&fields)[N]) {
 
 }  // namespace
 
+uint32_t packOpHead(const machine::Instr& in, uint32_t row, bool continuation) {
+  RomOp op;
+  if (!continuation) op.in = in;
+  op.index = row;
+  op.continuation = continuation ? 1 : 0;
+  return pack(kOpHeadWord, op);
+}
+
 std::vector<PackedField> packedLayout(PackedWord word) {
   switch (word) {
     case PackedWord::Program:
@@ -435,7 +443,7 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
     for (size_t j = 0; j < block.ops.size(); ++j) {
       const RomOp op{block.ops[j], row, {}, 0};
       out.push_back(opWord(RomSlot::Head));
-      appendValue(out, pack(kOpHeadWord, op));
+      appendValue(out, packOpHead(op.in, row));
       // The other words are written only when nonzero: an absent word reads as 0 from the ROM.
       auto optional = [&](RomSlot slot, uint32_t word) {
         if (word == 0) return;
@@ -451,11 +459,8 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
       // An atomic's second record gets a row of its own: its head word names the row and the
       // flag, nothing else (docs/trace.md "Prompt").
       if (machine::recordsOf(op.in) == 2) {
-        RomOp cont;
-        cont.index = row + 1;
-        cont.continuation = 1;
         out.push_back(opWord(RomSlot::Head));
-        appendValue(out, pack(kOpHeadWord, cont));
+        appendValue(out, packOpHead(machine::Instr{}, row + 1, true));
       }
       row += static_cast<uint32_t>(machine::recordsOf(op.in));
     }
@@ -537,12 +542,7 @@ Status resolveOperands(Reader& in, size_t at, RomOp& op) {
 }
 
 // The head word of a continuation row at `row`: the row and the flag, every other field 0.
-uint32_t continuationWord(uint32_t row) {
-  RomOp cont;
-  cont.index = row;
-  cont.continuation = 1;
-  return pack(kOpHeadWord, cont);
-}
+uint32_t continuationWord(uint32_t row) { return packOpHead(machine::Instr{}, row, true); }
 
 // One op: OP(a) v(head), then its optional words in slot order, each at most once and nonzero.
 // `row` = the index of the op's first record in its block (the head word's op index, trace v5).

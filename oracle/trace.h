@@ -237,6 +237,10 @@ struct PackedField {
   int width;   // bits
 };
 std::vector<PackedField> packedLayout(PackedWord word);
+// The head word OP(a) of `in` at ROM row `row` (its first record's index in its block), as the
+// prompt carries it; `continuation`: the row of an atomic's second record (the row and the flag,
+// `in` ignored). The one packing of the head word (trace.cpp's table): the encoder calls it.
+uint32_t packOpHead(const machine::Instr& in, uint32_t row, bool continuation = false);
 
 struct Prompt {
   machine::Program program;  // name is not encoded: it comes back empty

@@ -35,6 +35,7 @@
 
 #include "circuit/record_emit.h"
 #include "circuit/tests/harness.h"
+#include "circuit/tests/record_checks.h"
 #include "circuit/tokens.h"
 #include "gen/program_gen.h"
 #include "oracle/interpreter.h"
@@ -345,43 +346,15 @@ const Built& exact() {
   return b;
 }
 
-int64_t argmax(const std::vector<float>& row) {
-  return std::max_element(row.begin(), row.end()) - row.begin();
-}
-double gap(const std::vector<float>& row) {
-  std::vector<float> v = row;
-  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-  return static_cast<double>(v[0]) - v[1];
-}
-
-struct Tally {
-  int records = 0, positions = 0, wrong = 0;
-  double minGap = 1e30;
-  std::string first;
-};
+using Tally = records::Forced;
 
 // Teacher-forced: the logits of `ids` on `path`, checked at p .. p+k of every record that lies
 // within the first `n` tokens.
 void checkForced(model::Decoder& dec, const Sequence& s, Path path, size_t n, Tally& t) {
   std::vector<int64_t> ids(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(std::min(n, s.ids.size())));
   const auto rows = harness::run(dec, ids, path, trace::kVocabSize);
-  for (const Record& r : s.records) {
-    if (r.p + r.k + 1 >= ids.size()) continue;
-    ++t.records;
-    for (size_t q = r.p; q <= r.p + r.k; ++q) {
-      ++t.positions;
-      const int64_t got = argmax(rows[q]);
-      t.minGap = std::min(t.minGap, gap(rows[q]));
-      if (got != s.trace[q + 1]) {
-        ++t.wrong;
-        if (t.first.empty())
-          t.first = s.name + " position " + std::to_string(q) + " (record at " + std::to_string(r.p) +
-                    ", " + trace::tokenName(r.outcome.tag) + "): expected " +
-                    trace::tokenName(s.trace[q + 1]) + ", got " +
-                    trace::tokenName(static_cast<Token>(got));
-      }
-    }
-  }
+  for (const Record& r : s.records)
+    records::checkForced(t, rows, s.trace, {r.p, r.k}, s.name + " " + trace::tokenName(r.outcome.tag));
 }
 
 TEST(RecordEmitter, InputsCoverEveryRecordKindMaskAndValueLength) {
@@ -458,10 +431,7 @@ TEST(RecordEmitter, GreedyDecodingWritesTheRecordAndTheNextToken) {
   for (ComputeDtype dtype : harness::kDtypes) {
     auto dec = harness::load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
-    int records = 0, tokens = 0, wrong = 0;
-    std::string first;
-    // Per commit: fp32 every 5th record of the edge run and of the first real run (prompts cross
-    // chunk boundaries), bf16 a few; QGPU_CIRCUIT_FULL every record of every sequence.
+    records::Greedy g;
     // Per commit: fp32 every 8th record with p < 400 of the edge run and the first real run and
     // every 12th of the run after its prompt, bf16 every 8th with p < 150 of the first two (prompts
     // cross the 64-token chunk boundary); QGPU_CIRCUIT_FULL every record of every sequence.
@@ -475,27 +445,13 @@ TEST(RecordEmitter, GreedyDecodingWritesTheRecordAndTheNextToken) {
       for (size_t j = 0; j < s.records.size(); j += withPrompt && !full ? 12 : every) {
         const Record& r = s.records[j];
         if (r.p >= below && !withPrompt) continue;
-        dec->reset();
-        const std::vector<int64_t> prompt(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(r.p + 1));
-        auto out = dec->generateGreedy(prompt, static_cast<int64_t>(r.k + 1));
-        ASSERT_TRUE(out.ok()) << out.error().message;
-        ++records;
-        for (size_t q = 0; q <= r.k; ++q) {
-          ++tokens;
-          const Token want = s.trace[r.p + 1 + q];
-          const bool ok = q < out.value().size() && out.value()[q] == want;
-          if (!ok && first.empty())
-            first = s.name + " record at " + std::to_string(r.p) + " token " + std::to_string(q) +
-                    ": expected " + trace::tokenName(want) + ", got " +
-                    (q < out.value().size() ? trace::tokenName(static_cast<Token>(out.value()[q])) : "nothing");
-          wrong += ok ? 0 : 1;
-        }
+        records::checkGreedy(g, *dec, s.ids, s.trace, {r.p, r.k}, s.name);
       }
     }
-    EXPECT_GT(records, 3);
-    EXPECT_EQ(wrong, 0) << computeDtypeName(dtype) << ": " << first;
-    std::cout << "[record emit greedy] " << computeDtypeName(dtype) << ": " << records
-              << " records, " << tokens << " generated tokens, " << wrong << " wrong\n";
+    EXPECT_GT(g.records, 3);
+    EXPECT_EQ(g.wrong, 0) << computeDtypeName(dtype) << ": " << g.first;
+    std::cout << "[record emit greedy] " << computeDtypeName(dtype) << ": " << g.records
+              << " records, " << g.tokens << " generated tokens, " << g.wrong << " wrong\n";
   }
 }
 

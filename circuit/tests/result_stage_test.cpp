@@ -13,7 +13,7 @@
 // the expected record tokens are the encoder's from them — never the gadget's. Each record's
 // position p (the token before its tag) becomes a carrier row: the trace token + exec (the
 // emitter's `writeCarrier`, which with `outcomeFrom` writes exec and the next token only) + the
-// stage's input fields (the head word packed by trace::packedLayout, m, the lane fields).
+// stage's input fields (the head word from trace::packOpHead, m, the lane fields).
 //
 // What it pins down:
 //   - teacher-forced, every record: the argmax at p .. p+k is the trace's next token (the tag
@@ -32,6 +32,7 @@
 #include <random>
 
 #include "circuit/tests/harness.h"
+#include "circuit/tests/record_checks.h"
 #include "circuit/tests/result_stage_stack.h"
 #include "oracle/interpreter.h"
 #include "oracle/machine.h"
@@ -92,22 +93,9 @@ oracle::OpEffects effectsOf(const OpInput& x) {
   return e;
 }
 
-uint32_t headWord(const OpInput& x) {
-  auto code = [](uint8_t p) { return p == machine::kNoPred ? 0u : p + 1u; };
-  const std::map<std::string, uint32_t> v = {
-      {"op index", x.index},
-      {"opcode", static_cast<uint32_t>(x.in.op)},
-      {"dst", x.in.dst},
-      {"dstPred", code(x.in.dstPred)},
-      {"guard predicate", code(x.in.guard.pred)},
-      {"guard negate", x.in.guard.negate ? 1u : 0u},
-      {"space", 0},
-      {"continuation", 0}};
-  uint32_t w = 0;
-  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
-    w |= v.at(f.name) << f.offset;
-  return w;
-}
+// The head word as the prompt carries it (oracle/trace.cpp's one table; the row is the op's
+// index: these steps have no atomics).
+uint32_t headWord(const OpInput& x) { return trace::packOpHead(x.in, x.index); }
 
 std::vector<machine::Op> eligibleOps() {
   std::vector<machine::Op> ops;
@@ -252,49 +240,25 @@ const Built& exact() {
   return b;
 }
 
-int64_t argmax(const std::vector<float>& row) {
-  return std::max_element(row.begin(), row.end()) - row.begin();
-}
-double gap(const std::vector<float>& row) {
-  std::vector<float> v = row;
-  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-  return static_cast<double>(v[0]) - v[1];
-}
-
-struct Tally {
-  std::map<Family, int> records;
-  int positions = 0, wrong = 0;
-  double minGap = 1e30;
-  std::string first;
+// The shared teacher-forced check (record_checks.h) and the record kinds it saw.
+struct Tally : records::Forced {
+  std::map<Family, int> kinds;
 };
 
 void checkForced(model::Decoder& dec, const Sequence& s, Path path, size_t n, Tally& t) {
   const std::vector<int64_t> ids(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(std::min(n, s.ids.size())));
   const auto rows = harness::run(dec, ids, path, trace::kVocabSize);
-  for (const Record& r : s.records) {
-    if (r.p + r.k + 1 >= ids.size()) continue;
-    ++t.records[trace::familyOf(s.trace[r.p + 1])];
-    for (size_t q = r.p; q <= r.p + r.k; ++q) {
-      ++t.positions;
-      const int64_t got = argmax(rows[q]);
-      t.minGap = std::min(t.minGap, gap(rows[q]));
-      if (got != s.trace[q + 1]) {
-        ++t.wrong;
-        if (t.first.empty())
-          t.first = "position " + std::to_string(q) + " (record at " + std::to_string(r.p) + ", " +
-                    machine::opInfo(r.op.in.op).mnemonic + ", m " + std::to_string(r.op.mask) +
-                    "): expected " + trace::tokenName(s.trace[q + 1]) + ", got " +
-                    trace::tokenName(static_cast<Token>(got));
-      }
-    }
-  }
+  for (const Record& r : s.records)
+    if (records::checkForced(t, rows, s.trace, {r.p, r.k},
+                             std::string(machine::opInfo(r.op.in.op).mnemonic) + ", m " + std::to_string(r.op.mask)))
+      ++t.kinds[trace::familyOf(s.trace[r.p + 1])];
 }
 
 std::string counts(const Tally& t) {
   const std::map<Family, const char*> names = {
       {Family::Wu, "WU"}, {Family::Wr, "WR"}, {Family::Wp, "WP"}, {Family::Nop, "NOP"}};
   std::string out;
-  for (auto [f, n] : t.records)
+  for (auto [f, n] : t.kinds)
     out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + names.at(f);
   return out;
 }
@@ -339,8 +303,7 @@ TEST(ResultStage, TeacherForcedEveryRecordTokenIsTheEncodersOnEveryPathAndDtype)
       const size_t n = full ? SIZE_MAX : !bf16 ? 150 : path == Path::Prefill ? 200 : 110;
       Tally t;
       checkForced(*dec, b.seq, path, n, t);
-      int records = 0;
-      for (auto [f, c] : t.records) records += c;
+      const int records = t.records;
       EXPECT_GE(records, 6);  // the smallest per-commit input: bf16 decode, 110 tokens
       EXPECT_EQ(t.wrong, 0) << computeDtypeName(dtype) << " " << harness::pathName(path) << ": " << t.first;
       EXPECT_GE(t.minGap, b.stack.emitter.logitMargin) << computeDtypeName(dtype) << " " << harness::pathName(path);
@@ -357,33 +320,18 @@ TEST(ResultStage, GreedyDecodingWritesTheRecordAndTheNextToken) {
   for (ComputeDtype dtype : harness::kDtypes) {
     auto dec = harness::load(b.dir, dtype);
     ASSERT_NE(dec, nullptr);
-    int records = 0, tokens = 0, wrong = 0;
-    std::string first;
+    records::Greedy g;
     const size_t every = harness::fullInputs() ? 1 : dtype == ComputeDtype::F32 ? 9 : 5;
     const size_t below = harness::fullInputs() ? SIZE_MAX : dtype == ComputeDtype::F32 ? 500 : 150;
     for (size_t j = 0; j < b.seq.records.size(); j += every) {
       const Record& r = b.seq.records[j];
       if (r.p >= below || r.p + r.k + 1 >= b.seq.trace.size()) continue;
-      dec->reset();
-      const std::vector<int64_t> prompt(b.seq.ids.begin(), b.seq.ids.begin() + static_cast<std::ptrdiff_t>(r.p + 1));
-      auto out = dec->generateGreedy(prompt, static_cast<int64_t>(r.k + 1));
-      ASSERT_TRUE(out.ok()) << out.error().message;
-      ++records;
-      for (size_t q = 0; q <= r.k; ++q) {
-        ++tokens;
-        const Token want = b.seq.trace[r.p + 1 + q];
-        const bool ok = q < out.value().size() && out.value()[q] == want;
-        if (!ok && first.empty())
-          first = "record at " + std::to_string(r.p) + " token " + std::to_string(q) + ": expected " +
-                  trace::tokenName(want) + ", got " +
-                  (q < out.value().size() ? trace::tokenName(static_cast<Token>(out.value()[q])) : "nothing");
-        wrong += ok ? 0 : 1;
-      }
+      records::checkGreedy(g, *dec, b.seq.ids, b.seq.trace, {r.p, r.k}, machine::opInfo(r.op.in.op).mnemonic);
     }
-    EXPECT_GT(records, 3);
-    EXPECT_EQ(wrong, 0) << computeDtypeName(dtype) << ": " << first;
-    std::cout << "[result stage greedy] " << computeDtypeName(dtype) << ": " << records << " records, "
-              << tokens << " generated tokens, " << wrong << " wrong\n";
+    EXPECT_GT(g.records, 3);
+    EXPECT_EQ(g.wrong, 0) << computeDtypeName(dtype) << ": " << g.first;
+    std::cout << "[result stage greedy] " << computeDtypeName(dtype) << ": " << g.records << " records, "
+              << g.tokens << " generated tokens, " << g.wrong << " wrong\n";
   }
 }
 

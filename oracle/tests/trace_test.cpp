@@ -140,6 +140,40 @@ Expected<uint32_t> roundTrip(const std::vector<Token>& valueTokens) {
   return std::get<RegWrite>(events[1]).values.at(0);
 }
 
+// The head word's bits, worked by hand from docs/trace.md "Prompt" (op index 4 bits at 0, opcode 7
+// at 4, dst 4 at 11, dstPred code 4 at 15, guard code 4 at 19, negate at 23, space at 24, the
+// continuation flag at 25; a predicate code is p + 1, 0 = none), so that a reader of the ROM (the
+// circuit's tests) can take the word from packOpHead and not re-pack it by field name.
+TEST(TracePackedWords, PackOpHeadPlacesEveryFieldAndTheContinuationRow) {
+  Instr in;
+  in.op = Op::Add;
+  in.dst = 9;
+  in.dstPred = 2;
+  in.guard = {5, true};
+  const uint32_t want = 3u | static_cast<uint32_t>(Op::Add) << 4 | 9u << 11 | 3u << 15 | 6u << 19 | 1u << 23;
+  EXPECT_EQ(packOpHead(in, 3), want);
+  in.space = Space::Shared;
+  EXPECT_EQ(packOpHead(in, 3), want | 1u << 24);
+  EXPECT_EQ(packOpHead(in, 7, true), 7u | 1u << 25);  // the row and the flag, nothing of `in`
+  // The prompt carries exactly this word after OP(a) (its first value).
+  Program p;
+  Block b;
+  b.ops.push_back(in);
+  b.term.kind = TermKind::Exit;
+  p.blocks.push_back(b);
+  const std::vector<Token> t = encodePrompt(p, launch(1, 4));
+  size_t at = 0;
+  while (at < t.size() && t[at] != opWord(RomSlot::Head)) ++at;
+  ASSERT_LT(at + 1, t.size());
+  int64_t acc = 0;
+  for (size_t i = at + 1; i < t.size(); ++i) {
+    const int d = indexOf(t[i]) & 31;
+    acc = i == at + 1 ? (d >= 16 ? d - 32 : d) : acc * 32 + d;
+    if (familyOf(t[i]) == Family::T) break;
+  }
+  EXPECT_EQ(static_cast<uint32_t>(acc), packOpHead(in, 0));
+}
+
 TEST(TraceValues, DecodeRoundTripsBoundaries) {
   for (uint32_t v : {0u, 15u, 16u, static_cast<uint32_t>(-16), static_cast<uint32_t>(-17),
                      0x80000000u, 0x7fffffffu, UINT32_MAX, 0x12345678u}) {

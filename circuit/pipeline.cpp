@@ -1,0 +1,160 @@
+// qgpu/circuit/pipeline.cpp — see pipeline.h: wiring only; each stage's maths is in its own file.
+#include "circuit/pipeline.h"
+
+#include <algorithm>
+#include <string>
+
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+Diag pipelineUsage(const std::string& m) { return makeDiag(ErrorKind::Usage, "execute pipeline: " + m); }
+
+// The head word's opcode bits by their name in oracle/trace.cpp's table.
+Expected<Field> opcodeBits(const Field& head) {
+  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
+    if (std::string(f.name) == "opcode") {
+      if (f.width != kOpcodeBits)
+        return makeDiag(ErrorKind::Internal, "execute pipeline: the head word's opcode has " +
+                                                 std::to_string(f.width) + " bits, the ALU reads " +
+                                                 std::to_string(kOpcodeBits));
+      return head.slice(f.offset, f.width, "opcode");
+    }
+  return makeDiag(ErrorKind::Internal, "execute pipeline: the head word has no opcode field");
+}
+
+Status checkInputs(const ExecuteInputs& in) {
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const ExecuteLaneInputs& x = in.lanes[static_cast<size_t>(l)];
+    if (x.old.dims != 32 || x.guard.dims != 1 || x.oldPred.dims != 1 || x.p.dims != 1 || x.q.dims != 1)
+      return pipelineUsage("lane " + std::to_string(l) +
+                           "'s inputs need old of 32 dims, guard, oldPred, p, q of 1");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+std::vector<int> executePipelineHeads(int64_t keyHeadDim) {
+  std::vector<int> h(static_cast<size_t>(kExecuteLayers), 0);
+  const std::vector<int> front = operandStageHeads(keyHeadDim);
+  for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
+  const int r = 5 + kAluStageLayers + kResultStageLayers;
+  h[static_cast<size_t>(r)] = 11;      // record_emit.h: 7 latches + 3 taps + 1 counter
+  h[static_cast<size_t>(r + 1)] = 11;  // 3 taps + 8 thresholds
+  return h;
+}
+
+Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator& alloc,
+                                               const ExecuteSpec& s) {
+  const int E = s.layer0;
+  if (E < 0 || E + kExecuteLayers > w.config().numLayers())
+    return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + kExecuteLayers - 1) +
+                         " outside the config's " + std::to_string(w.config().numLayers()));
+  QGPU_CHECK(checkInputs(s.inputs));
+  ExecutePipeline p;
+  p.aluLayer = E + 5;
+  p.resultLayer = p.aluLayer + kAluStageLayers;
+  p.emitLayer = p.resultLayer + kResultStageLayers;
+  p.heads.assign(static_cast<size_t>(kExecuteLayers), 0);
+  p.units.assign(static_cast<size_t>(kExecuteLayers), 0);
+  auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
+
+  // Front end and operand select: E .. E+4.
+  FrontEndSpec fs;
+  fs.tokens = s.tokens;
+  fs.layer0 = E;
+  fs.payloadBanks = true;
+  QGPU_TRY(fe, buildFrontEnd(w, alloc, fs));
+  p.fe = fe;
+  OperandsSpec os;
+  os.tokens = s.tokens;
+  os.layer0 = E;
+  QGPU_TRY(op, buildOperands(w, alloc, p.fe, os));
+  p.operands = op;
+  for (int i = 0; i < 5; ++i) {
+    p.heads[static_cast<size_t>(i)] = p.fe.heads[i] + p.operands.heads[i];
+    at(E + i) = p.fe.units[i] + p.operands.units[i];
+  }
+
+  // ALU stage: A .. A+3, the opcode in the ROM's polarity.
+  QGPU_TRY(opcode, opcodeBits(p.fe.headWord));
+  p.opcode = opcode;
+  AluStageSpec as;
+  as.opcode = p.opcode;
+  as.opcodeInverted = s.twin != ExecuteTwin::OpcodeWrongPolarity;
+  as.busLayout = AluBusLayout::Liveness;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const auto port = [&](int k) { return p.operands.word[static_cast<size_t>(k)][static_cast<size_t>(l)]; };
+    const ExecuteLaneInputs& in = s.inputs.lanes[static_cast<size_t>(l)];
+    AluLane lane;
+    const bool swap = s.twin == ExecuteTwin::OperandsSwapped;
+    lane.a = port(swap ? 1 : 0);
+    lane.b = port(swap ? 0 : 1);
+    lane.c = port(2);
+    lane.p = in.p;
+    lane.q = in.q;
+    QGPU_TRY(r, alloc.take("alu.r" + std::to_string(l), 32));
+    QGPU_TRY(sp, alloc.take("alu.s" + std::to_string(l), 1));
+    lane.r = r;
+    lane.s = sp;
+    as.lanes.push_back(lane);
+  }
+  QGPU_TRY(bus, alloc.take("alu.bus", aluStageBusDims(kRecordLanes, AluBusLayout::Liveness)));
+  as.bus = bus;
+  p.aluBus = bus;
+  p.lanes = as.lanes;
+  {
+    std::vector<UnitWriter> writers;
+    writers.reserve(kAluStageLayers);
+    for (int i = 0; i < kAluStageLayers; ++i) writers.emplace_back(w, p.aluLayer + i);
+    const MlpContext ctx{s.tokens.ballast, s.tokens.lambda, 128, s.tokens.unit};
+    std::vector<AluLayer> layers;
+    for (UnitWriter& u : writers) layers.push_back({&u, ctx});
+    QGPU_TRY(report, buildAluStage(layers, as));
+    p.alu = report;
+    for (int i = 0; i < kAluStageLayers; ++i) at(p.aluLayer + i) = report.unitsPerLayer[static_cast<size_t>(i)];
+  }
+
+  // Result stage: F .. F+3, the head word in the ROM's polarity.
+  ResultStageSpec rs;
+  rs.tokens = s.tokens;
+  rs.firstLayer = p.resultLayer;
+  rs.head = p.fe.headWord;
+  rs.headInverted = true;
+  rs.mask = p.fe.mask;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const ExecuteLaneInputs& in = s.inputs.lanes[static_cast<size_t>(l)];
+    const AluLane& lane = p.lanes[static_cast<size_t>(l)];
+    rs.lanes[static_cast<size_t>(l)] = {lane.r, lane.s, in.old, in.guard, in.oldPred};
+  }
+  // The result stage's fields reuse the ALU bus's dims: the bus is last read by S3 (layer
+  // F − 1) and every result field is cancelled before it is written (result_stage.h), the
+  // replace rule of circuit/layout.h.
+  FieldAllocator onBus(p.aluBus.offset + p.aluBus.dims);
+  QGPU_TRY(below, onBus.take("below the bus", p.aluBus.offset));
+  (void)below;
+  QGPU_TRY(result, buildResultStage(w, onBus, rs));
+  p.result = result;
+  for (int i = 0; i < kResultStageLayers; ++i) at(p.resultLayer + i) = result.units[static_cast<size_t>(i)];
+
+  // Record emitter: R .. R+3, its buffer latching the result stage's outcome.
+  RecordEmitSpec es;
+  es.tokens = s.tokens;
+  es.firstLayer = p.emitLayer;
+  es.outcomeFrom = p.result.outcome;
+  es.firstDim = alloc.used();
+  QGPU_TRY(emitter, buildRecordEmitter(w, es));
+  p.emitter = emitter;
+  QGPU_CHECK(writeRecordExtras(w, p.emitter));
+  QGPU_TRY(taken, alloc.take("rec", emitter.dims - alloc.used()));
+  (void)taken;
+  for (int i = 0; i < kRecordLayers; ++i) {
+    p.heads[static_cast<size_t>(p.emitLayer - E + i)] += emitter.heads[static_cast<size_t>(i)];
+    at(p.emitLayer + i) += emitter.units[static_cast<size_t>(i)];
+  }
+  return p;
+}
+
+}  // namespace qgpu::circuit

@@ -1,0 +1,100 @@
+// qgpu/circuit/pipeline.h — the execute pipeline (docs/circuit.md §4.1, §9 "Built: the execute
+// pipeline"): the built stages placed one after another, so that one op is executed end to end
+// in the model, from the trace tokens to the op's record:
+//   layers E..E+4    the front end with its payload banks (circuit/frontend.h) and the operand
+//                    select (circuit/operands.h): the fetched head word, the operand words
+//                    word[k][l] of the 3 sources in the 4 lanes, m (the WM latch)
+//   layers A..A+3    the ALU stage (circuit/alu_stage.h), A = E + 5, MLP only: opcode = the
+//                    fetched head word's opcode bits read in the ROM's polarity (−u = 1:
+//                    AluStageSpec::opcodeInverted), lane l's a, b, c = word[0..2][l], p, q from
+//                    the inputs below; r_l, s_l out; the bus by liveness (AluBusLayout::Liveness)
+//   layers F..F+3    the result stage (circuit/result_stage.h), F = A + 4, MLP only: head = the
+//                    fetched head word (headInverted), mask = m, r_l, s_l the ALU's, old_l,
+//                    guard_l, oldPred_l from the inputs below; its fields on the ALU bus's
+//                    dims (the bus is dead after A+3, each result field is cancelled first)
+//   layers R..R+3    the record emitter (circuit/record_emit.h), R = F + 4, its buffer latches
+//                    reading the result stage's outcome (RecordEmitSpec::outcomeFrom)
+// 17 layers; only E..E+4 and R, R+1 hold heads (the others may be full_attention layers with
+// zero weights: their attention adds exactly 0, and the config's heads then cost nothing there).
+//
+// The inputs that are not the model's yet (ExecuteInputs; the front-end ports, another branch,
+// will compute them from the register and predicate files, and the merge only swaps where they
+// come from): per lane dst's old value (32), the guard predicate's value, dstPred's old bit, the
+// predicate sources psrc0, psrc1 (1 each; operands.h "Not handled"). Two more stay the emitter's
+// embedding extras (record_emit.h writeCarrier): exec (the op's executing position) and the
+// token after the record (the scheduler's). All ±u sign fields, +u = 1, allocated by the caller.
+//
+// Embeddings: the caller writes the trace rows first (writeTokenEmbeddings, before the build:
+// it resets every dim), then each stage writes its own embedding dims at build (the register
+// file's counter dims, the emitter's extras: writeRecordExtras).
+//
+// Every stage's own contract holds (their headers); the pipeline adds no gadget, only wiring and
+// the polarity of the two head-word readers. Usage diag when the config lacks the layers, heads,
+// units or dims; the stages' refusals pass through. A refused build may leave weights written.
+//
+// Failing twins (ExecuteTwin): each wires one input wrong and must write wrong results.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "circuit/alu_stage.h"
+#include "circuit/frontend.h"
+#include "circuit/operands.h"
+#include "circuit/record_emit.h"
+#include "circuit/result_stage.h"
+#include "circuit/tokens.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+
+namespace qgpu::circuit {
+
+inline constexpr int kExecuteLayers = 5 + kAluStageLayers + kResultStageLayers + kRecordLayers;
+
+enum class ExecuteTwin : uint8_t {
+  None,                  // the pipeline
+  OpcodeWrongPolarity,   // the ALU reads the fetched opcode as +u = 1 (the ROM's is −u = 1)
+  OperandsSwapped,       // the ALU's a and b read ports 1 and 0 (the wrong ports)
+};
+
+// Lane l's inputs that the model does not compute yet (the header).
+struct ExecuteLaneInputs {
+  Field old;      // 32: dst's value before the op
+  Field guard;    // 1: the guard predicate's value
+  Field oldPred;  // 1: dstPred's bit before the op
+  Field p, q;     // 1 each: psrc0, psrc1
+};
+struct ExecuteInputs {
+  std::array<ExecuteLaneInputs, kRecordLanes> lanes;
+};
+
+struct ExecuteSpec {
+  TokenLayout tokens;   // the full layout (λ = 1) of the config's hidden size
+  int layer0 = 0;       // E: layers E .. E + kExecuteLayers − 1
+  ExecuteInputs inputs;
+  ExecuteTwin twin = ExecuteTwin::None;
+};
+
+struct ExecutePipeline {
+  FrontEnd fe;
+  Operands operands;
+  Field opcode;                // the fetched head word's opcode bits (−u = 1)
+  std::vector<AluLane> lanes;  // the ALU's lanes: a, b, c the operand words; r, s its results
+  Field aluBus;
+  AluStageReport alu;
+  ResultStage result;
+  RecordEmitter emitter;
+  int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
+  std::vector<int> heads;  // per layer E .. E + kExecuteLayers − 1
+  std::vector<int> units;  // per layer, cancels included
+};
+
+// Builds the pipeline into `weights` (fields from `alloc`, after the caller's inputs).
+Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& weights, FieldAllocator& alloc,
+                                               const ExecuteSpec& spec);
+
+// Value heads per layer of the pipeline at a key head dim (0 where a layer holds none).
+std::vector<int> executePipelineHeads(int64_t keyHeadDim);
+
+}  // namespace qgpu::circuit

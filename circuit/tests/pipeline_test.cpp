@@ -1,0 +1,474 @@
+// qgpu/circuit/tests/pipeline_test.cpp — the execute pipeline (circuit/pipeline.h): front end with
+// payload banks, operand select, ALU stage, result stage and record emitter wired in one model of
+// 17 layers, run through model/'s real decoder (circuit/tests/harness.h) in fp32 and bf16, on the
+// chunked prefill and the recurrent decode (the prompt prefilled, the run one token per forward).
+//
+// Inputs: real runs of random machine programs (gen/program_gen.h) restricted to ALU-class ops
+// the ALU stage computes (classes Alu, Cmp, Sel, Pred without memory, warp ops, divisions and
+// multiplies: programs with any other op are skipped), several warps, divergent masks, guards,
+// r0 destinations — the prompt oracle/trace.h's encodePrompt packs, then the run the interpreter
+// writes.
+//
+// THE ONLY NON-MODEL INPUTS. At each op's executing position p (the token before its record,
+// found by cutting the interpreter's own encoder, appendTrace, after each op) the token is a
+// carrier row: its own embedding plus fields written from the interpreter's state before the op
+// (array models kept from its OpEffects, cleared at each CTA start): per lane dst's old value,
+// the guard predicate's value, dstPred's old bit, the predicate sources psrc0 / psrc1
+// (pipeline.h ExecuteInputs: the front-end ports will compute them), and the emitter's exec and
+// next token (record_emit.h writeCarrier). Everything else — the fetched op, its operand words,
+// the ALU result, the record's kind and values — the model computes from the tokens.
+//
+// What it pins down, at every op position:
+//   (1) the ALU's result per lane equals the interpreter's: r_l = OpEffects::regs[l] for an op
+//       writing a register, s_l = bit l of OpEffects::predBits for one writing a predicate, in
+//       every executing lane (exec: active and guard-true), every bit exactly ±1;
+//   (2) teacher forcing: the argmax at p .. p+k is the trace's next token, i.e. the op's record
+//       (WU / WR / WP / NOP and its values) as oracle::appendTrace wrote it, then the next token.
+// Expected values come from the interpreter and its encoder, never from the gadgets.
+//
+// Failing twins: the ALU reading the fetched opcode in the wrong polarity; the ALU's a and b
+// from the wrong operand ports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <span>
+
+#include "circuit/pipeline.h"
+#include "circuit/tests/harness.h"
+#include "circuit/tests/record_checks.h"
+#include "circuit/tokens.h"
+#include "gen/program_gen.h"
+#include "oracle/interpreter.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+namespace {
+
+using harness::ComputeDtype;
+using harness::Path;
+using trace::Family;
+using trace::Token;
+
+constexpr int kHidden = 3475;  // what the pipeline takes (the build refuses a smaller one)
+constexpr int kUnits = 4944;   // the ALU stage's widest layer, S2
+constexpr int kLanes = 4;
+constexpr int64_t kProbeBase = trace::kVocabSize;  // logits: r_l (32) then s_l per lane,
+constexpr int64_t kHeadProbe = kProbeBase + kLanes * 33;  // then the fetched head word
+constexpr int kProbes = kLanes * 33 + 32;
+constexpr int64_t kCarrierBase = kProbeBase + kProbes;
+constexpr int64_t kCarriers = 1024;
+constexpr int64_t kVocab = kCarrierBase + kCarriers;
+
+// Layers E..E+4 and R, R+1 hold heads; the others are full_attention layers with zero weights
+// (their attention adds exactly 0), so the config's 49 linear heads cost nothing there.
+model::Qwen35Config config() {
+  model::Qwen35Config c = harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
+  const std::vector<int> heads = executePipelineHeads(64);
+  int most = 0;
+  for (size_t l = 0; l < heads.size(); ++l) {
+    most = std::max(most, heads[l]);
+    if (heads[l] == 0) c.layerTypes[l] = model::LayerType::Full;
+  }
+  c.linearNumKeyHeads = c.linearNumValueHeads = most;
+  c.linearKeyHeadDim = 64;
+  return c;
+}
+
+// ---- Real runs ----
+
+struct OpPosition {
+  size_t pos = 0, k = 0;  // the executing position and its record's length
+  uint32_t row = 0;       // its ROM row (= k-th op: no atomics here)
+  machine::Instr in;
+  oracle::OpEffects fx;
+  uint8_t mask = 0;
+  std::array<uint32_t, kLanes> old{};
+  uint8_t guard = 0, oldPred = 0, p = 0, q = 0;  // bit l = lane l
+};
+
+struct Case {
+  std::vector<Token> trace;  // prompt + run
+  std::vector<int64_t> ids;  // with the carriers
+  std::vector<OpPosition> ops;
+  size_t prompt = 0;
+};
+
+bool aluOnly(const machine::Program& p) {
+  for (const machine::Block& b : p.blocks)
+    for (const machine::Instr& in : b.ops)
+      if (aluStageExclusion(in.op) != nullptr) return false;
+  return true;
+}
+
+gen::Policy policy() {
+  gen::Policy p;
+  p.wMem = 0;
+  p.wLocal = 0;
+  p.wWarp = 0;
+  p.maxSpillSlots = 0;
+  p.maxSharedWords = 0;
+  p.initNonzeroProb = 0;
+  p.minBlockX = 5;  // at least 2 warps
+  p.maxBlockX = 12;
+  p.maxGrid = 1;
+  p.maxRegions = 2;
+  p.maxBlocks = 6;
+  p.maxOps = 4;
+  p.maxTrips = 2;
+  p.guardProb = 0.3;
+  p.specialProb = 0.4;  // tid.x, laneid: lane-dependent values, so WR records
+  p.r0DstProb = 0.1;
+  p.divergentBarrierProb = 0;
+  p.outOfRangeProb = 0;
+  return p;
+}
+
+// The prompt and run of one program with its op positions; empty when skipped.
+Case realCase(uint64_t seed, size_t maxTokens) {
+  Case c;
+  auto g = gen::generateProgram(policy(), seed);
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  if (!g.ok() || !aluOnly(g->program)) return c;
+  const machine::Program& prog = g->program;
+  std::vector<Token> t = trace::encodePrompt(prog, g->launch);
+  c.prompt = t.size();
+  oracle::RunOptions o;
+  o.maxSteps = g->stepBound;
+  auto started = oracle::Execution::start(prog, g->launch, o);
+  EXPECT_TRUE(started.ok());
+  if (!started.ok()) return c;
+  oracle::Execution ex = std::move(started).value();
+  using Lanes32 = std::array<uint32_t, kLanes>;
+  std::array<std::array<Lanes32, machine::kRegs>, 4> regs{};
+  std::array<std::array<uint8_t, machine::kPreds>, 4> preds{};  // bit l = lane l
+  for (;;) {
+    const oracle::StepEvent e = ex.next();
+    if (e.kind == oracle::EventKind::CtaStart) {
+      regs = {};
+      preds = {};
+    }
+    if (e.kind == oracle::EventKind::Step) {
+      const oracle::StepEffects& st = e.step;
+      const machine::Block& blk = prog.blocks[st.block];
+      auto cutAt = [&](int k) {
+        oracle::StepEvent cut = e;
+        cut.step.numOps = static_cast<uint8_t>(k);
+        std::vector<Token> upTo;
+        oracle::appendTrace(cut, upTo);
+        return t.size() + upTo.size() - 1;
+      };
+      for (int k = 0; k < st.numOps; ++k) {
+        OpPosition op;
+        op.pos = cutAt(k);
+        op.k = cutAt(k + 1) - op.pos;
+        op.in = blk.ops[static_cast<size_t>(k)];
+        op.row = static_cast<uint32_t>(k);
+        op.fx = st.ops[static_cast<size_t>(k)];
+        op.mask = st.mask;
+        const int w = st.warp;
+        auto pred = [&](uint8_t p) -> uint8_t { return p == machine::kNoPred ? 0 : preds[w][p]; };
+        if (op.in.dst != 0) op.old = regs[w][op.in.dst];
+        op.guard = pred(op.in.guard.pred);
+        op.oldPred = pred(op.in.dstPred);
+        op.p = pred(op.in.psrc[0]);
+        op.q = pred(op.in.psrc[1]);
+        c.ops.push_back(op);
+        for (int l = 0; l < kLanes; ++l) {
+          if (!((st.mask >> l) & 1)) continue;
+          if (op.fx.writesReg) regs[w][op.fx.reg][static_cast<size_t>(l)] = op.fx.regs[static_cast<size_t>(l)];
+          if (op.fx.writesPred) {
+            uint8_t& b = preds[w][op.fx.pred];
+            b = static_cast<uint8_t>((b & ~(1u << l)) | (op.fx.predBits & (1u << l)));
+          }
+        }
+      }
+    }
+    oracle::appendTrace(e, t);
+    if (e.kind != oracle::EventKind::Step && e.kind != oracle::EventKind::CtaStart) {
+      if (e.kind != oracle::EventKind::Finished) return Case{};
+      break;
+    }
+  }
+  auto r = oracle::run(prog, g->launch, o);
+  EXPECT_TRUE(r.ok());
+  if (r.ok()) {
+    EXPECT_EQ(std::vector<Token>(t.begin() + static_cast<long>(c.prompt), t.end()), r->trace);
+  }
+  if (t.size() > maxTokens) t.resize(maxTokens);
+  while (!c.ops.empty() && c.ops.back().pos + c.ops.back().k + 1 >= t.size()) c.ops.pop_back();
+  c.trace = t;
+  return c;
+}
+
+// The first `count` usable programs by seed.
+std::vector<Case> cases(int count, size_t maxTokens) {
+  std::vector<Case> out;
+  for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 400; ++seed) {
+    Case c = realCase(seed, maxTokens);
+    if (c.ops.size() >= 8) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- The model ----
+
+struct Bench {
+  std::string dir;
+  ExecutePipeline pipe;
+  ExecuteInputs inputs;
+  std::vector<Case> cases;  // ids with this checkpoint's carriers
+};
+
+Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = ExecuteTwin::None) {
+  Bench b;
+  auto w = std::make_unique<CircuitWeights>(config());
+  FieldAllocator alloc(kHidden);
+  const TokenLayout tokens = planTokenLayout(alloc, kHidden).value();
+  EXPECT_TRUE(writeTokenEmbeddings(*w, tokens).ok());
+  for (int l = 0; l < kLanes; ++l) {
+    ExecuteLaneInputs& x = b.inputs.lanes[static_cast<size_t>(l)];
+    const std::string n = std::to_string(l);
+    x.old = alloc.take("in.old" + n, 32).value();
+    x.guard = alloc.take("in.guard" + n, 1).value();
+    x.oldPred = alloc.take("in.oldPred" + n, 1).value();
+    x.p = alloc.take("in.p" + n, 1).value();
+    x.q = alloc.take("in.q" + n, 1).value();
+  }
+  ExecuteSpec s;
+  s.tokens = tokens;
+  s.inputs = b.inputs;
+  s.twin = twin;
+  auto pipe = buildExecutePipeline(*w, alloc, s);
+  EXPECT_TRUE(pipe.ok()) << pipe.error().message;
+  if (!pipe.ok()) return b;
+  b.pipe = pipe.value();
+  for (int l = 0; l < kLanes; ++l) {
+    harness::probe(*w, static_cast<int>(kProbeBase) + l * 33, b.pipe.lanes[static_cast<size_t>(l)].r);
+    harness::probe(*w, static_cast<int>(kProbeBase) + l * 33 + 32, b.pipe.lanes[static_cast<size_t>(l)].s);
+  }
+  harness::probe(*w, static_cast<int>(kHeadProbe), b.pipe.fe.headWord);
+  const float u = tokens.unit;
+  int64_t row = kCarrierBase;
+  for (Case& c : cs) {
+    c.ids.assign(c.trace.begin(), c.trace.end());
+    for (const OpPosition& op : c.ops) {
+      EXPECT_LT(row, kVocab) << "too few carrier rows";
+      if (row >= kVocab) return b;
+      RecordOutcome o;
+      o.tag = c.trace[op.pos + 1];
+      o.next = c.trace[op.pos + op.k + 1];
+      auto carried = writeCarrier(*w, b.pipe.emitter, row, c.trace[op.pos], o);
+      EXPECT_TRUE(carried.ok()) << carried.error().message;
+      for (int l = 0; l < kLanes; ++l) {
+        const ExecuteLaneInputs& x = b.inputs.lanes[static_cast<size_t>(l)];
+        harness::setSigns(*w, row, x.old, op.old[static_cast<size_t>(l)], u);
+        harness::setSigns(*w, row, x.guard, op.guard >> l & 1, u);
+        harness::setSigns(*w, row, x.oldPred, op.oldPred >> l & 1, u);
+        harness::setSigns(*w, row, x.p, op.p >> l & 1, u);
+        harness::setSigns(*w, row, x.q, op.q >> l & 1, u);
+      }
+      c.ids[op.pos] = row++;
+    }
+  }
+  b.cases = std::move(cs);
+  b.dir = harness::write(*w, "pipeline_" + name);
+  return b;
+}
+
+// ---- Checks ----
+
+struct Tally {
+  harness::SignCheck head;  // the fetched head word (ROM polarity: −1 = bit set)
+  harness::SignCheck alu;   // (1): the executing lanes' result bits
+  records::Forced forced;  // (2): the record tokens, teacher-forced
+  int positions = 0;
+  std::map<Family, int> records;
+  int guarded = 0, r0 = 0, partialMask = 0;
+  std::string summary() const {
+    std::string kinds;
+    const std::map<Family, const char*> names = {
+        {Family::Wu, "WU"}, {Family::Wr, "WR"}, {Family::Wp, "WP"}, {Family::Nop, "NOP"}};
+    for (auto [f, n] : records) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + names.at(f);
+    return std::to_string(positions) + " op positions (" + kinds + "; " + std::to_string(guarded) +
+           " guarded, " + std::to_string(r0) + " r0, " + std::to_string(partialMask) +
+           " partial masks); head word " + head.summary() + "; ALU " + alu.summary() + "; record tokens " + std::to_string(forced.positions) +
+           ", " + std::to_string(forced.wrong) + " wrong, smallest gap " + std::to_string(forced.minGap) +
+           (forced.first.empty() ? "" : "; first: " + forced.first);
+  }
+};
+
+void checkCase(Tally& t, const Case& c, size_t n, const std::vector<std::vector<float>>& rows) {
+  EXPECT_EQ(rows.size(), n);
+  for (const OpPosition& op : c.ops) {
+    if (op.pos + op.k >= rows.size()) continue;
+    ++t.positions;
+    ++t.records[trace::familyOf(c.trace[op.pos + 1])];
+    t.guarded += op.in.guard.pred != machine::kNoPred;
+    t.r0 += machine::writesReg(op.in.op) && op.in.dst == 0;
+    t.partialMask += op.mask != 15;
+    const std::string where = "position " + std::to_string(op.pos) + " (" +
+                              machine::opInfo(op.in.op).mnemonic + ", m " + std::to_string(op.mask) + ")";
+    const std::vector<float>& row = rows[op.pos];
+    // The fetched head word: trace::packOpHead's, inverted.
+    const std::vector<float> head(row.begin() + kHeadProbe, row.begin() + kHeadProbe + 32);
+    harness::checkBits(t.head, head, harness::bitsOf(~trace::packOpHead(op.in, op.row), 32), 1.0,
+                       where + " head word");
+    // (1) the executing lanes' results.
+    for (int l = 0; l < kLanes; ++l) {
+      if (!((op.fx.exec >> l) & 1)) continue;
+      const auto at = static_cast<size_t>(kProbeBase + l * 33);
+      if (op.fx.writesReg) {
+        const std::vector<float> got(row.begin() + static_cast<long>(at), row.begin() + static_cast<long>(at) + 32);
+        harness::checkBits(t.alu, got, harness::bitsOf(op.fx.regs[static_cast<size_t>(l)], 32), 1.0,
+                           where + " lane " + std::to_string(l) + " r");
+      }
+      if (op.fx.writesPred)
+        harness::checkBits(t.alu, {row[at + 32]}, {((op.fx.predBits >> l) & 1) != 0}, 1.0,
+                           where + " lane " + std::to_string(l) + " s");
+    }
+    if (std::getenv("QGPU_PIPELINE_DEBUG") != nullptr) {
+      std::cout << where << " row " << op.row << " exec " << int(op.fx.exec) << " record";
+      for (size_t q = op.pos; q <= op.pos + op.k; ++q)
+        std::cout << " " << trace::tokenName(c.trace[q + 1]) << "/"
+                  << trace::tokenName(static_cast<Token>(records::argmax(rows[q])));
+      uint32_t got = 0;
+      for (int i = 0; i < 32; ++i) got |= (head[static_cast<size_t>(i)] < 0 ? 1u : 0u) << i;
+      std::cout << " head " << std::hex << got << " want " << trace::packOpHead(op.in, op.row) << std::dec
+                << "\n";
+    }
+    // (2) the record, teacher-forced.
+    records::checkForced(t.forced, rows, c.trace, {op.pos, op.k}, where);
+  }
+}
+
+// Prefill: the whole sequence in one forward (chunked). Decode: the prompt prefilled, then the run
+// one forward per token (the recurrent path at every op position; the prompt holds none).
+std::vector<std::vector<float>> logits(model::Decoder& dec, const std::vector<int64_t>& ids,
+                                       size_t prompt, Path path) {
+  if (path != Path::Decode) return harness::run(dec, ids, path, static_cast<int>(kCarrierBase));
+  dec.reset();
+  std::vector<std::vector<float>> rows;
+  auto forward = [&](size_t begin, size_t end, bool all) {
+    auto out = dec.forward(std::span<const int64_t>(ids.data() + begin, end - begin), all);
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    for (int64_t r = 0; out.ok() && r < out.value().rows; ++r) {
+      auto row = out.value().row(r);
+      rows.emplace_back(row.begin(), row.begin() + kCarrierBase);
+    }
+  };
+  forward(0, std::min(prompt, ids.size()), true);
+  for (size_t t = prompt; t < ids.size(); ++t) forward(t, t + 1, false);
+  return rows;
+}
+
+Tally runCases(const Bench& b, ComputeDtype dtype, Path path, size_t maxTokens) {
+  Tally t;
+  auto dec = harness::load(b.dir, dtype);
+  if (!dec) return t;
+  for (const Case& c : b.cases) {
+    const size_t n = std::min(maxTokens, c.ids.size());
+    const std::vector<int64_t> ids(c.ids.begin(), c.ids.begin() + static_cast<long>(n));
+    checkCase(t, c, n, logits(*dec, ids, c.prompt, path));
+  }
+  return t;
+}
+
+const Bench& exact() {
+  static const Bench b = build("exact", cases(harness::inputs(2, 12), 2000));
+  return b;
+}
+
+const char* dtypeName(ComputeDtype d) { return d == ComputeDtype::F32 ? "fp32" : "bf16"; }
+
+void runPath(ComputeDtype dtype, Path path) {
+  const Bench& b = exact();
+  ASSERT_FALSE(b.dir.empty());
+  // Per commit: fp32 prefill every program whole; the others each program's prompt and the
+  // first 60 tokens of its run (decode: one forward per run token).
+  const bool whole = harness::fullInputs() || (dtype == ComputeDtype::F32 && path == Path::Prefill);
+  size_t maxTokens = SIZE_MAX;
+  if (!whole) {
+    size_t prompt = 0;
+    for (const Case& c : b.cases) prompt = std::max(prompt, c.prompt);
+    maxTokens = prompt + 60;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Tally t = runCases(b, dtype, path, maxTokens);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[pipeline] " << dtypeName(dtype) << " " << harness::pathName(path) << ", "
+            << b.cases.size() << " programs, " << s << " s: " << t.summary() << std::endl;
+  EXPECT_TRUE(t.head.ok()) << t.head.summary();
+  EXPECT_TRUE(t.alu.ok()) << t.alu.summary();
+  EXPECT_EQ(t.forced.wrong, 0) << t.forced.first;
+  EXPECT_GE(t.forced.minGap, b.pipe.emitter.logitMargin);
+  EXPECT_GE(t.positions, 4);
+}
+
+// The per-commit programs must reach every record kind, guards, r0 and partial masks, or the
+// matrix below would pin less than it says (no model: the interpreter's trace only).
+TEST(ExecutePipeline, CasesReachEveryRecordKindGuardsR0AndPartialMasks) {
+  std::map<Family, int> kinds;
+  int guarded = 0, r0 = 0, partial = 0, positions = 0;
+  for (const Case& c : cases(harness::inputs(2, 12), 2000))
+    for (const OpPosition& op : c.ops) {
+      ++positions;
+      ++kinds[trace::familyOf(c.trace[op.pos + 1])];
+      guarded += op.in.guard.pred != machine::kNoPred;
+      r0 += machine::writesReg(op.in.op) && op.in.dst == 0;
+      partial += op.mask != 15;
+    }
+  std::cout << "[pipeline cases] " << positions << " op positions: " << kinds[Family::Wu] << " WU, "
+            << kinds[Family::Wr] << " WR, " << kinds[Family::Wp] << " WP, " << kinds[Family::Nop]
+            << " NOP; " << guarded << " guarded, " << r0 << " r0, " << partial << " partial masks"
+            << std::endl;
+  EXPECT_GT(kinds[Family::Wu], 0);
+  EXPECT_GT(kinds[Family::Wr], 0);
+  EXPECT_GT(kinds[Family::Wp], 0);
+  EXPECT_GT(kinds[Family::Nop], 0);
+  EXPECT_GT(guarded, 0);
+  EXPECT_GT(r0, 0);
+  EXPECT_GT(partial, 0);
+}
+
+TEST(ExecutePipeline, BudgetPerLayer) {
+  const Bench& b = exact();
+  ASSERT_FALSE(b.dir.empty());
+  std::cout << "[pipeline] hidden " << kHidden << "; heads / units per layer:";
+  for (size_t l = 0; l < b.pipe.heads.size(); ++l)
+    std::cout << " L" << l << " " << b.pipe.heads[l] << "/" << b.pipe.units[l];
+  std::cout << std::endl;
+  EXPECT_EQ(b.pipe.heads, executePipelineHeads(64));
+  EXPECT_LE(*std::max_element(b.pipe.units.begin(), b.pipe.units.end()), kUnits);
+}
+
+TEST(ExecutePipeline, RealRunsFp32Prefill) { runPath(ComputeDtype::F32, Path::Prefill); }
+TEST(ExecutePipeline, RealRunsFp32Decode) { runPath(ComputeDtype::F32, Path::Decode); }
+TEST(ExecutePipeline, RealRunsBf16Prefill) { runPath(ComputeDtype::BF16, Path::Prefill); }
+TEST(ExecutePipeline, RealRunsBf16Decode) { runPath(ComputeDtype::BF16, Path::Decode); }
+
+TEST(ExecutePipelineTwin, OpcodeReadInTheWrongPolarityIsWrong) {
+  const Bench b = build("polarity", cases(1, 2000), ExecuteTwin::OpcodeWrongPolarity);
+  ASSERT_FALSE(b.dir.empty());
+  const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
+  std::cout << "[pipeline twin: opcode polarity] " << t.summary() << std::endl;
+  EXPECT_GT(t.alu.wrongSign, 20);
+  EXPECT_GT(t.forced.wrong, 0);
+}
+
+// Per commit the polarity twin stands for the wiring; each twin is a 6 GB checkpoint of its own.
+TEST(ExecutePipelineTwin, OperandsFromTheWrongPortsAreWrong) {
+  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 6 GB)";
+  const Bench b = build("ports", cases(1, 2000), ExecuteTwin::OperandsSwapped);
+  ASSERT_FALSE(b.dir.empty());
+  const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
+  std::cout << "[pipeline twin: operands swapped] " << t.summary() << std::endl;
+  EXPECT_GT(t.alu.wrongSign, 0);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit
