@@ -148,17 +148,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   };
   auto latch = [&](int layer, int head, int enable, std::vector<int> sources,
                    const Field& out) -> Status {
-    LatchSpec ls;
-    ls.layer = layer;
-    ls.head = head;
-    ls.ballast = t.ballast;
-    ls.enable = enable;
-    ls.sources = std::move(sources);
-    ls.out = out;
-    ls.gain = ls.valueGain = s.headGain;
-    ls.zGain = s.headGain / 4;
-    ls.outUnit = t.unit;
-    QGPU_CHECK(buildLatch(w, ls));
+    QGPU_CHECK(buildLatch(w, tokenLatch(t, s.headGain, layer, head, enable, std::move(sources), out)));
     return Ok{};
   };
   auto threshold = [&](int layer, int head, int quiet, int n, int out) -> Status {
