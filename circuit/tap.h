@@ -188,7 +188,7 @@ struct HeadMargins {
 
 // A latch on the token layout with head gain G: the layout's ballast, unit and λ; G for the key,
 // query and value rails, G/4 for the gate (λG = 128 → λGz = 32 ≥ 17, rule R2). The one latch
-// spec of the front end's stages (frontend.h, operands.h).
+// spec of the front end's stages (frontend.h, operands.h, regfile.h, predfile.h).
 LatchSpec tokenLatch(const TokenLayout& tokens, float headGain, int layer, int head, int enable,
                      std::vector<int> sources, const Field& out);
 

@@ -41,7 +41,7 @@ using harness::ComputeDtype;
 using harness::Path;
 using trace::Token;
 
-constexpr int kHidden = 1024;
+constexpr int kHidden = 1152;  // the front end and the select take 1,094 dims
 constexpr int kLanes = 4;
 constexpr int kSources = 3;
 constexpr int kCtaThresholds = 15;
@@ -243,6 +243,7 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
 enum class Want : uint8_t {
   Any,
   TidUpperWarps,  // reads tid.x in a warp w ≥ 1 (the tid twin's cases)
+  SecondCta,      // has op positions in CTA 1
 };
 
 std::vector<Case> cases(int count, size_t maxTokens, bool small = false, Want want = Want::Any) {
@@ -250,14 +251,15 @@ std::vector<Case> cases(int count, size_t maxTokens, bool small = false, Want wa
   for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 200; ++seed) {
     Case c = realCase(seed, maxTokens, small);
     if (want == Want::TidUpperWarps && reads(c).tidUpperWarps == 0) continue;
+    if (want == Want::SecondCta && reads(c).ctaOne == 0) continue;
     if (!c.tokens.empty() && !c.ops.empty()) out.push_back(std::move(c));
   }
   return out;
 }
 
 // The fp32 prefill set: the first programs, plus for each special register none of them reads the
-// first program that reads it, and one that reads tid.x in a warp w ≥ 1 when none does (so every
-// special, and 4w + l rather than l alone, is pinned).
+// first program that reads it, one that reads tid.x in a warp w ≥ 1 and one that reaches CTA 1
+// when none does (so every special, 4w + l rather than l alone, and ctaid.x = 1 are pinned).
 std::vector<Case> prefillCases() {
   std::vector<Case> cs = cases(harness::inputs(2, 20), 2000);
   Reads r;
@@ -275,6 +277,8 @@ std::vector<Case> prefillCases() {
   }
   if (r.tidUpperWarps == 0)
     for (Case& c : cases(1, 2000, false, Want::TidUpperWarps)) cs.push_back(std::move(c));
+  if (r.ctaOne == 0)
+    for (Case& c : cases(1, 2000, false, Want::SecondCta)) cs.push_back(std::move(c));
   return cs;
 }
 

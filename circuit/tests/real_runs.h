@@ -59,21 +59,36 @@ struct Run {
   bool finished = false;             // the run ended with Finished (else: empty tokens)
 };
 
+// The program sizes of the front-end tests.
+enum class Size : uint8_t {
+  Full,   // up to 3 regions, 10 blocks, 5 ops per block
+  Small,  // up to 2 regions, 6 blocks, 3 ops, no initial global words (a short prompt)
+  Tiny,   // one flat region of up to 3 blocks, 3 ops, memory ops twice as likely, no initial
+          // global words, no shared memory or spill slots (a prompt of about 100 tokens, for the
+          // paths that run one forward per token)
+};
+
 // The generator policy of the front-end tests: up to 2 CTAs of up to 12 threads, no divergent
-// barrier, no out-of-range address. `small`: few blocks and ops, no initial global words (a short
-// prompt, for the paths that run one forward per token).
-inline gen::Policy policy(bool small) {
+// barrier, no out-of-range address, the program size as above.
+inline gen::Policy policy(Size size) {
   gen::Policy p;
   p.maxBlockX = 12;
   p.maxGrid = 2;
-  p.maxRegions = small ? 2 : 3;
-  p.maxBlocks = small ? 6 : 10;
-  p.maxOps = small ? 3 : 5;
-  if (small) p.initNonzeroProb = 0;
+  p.maxRegions = size == Size::Full ? 3 : size == Size::Small ? 2 : 1;
+  p.maxBlocks = size == Size::Full ? 10 : size == Size::Small ? 6 : 3;
+  p.maxOps = size == Size::Full ? 5 : 3;
+  if (size != Size::Full) p.initNonzeroProb = 0;
+  if (size == Size::Tiny) {
+    p.maxDepth = 0;
+    p.wMem = 8;
+    p.maxSharedWords = 0;
+    p.maxSpillSlots = 0;
+  }
   p.divergentBarrierProb = 0;
   p.outOfRangeProb = 0;
   return p;
 }
+inline gen::Policy policy(bool small) { return policy(small ? Size::Small : Size::Full); }
 
 // The prompt and run of `prog` with its sites; `finished` false (and nothing else) when the run
 // does not finish within stepBound. Checks that the prompt decodes back to the program and that
