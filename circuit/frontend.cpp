@@ -389,8 +389,8 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
                                {{warp.at(i), 1}}));
     }
     // The predicate ports' keys: p = code − 1 from a predicate code (p + 1, 0 = none) of the
-    // fetched words, one 4-literal AND per code 2..kPreds (code 0 and 1 leave p = 0; the twin's
-    // code 1 too).
+    // fetched words, one 4-literal AND per code 2..kPreds (code 0 and 1 leave p = 0; the twin
+    // reads p + 1 mod kPreds for every code, code 0 included).
     const PredicateFileShape psh = predicateFileShape();
     const std::pair<trace::PackedWord, const char*> codes[kPredPorts] = {
         {trace::PackedWord::OpHead, "guard predicate"},
@@ -403,8 +403,9 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
       const Field& src = word == trace::PackedWord::OpHead ? fe.headWord : fe.sourcesWord;
       const Field key = predKeys.slice(p * psh.predBits, psh.predBits);
       QGPU_CHECK(signBase(units, key));
-      for (int code = 1; code <= psh.preds; ++code) {
-        const int pred = s.twin == FrontEndTwin::PredKeyOffByOne ? code % psh.preds : code - 1;
+      for (int code = 0; code <= psh.preds; ++code) {
+        const int p0 = code == 0 ? 0 : code - 1;
+        const int pred = s.twin == FrontEndTwin::PredKeyOffByOne ? (p0 + 1) % psh.preds : p0;
         std::vector<std::pair<int, double>> outs;
         for (int b = 0; b < psh.predBits; ++b)
           if ((pred >> b) & 1) outs.push_back({key.at(b), 2.0 * t.unit});

@@ -124,7 +124,7 @@ namespace qgpu::circuit {
 enum class FrontEndTwin : uint8_t {
   None,             // the stage
   OpIndexOffByOne,  // j's bits decode the thermometer as j + 1 (fetches the next op's words)
-  PredKeyOffByOne,  // a predicate port's key is the code, not code − 1 (reads predicate p + 1)
+  PredKeyOffByOne,  // a predicate port reads predicate p + 1 mod 8 (p = code − 1, code 0: p0)
 };
 
 struct FrontEndSpec {

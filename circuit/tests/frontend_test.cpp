@@ -483,12 +483,12 @@ TEST(FrontEndTwin, OpIndexOffByOneFetchesTheWrongOp) {
   EXPECT_GT(r.bits.wrongSign, 100);
 }
 
-// The predicate ports keyed by the code instead of code − 1: they read predicate p + 1, wrong
-// wherever it differs from p.
+// The predicate ports keyed one predicate too high: they read p + 1 mod 8 (code 0 too: p1), wrong
+// wherever its lane bits differ from p's.
 TEST(FrontEndTwin, PredicateKeyOffByOneReadsTheWrongPredicate) {
   const Bench b = build("predkey", FrontEndTwin::PredKeyOffByOne);
   ASSERT_FALSE(b.dir.empty());
-  const std::vector<Case> cs = cases(1, 2000);
+  const std::vector<Case> cs = cases(2, 2000);
   const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
   std::cout << "predicate key off by one (" << r.predTrue << " positions with a true read): "
             << r.bits.summary() << std::endl;
