@@ -28,7 +28,9 @@ constexpr Family kPromptTags[] = {Family::Prog, Family::Blk,  Family::Gw,    Fam
 
 constexpr int kOpBits = std::countr_zero(static_cast<unsigned>(machine::kMaxOpsPerBlock));
 constexpr int kBlockBits = std::countr_zero(static_cast<unsigned>(machine::kMaxBlocks));
-constexpr int kPorts = 3;
+constexpr int kPorts = 3;         // source operands
+constexpr int kRegPorts = 4;      // + the destination's old value
+constexpr int kPredPorts = 4;     // guard, psrc0, psrc1, dstPred (FrontEnd::predPort order)
 // Value records of MG / MS: a (word, value) pair per executing lane.
 constexpr int kMaxRecordValues = 2 * machine::kLanes;
 
@@ -39,8 +41,8 @@ std::vector<int> frontEndHeads(int64_t keyHeadDim, bool payloadBanks) {
   const int banks = keyHeadDim > 0 && rows > keyHeadDim ? static_cast<int>(rows / keyHeadDim) : 1;
   const int valueThresholds = kMaxRecordValues;  // [n ≥ 1..8]
   const int romSlots = payloadBanks ? trace::kRomSlots : 2;
-  return {4, 9, valueThresholds + machine::kMaxOpsPerBlock + 2, romSlots * banks + 1,
-          kPorts * machine::kLanes};
+  return {4, 10, valueThresholds + machine::kMaxOpsPerBlock + 2, romSlots * banks + 1,
+          kRegPorts * machine::kLanes + kPredPorts};
 }
 
 Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const FrontEndSpec& s) {
@@ -71,11 +73,11 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   RegisterFileSpec rs;
   rs.tokens = t;
   rs.layer0 = L;
-  rs.ports = kPorts;
+  rs.ports = kRegPorts;
   rs.readLayer = L + 4;
   rs.headGain = s.headGain;
   rs.mlpGain = s.mlpGain;
-  for (int p = 0; p < kPorts; ++p) {
+  for (int p = 0; p < kRegPorts; ++p) {
     QGPU_TRY(k, alloc.take("fe.readKey" + std::to_string(p), registerFileShape().keyBits));
     rs.readKey.push_back(k);
   }
@@ -85,6 +87,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   const RegisterFileShape& sh = fe.rf.shape;
   fe.warp = fe.rf.wmLatch.slice(0, sh.warpBits);
   fe.mask = fe.rf.wmLatch.slice(sh.warpBits, sh.lanes);
+  fe.oldDst = fe.rf.operand[kPorts];
   fe.romShape = romShape(c);
   const RomShape& rsh = fe.romShape;
 
@@ -108,6 +111,10 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   QGPU_TRY(isTerm, alloc.take("fe.isTerm", 1));
   QGPU_TRY(isOp, alloc.take("fe.isOp", 1));
   QGPU_TRY(isCont, alloc.take("fe.isCont", 1));
+  QGPU_TRY(predKeys, alloc.take("fe.predKeys", kPredPorts * predicateFileShape().predBits));
+  QGPU_TRY(exec, alloc.take("fe.exec", 1));
+  fe.predKeys = predKeys;
+  fe.exec = exec;
   fe.promptTag = promptTag;
   fe.kindLatch = kindLatch;
   fe.promptLatch = promptLatch;
@@ -148,17 +155,7 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   };
   auto latch = [&](int layer, int head, int enable, std::vector<int> sources,
                    const Field& out) -> Status {
-    LatchSpec ls;
-    ls.layer = layer;
-    ls.head = head;
-    ls.ballast = t.ballast;
-    ls.enable = enable;
-    ls.sources = std::move(sources);
-    ls.out = out;
-    ls.gain = ls.valueGain = s.headGain;
-    ls.zGain = s.headGain / 4;
-    ls.outUnit = t.unit;
-    QGPU_CHECK(buildLatch(w, ls));
+    QGPU_CHECK(buildLatch(w, tokenLatch(t, s.headGain, layer, head, enable, std::move(sources), out)));
     return Ok{};
   };
   auto threshold = [&](int layer, int head, int quiet, int n, int out) -> Status {
@@ -373,10 +370,89 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
       for (int i = 0; i < f.width; ++i) absent.push_back({fe.headWord.at(f.offset + i), 1});
     for (int i = 0; i < kind0.width; ++i) absent.push_back({fe.sourcesWord.at(kind0.offset + i), 1});
     QGPU_CHECK(orAnd(units, absent, isTerm.at(0)));
+
+    // The 4th register port's key: (dst, w), dst copied from the fetched head word (inverted:
+    // a literal "bit set" is sign −1), w as for the sources.
+    QGPU_TRY(dstField, packedField(trace::PackedWord::OpHead, "dst", "front end"));
+    if (dstField.width != sh.regBits) return frontEndUsage("the head word's dst field must have " +
+                                                           std::to_string(sh.regBits) + " bits");
+    {
+      const Field key = fe.readKey[kPorts];
+      const Field reg = key.slice(0, sh.regBits);
+      QGPU_CHECK(signBase(units, reg));
+      for (int i = 0; i < sh.regBits; ++i)
+        QGPU_CHECK(orAnd(units, {{fe.headWord.at(dstField.offset + i), -1}}, reg.at(i)));
+      const Field warp = key.slice(sh.regBits, sh.warpBits);
+      QGPU_CHECK(buildCancel(units, warp, ctx));
+      for (int i = 0; i < sh.warpBits; ++i)
+        QGPU_CHECK(addDetector(units, ctx, LinearForm{{}, 1.0}, {{fe.warp.at(i), 1.0f}},
+                               {{warp.at(i), 1}}));
+    }
+    // The predicate ports' keys: p = code − 1 from a predicate code (p + 1, 0 = none) of the
+    // fetched words, one 4-literal AND per code 2..kPreds (code 0 and 1 leave p = 0; the twin
+    // reads p + 1 mod kPreds for every code, code 0 included).
+    const PredicateFileShape psh = predicateFileShape();
+    const std::pair<trace::PackedWord, const char*> codes[kPredPorts] = {
+        {trace::PackedWord::OpHead, "guard predicate"},
+        {trace::PackedWord::OpSources, "psrc0"},
+        {trace::PackedWord::OpSources, "psrc1"},
+        {trace::PackedWord::OpHead, "dstPred"}};
+    for (int p = 0; p < kPredPorts; ++p) {
+      const auto& [word, name] = codes[p];
+      QGPU_TRY(f, packedField(word, name, "front end"));
+      const Field& src = word == trace::PackedWord::OpHead ? fe.headWord : fe.sourcesWord;
+      const Field key = predKeys.slice(p * psh.predBits, psh.predBits);
+      QGPU_CHECK(signBase(units, key));
+      for (int code = 0; code <= psh.preds; ++code) {
+        const int p0 = code == 0 ? 0 : code - 1;
+        const int pred = s.twin == FrontEndTwin::PredKeyOffByOne ? (p0 + 1) % psh.preds : p0;
+        std::vector<std::pair<int, double>> outs;
+        for (int b = 0; b < psh.predBits; ++b)
+          if ((pred >> b) & 1) outs.push_back({key.at(b), 2.0 * t.unit});
+        if (outs.empty()) continue;
+        std::vector<Literal> lits;
+        for (int i = 0; i < f.width; ++i)
+          lits.push_back({src.at(f.offset + i), (code >> i) & 1 ? -1 : 1});
+        QGPU_CHECK(addAnd(units, g, lits, outs));
+      }
+    }
     fe.units[3] = units.next();
   }
-  fe.heads[4] = fe.rf.headsUsed[3];
-  fe.units[4] = fe.rf.unitsUsed[3];
+
+  // ---- L, L+1, L+4: the predicate file (its tag latch, enable, reset; its heads at L+4) ----
+  {
+    PredicateFileSpec ps;
+    ps.tokens = t;
+    ps.layer0 = L;
+    ps.ports = kPredPorts;
+    for (int p = 0; p < kPredPorts; ++p)
+      ps.readKey.push_back(fe.predKeys.slice(p * predicateFileShape().predBits,
+                                             predicateFileShape().predBits));
+    ps.headGain = s.headGain;
+    ps.mlpGain = s.mlpGain;
+    ps.read = ReadHeight::Exact;
+    PredicateFileSpec::Shared sharedSpec;
+    sharedSpec.assembler = fe.rf.assembler;
+    sharedSpec.recordTag = fe.rf.recordTag;
+    sharedSpec.latchHead = fe.heads[1];
+    sharedSpec.readLayer = L + 4;
+    sharedSpec.readHead = fe.rf.headsUsed[3];
+    sharedSpec.firstUnit = {fe.units[0], fe.units[1], fe.rf.unitsUsed[3]};
+    ps.shared = sharedSpec;
+    QGPU_TRY(pf, buildPredicateFile(w, alloc, ps));
+    fe.pf = pf;
+    for (int p = 0; p < kPredPorts; ++p) fe.predPort[static_cast<size_t>(p)] = pf.bits[static_cast<size_t>(p)];
+    fe.heads[1] += pf.headsUsed[1];
+    fe.units[0] += pf.unitsUsed[0];
+    fe.units[1] += pf.unitsUsed[1];
+    fe.heads[4] = fe.rf.headsUsed[3] + pf.headsUsed[2];
+
+    // exec = isOp ∧ ¬isTerm (both ready after L+3).
+    UnitWriter units(w, L + 4, fe.rf.unitsUsed[3] + pf.unitsUsed[2]);
+    QGPU_CHECK(signBase(units, exec));
+    QGPU_CHECK(orAnd(units, {{fe.isOp.at(0), 1}, {fe.isTerm.at(0), -1}}, exec.at(0)));
+    fe.units[4] = units.next();
+  }
   return fe;
 }
 

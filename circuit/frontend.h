@@ -26,9 +26,21 @@
 //              row's head word holds its row and the continuation bit, its sources word is 0
 //   operand    the register file's 3 ports × 4 lanes (+u = 1) read at (r_src(k), w), r_src(k) the
 //              register of source k when its kind is Reg, else r0 (which reads 0)
+//   oldDst     the register file's 4th port × 4 lanes (+u = 1) read at (dst, w), dst the fetched
+//              head word's dst field (r0, which reads 0, for an op without one)
+//   predPort   the predicate file (predfile.h, in this stage) read at 4 ports — the guard
+//              predicate, psrc0, psrc1 (the ALU's p, q) and dstPred — each 4 lanes' raw bits
+//              (+u = true) of predicate code − 1 of the fetched field (head word: guard predicate,
+//              dstPred; sources word: psrc0, psrc1). Raw: the guard's negate is not applied (the
+//              result stage decodes code and negate itself, result_stage.h's g_l). A code 0
+//              (none) reads predicate 0 (the consumers ignore it: code 0 = unguarded, no source,
+//              no destination)
+//   exec       isOp ∧ ¬isTerm: an op executes here (the result stage's and emitter's enable)
 // so at the position of op k of a step (row j), every lane's port k holds source k's register as
-// the interpreter had it before the op (the previous op's record was written by the same token);
-// at a continuation position every port reads r0 (0).
+// the interpreter had it before the op (the previous op's record was written by the same token),
+// oldDst dst's, and the predicate ports the predicates' lane bits as the interpreter had them
+// before the op (the file is cleared at EX and CTA: block-local, unset = false); at a
+// continuation position every register port reads r0 (0) and every predicate port predicate 0.
 //
 // The maths, layer by layer (L = layer0; the register file's and the assembler's are theirs,
 // circuit/regfile.h, circuit/assembler.h):
@@ -71,22 +83,35 @@
 //        head word; row 0 is absent only if its opcode is 0 = mov, which has a source:
 //        buildFrontEnd checks that on isa.def's table). (Two more ANDs than before: isOp and
 //        isCont moved here from L+2, where the fetched row is not yet read.)
-//   L+4  heads: the register file's 12 register heads (3 ports × 4 lanes) queried by readKey; MLP:
-//        their polarity flip.
+//        The 4th register port's key: (dst, w), dst bit i = the head word's dst bit i (a 1-literal
+//        AND). The predicate ports' keys: p = code − 1, one AND per code 2..8 on the code's 4 bits
+//        (the fetched word's field; code 0 and 1 leave p = 0).
+//   L+4  heads: the register file's 16 register heads (4 ports × 4 lanes) queried by readKey, then
+//        the predicate file's 4 heads (predfile.h with PredicateFileSpec::Shared: this stage's
+//        assembler and record tag; its tag latch at L+1 head 9 [isWP, isWR, p], its write enable
+//        in L+1's MLP, its reset detector (EX ∨ CTA) in L's MLP) queried by predKeys (the reads
+//        after the same token's WP write, as the register heads'). MLP: the polarity flips; exec
+//        = isOp ∧ ¬isTerm (one AND: both are ready after L+3).
 //
-// Budget (heads per layer; the `2b` shape has 16): L 4, L+1 9, L+2 26 (5 + 3 + 16 + 2: over one
-// `2b` layer — the op counter's 16 thresholds need a layer of their own), L+3 2·512/dk + 1 (17 at
-// dk = 64, 9 at 128), L+4 12. Residual dims: see FrontEnd. Key head dim 64 makes every one-row
-// read exact in fp32 (circuit/tap.h "The read height"; the memories here are one-row).
+// Budget (heads per layer, the same at dk 64 and 128 except L+3; the `2b` shape has 16): L 4, L+1
+// 10, L+2 26 (5 + 3 + 16 + 2: over one `2b` layer — the op counter's 16 thresholds need a layer of
+// their own), L+3 2·512/dk + 1 (17 at dk = 64, 9 at 128), L+4 20 (16 register heads + 4 predicate
+// heads: over `2b` by 4; a placement that fits moves the predicate heads to a layer after L+4).
+// Units: L 83, L+1 467, L+2 179, L+3 154, L+4 548 (frontend_spec_test's hand counts). Residual dims:
+// see FrontEnd. Key head dim 64 makes every one-row read exact in fp32 (circuit/tap.h "The read
+// height"; the register heads are one-row; the predicate heads use ReadHeight::Exact, 4-row cells
+// at dk 128).
 //
 // Not handled (docs/circuit.md §9 "Built: the front end"): FAULT, LIMIT. The payload banks (i0..i2,
-// offset) only with payloadBanks (their reader: circuit/operands.h).
+// offset) only with payloadBanks (their reader: circuit/operands.h). The result stage is not wired
+// to oldDst / predPort / exec yet (its head word input is +u = 1; the fetched word is inverted).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "circuit/predfile.h"
 #include "circuit/regfile.h"
 #include "circuit/rom.h"
 #include "circuit/tokens.h"
@@ -99,6 +124,7 @@ namespace qgpu::circuit {
 enum class FrontEndTwin : uint8_t {
   None,             // the stage
   OpIndexOffByOne,  // j's bits decode the thermometer as j + 1 (fetches the next op's words)
+  PredKeyOffByOne,  // a predicate port reads predicate p + 1 mod 8 (p = code − 1, code 0: p0)
 };
 
 struct FrontEndSpec {
@@ -140,6 +166,14 @@ struct FrontEnd {
   Field isTerm;         // L+3 MLP: 1 dim
   Field isOp;           // L+3 MLP: 1 dim, recordEnd ∧ ¬(continuation row)
   Field isCont;         // L+3 MLP: 1 dim, recordEnd ∧ (continuation row)
+  std::array<Field, 4> oldDst;  // L+4: the register file's 4th port per lane (32 dims, + = 1):
+                                // dst's value before the op (0 for r0)
+  Field predKeys;       // L+3 MLP: the predicate ports' keys, 3 dims each (guard, psrc0, psrc1,
+                        // dstPred): p = code − 1 (code 0, none: p = 0)
+  PredicateFile pf;     // the predicate file (shared assembler and record tag; heads at L+4)
+  std::array<Field, 4> predPort;  // L+4: [guard, psrc0, psrc1, dstPred] per port 4 dims, lane l's
+                                  // raw bit of the port's predicate at dim l (+u = true)
+  Field exec;           // L+4 MLP: 1 dim, isOp ∧ ¬isTerm
   int heads[5] = {};    // per layer L..L+4
   int units[5] = {};    // per layer L..L+4 (the register file's and the assembler's included)
 };

@@ -44,8 +44,8 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
   const model::Qwen35Config& c = w.config();
   const TokenLayout& t = s.tokens;
   const int L = s.layer0;
-  if (fe.rf.operand.size() != static_cast<size_t>(kSources))
-    return operandsUsage("the front end must have " + std::to_string(kSources) + " ports");
+  if (fe.rf.operand.size() < static_cast<size_t>(kSources))
+    return operandsUsage("the front end must have " + std::to_string(kSources) + " source ports");
   const std::vector<int> need = operandStageHeads(c.linearKeyHeadDim);
   for (int i = 0; i < 5; ++i)
     if (L + i < 0 || L + i >= c.numLayers() || c.linearNumValueHeads < need[static_cast<size_t>(i)])
@@ -71,24 +71,14 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
   op.gridX = launch.slice(0, kLaunchBits);
   op.blockX = launch.slice(8, kLaunchBits);
   op.ctaAtLeast = ctaAtLeast;
-  for (const std::array<Field, 4>& port : fe.rf.operand) op.word.push_back(port);
+  for (int k = 0; k < kSources; ++k) op.word.push_back(fe.rf.operand[static_cast<size_t>(k)]);
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
   const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
   const int bal = t.ballast.at(0);
   auto latch = [&](int layer, int head, int enable, std::vector<int> sources,
                    const Field& out) -> Status {
-    LatchSpec ls;
-    ls.layer = layer;
-    ls.head = head;
-    ls.ballast = t.ballast;
-    ls.enable = enable;
-    ls.sources = std::move(sources);
-    ls.out = out;
-    ls.gain = ls.valueGain = s.headGain;
-    ls.zGain = s.headGain / 4;
-    ls.outUnit = t.unit;
-    QGPU_CHECK(buildLatch(w, ls));
+    QGPU_CHECK(buildLatch(w, tokenLatch(t, s.headGain, layer, head, enable, std::move(sources), out)));
     return Ok{};
   };
 

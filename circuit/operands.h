@@ -37,14 +37,15 @@
 //        the kinds and special indices are exclusive, and so are the thermometer's windows).
 // Per source 65 ANDs (32 + 2 + 2 + 2 + 2 + 5 + 5 + 15), 130 units; 390 for the three sources.
 //
-// Budget (added to the front end's): heads L +1, L+1 +1, L+2 +2, L+4 +15; the payload banks of
+// Budget (added to the front end's {4, 10, 26, ·, 20}: L+4 holds 35): heads L +1, L+1 +1, L+2 +2,
+// L+4 +15; the payload banks of
 // the front end 4·512/dk more at L+3 (32 at dk 64, 16 at 128: L+3 holds 49 / 25 heads); units
 // L+1 +4 (and the front end's 4 payload slot enables, +16), L+4 +390; residual dims 8 + 1 + 16 + 15 = 40 (the operand words reuse the register
 // file's 384).
 //
-// Not handled: the predicate sources psrc0/psrc1 (the predicate file, circuit/predfile.h, is not
-// wired into the front end); the offset word is fetched (fe.offsetWord) but not yet added to an
-// address.
+// The predicate sources psrc0/psrc1 (the ALU's p, q) are the front end's predicate ports
+// (fe.predPort[1], [2], frontend.h), not this stage's. Not handled: the offset word is fetched
+// (fe.offsetWord) but not yet added to an address.
 #pragma once
 
 #include <array>

@@ -57,10 +57,14 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
   pf.shape = predicateFileShape();
   const PredicateFileShape& sh = pf.shape;
   const int L = s.layer0;
-  for (int l = L; l < L + 3; ++l)
+  const int R = s.shared ? s.shared->readLayer : L + 2;
+  if (R < L + 2)
+    return predFileUsage("the predicate heads' layer " + std::to_string(R) + " must be at least " +
+                         std::to_string(L + 2));
+  for (int l = L; l <= R; ++l)
     if (l < 0 || l >= c.numLayers() ||
         c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return predFileUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 2) +
+      return predFileUsage("layers " + std::to_string(L) + ".." + std::to_string(R) +
                            " must be linear_attention layers of the config");
   if (s.ports < 1 || s.ports > sh.maxPorts)
     return predFileUsage("ports must be 1.." + std::to_string(sh.maxPorts) + ", not " +
@@ -71,7 +75,9 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
     if (k.dims != sh.predBits)
       return predFileUsage("a read key needs " + std::to_string(sh.predBits) +
                            " dims (the predicate)");
-  const int heads = std::max(4, s.ports);
+  const int latchHead = s.shared ? s.shared->latchHead : 3;
+  const int readHead = s.shared ? s.shared->readHead : 0;
+  const int heads = std::max(latchHead + 1, readHead + s.ports);
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
     return predFileUsage("needs " + std::to_string(heads) +
                          " value heads per layer, each with its own "
@@ -82,18 +88,30 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
     return predFileUsage("the token layout must be the full layout (λ = 1) of this hidden size");
   if (t.index.dims < sh.predBits) return predFileUsage("the token index has too few bits for p");
 
-  AssemblerSpec as;
-  as.tokens = t;
-  as.layer0 = L;
-  as.layer1 = L + 1;
-  as.headGain = s.headGain;
-  as.mlpGain = 2 * s.mlpGain;
-  as.unit = t.unit;
-  QGPU_TRY(assembler, buildAssembler(w, alloc, as));
-  pf.assembler = assembler;
-  pf.headsUsed[0] = 3;
+  if (s.shared) {
+    pf.assembler = s.shared->assembler;
+  } else {
+    AssemblerSpec as;
+    as.tokens = t;
+    as.layer0 = L;
+    as.layer1 = L + 1;
+    as.headGain = s.headGain;
+    as.mlpGain = 2 * s.mlpGain;
+    as.unit = t.unit;
+    QGPU_TRY(assembler, buildAssembler(w, alloc, as));
+    pf.assembler = assembler;
+    pf.headsUsed[0] = 3;
+  }
+  const Assembler& assembler = pf.assembler;
+  const std::array<int, 3> first = s.shared ? s.shared->firstUnit : std::array<int, 3>{0, assembler.units, 0};
 
-  QGPU_TRY(recordTag, alloc.take("pf.recordTag", 1));
+  Field recordTag;
+  if (s.shared) {
+    recordTag = s.shared->recordTag;
+  } else {
+    QGPU_TRY(own, alloc.take("pf.recordTag", 1));
+    recordTag = own;
+  }
   QGPU_TRY(reset, alloc.take("pf.reset", 1));
   QGPU_TRY(latch, alloc.take("pf.tagLatch", 8));
   QGPU_TRY(enable, alloc.take("pf.enable", 1));
@@ -112,31 +130,24 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
 
   // Layer L's MLP: the record-tag and reset detectors.
   {
-    UnitWriter units(w, L);
-    QGPU_CHECK(familyDetector(units, ctx, t, recordTag.at(0), kRecordTags));
+    UnitWriter units(w, L, first[0]);
+    if (!s.shared) QGPU_CHECK(familyDetector(units, ctx, t, recordTag.at(0), kRecordTags));
     QGPU_CHECK(familyDetector(units, ctx, t, reset.at(0), kResetTags));
     pf.unitsUsed[0] = units.used();
   }
 
-  // Layer L+1: the tag latch (head 3), then the write enable after the assembler's units.
+  // Layer L+1: the tag latch (head 3, or the host's), then the write enable after the
+  // assembler's (or the host's) units.
   {
-    LatchSpec tag;
-    tag.layer = L + 1;
-    tag.head = 3;
-    tag.ballast = t.ballast;
-    tag.enable = recordTag.at(0);
-    tag.sources = {t.ballast.at(0), t.ballast.at(0), t.ballast.at(0),
-                   familyDim(t, trace::Family::Wp), familyDim(t, trace::Family::Wr)};
-    for (int i = 0; i < sh.predBits; ++i) tag.sources.push_back(t.index.at(i));
-    tag.out = latch;
-    tag.gain = tag.valueGain = s.headGain;
-    tag.zGain = s.headGain / 4;
-    tag.outUnit = t.unit;
-    QGPU_TRY(lm, buildLatch(w, tag));
+    std::vector<int> sources = {t.ballast.at(0), t.ballast.at(0), t.ballast.at(0),
+                                familyDim(t, trace::Family::Wp), familyDim(t, trace::Family::Wr)};
+    for (int i = 0; i < sh.predBits; ++i) sources.push_back(t.index.at(i));
+    QGPU_TRY(lm, buildLatch(w, tokenLatch(t, s.headGain, L + 1, latchHead, recordTag.at(0),
+                                           std::move(sources), latch)));
     pf.latch = lm;
-    pf.headsUsed[1] = 4;
+    pf.headsUsed[1] = s.shared ? 1 : 4;
 
-    UnitWriter units(w, L + 1, assembler.units);
+    UnitWriter units(w, L + 1, first[1]);
     QGPU_CHECK(buildCancel(units, enable, ctx));
     const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
     QGPU_CHECK(addAnd(units, g, {}, {{enable.at(0), -t.unit}}));
@@ -146,13 +157,14 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
       lits.push_back({latch.at(4), -1});  // ¬isWR: refuses the empty latch's pad
     }
     QGPU_CHECK(addAnd(units, g, lits, {{enable.at(0), 2.0 * t.unit}}));
-    pf.unitsUsed[1] = assembler.units + units.used();
+    pf.unitsUsed[1] = (s.shared ? 0 : assembler.units) + units.used();
   }
 
-  // Layer L+2: the predicate heads (head = port) and the polarity flip.
+  // The read layer (L+2, or the host's): the predicate heads (head = readHead + port) and the
+  // polarity flip.
   {
     MemorySpec m;
-    m.layer = L + 2;
+    m.layer = R;
     m.ballast = t.ballast;
     m.writeEnable = enable;
     m.writeAddr = pf.writeKey;
@@ -165,9 +177,9 @@ Expected<PredicateFile> buildPredicateFile(CircuitWeights& w, FieldAllocator& al
     m.noWrite = NoWrite::ZeroKey;
     m.readout = MemoryReadout::PadInverted;
     m.read = s.read;
-    UnitWriter units(w, L + 2);
+    UnitWriter units(w, R, first[2]);
     for (int p = 0; p < s.ports; ++p) {
-      m.head = p;
+      m.head = readHead + p;
       m.readAddr = s.readKey[static_cast<size_t>(p)];
       m.out = pf.out[static_cast<size_t>(p)];
       QGPU_TRY(mm, buildMemory(w, m));

@@ -33,6 +33,10 @@
 //       sign bits); readout MemoryReadout::PadInverted (an empty row and r0-like unset rows read
 //       exactly 0, Σx² unchanged). MLP: the polarity flip (one linear unit per dim, x → −x), so
 //       `bits[port]` holds the lanes' bits with + = 1.
+// Shared (PredicateFileSpec::Shared, the front end's use): the host's assembler and record tag
+// replace L's and L+1's own (no heads 0..2 of its own, no record-tag detector), the tag latch sits
+// at the host's head, the predicate heads at a later read layer after the host's heads, and every
+// MLP unit after the host's; the read keys may then be computed by the host in between.
 // Layout: the full layout (λ = 1, every dim ±u at every layer input). Config: linear_attention
 // layers L..L+2, at least max(4, ports) heads per layer with their own key heads, value head dim
 // 128, key head dim ≥ 8 (≥ 32 with ReadHeight::Exact: 8 cells of 4 rows).
@@ -40,6 +44,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "circuit/assembler.h"
@@ -56,7 +61,8 @@ struct PredicateFileShape {
   int preds = 0;      // trace::kPreds: the rows
   int predBits = 0;   // log2(preds): the key and read-key bits
   int valueBits = 8;  // V: the row's value dims (dv/V a power of 4; bits lanes..V−1 are 0)
-  int maxPorts = 2;   // the guard and one predicate source (selp, psrc)
+  int maxPorts = 4;   // the guard, the two predicate sources (psrc0, psrc1) and dstPred's old bit
+                      // (the front end's four, frontend.h)
 };
 PredicateFileShape predicateFileShape();
 
@@ -77,6 +83,18 @@ struct PredicateFileSpec {
   float mlpGain = 128;         // G of the MLP gadgets; the ANDs use 2G
   ReadHeight read = ReadHeight::Nominal;  // the predicate heads' read (memory.h); Exact at dk 128
   PredicateFileTwin twin = PredicateFileTwin::None;
+  // Inside a host stage (the front end, frontend.h): with `shared` the file builds no assembler and
+  // no record-tag detector of its own but takes the host's, its tag latch and predicate heads sit
+  // where the host puts them, and its MLP units follow the host's in each layer.
+  struct Shared {
+    Assembler assembler;   // the host's: its value field's bits 0..7 are the write value
+    Field recordTag;       // the host's record-tag dim (+u at WU WR WP MG MS NOP, else −u)
+    int latchHead = 3;     // the tag latch's head in L+1
+    int readLayer = 0;     // the predicate heads' layer (≥ L+2: the read keys may come later)
+    int readHead = 0;      // the first predicate head there (one per port)
+    std::array<int, 3> firstUnit{};  // MLP units the host already wrote in L, L+1, readLayer
+  };
+  std::optional<Shared> shared;
 };
 
 struct PredicateFile {
@@ -89,8 +107,9 @@ struct PredicateFile {
   Field enable;                // L+1 MLP: 1 dim
   std::vector<Field> out;      // [port]: V dims, + = 1 after L+2's MLP
   std::vector<Field> bits;     // [port]: out's first `lanes` dims, lane l's bit at dim l
-  int headsUsed[3] = {};       // per layer L..L+2
-  int unitsUsed[3] = {};       // per layer L..L+2 (L+1: the assembler's and the enable's)
+  int headsUsed[3] = {};       // per layer L, L+1, the read layer (shared: the file's own only)
+  int unitsUsed[3] = {};       // per layer L, L+1, the read layer (L+1: the assembler's and the
+                               // enable's; shared: the file's own only)
   MemoryMargins predicateHead;
   HeadMargins latch;
 };

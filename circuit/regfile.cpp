@@ -3,6 +3,8 @@
 
 #include <bit>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "circuit/tap.h"
 #include "oracle/machine.h"
@@ -164,30 +166,19 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
 
   // Layer L+1: the latches and the counter (heads 3..5, after the assembler's taps).
   {
-    LatchSpec tag;
-    tag.layer = L + 1;
-    tag.head = 3;
-    tag.ballast = t.ballast;
-    tag.enable = recordTag.at(0);
-    tag.sources = {t.ballast.at(0), t.ballast.at(0), familyDim(t, trace::Family::Wr),
-                   familyDim(t, trace::Family::Wu)};
-    for (int i = 0; i < sh.regBits; ++i) tag.sources.push_back(decR.at(i));
-    tag.out = rf.tagLatch;
-    tag.gain = tag.valueGain = s.headGain;
-    tag.zGain = s.headGain / 4;
-    tag.outUnit = t.unit;
-    QGPU_TRY(tm, buildLatch(w, tag));
+    std::vector<int> tagSources = {t.ballast.at(0), t.ballast.at(0), familyDim(t, trace::Family::Wr),
+                                   familyDim(t, trace::Family::Wu)};
+    for (int i = 0; i < sh.regBits; ++i) tagSources.push_back(decR.at(i));
+    QGPU_TRY(tm, buildLatch(w, tokenLatch(t, s.headGain, L + 1, 3, recordTag.at(0),
+                                           std::move(tagSources), rf.tagLatch)));
     rf.latch = tm;
-    LatchSpec wm = tag;
-    wm.head = 4;
-    wm.enable = familyDim(t, trace::Family::Wm);
-    wm.sources.clear();
-    for (int i = 0; i < sh.warpBits; ++i) wm.sources.push_back(decW.at(i));
-    for (int i = 0; i < sh.lanes; ++i) wm.sources.push_back(decM.at(i));
-    wm.sources.push_back(t.ballast.at(0));
-    wm.sources.push_back(t.ballast.at(0));
-    wm.out = rf.wmLatch;
-    QGPU_CHECK(buildLatch(w, wm));
+    std::vector<int> wmSources;
+    for (int i = 0; i < sh.warpBits; ++i) wmSources.push_back(decW.at(i));
+    for (int i = 0; i < sh.lanes; ++i) wmSources.push_back(decM.at(i));
+    wmSources.push_back(t.ballast.at(0));
+    wmSources.push_back(t.ballast.at(0));
+    QGPU_CHECK(buildLatch(w, tokenLatch(t, s.headGain, L + 1, 4, familyDim(t, trace::Family::Wm),
+                                        std::move(wmSources), rf.wmLatch)));
     EventCounterSpec cs;
     cs.layer = L + 1;
     cs.head = 5;

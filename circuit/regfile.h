@@ -44,6 +44,8 @@
 // Layout: the full layout of docs/circuit.md §3.2 (every dim ±u at every layer input, λ = 1 exactly),
 // with the counter's 3 quiet dims (0) and one heavy pad (+2u) — buildRegisterFile writes those into
 // the trace embedding rows; any other circuit row (a test's probe tokens) must hold them too.
+// Ports: up to 4 — the 3 source operands and, in the front end (frontend.h), the destination's old
+// value (keyed by (dst, w), the result stage's old_l).
 // Config: linear_attention layers L..L+3, at least max(6, ports·4) heads per layer with their own
 // key heads (Hv = Hk), key head dim ≥ 64 (64 makes every head-written bit exact in fp32, §9 "Built:
 // the token I/O"), value head dim 128.
@@ -73,7 +75,8 @@ struct RegisterFileShape {
   int writtenRows = 0;  // kMaxWarps · (kRegs − 1): the rows a trace can write
   int wordBits = 32;
   int thresholds = 0;   // [n ≥ N] heads, N = 1..lanes + 1 (the rank of a value and "past the end")
-  int maxPorts = 3;     // source operands per op
+  int maxPorts = 4;     // the 3 source operands per op and the destination's old value (the
+                        // front end's 4th port, frontend.h)
 };
 RegisterFileShape registerFileShape();
 
@@ -88,7 +91,7 @@ enum class RegisterFileTwin : uint8_t {
 struct RegisterFileSpec {
   TokenLayout tokens;              // planned from a fresh allocator over the config's hidden size
   int layer0 = 0;                  // L (see the header): layers L..L+3
-  int ports = 3;                   // read ports 1..3 (heads port·4 + lane in L+3)
+  int ports = 3;                   // read ports 1..maxPorts (heads port·4 + lane in L+3)
   std::vector<Field> readKey;      // `ports` fields of keyBits sign dims: r_src (regBits, low),
                                    // then the warp (warpBits)
   int readLayer = -1;              // the register heads' layer: L+3 (−1), or any later layer

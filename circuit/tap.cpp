@@ -3,6 +3,7 @@
 #include "circuit/tap.h"
 
 #include <cmath>
+#include <utility>
 
 #include "model/tiny.h"
 
@@ -334,6 +335,22 @@ Expected<HeadMargins> buildLatch(CircuitWeights& w, const LatchSpec& s) {
   h.prior = s.prior;
   h.readHeight = s.read;
   return build(w, h);
+}
+
+LatchSpec tokenLatch(const TokenLayout& t, float headGain, int layer, int head, int enable,
+                     std::vector<int> sources, const Field& out) {
+  LatchSpec ls;
+  ls.layer = layer;
+  ls.head = head;
+  ls.ballast = t.ballast;
+  ls.enable = enable;
+  ls.sources = std::move(sources);
+  ls.out = out;
+  ls.lambda = t.lambda;
+  ls.gain = ls.valueGain = headGain;
+  ls.zGain = headGain / 4;
+  ls.outUnit = t.unit;
+  return ls;
 }
 
 }  // namespace qgpu::circuit

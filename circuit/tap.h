@@ -81,6 +81,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "circuit/tokens.h"
 #include "circuit/units.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
@@ -184,6 +185,12 @@ struct HeadMargins {
                              // power of two)
   OneRowRead read;           // the hot channels' height and what a read returns (planOneRowRead)
 };
+
+// A latch on the token layout with head gain G: the layout's ballast, unit and λ; G for the key,
+// query and value rails, G/4 for the gate (λG = 128 → λGz = 32 ≥ 17, rule R2). The one latch
+// spec of the front end's stages (frontend.h, operands.h, regfile.h, predfile.h).
+LatchSpec tokenLatch(const TokenLayout& tokens, float headGain, int layer, int head, int enable,
+                     std::vector<int> sources, const Field& out);
 
 // Usage diag for a spec that does not fit the config (head, dims, V with dv/V not a power of 4,
 // tap outside 1..K−1, too few ballast dims for the read height's pieces); OverLimit when λG, λGv < 89 or λGz < 17 (rule R2).

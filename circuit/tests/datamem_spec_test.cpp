@@ -28,7 +28,7 @@ TEST(PredicateFileShape, IsDerivedFromTheMachine) {
   EXPECT_EQ(s.preds, 8);  // p0..p7
   EXPECT_EQ(s.predBits, 3);
   EXPECT_EQ(s.valueBits, 8);  // 128 / 8 = 16, a power of 4 (4 would give 32)
-  EXPECT_EQ(s.maxPorts, 2);
+  EXPECT_EQ(s.maxPorts, 4);  // guard, psrc0, psrc1, dstPred (the front end's ports)
 }
 
 TEST(PredicateFile, UsesTheHeadsAndUnitsCountedByHand) {

@@ -10,7 +10,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 896;
+constexpr int kHidden = 1088;  // the front end takes 1,054 dims
 
 model::Qwen35Config config(int layers, int heads, int keyHeadDim) {
   model::Qwen35Config c = testing::linearConfig(kHidden, layers, 1024, 512);
@@ -28,27 +28,33 @@ Expected<FrontEnd> build(const model::Qwen35Config& c) {
 }
 
 // By hand: L the assembler's 3 taps + the EX latch; L+1 the assembler's 3, the register file's tag
-// latch, WM latch and value counter + the op counter, kind latch, prompt-tag latch; L+2 value
-// thresholds 1..8, op thresholds 1..16, the head-word and BLK latches; L+3 the ROM's head and
-// sources banks (512 rows / dk each) + the terminator bank; L+4 3 ports × 4 lanes.
+// latch, WM latch and value counter + the op counter, kind latch, prompt-tag latch, the predicate
+// file's tag latch; L+2 value thresholds 1..8, op thresholds 1..16, the head-word and BLK latches;
+// L+3 the ROM's head and sources banks (512 rows / dk each) + the terminator bank; L+4 4 register
+// ports (3 sources, the old dst) × 4 lanes + 4 predicate ports (guard, psrc0, psrc1, dstPred).
 TEST(FrontEndSpec, HeadsPerLayerAreTheHeadersBudget) {
-  EXPECT_EQ(frontEndHeads(64), (std::vector<int>{4, 9, 8 + 16 + 2, 8 + 8 + 1, 12}));
-  EXPECT_EQ(frontEndHeads(128), (std::vector<int>{4, 9, 26, 4 + 4 + 1, 12}));
+  EXPECT_EQ(frontEndHeads(64), (std::vector<int>{4, 10, 8 + 16 + 2, 8 + 8 + 1, 16 + 4}));
+  EXPECT_EQ(frontEndHeads(128), (std::vector<int>{4, 10, 26, 4 + 4 + 1, 20}));
 }
 
 // MLP units by hand (a cancel is one unit per dim, a constant one unit, an AND two):
-//   L    the register file's 77 + the prompt-tag detector (cancel, constant, detector) = 80
-//   L+1  the assembler's 446 + 4 enables × (cancel, constant) + 4 ANDs = 446 + 8 + 8 = 462
+//   L    the register file's 77 + the prompt-tag detector (cancel, constant, detector) + the
+//        predicate file's reset detector (the same three) = 83
+//   L+1  the assembler's 446 + 4 enables × (cancel, constant) + 4 ANDs + the predicate file's
+//        write enable (cancel, a constant AND, the AND) = 446 + 8 + 8 + 5 = 467
 //   L+2  the register file's 44 + j (4 cancels, constant, 15 ANDs: v = 1..15; v = 0 and 16 show 0)
 //        + recordEnd (cancel, constant, 2 + 2 + 15 + 30 ANDs) = 44 + 35 + 100 = 179
 //   L+3  3 ports × (r_src: 4 cancels, constant, 4 ANDs; w: 2 cancels, 2 linear) + isOp, isCont
 //        (cancel, constant, 1 AND each) + isTerm (cancel, constant, 2 ANDs) = 51 + 8 + 6 = 65
-//   L+4  the register file's polarity flip: 12 heads × 32 dims = 384
+//        + the dst port's key (4 cancels, constant, 4 one-literal ANDs; w: 2 cancels, 2 linear)
+//        = 17 + 4 predicate keys × (3 cancels, constant, 7 ANDs: codes 2..8) = 72: 154
+//   L+4  the polarity flips: 16 register heads × 32 dims + 4 predicate heads × 8 = 544; exec
+//        (cancel, constant, 1 AND) = 548
 TEST(FrontEndSpec, BuildUsesExactlyTheBudgetAndConsecutiveKeys) {
   auto fe = build(config(5, 26, 64));
   ASSERT_TRUE(fe.ok()) << fe.error().message;
   const std::vector<int> want = frontEndHeads(64);
-  const int units[] = {80, 462, 179, 65, 384};
+  const int units[] = {83, 467, 179, 154, 548};
   for (int l = 0; l < 5; ++l) {
     EXPECT_EQ(fe->heads[l], want[static_cast<size_t>(l)]) << "layer " << l;
     EXPECT_EQ(fe->units[l], units[l]) << "layer " << l;
@@ -58,7 +64,7 @@ TEST(FrontEndSpec, BuildUsesExactlyTheBudgetAndConsecutiveKeys) {
   EXPECT_EQ(fe->execBlock.offset, fe->opIndex.offset + fe->opIndex.dims);
   EXPECT_EQ(fe->fetchKey.dims, 9);
   EXPECT_EQ(fe->romWriteKey.dims, 9);
-  EXPECT_EQ(fe->readKey.size(), 3u);
+  EXPECT_EQ(fe->readKey.size(), 4u);  // 3 sources, the dst
   for (const Field& k : fe->readKey) EXPECT_EQ(k.dims, 6);
 }
 

@@ -11,7 +11,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 1024;
+constexpr int kHidden = 1152;  // the front end and the select take 1,094 dims
 
 model::Qwen35Config config(int heads, int keyHeadDim) {
   model::Qwen35Config c = testing::linearConfig(kHidden, 5, 1024, 512);
@@ -39,17 +39,17 @@ Built build(const model::Qwen35Config& c, bool payloadBanks) {
   return b;
 }
 
-// By hand: the front end's {4, 9, 26, 2·(512/dk) + 1, 12} with the payload banks' 4·(512/dk) more
+// By hand: the front end's {4, 10, 26, 2·(512/dk) + 1, 20} with the payload banks' 4·(512/dk) more
 // at L+3, plus this stage's CTA counter (L), PROG-tag latch (L+1), two launch latches (L+2) and
 // 15 CTA thresholds (L+4).
 TEST(OperandsSpec, HeadsPerLayerAreTheHeadersBudget) {
-  EXPECT_EQ(frontEndHeads(64, true), (std::vector<int>{4, 9, 26, 6 * 8 + 1, 12}));
-  EXPECT_EQ(operandStageHeads(64), (std::vector<int>{5, 10, 28, 49, 27}));
-  EXPECT_EQ(operandStageHeads(128), (std::vector<int>{5, 10, 28, 6 * 4 + 1, 27}));
+  EXPECT_EQ(frontEndHeads(64, true), (std::vector<int>{4, 10, 26, 6 * 8 + 1, 20}));
+  EXPECT_EQ(operandStageHeads(64), (std::vector<int>{5, 11, 28, 49, 35}));
+  EXPECT_EQ(operandStageHeads(128), (std::vector<int>{5, 11, 28, 6 * 4 + 1, 35}));
 }
 
 // Units by hand (a cancel one unit per dim, a constant one, an AND two):
-//   front end L+1: 462 + 4 payload enables × (cancel, constant, AND) = 462 + 16 = 478
+//   front end L+1: 467 + 4 payload enables × (cancel, constant, AND) = 467 + 16 = 483
 //   L+1 progEnable: cancel, constant, AND = 4
 //   L+4 per source: Imm 32 ANDs, tid 2 + 2, laneid 2, warpid 2, ntid 5, nctaid 5, ctaid 15 =
 //       65 ANDs = 130 units; three sources 390
@@ -57,7 +57,7 @@ TEST(OperandsSpec, BuildUsesExactlyTheBudget) {
   const Built b = build(config(49, 64), true);
   ASSERT_TRUE(b.fe.ok()) << b.fe.error().message;
   ASSERT_TRUE(b.op.ok()) << b.op.error().message;
-  EXPECT_EQ(b.fe->units[1], 478);
+  EXPECT_EQ(b.fe->units[1], 483);
   const int heads[] = {1, 1, 2, 0, 15};
   const int units[] = {0, 4, 0, 0, 390};
   for (int l = 0; l < 5; ++l) {
@@ -76,7 +76,7 @@ TEST(OperandsSpec, BuildUsesExactlyTheBudget) {
 
 // The front end's own budget is unchanged without the flag (its tests keep their figures).
 TEST(OperandsSpec, PayloadBanksOffKeepsTheFrontEndsBudget) {
-  EXPECT_EQ(frontEndHeads(64), (std::vector<int>{4, 9, 26, 17, 12}));
+  EXPECT_EQ(frontEndHeads(64), (std::vector<int>{4, 10, 26, 17, 20}));
   auto c = config(26, 64);
   CircuitWeights w(c);
   FieldAllocator alloc(kHidden);
@@ -85,7 +85,7 @@ TEST(OperandsSpec, PayloadBanksOffKeepsTheFrontEndsBudget) {
   auto fe = buildFrontEnd(w, alloc, s);
   ASSERT_TRUE(fe.ok()) << fe.error().message;
   EXPECT_EQ(fe->heads[3], 17);
-  EXPECT_EQ(fe->units[1], 462);
+  EXPECT_EQ(fe->units[1], 467);
 }
 
 TEST(OperandsSpec, RefusesAFrontEndWithoutPayloadBanks) {

@@ -28,6 +28,7 @@
 #include "circuit/frontend.h"
 #include "circuit/operands.h"
 #include "circuit/tests/harness.h"
+#include "circuit/tests/real_runs.h"
 #include "circuit/tokens.h"
 #include "gen/program_gen.h"
 #include "oracle/interpreter.h"
@@ -40,7 +41,7 @@ using harness::ComputeDtype;
 using harness::Path;
 using trace::Token;
 
-constexpr int kHidden = 1024;
+constexpr int kHidden = 1152;  // the front end and the select take 1,094 dims
 constexpr int kLanes = 4;
 constexpr int kSources = 3;
 constexpr int kCtaThresholds = 15;
@@ -160,86 +161,45 @@ uint32_t specialValue(machine::Special sp, int w, int l, const machine::Launch& 
   return 0;
 }
 
-// The prompt and run of one random program with its op positions; empty when skipped (two-record
-// ops: frontend.h "Not handled"; a run that does not finish). `small`: few blocks, no initial
-// global words (a short prompt).
+// The prompt and run of one random program (real_runs.h) with what each op position reads; empty
+// when skipped (two-record ops: their continuation positions are the front end's business,
+// frontend_test; a run that does not finish). `small`: real_runs::policy's short prompts.
 Case realCase(uint64_t seed, size_t maxTokens, bool small) {
-  gen::Policy p;
-  p.maxBlockX = 12;
-  p.maxGrid = 2;
-  p.maxRegions = small ? 2 : 3;
-  p.maxBlocks = small ? 6 : 10;
-  p.maxOps = small ? 3 : 5;
-  if (small) p.initNonzeroProb = 0;
-  p.divergentBarrierProb = 0;
-  p.outOfRangeProb = 0;
   Case c;
-  auto g = gen::generateProgram(p, seed);
+  auto g = gen::generateProgram(real_runs::policy(small), seed);
   EXPECT_TRUE(g.ok()) << g.error().message;
   if (!g.ok() || hasTwoRecordOps(g->program)) return c;
   const machine::Program& prog = g->program;
   c.gridX = g->launch.gridX;
   c.blockX = g->launch.blockX;
-  std::vector<Token> t = trace::encodePrompt(prog, g->launch);
-  c.prompt = t.size();
-  oracle::RunOptions o;
-  o.maxSteps = g->stepBound;
-  auto started = oracle::Execution::start(prog, g->launch, o);
-  EXPECT_TRUE(started.ok());
-  if (!started.ok()) return c;
-  oracle::Execution ex = std::move(started).value();
-  std::array<std::array<std::array<uint32_t, kLanes>, 16>, 4> regs{};
-  for (;;) {
-    const oracle::StepEvent e = ex.next();
-    if (e.kind == oracle::EventKind::CtaStart) {
-      regs = {};
-      ++c.ctas;
-    }
-    if (e.kind == oracle::EventKind::Step) {
-      const oracle::StepEffects& st = e.step;
-      const machine::Block& blk = prog.blocks[st.block];
-      const int nops = static_cast<int>(blk.ops.size());
-      for (int k = 0; k <= st.numOps; ++k) {
-        oracle::StepEvent cut = e;
-        cut.step.numOps = static_cast<uint8_t>(k);
-        std::vector<Token> upTo;
-        oracle::appendTrace(cut, upTo);
-        OpPosition op;
-        op.pos = t.size() + upTo.size() - 1;
-        op.j = k;
-        op.cta = static_cast<int>(st.cta);
-        op.warp = st.warp;
-        if (k < nops) op.src = blk.ops[static_cast<size_t>(k)].src;
-        if (k < nops)
-          for (int s = 0; s < kSources; ++s) {
-            const machine::Operand& src = blk.ops[static_cast<size_t>(k)].src[static_cast<size_t>(s)];
-            for (int l = 0; l < kLanes; ++l) {
-              uint32_t v = 0;
-              if (src.kind == machine::OperandKind::Reg) v = regs[st.warp][src.reg][static_cast<size_t>(l)];
-              if (src.kind == machine::OperandKind::Imm) v = src.imm;
-              if (src.kind == machine::OperandKind::Special)
-                v = specialValue(src.special, st.warp, l, g->launch, op.cta);
-              op.word[static_cast<size_t>(s)][static_cast<size_t>(l)] = v;
-            }
-          }
-        c.ops.push_back(op);
-        if (k < st.numOps && st.ops[static_cast<size_t>(k)].writesReg) {
-          const oracle::OpEffects& fx = st.ops[static_cast<size_t>(k)];
-          for (int l = 0; l < kLanes; ++l)
-            if ((st.mask >> l) & 1)
-              regs[st.warp][fx.reg][static_cast<size_t>(l)] = fx.regs[static_cast<size_t>(l)];
+  const real_runs::Run run = real_runs::run(prog, g->launch, g->stepBound);
+  if (!run.finished) return c;
+  c.prompt = run.prompt;
+  c.ctas = run.ctas;
+  for (const real_runs::Site& s : run.sites) {
+    const machine::Block& blk = prog.blocks[static_cast<size_t>(s.block)];
+    OpPosition op;
+    op.pos = s.pos;
+    op.j = s.k;
+    op.cta = static_cast<int>(s.cta);
+    op.warp = s.warp;
+    if (!s.term) {
+      op.src = blk.ops[static_cast<size_t>(s.k)].src;
+      for (int k = 0; k < kSources; ++k) {
+        const machine::Operand& src = op.src[static_cast<size_t>(k)];
+        for (int l = 0; l < kLanes; ++l) {
+          uint32_t v = 0;
+          if (src.kind == machine::OperandKind::Reg) v = s.regs[src.reg][static_cast<size_t>(l)];
+          if (src.kind == machine::OperandKind::Imm) v = src.imm;
+          if (src.kind == machine::OperandKind::Special)
+            v = specialValue(src.special, s.warp, l, g->launch, op.cta);
+          op.word[static_cast<size_t>(k)][static_cast<size_t>(l)] = v;
         }
       }
     }
-    oracle::appendTrace(e, t);
-    if (e.kind != oracle::EventKind::Step && e.kind != oracle::EventKind::CtaStart) {
-      if (e.kind != oracle::EventKind::Finished) return Case{};
-      break;
-    }
+    c.ops.push_back(op);
   }
-  auto r = oracle::run(prog, g->launch, o);
-  EXPECT_TRUE(r.ok());
-  EXPECT_EQ(std::vector<Token>(t.begin() + static_cast<long>(c.prompt), t.end()), r->trace);
+  std::vector<Token> t = run.tokens;
   if (t.size() > maxTokens) t.resize(maxTokens);
   while (!c.ops.empty() && c.ops.back().pos >= t.size()) c.ops.pop_back();
   c.tokens.assign(t.begin(), t.end());
@@ -283,6 +243,7 @@ void checkCase(Checked& out, const Case& c, const std::vector<std::vector<float>
 enum class Want : uint8_t {
   Any,
   TidUpperWarps,  // reads tid.x in a warp w ≥ 1 (the tid twin's cases)
+  SecondCta,      // has op positions in CTA 1
 };
 
 std::vector<Case> cases(int count, size_t maxTokens, bool small = false, Want want = Want::Any) {
@@ -290,16 +251,17 @@ std::vector<Case> cases(int count, size_t maxTokens, bool small = false, Want wa
   for (uint64_t seed = 1; static_cast<int>(out.size()) < count && seed < 200; ++seed) {
     Case c = realCase(seed, maxTokens, small);
     if (want == Want::TidUpperWarps && reads(c).tidUpperWarps == 0) continue;
+    if (want == Want::SecondCta && reads(c).ctaOne == 0) continue;
     if (!c.tokens.empty() && !c.ops.empty()) out.push_back(std::move(c));
   }
   return out;
 }
 
 // The fp32 prefill set: the first programs, plus for each special register none of them reads the
-// first program that reads it, and one that reads tid.x in a warp w ≥ 1 when none does (so every
-// special, and 4w + l rather than l alone, is pinned).
+// first program that reads it, one that reads tid.x in a warp w ≥ 1 and one that reaches CTA 1
+// when none does (so every special, 4w + l rather than l alone, and ctaid.x = 1 are pinned).
 std::vector<Case> prefillCases() {
-  std::vector<Case> cs = cases(harness::inputs(4, 20), 2000);
+  std::vector<Case> cs = cases(harness::inputs(2, 20), 2000);
   Reads r;
   for (const Case& c : cs) r.add(reads(c));
   for (int sp = 0; sp < machine::kNumSpecials; ++sp) {
@@ -315,6 +277,8 @@ std::vector<Case> prefillCases() {
   }
   if (r.tidUpperWarps == 0)
     for (Case& c : cases(1, 2000, false, Want::TidUpperWarps)) cs.push_back(std::move(c));
+  if (r.ctaOne == 0)
+    for (Case& c : cases(1, 2000, false, Want::SecondCta)) cs.push_back(std::move(c));
   return cs;
 }
 
@@ -421,7 +385,7 @@ TEST(Operands, CasesReadImmediatesEverySpecialAndTwoCtas) {
 TEST(OperandsTwin, ImmediateFromTheNextSlotIsWrong) {
   const Bench b = build("immslot", OperandsTwin::ImmFromNextSlot);
   ASSERT_FALSE(b.dir.empty());
-  const Checked r = runCases(b, cases(2, 2000), ComputeDtype::F32, Path::Prefill);
+  const Checked r = runCases(b, cases(1, 2000), ComputeDtype::F32, Path::Prefill);
   std::cout << "immediate from the next slot: " << r.bits.summary() << std::endl;
   EXPECT_GT(r.bits.wrongSign, 20);
 }
@@ -448,7 +412,7 @@ TEST(OperandsTwin, TidWithoutTheWarpIsWrong) {
 TEST(OperandsFinding, KeyHeadDim128) {
   const Bench b = build("dk128", OperandsTwin::None, 128);
   ASSERT_FALSE(b.dir.empty());
-  const std::vector<Case> cs = cases(2, 2000);
+  const std::vector<Case> cs = cases(1, 2000);
   const Checked r = runCases(b, cs, ComputeDtype::F32, Path::Prefill);
   std::cout << "key head dim 128, fp32 prefill: " << describe(cs, r, 0) << std::endl;
   EXPECT_EQ(r.bits.wrongSign, 0) << r.bits.summary();

@@ -335,8 +335,8 @@ TEST(PredicateFileRefuses, ASpecThatDoesNotFit) {
   const TokenLayout tokens = planTokenLayout(alloc, kHidden).value();
   PredicateFileSpec s;
   s.tokens = tokens;
-  s.ports = 3;  // more than the guard and one source
-  s.readKey = {alloc.take("k", 3).value(), alloc.take("k", 3).value(), alloc.take("k", 3).value()};
+  s.ports = 5;  // more than the guard, the two sources and dstPred
+  for (int p = 0; p < 5; ++p) s.readKey.push_back(alloc.take("k", 3).value());
   auto r = buildPredicateFile(w, alloc, s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::Usage);

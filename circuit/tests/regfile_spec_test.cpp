@@ -161,7 +161,7 @@ TEST(RegisterFile, OnePortNeedsFourHeads) {
 
 TEST(RegisterFile, RefusesWhatDoesNotFit) {
   EXPECT_EQ(build(config(), 0)->rf.error().kind, ErrorKind::Usage);  // no port
-  EXPECT_EQ(build(config(), 4)->rf.error().kind, ErrorKind::Usage);  // more than 3 sources
+  EXPECT_EQ(build(config(16), 5)->rf.error().kind, ErrorKind::Usage);  // > 3 sources + the dst
   EXPECT_EQ(build(config(), 3, RegisterFileTwin::None, 5)->rf.error().kind, ErrorKind::Usage);
   EXPECT_EQ(build(config(11))->rf.error().kind, ErrorKind::Usage);      // 12 heads needed
   EXPECT_EQ(build(config(12, 32))->rf.error().kind, ErrorKind::Usage);  // 64 rows > dk 32
