@@ -9,6 +9,17 @@
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
+
+std::vector<Literal> spells(const Field& f, unsigned value) {
+  std::vector<Literal> l;
+  for (int b = 0; b < f.dims; ++b) l.push_back({f.at(b), value >> b & 1u ? 1 : -1});
+  return l;
+}
+
+std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 namespace {
 
 float bf16(double v) {

@@ -47,6 +47,11 @@ struct Literal {
   int sign = 1;
 };
 
+// Literals that hold iff the field's bits spell `value` (bit b of value at dim b: + for 1).
+std::vector<Literal> spells(const Field& f, unsigned value);
+// The conjunction of two literal sets (concatenation).
+std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal>& b);
+
 struct AndGate {
   Field ballast;      // dims hold +1 unit; constants are split over them (constantTerms)
   double lambda = 1;  // the MLP input's λ (post-attention pre-norm)

@@ -24,8 +24,8 @@ constexpr int kFrontLayers = 5;
 constexpr int kSchedFirst = kFrontLayers;    // S − L
 constexpr int kEmitLayer = kSchedFirst + 8;  // E − L
 static_assert(kEmitLayer + 1 == kControlLayers);
-constexpr int kMaxCtaTokens = machine::kMaxGridBlocks - 1;  // one before each CTA after the first
-constexpr int kLaunchBits = 5;
+constexpr int kControlMaxCtaTokens = machine::kMaxGridBlocks - 1;  // one before each CTA after the first
+constexpr int kControlLaunchBits = 5;
 static_assert(machine::kMaxGridBlocks == 16 && machine::kMaxThreadsPerBlock == 16,
               "gridX and blockX are 5-bit fields of the program word (1..16)");
 
@@ -35,7 +35,7 @@ std::vector<int> ownHeads() {
   h[0] = 2;                              // the step and CTA counters
   h[1] = 1;                              // the PROG-tag latch
   h[3] = 2;                              // the launch latches
-  h[kSchedFirst] = 1 + kMaxCtaTokens + 1;  // kind/warp latch, [c ≥ 1..15], [s ≥ limit]
+  h[kSchedFirst] = 1 + kControlMaxCtaTokens + 1;  // kind/warp latch, [c ≥ 1..15], [s ≥ limit]
   h[kSchedFirst + 1] = kSchedThreads;    // the scheduler's PC table
   h[kEmitLayer] = 1;                     // the fault latch
   return h;
@@ -85,7 +85,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   QGPU_TRY(nextField, packedField(trace::PackedWord::Term, "next target", "control"));
   QGPU_TRY(takenField, packedField(trace::PackedWord::Term, "taken target", "control"));
   QGPU_TRY(negField, packedField(trace::PackedWord::Term, "branch negate", "control"));
-  if (gridField.width != kLaunchBits || blockXField.width != kLaunchBits || kindField.width != 2 ||
+  if (gridField.width != kControlLaunchBits || blockXField.width != kControlLaunchBits || kindField.width != 2 ||
       nextField.width != kSchedTargetBits || takenField.width != kSchedTargetBits ||
       negField.width != 1)
     return controlUsage("the program or terminator word's fields are not the widths the stage reads");
@@ -108,7 +108,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   QGPU_TRY(pred, alloc.take("ctl.pred", kSchedLanes));
   QGPU_TRY(nextBar, alloc.take("ctl.nextBar", 1));
   QGPU_TRY(latchOut, alloc.take("ctl.latch", 8));
-  QGPU_TRY(ctaAtLeast, alloc.take("ctl.ctaAtLeast", kMaxCtaTokens));
+  QGPU_TRY(ctaAtLeast, alloc.take("ctl.ctaAtLeast", kControlMaxCtaTokens));
   QGPU_TRY(atLimit, alloc.take("ctl.atLimit", 1));
   QGPU_TRY(lastCta, alloc.take("ctl.lastCta", 1));
   ct.quiet = quiet;
@@ -116,8 +116,8 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   ct.progTag = progTag;
   ct.progEnable = progEnable;
   ct.launch = launch;
-  ct.gridX = launch.slice(0, kLaunchBits);
-  ct.blockX = launch.slice(8, kLaunchBits);
+  ct.gridX = launch.slice(0, kControlLaunchBits);
+  ct.blockX = launch.slice(8, kControlLaunchBits);
   ct.reset = reset;
   ct.enable = enable;
   ct.kindWarp = kindWarp;
@@ -274,7 +274,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
     while (src.size() < 8) src.push_back(bal);
     QGPU_CHECK(latch(S, 0, enable.at(0), src, latchOut));
     QGPU_CHECK(buildThresholds(w, thresholdSpec(1, quiet.at(1)), ctaAtLeast));
-    ThresholdSpec lim = thresholdSpec(1 + kMaxCtaTokens, quiet.at(0));
+    ThresholdSpec lim = thresholdSpec(1 + kControlMaxCtaTokens, quiet.at(0));
     lim.threshold = s.stepLimit;
     lim.out = atLimit.at(0);
     QGPU_CHECK(buildThreshold(w, lim));
@@ -307,7 +307,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
     QGPU_CHECK(signBase(units, lastCta));
     for (uint32_t gx = 1; gx <= machine::kMaxGridBlocks; ++gx) {
       std::vector<Literal> lits;
-      for (int i = 0; i < kLaunchBits; ++i) lits.push_back({ct.gridX.at(i), (gx >> i) & 1 ? 1 : -1});
+      for (int i = 0; i < kControlLaunchBits; ++i) lits.push_back({ct.gridX.at(i), (gx >> i) & 1 ? 1 : -1});
       if (gx >= 2) lits.push_back({ctaAtLeast.at(static_cast<int>(gx) - 2), 1});
       QGPU_CHECK(orAnd(units, lits, lastCta.at(0)));
     }

@@ -16,35 +16,15 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kWord = 32;
+constexpr int kMemoryWord = 32;
 constexpr int kWordBits = kRecordWordBits;  // the word index a_2..a_8
 constexpr int kLanes = kRecordLanes;
 
 enum Kind : int { kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites };
 
 // The head word's fields by their names in oracle/trace.cpp's table.
-Expected<Field> headField(const Field& head, const char* name, int width) {
-  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
-    if (std::string(f.name) == name) {
-      if (f.width != width)
-        return makeDiag(ErrorKind::Usage, std::string("memory stage: the head word's ") + name +
-                                              " field is " + std::to_string(f.width) +
-                                              " bits, the stage reads " + std::to_string(width));
-      return head.slice(f.offset, f.width, name);
-    }
-  return makeDiag(ErrorKind::Usage,
-                  std::string("memory stage: the head word has no field named ") + name);
-}
-
-std::vector<Literal> equals(const Field& f, unsigned value) {
-  std::vector<Literal> l;
-  for (int b = 0; b < f.dims; ++b) l.push_back({f.at(b), value >> b & 1u ? 1 : -1});
-  return l;
-}
-
-std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
+Expected<Field> memoryHeadField(const Field& head, const char* name, int width) {
+  return packedSlice(head, trace::PackedWord::OpHead, name, width, "memory stage");
 }
 
 // The kind dims an op row sets, from isa.def's columns and accessBytes (the one definition).
@@ -76,7 +56,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     return makeDiag(ErrorKind::Usage, "memory stage: needs layers " + std::to_string(L) + ".." +
                                           std::to_string(L + kMemoryStageLayers - 1) +
                                           ", the config has " + std::to_string(c.numLayers()));
-  if (s.head.dims != kWord || s.offset.dims != kWord || s.sharedWords.dims != kWordBits ||
+  if (s.head.dims != kMemoryWord || s.offset.dims != kMemoryWord || s.sharedWords.dims != kWordBits ||
       s.exec.dims != kLanes)
     return makeDiag(ErrorKind::Usage,
                     "memory stage: head and offset need 32 dims, sharedWords 7, exec 4 (have " +
@@ -84,13 +64,13 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                         std::to_string(s.sharedWords.dims) + ", " + std::to_string(s.exec.dims) +
                         ")");
   for (int l = 0; l < kLanes; ++l)
-    if (s.lanes[static_cast<size_t>(l)].src0.dims != kWord ||
-        s.lanes[static_cast<size_t>(l)].src1.dims != kWord)
+    if (s.lanes[static_cast<size_t>(l)].src0.dims != kMemoryWord ||
+        s.lanes[static_cast<size_t>(l)].src1.dims != kMemoryWord)
       return makeDiag(ErrorKind::Usage,
                       "memory stage: lane " + std::to_string(l) + " needs src0 and src1 of 32 dims");
-  QGPU_TRY(opcode, headField(s.head, "opcode",
+  QGPU_TRY(opcode, memoryHeadField(s.head, "opcode",
                              std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
-  QGPU_TRY(spaceField, headField(s.head, "space", 1));
+  QGPU_TRY(spaceField, memoryHeadField(s.head, "space", 1));
 
   MemoryStage r;
   const int before = alloc.used();
@@ -100,8 +80,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   }
   for (int l = 0; l < kLanes; ++l) {
     const std::string n = std::to_string(l);
-    QGPU_TRY(bus, take("bus" + n, adderBusDims(kWord)));
-    QGPU_TRY(addr, take("addr" + n, kWord));
+    QGPU_TRY(bus, take("bus" + n, adderBusDims(kMemoryWord)));
+    QGPU_TRY(addr, take("addr" + n, kMemoryWord));
     QGPU_TRY(checks, take("checks" + n, 4));
     r.bus[static_cast<size_t>(l)] = bus;
     r.addr[static_cast<size_t>(l)] = addr;
@@ -121,18 +101,18 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(f, take("fault", 1)); r.fault = f;
   }
   for (int l = 0; l < kLanes; ++l) {
-    QGPU_TRY(f, take("load" + std::to_string(l), kWord));
+    QGPU_TRY(f, take("load" + std::to_string(l), kMemoryWord));
     r.load[static_cast<size_t>(l)] = f;
   }
   for (int l = 0; l < kLanes; ++l) {
-    QGPU_TRY(f, take("memrec.value" + std::to_string(l), kWord));
+    QGPU_TRY(f, take("memrec.value" + std::to_string(l), kMemoryWord));
     r.memrec.value[static_cast<size_t>(l)] = f;
   }
   {
-    QGPU_TRY(f, take("memrec.wordMask", kWord)); r.memrec.wordMask = f;
+    QGPU_TRY(f, take("memrec.wordMask", kMemoryWord)); r.memrec.wordMask = f;
   }
   {
-    QGPU_TRY(f, take("memrec.tag", kWord)); r.memrec.tag = f;
+    QGPU_TRY(f, take("memrec.tag", kMemoryWord)); r.memrec.tag = f;
   }
   r.dims = alloc.used() - before;
 
@@ -196,7 +176,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       if (ks.empty()) continue;
       std::vector<std::pair<int, double>> outs;
       for (int k : ks) outs.push_back({r.kind.at(k), two});
-      QGPU_CHECK(add(u1, equals(opcode, static_cast<unsigned>(op)), outs));
+      QGPU_CHECK(add(u1, spells(opcode, static_cast<unsigned>(op)), outs));
     }
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
@@ -221,7 +201,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       const Field& ck = r.checks[static_cast<size_t>(l)];
       const Field& a = r.addr[static_cast<size_t>(l)];
       std::vector<int> high;
-      for (int i = 2 + kWordBits; i < kWord; ++i) high.push_back(a.at(i));
+      for (int i = 2 + kWordBits; i < kMemoryWord; ++i) high.push_back(a.at(i));
       QGPU_CHECK(anyOf(u, high, ck.at(0)));
       QGPU_CHECK(add(u, {kind(kAcc4), bit(l, 0)}, {{ck.at(1), two}}));
       QGPU_CHECK(add(u, {kind(kAcc4), no(bit(l, 0)), bit(l, 1)}, {{ck.at(1), two}}));
@@ -301,7 +281,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     for (int l = 0; l < kLanes; ++l) {
       const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
       const Field& value = r.memrec.value[static_cast<size_t>(l)];
-      for (int i = 0; i < kWord; ++i) {
+      for (int i = 0; i < kMemoryWord; ++i) {
         const Literal v{src1.at(i), 1};
         for (int sp = 0; sp < 2; ++sp)
           QGPU_CHECK(add(u, {spaceIs(sp), read(sp, l, i)},
@@ -342,10 +322,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     };
     for (unsigned m = 1; m < (1u << kLanes); ++m)
       for (int sp = 0; sp < 2; ++sp)
-        QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites), spaceIs(sp)} + equals(s.exec, m),
+        QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites), spaceIs(sp)} + spells(s.exec, m),
                        indexOuts(sp == 0 ? trace::mg(static_cast<int>(m))
                                          : trace::ms(static_cast<int>(m)))));
-    QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites)} + equals(s.exec, 0),
+    QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
                    indexOuts(trace::single(trace::Family::Nop))));
     r.units[4] = u.used();
   }

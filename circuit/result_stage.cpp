@@ -18,29 +18,8 @@ namespace {
 constexpr int kWord = 32;
 
 // The head word's fields by their names in oracle/trace.cpp's table.
-Expected<Field> headField(const Field& head, const char* name, int width) {
-  for (const trace::PackedField& f : trace::packedLayout(trace::PackedWord::OpHead))
-    if (std::string(f.name) == name) {
-      if (f.width != width)
-        return makeDiag(ErrorKind::Internal, std::string("result stage: the head word's ") + name +
-                                                 " field is " + std::to_string(f.width) +
-                                                 " bits, the stage reads " + std::to_string(width));
-      return head.slice(f.offset, f.width, name);
-    }
-  return makeDiag(ErrorKind::Internal,
-                  std::string("result stage: the head word has no field named ") + name);
-}
-
-// Literals that hold iff the field's bits spell `value`.
-std::vector<Literal> equals(const Field& f, unsigned value) {
-  std::vector<Literal> l;
-  for (int b = 0; b < f.dims; ++b) l.push_back({f.at(b), value >> b & 1u ? 1 : -1});
-  return l;
-}
-
-std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
+Expected<Field> resultHeadField(const Field& head, const char* name, int width) {
+  return packedSlice(head, trace::PackedWord::OpHead, name, width, "result stage");
 }
 
 }  // namespace
@@ -65,12 +44,12 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
       return makeDiag(ErrorKind::Usage, "result stage: lane " + std::to_string(l) +
                                             " needs r and old of 32 dims, s, guard, oldPred of 1");
   }
-  QGPU_TRY(opcode, headField(s.head, "opcode", std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
-  QGPU_TRY(dst, headField(s.head, "dst", std::bit_width(static_cast<unsigned>(machine::kRegs - 1))));
-  QGPU_TRY(dstPred, headField(s.head, "dstPred", std::bit_width(static_cast<unsigned>(machine::kPreds))));
+  QGPU_TRY(opcode, resultHeadField(s.head, "opcode", std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
+  QGPU_TRY(dst, resultHeadField(s.head, "dst", std::bit_width(static_cast<unsigned>(machine::kRegs - 1))));
+  QGPU_TRY(dstPred, resultHeadField(s.head, "dstPred", std::bit_width(static_cast<unsigned>(machine::kPreds))));
   QGPU_TRY(guardCode,
-           headField(s.head, "guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds))));
-  QGPU_TRY(negateField, headField(s.head, "guard negate", 1));
+           resultHeadField(s.head, "guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds))));
+  QGPU_TRY(negateField, resultHeadField(s.head, "guard negate", 1));
 
   ResultStage r;
   const int before = alloc.used();
@@ -120,7 +99,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   // A literal on the head word: its sign flips when the word is read in the ROM's polarity.
   const int headSign = s.headInverted ? -1 : 1;
   auto headEquals = [&](const Field& f, unsigned value) {
-    std::vector<Literal> l = equals(f, value);
+    std::vector<Literal> l = spells(f, value);
     for (Literal& x : l) x.sign *= headSign;
     return l;
   };
@@ -215,7 +194,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_CHECK(add(u, std::vector<Literal>{isReg} + headEquals(dst, static_cast<unsigned>(reg)),
                      indexOuts(trace::wr(reg), static_cast<int>(trace::Family::Wr))));
     for (unsigned mm = 1; mm < (1u << kRecordLanes); ++mm) {
-      std::vector<Literal> l = std::vector<Literal>{isReg, no(dstZero)} + equals(s.mask, mm);
+      std::vector<Literal> l = std::vector<Literal>{isReg, no(dstZero)} + spells(s.mask, mm);
       for (size_t p = 0; p < pairs.size(); ++p) {
         const auto [a, b] = pairs[p];
         const bool inM = (mm >> a & 1u) && (mm >> b & 1u);

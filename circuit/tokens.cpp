@@ -106,4 +106,14 @@ Expected<trace::PackedField> packedField(trace::PackedWord word, const char* nam
                   gadget + ": the packed word has no field '" + std::string(name) + "'");
 }
 
+Expected<Field> packedSlice(const Field& word, trace::PackedWord kind, const char* name, int width,
+                            const std::string& gadget) {
+  QGPU_TRY(f, packedField(kind, name, gadget));
+  if (f.width != width)
+    return makeDiag(ErrorKind::Usage, gadget + ": the packed word's " + name + " field is " +
+                                          std::to_string(f.width) + " bits, the gadget reads " +
+                                          std::to_string(width));
+  return word.slice(f.offset, f.width, name);
+}
+
 }  // namespace qgpu::circuit

@@ -65,6 +65,10 @@ inline int familyDim(const TokenLayout& t, trace::Family f) {
 // for a field the word does not have.
 Expected<trace::PackedField> packedField(trace::PackedWord word, const char* name,
                                          const std::string& gadget);
+// The dims of that field in `word`, a field holding the whole packed word (its bit i at dim
+// i); Usage diag naming `gadget` when the field is missing or not `width` bits wide.
+Expected<Field> packedSlice(const Field& word, trace::PackedWord kind, const char* name, int width,
+                            const std::string& gadget);
 
 // Ballast dims of the token layout: constants of up to 8 pieces of 8 significant bits (R4).
 inline constexpr int kTokenBallastDims = 8;

@@ -12,7 +12,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 3475;
+constexpr int kHidden = 3664;
 
 model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden) {
   model::Qwen35Config c = testing::linearConfig(hidden, layers, 4944, 1024);
@@ -54,9 +54,10 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
   EXPECT_EQ(b.pipe->aluLayer, 5);
   EXPECT_EQ(b.pipe->resultLayer, 9);
   EXPECT_EQ(b.pipe->emitLayer, 13);
-  // Heads: the front end with the select (operands.h: 5, 10, 28, 49, 27 at dk 64), the emitter's
-  // 11 + 11 (record_emit.h), none in the MLP-only stages.
-  const std::vector<int> want = {5, 10, 28, 49, 27, 0, 0, 0, 0, 0, 0, 0, 0, 11, 11, 0, 0};
+  // Heads: the front end with the select (operands.h: 5, 11, 28, 49, 35 at dk 64, the front end's
+  // L+1 predicate-file tag latch and L+4's 4th register port and 4 predicate ports included), the
+  // emitter's 11 + 11 (record_emit.h), none in the MLP-only stages.
+  const std::vector<int> want = {5, 11, 28, 49, 35, 0, 0, 0, 0, 0, 0, 0, 0, 11, 11, 0, 0};
   EXPECT_EQ(b.pipe->heads, want);
   EXPECT_EQ(executePipelineHeads(64), want);
   // Units: the ALU stage's S0..S3 (alu_stage.h) and the result stage's (result_stage.h).
