@@ -49,8 +49,8 @@ using harness::Path;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 1280;
-constexpr int kUnits = 512;
+constexpr int kHidden = 1472;
+constexpr int kUnits = 640;
 constexpr int kLanes = 4;
 constexpr float kUnit = 16;
 constexpr float kEmitWeight = 8;
