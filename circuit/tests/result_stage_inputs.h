@@ -4,9 +4,9 @@
 // the interpreter's encoder (oracle::appendTrace) from the ops' effects (docs/trace.md "What one op
 // writes"), and the carrier rows that hold each op's ALU-level inputs at its record position.
 //
-// Factored from circuit/tests/result_stage_test.cpp (same generator, same seeds, same sequence):
-// the transformers cross-check (hf_circuit_test.cpp, tools/make_circuit.cpp) builds the same
-// checkpoint. The expected tokens are the encoder's, never the gadget's.
+// result_stage_test.cpp runs them, and the transformers cross-check (hf_circuit_test.cpp,
+// tools/make_circuit.cpp) builds the same checkpoint from them. The expected tokens are the
+// encoder's, never the gadget's.
 #pragma once
 
 #include <algorithm>

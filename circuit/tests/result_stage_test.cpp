@@ -2,8 +2,9 @@
 // record emitter (circuit/record_emit.h, reading the stage's fields: `outcomeFrom`) in one stack
 // of 8 layers through model/'s real decoder, fp32 and bf16.
 //
-// Inputs. A run of hand-made steps (every mask 1..15, four ops each) written by the interpreter's
-// encoder (oracle::appendTrace). Each op is drawn from isa.def's rows that write a register or a
+// Inputs (tests/result_stage_inputs.h, shared with the transformers cross-check). A run of
+// hand-made steps (every mask 1..15, four ops each) written by the interpreter's encoder
+// (oracle::appendTrace). Each op is drawn from isa.def's rows that write a register or a
 // predicate without a memrec (mem None or Read), with a dst (r0 one time in eight: NOP), a
 // dstPred, a guard (none, p or !p) and per lane the ALU-level inputs: r_l (random and edge
 // words), s_l, old_l, g_l, oldP_l; four ops in ten make the active lanes' merged values equal
@@ -25,16 +26,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 
 #include "circuit/tests/harness.h"
 #include "circuit/tests/record_checks.h"
+#include "circuit/tests/result_stage_inputs.h"
 #include "circuit/tests/result_stage_stack.h"
-#include "oracle/interpreter.h"
 #include "oracle/machine.h"
 #include "oracle/trace.h"
 
@@ -44,147 +43,16 @@ namespace {
 using harness::ComputeDtype;
 using harness::Path;
 using trace::Family;
-using trace::Token;
 
-constexpr int64_t kCarriers = 1200;
-constexpr int64_t kVocab = trace::kVocabSize + kCarriers;
+using result_test::Record;
+using result_test::Sequence;
 
-// The ALU-level inputs of one op at its record position.
-struct OpInput {
-  machine::Instr in;
-  uint8_t index = 0;
-  uint8_t mask = 0;
-  std::array<uint32_t, 4> r{}, old{};
-  uint8_t s = 0, g = 0, oldP = 0;  // bit l = lane l
-};
-
-struct Record {
-  size_t p = 0, k = 0;
-  OpInput op;
-};
-
-struct Sequence {
-  std::vector<Token> trace;
-  std::vector<int64_t> ids;
-  std::vector<Record> records;
-};
-
-// docs/trace.md "What one op writes", for an op without a memrec.
-oracle::OpEffects effectsOf(const OpInput& x) {
-  oracle::OpEffects e;
-  e.index = x.index;
-  uint8_t gt = 0xf;
-  if (x.in.guard.pred != machine::kNoPred) gt = x.in.guard.negate ? ~x.g & 0xf : x.g;
-  e.exec = x.mask & gt;
-  const machine::OpInfo& info = machine::opInfo(x.in.op);
-  e.mem = info.mem;
-  if (info.dst == machine::DstKind::Reg && x.in.dst != 0) {
-    e.writesReg = true;
-    e.reg = x.in.dst;
-    for (int l = 0; l < 4; ++l)
-      if (x.mask >> l & 1) e.regs[static_cast<size_t>(l)] = (gt >> l & 1) ? x.r[static_cast<size_t>(l)] : x.old[static_cast<size_t>(l)];
-  }
-  if (info.dst == machine::DstKind::Pred) {
-    e.writesPred = true;
-    e.pred = x.in.dstPred;
-    const uint8_t after = static_cast<uint8_t>((gt & x.s) | (~gt & x.oldP));
-    e.predBits = static_cast<uint8_t>(after & x.mask & 0xf);
-  }
-  return e;
-}
-
-// The head word as the prompt carries it (oracle/trace.cpp's one table; the row is the op's
-// index: these steps have no atomics).
-uint32_t headWord(const OpInput& x) { return trace::packOpHead(x.in, x.index); }
-
-std::vector<machine::Op> eligibleOps() {
-  std::vector<machine::Op> ops;
-  for (int i = 0; i < machine::kNumOps; ++i) {
-    const auto op = static_cast<machine::Op>(i);
-    const machine::OpInfo& info = machine::opInfo(op);
-    if (info.dst != machine::DstKind::None &&
-        (info.mem == machine::MemEffect::None || info.mem == machine::MemEffect::Read))
-      ops.push_back(op);
-  }
-  return ops;
-}
-
+// The inputs (result_stage_inputs.h: the hand-made run, and the carrier rows it needs); a run
+// that does not build is a test failure, not a skip.
 Sequence makeRun(int steps, uint32_t seed) {
-  Sequence s;
-  s.trace.push_back(trace::single(Family::Run));
-  std::mt19937 rng(seed);
-  const std::vector<uint32_t> edges = {0u, 0xffffffffu, 0x80000000u, 0x7fffffffu, 15u, 16u,
-                                       static_cast<uint32_t>(-16), 511u, 1u << 24, 0xdeadbeefu};
-  auto word = [&] { return rng() % 3 == 0 ? edges[rng() % edges.size()] : static_cast<uint32_t>(rng()); };
-  const std::vector<machine::Op> ops = eligibleOps();
-  const int masks[] = {15, 5, 11, 1, 6, 14, 9, 7, 2, 13, 3, 12, 4, 10, 8};
-  for (int st = 0; st < steps; ++st) {
-    const int m = masks[st % 15];
-    oracle::StepEvent e;
-    e.kind = oracle::EventKind::Step;
-    e.stepsBefore = static_cast<uint64_t>(st);
-    e.step.block = static_cast<uint8_t>(st % 32);
-    e.step.warp = static_cast<uint8_t>(st % 4);
-    e.step.mask = static_cast<uint8_t>(m);
-    std::vector<OpInput> inputs;
-    for (int i = 0; i < 4; ++i) {
-      OpInput x;
-      x.index = static_cast<uint8_t>(i);
-      x.mask = static_cast<uint8_t>(m);
-      // Register writers twice as often as predicate writers (a WU / WR has more to get wrong).
-      do x.in.op = ops[rng() % ops.size()];
-      while (machine::writesPred(x.in.op) && rng() % 2);
-      if (machine::writesReg(x.in.op)) x.in.dst = static_cast<uint8_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 15);
-      if (machine::writesPred(x.in.op)) x.in.dstPred = static_cast<uint8_t>(rng() % 8);
-      if (rng() % 3 != 0) {
-        x.in.guard.pred = static_cast<uint8_t>(rng() % 8);
-        x.in.guard.negate = rng() % 2 == 1;
-      }
-      x.g = static_cast<uint8_t>(rng() % 16);
-      x.s = static_cast<uint8_t>(rng() % 16);
-      x.oldP = static_cast<uint8_t>(rng() % 16);
-      for (int l = 0; l < 4; ++l) {
-        x.r[static_cast<size_t>(l)] = word();
-        x.old[static_cast<size_t>(l)] = word();
-      }
-      if (rng() % 10 < 4) {  // equal merged values in the active lanes
-        uint8_t gt = 0xf;
-        if (x.in.guard.pred != machine::kNoPred) gt = x.in.guard.negate ? ~x.g & 0xf : x.g;
-        const uint32_t v = word();
-        int last = -1;
-        for (int l = 0; l < 4; ++l)
-          if (m >> l & 1) {
-            ((gt >> l & 1) ? x.r : x.old)[static_cast<size_t>(l)] = v;
-            last = l;
-          }
-        if (std::popcount(static_cast<unsigned>(m)) > 1 && rng() % 5 == 0) {
-          const uint32_t bit = 1u << (rng() % 32);
-          ((gt >> last & 1) ? x.r : x.old)[static_cast<size_t>(last)] ^= bit;
-        }
-      }
-      inputs.push_back(x);
-      e.step.ops[static_cast<size_t>(i)] = effectsOf(x);
-    }
-    e.step.numOps = 4;
-    const size_t before = s.trace.size();
-    oracle::appendTrace(e, s.trace);
-    size_t q = before;
-    while (trace::familyOf(s.trace[q]) != Family::Ex) ++q;  // TICKs may come first
-    q += 2;                                                  // EX WM
-    for (const OpInput& x : inputs) {
-      size_t end = q + 1;
-      while (end < s.trace.size() && isChunkToken(s.trace[end])) ++end;
-      s.records.push_back({q - 1, end - q, x});
-      q = end;
-    }
-    EXPECT_EQ(q, s.trace.size()) << "one record per op";
-  }
-  oracle::StepEvent end;
-  end.kind = oracle::EventKind::Finished;
-  oracle::appendTrace(end, s.trace);
-  auto decoded = trace::decodeRun(std::span<const Token>(s.trace).subspan(1));
-  EXPECT_TRUE(decoded.ok()) << decoded.error().message;
-  return s;
+  auto s = result_test::makeRun(steps, seed);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? std::move(s.value()) : Sequence{};
 }
 
 struct Built {
@@ -197,37 +65,15 @@ struct Built {
 
 Built build(const std::string& name, ResultStageTwin twin, Sequence seq) {
   Built b;
-  b.weights = std::make_unique<CircuitWeights>(result_test::stackConfig(kVocab));
+  b.weights = std::make_unique<CircuitWeights>(result_test::stackConfig(result_test::kVocab));
   CircuitWeights& w = *b.weights;
   auto st = result_test::buildStack(w, twin);
   EXPECT_TRUE(st.ok()) << st.error().message;
-  if (!st.ok()) return b;
+  if (!st.ok() || seq.records.empty()) return b;
   b.stack = st.value();
-  const ResultStageSpec& sp = b.stack.spec;
-  EXPECT_TRUE(writeRecordEmbeddings(w, b.stack.emitter).ok());
-  const float u = sp.tokens.unit;
-  int64_t row = trace::kVocabSize;
-  seq.ids.assign(seq.trace.begin(), seq.trace.end());
-  for (const Record& r : seq.records) {
-    EXPECT_LT(row, kVocab) << "too few carrier rows";
-    if (row >= kVocab) break;
-    RecordOutcome o;
-    o.tag = seq.trace[r.p + 1];
-    o.next = r.p + r.k + 1 < seq.trace.size() ? seq.trace[r.p + r.k + 1] : trace::single(Family::End);
-    auto c = writeCarrier(w, b.stack.emitter, row, seq.trace[r.p], o);
-    EXPECT_TRUE(c.ok()) << c.error().message;
-    harness::setSigns(w, row, sp.head, headWord(r.op), u);
-    harness::setSigns(w, row, sp.mask, r.op.mask, u);
-    for (int l = 0; l < 4; ++l) {
-      const ResultLane& x = sp.lanes[static_cast<size_t>(l)];
-      harness::setSigns(w, row, x.r, r.op.r[static_cast<size_t>(l)], u);
-      harness::setSigns(w, row, x.old, r.op.old[static_cast<size_t>(l)], u);
-      harness::setSigns(w, row, x.s, r.op.s >> l & 1, u);
-      harness::setSigns(w, row, x.guard, r.op.g >> l & 1, u);
-      harness::setSigns(w, row, x.oldPred, r.op.oldP >> l & 1, u);
-    }
-    seq.ids[r.p] = row++;
-  }
+  auto c = result_test::writeCarriers(w, b.stack, seq);
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  if (!c.ok()) return b;
   b.seq = std::move(seq);
   b.dir = harness::write(w, "result_stage_" + name);
   b.ok = true;
