@@ -195,9 +195,12 @@ Result check(const std::vector<int64_t>& tokens, const std::vector<std::vector<f
     std::vector<float> fields(row.begin() + 1, row.begin() + 1 + static_cast<long>(bits.size()));
     checkBits(r.bits, fields, bits, 1.0,
               "position " + std::to_string(p) + " (n = " + std::to_string(n[p]) + ")");
-    // The level: 2^(e0 − n) in the residual, /16 through the final norm; bf16 holds it down to
-    // 2^-133, so counts above 119 are not checked there.
-    const bool checkable = n[p] == kNever || dtype == ComputeDtype::F32 || n[p] <= 119;
+    // The level: 2^(e0 − n) in the residual, /16 through the final norm. In bf16 only normal
+    // levels (≥ 2^-126, n ≤ 112) are checked: on a CPU with AVX512-BF16 (an AMD EPYC) the bf16
+    // path gave 0 for the subnormal level 2^-127, where an AVX2 machine kept levels down to
+    // 2^-133 (flushing subnormals is the hardware's choice); the decisions above are checked at
+    // every n either way.
+    const bool checkable = n[p] == kNever || dtype == ComputeDtype::F32 || n[p] <= 112;
     const float want = n[p] == kNever ? 0.0f : std::ldexp(1.0f, kLevelExp - 4 - n[p]);
     const float got = row[static_cast<size_t>(levelProbe())];
     if (checkable && want != 0 && std::fabs(static_cast<double>(got) / want - 1) > r.levelRelErr) {
@@ -350,9 +353,12 @@ TEST(Counter, TwinsWithBetaOffOrNoCompanionDecideWrongly) {
   }
 }
 
-// The chunked rule's limit: 30 events in one 64-token chunk need 30 significant bits, so the
-// prefill loses the count (decisions go wrong), while the recurrent decode stays exact.
-TEST(Counter, MoreThan24EventsInOneChunkLoseTheCountOnThePrefillOnly) {
+// The chunked rule's limit: 30 events in one 64-token chunk need 30 significant bits, beyond
+// fp32's 24. The recurrent decode stays exact. The prefill's outcome depends on the CPU's GEMM
+// kernels: on AVX2 OpenBLAS it lost the count (decisions wrong); on an AVX512 machine it stayed
+// exact. Either way it is outside the counter's contract (≤ 24 halvings since the last reset in
+// one chunk), so only the decode is asserted and the prefill is reported.
+TEST(Counter, MoreThan24EventsInOneChunkStayExactOnTheDecode) {
   std::vector<int64_t> tokens = {kPlain, kReset};
   for (int e = 0; e < 30; ++e) tokens.push_back(kEvent);
   while (tokens.size() < 100) tokens.push_back(kPlain);
@@ -365,7 +371,6 @@ TEST(Counter, MoreThan24EventsInOneChunkLoseTheCountOnThePrefillOnly) {
   std::cout << "[counter dense] prefill: " << pre.bits.summary() << "; level wrong "
             << pre.levelWrong << " (" << pre.firstLevel
             << ")\n[counter dense] decode: " << one.bits.summary() << "\n";
-  EXPECT_GT(pre.bits.wrongSign, 0);
   EXPECT_TRUE(one.bits.ok()) << one.bits.summary();
   EXPECT_EQ(one.levelWrong, 0) << one.firstLevel;
 }

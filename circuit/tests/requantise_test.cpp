@@ -217,6 +217,8 @@ namespace {
 // The failing twin of the read construction: one-row cells (ReadHeight::Nominal) at key head dim
 // 128. The fp32 reads are a few ulp off ±48 on the chunked path, so the re-quantiser's outputs
 // (∝ λ², and λ sees the read) are too; their signs stay right. bf16 rounds the difference away.
+// How many distinct read magnitudes appear depends on the CPU's GEMM kernels (one on an AVX512
+// machine, several on AVX2), so it is reported; the inexact outputs are the twin's evidence.
 TEST(RequantiseGadget, FailingTwinOneRowCellsAtKeyHeadDim128ReadAndRequantiseUlpsOff) {
   const std::string dir = build("requant_dk128", true, 128, ReadHeight::Nominal);
   const std::vector<Op> ops = program();
@@ -225,9 +227,9 @@ TEST(RequantiseGadget, FailingTwinOneRowCellsAtKeyHeadDim128ReadAndRequantiseUlp
   Result r = check(ops, run(*dec, tokens(ops), Path::Prefill, 3 * kValueBits + 1));
   EXPECT_EQ(r.present.wrongSign, 0);
   EXPECT_GT(r.present.inexact, 0);
-  EXPECT_GT(r.readRatios.size(), 1u);
   EXPECT_LT(r.present.maxRatio - 1, 1e-5);
-  std::cout << "[requantise twin dk=128 one-row] f32 prefill: " << r.present.summary() << "\n";
+  std::cout << "[requantise twin dk=128 one-row] f32 prefill: " << r.present.summary() << "; "
+            << r.readRatios.size() << " distinct read magnitude(s)\n";
 }
 
 }  // namespace
