@@ -172,4 +172,21 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
   return a;
 }
 
+Status AndFieldWriter::add(UnitWriter& units, std::vector<Literal> literals,
+                          const std::vector<std::pair<int, double>>& outs) const {
+  maxFanIn = std::max(maxFanIn, static_cast<int>(literals.size()));
+  QGPU_TRY(wrote, addAnd(units, gate, std::move(literals), outs));
+  (void)wrote;
+  return Ok{};
+}
+
+Status AndFieldWriter::start(UnitWriter& units, const std::vector<Field>& fields) const {
+  std::vector<std::pair<int, double>> base;
+  for (const Field& f : fields) {
+    QGPU_CHECK(buildCancel(units, f, cancel));
+    for (int i = 0; i < f.dims; ++i) base.push_back({f.at(i), -unit});
+  }
+  return add(units, {}, base);
+}
+
 }  // namespace qgpu::circuit

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "circuit/logic.h"
 #include "circuit/tap.h"
 #include "circuit/tokens.h"
 #include "circuit/units.h"
@@ -64,6 +65,21 @@ struct AndGate {
 // Down weights amount/(Gλ²) are rounded to bf16.
 Expected<bool> addAnd(UnitWriter& units, const AndGate& gate, std::vector<Literal> literals,
                       const std::vector<std::pair<int, double>>& outs);
+
+// Sign fields written as −u + 2u·Σ(disjoint ANDs), the stages' idiom (memory_stage, result_stage).
+// `start` replaces each field (one cancel unit per dim, logic.h buildCancel with `cancel`), then
+// puts −u on every dim (the empty AND, 2 units): a dim no AND reaches reads −u (bit 0); a dim
+// exactly one of its ANDs reaches reads +u. `add` is addAnd with the gate and records the widest
+// fan-in in `maxFanIn`; a contradictory set writes nothing (as addAnd).
+struct AndFieldWriter {
+  AndGate gate;
+  MlpContext cancel;  // the cancel units' context (its λ must be the layout's λ at this MLP)
+  double unit = 16;   // u
+  int& maxFanIn;
+  Status add(UnitWriter& units, std::vector<Literal> literals,
+             const std::vector<std::pair<int, double>>& outs) const;
+  Status start(UnitWriter& units, const std::vector<Field>& fields) const;
+};
 
 // The 8-bit record a tap head copies: present, chunk[kChunkBits], isChunk, isTerminal.
 struct TokenRecord {

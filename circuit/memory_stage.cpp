@@ -133,22 +133,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   const double one = t.unit, two = 2.0 * t.unit;
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
   const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
-  auto add = [&](UnitWriter& u, std::vector<Literal> l,
-                 const std::vector<std::pair<int, double>>& outs) -> Status {
-    r.maxFanIn = std::max(r.maxFanIn, static_cast<int>(l.size()));
-    QGPU_TRY(wrote, addAnd(u, g, std::move(l), outs));
-    (void)wrote;
-    return Ok{};
-  };
-  // Cancel the fields, then −u on every dim: each dim is then −u + 2u·Σ(exclusive terms).
-  auto start = [&](UnitWriter& u, const std::vector<Field>& fields) -> Status {
-    std::vector<std::pair<int, double>> base;
-    for (const Field& f : fields) {
-      QGPU_CHECK(buildCancel(u, f, ctx));
-      for (int i = 0; i < f.dims; ++i) base.push_back({f.at(i), -one});
-    }
-    return add(u, {}, base);
-  };
+  const AndFieldWriter fw{g, ctx, one, r.maxFanIn};
   // +2u on `out` when Σ_k bit_k ≥ 1 over sign dims (bit = (x̂ + 1)/2): one step pair.
   auto anyOf = [&](UnitWriter& u, const std::vector<int>& dims, int out) -> Status {
     LinearForm n;
@@ -170,13 +155,13 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     UnitWriter u1(w, L, dm.unitsUsed[0]);
     UnitWriter u2(w, L + 1, dm.unitsUsed[1]);
     const MlpContext c2 = ctx;
-    QGPU_CHECK(start(u1, {r.kind}));
+    QGPU_CHECK(fw.start(u1, {r.kind}));
     for (int op = 0; op < machine::kNumOps; ++op) {
       const std::vector<int> ks = kindsOf(static_cast<machine::Op>(op));
       if (ks.empty()) continue;
       std::vector<std::pair<int, double>> outs;
       for (int k : ks) outs.push_back({r.kind.at(k), two});
-      QGPU_CHECK(add(u1, spells(opcode, static_cast<unsigned>(op)), outs));
+      QGPU_CHECK(fw.add(u1, spells(opcode, static_cast<unsigned>(op)), outs));
     }
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
@@ -196,19 +181,19 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     UnitWriter u(w, L + 2, dm.unitsUsed[2]);
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
-    QGPU_CHECK(start(u, outs));
+    QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];
       const Field& a = r.addr[static_cast<size_t>(l)];
       std::vector<int> high;
       for (int i = 2 + kWordBits; i < kMemoryWord; ++i) high.push_back(a.at(i));
       QGPU_CHECK(anyOf(u, high, ck.at(0)));
-      QGPU_CHECK(add(u, {kind(kAcc4), bit(l, 0)}, {{ck.at(1), two}}));
-      QGPU_CHECK(add(u, {kind(kAcc4), no(bit(l, 0)), bit(l, 1)}, {{ck.at(1), two}}));
-      QGPU_CHECK(add(u, {kind(kAcc2), bit(l, 0)}, {{ck.at(1), two}}));
+      QGPU_CHECK(fw.add(u, {kind(kAcc4), bit(l, 0)}, {{ck.at(1), two}}));
+      QGPU_CHECK(fw.add(u, {kind(kAcc4), no(bit(l, 0)), bit(l, 1)}, {{ck.at(1), two}}));
+      QGPU_CHECK(fw.add(u, {kind(kAcc2), bit(l, 0)}, {{ck.at(1), two}}));
       std::vector<Literal> top;
       for (int i = 3; i < 2 + kWordBits; ++i) top.push_back(bit(l, i));
-      QGPU_CHECK(add(u, top, {{ck.at(2), two}}));
+      QGPU_CHECK(fw.add(u, top, {{ck.at(2), two}}));
       // w − sharedWords + 1 (twin: w − sharedWords), in x̂ units: bit = (x̂ + 1)/2.
       LinearForm n;
       for (int i = 0; i < kWordBits; ++i) {
@@ -228,11 +213,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     UnitWriter u(w, L + 3, dm.unitsUsed[3]);
     std::vector<Field> outs;
     for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
-    QGPU_CHECK(start(u, outs));
+    QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];
       for (int i = 0; i < kWordBits; ++i)
-        QGPU_CHECK(add(u, {bit(l, 2 + i)},
+        QGPU_CHECK(fw.add(u, {bit(l, 2 + i)},
                        {{r.readAddr[0][static_cast<size_t>(l)].at(i), two},
                         {r.readAddr[1][static_cast<size_t>(l)].at(i), two}}));
       QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2)},
@@ -252,7 +237,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     outs.insert(outs.end(), r.memrec.value.begin(), r.memrec.value.end());
     outs.push_back(r.memrec.wordMask);
     outs.push_back(r.memrec.tag);
-    QGPU_CHECK(start(u, outs));
+    QGPU_CHECK(fw.start(u, outs));
     auto high = [&](int sp, int l) {
       return Literal{r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)].at(kWordBits), 1};
     };
@@ -262,7 +247,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     };
     for (int sp = 0; sp < 2; ++sp)
       for (int l = 0; l < kLanes; ++l) {
-        QGPU_CHECK(add(u, {kind(kIsMem), e(l), spaceIs(sp), high(sp, l)},
+        QGPU_CHECK(fw.add(u, {kind(kIsMem), e(l), spaceIs(sp), high(sp, l)},
                        {{r.laneFault[static_cast<size_t>(l)].at(0), two}}));
         // Lane l is the lowest faulting lane: every k < l is ¬e_k or (e_k ∧ ¬high_k).
         for (unsigned pat = 0; pat < (1u << l); ++pat) {
@@ -275,7 +260,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
               lits.push_back(no(e(k)));
             }
           }
-          QGPU_CHECK(add(u, lits, {{r.fault.at(0), two}}));
+          QGPU_CHECK(fw.add(u, lits, {{r.fault.at(0), two}}));
         }
       }
     for (int l = 0; l < kLanes; ++l) {
@@ -284,32 +269,32 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       for (int i = 0; i < kMemoryWord; ++i) {
         const Literal v{src1.at(i), 1};
         for (int sp = 0; sp < 2; ++sp)
-          QGPU_CHECK(add(u, {spaceIs(sp), read(sp, l, i)},
+          QGPU_CHECK(fw.add(u, {spaceIs(sp), read(sp, l, i)},
                          {{r.load[static_cast<size_t>(l)].at(i), two}}));
-        QGPU_CHECK(add(u, {kind(kIsStore), v}, {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {kind(kIsStore), v}, {{value.at(i), two}}));
         const int byte = i / 8, half = i / 16;
         const std::vector<Literal> atByte = {
             byte & 1 ? bit(l, 0) : no(bit(l, 0)), byte & 2 ? bit(l, 1) : no(bit(l, 1))};
-        QGPU_CHECK(add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} + atByte,
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} + atByte,
                        {{value.at(i), two}}));
         for (int k = 0; k < 4; ++k) {
           if (k == byte) continue;
           const std::vector<Literal> atK = {k & 1 ? bit(l, 0) : no(bit(l, 0)),
                                             k & 2 ? bit(l, 1) : no(bit(l, 1))};
           for (int sp = 0; sp < 2; ++sp)
-            QGPU_CHECK(add(u, std::vector<Literal>{kind(kIsB8), spaceIs(sp), read(sp, l, i)} + atK,
+            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), spaceIs(sp), read(sp, l, i)} + atK,
                            {{value.at(i), two}}));
         }
         const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
-        QGPU_CHECK(add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}},
+        QGPU_CHECK(fw.add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}},
                        {{value.at(i), two}}));
         for (int sp = 0; sp < 2; ++sp)
-          QGPU_CHECK(add(u, {kind(kIsB16), no(atHalf), spaceIs(sp), read(sp, l, i)},
+          QGPU_CHECK(fw.add(u, {kind(kIsB16), no(atHalf), spaceIs(sp), read(sp, l, i)},
                          {{value.at(i), two}}));
       }
       for (int i = 0; i < kWordBits; ++i)
-        QGPU_CHECK(add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
-      QGPU_CHECK(add(u, {kind(kWrites), e(l)},
+        QGPU_CHECK(fw.add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
+      QGPU_CHECK(fw.add(u, {kind(kWrites), e(l)},
                      {{r.memrec.wordMask.at(kLanes * kWordBits + l), two}}));
     }
     const Field& tag = r.memrec.tag;
@@ -322,10 +307,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     };
     for (unsigned m = 1; m < (1u << kLanes); ++m)
       for (int sp = 0; sp < 2; ++sp)
-        QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites), spaceIs(sp)} + spells(s.exec, m),
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kWrites), spaceIs(sp)} + spells(s.exec, m),
                        indexOuts(sp == 0 ? trace::mg(static_cast<int>(m))
                                          : trace::ms(static_cast<int>(m)))));
-    QGPU_CHECK(add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
+    QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
                    indexOuts(trace::single(trace::Family::Nop))));
     r.units[4] = u.used();
   }

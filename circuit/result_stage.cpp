@@ -78,22 +78,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   const double one = t.unit, two = 2.0 * t.unit;
   const MlpContext cancelCtx{t.ballast, t.lambda, 128, t.unit};
   const AndGate g{t.ballast, t.lambda, s.mlpGain};
-  auto add = [&](UnitWriter& u, std::vector<Literal> l,
-                 const std::vector<std::pair<int, double>>& outs) -> Status {
-    r.maxFanIn = std::max(r.maxFanIn, static_cast<int>(l.size()));
-    QGPU_TRY(wrote, addAnd(u, g, std::move(l), outs));
-    (void)wrote;
-    return Ok{};
-  };
-  // Cancel the fields, then −u on every dim (the empty AND): each dim is then −u + 2u·Σ(ANDs).
-  auto start = [&](UnitWriter& u, const std::vector<Field>& fields) -> Status {
-    std::vector<std::pair<int, double>> base;
-    for (const Field& f : fields) {
-      QGPU_CHECK(buildCancel(u, f, cancelCtx));
-      for (int i = 0; i < f.dims; ++i) base.push_back({f.at(i), -one});
-    }
-    return add(u, {}, base);
-  };
+  const AndFieldWriter fw{g, cancelCtx, one, r.maxFanIn};
   const Literal isReg{r.kind.at(0), 1}, isPred{r.kind.at(1), 1}, dstZero{r.kind.at(2), 1};
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   // A literal on the head word: its sign flips when the word is read in the ROM's polarity.
@@ -111,27 +96,27 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   // ---- F: guard-true per lane, the destination kind, dst = r0. ----
   {
     UnitWriter u(w, F);
-    QGPU_CHECK(start(u, {r.guardTrue, r.kind}));
+    QGPU_CHECK(fw.start(u, {r.guardTrue, r.kind}));
     const std::vector<Literal> unguarded = headEquals(guardCode, 0);
     const Literal neg{negateField.at(0), headSign};
     std::vector<std::pair<int, double>> all;
     for (int l = 0; l < kRecordLanes; ++l) all.push_back({r.guardTrue.at(l), two});
-    QGPU_CHECK(add(u, unguarded, all));
+    QGPU_CHECK(fw.add(u, unguarded, all));
     for (int l = 0; l < kRecordLanes; ++l) {
       const Literal gl{lane(l).guard.at(0), 1};
-      QGPU_CHECK(add(u, {gl, no(neg)}, {{r.guardTrue.at(l), two}}));
-      QGPU_CHECK(add(u, {no(gl), neg}, {{r.guardTrue.at(l), two}}));
-      QGPU_CHECK(add(u, unguarded + std::vector<Literal>{gl, no(neg)}, {{r.guardTrue.at(l), -two}}));
-      QGPU_CHECK(add(u, unguarded + std::vector<Literal>{no(gl), neg}, {{r.guardTrue.at(l), -two}}));
+      QGPU_CHECK(fw.add(u, {gl, no(neg)}, {{r.guardTrue.at(l), two}}));
+      QGPU_CHECK(fw.add(u, {no(gl), neg}, {{r.guardTrue.at(l), two}}));
+      QGPU_CHECK(fw.add(u, unguarded + std::vector<Literal>{gl, no(neg)}, {{r.guardTrue.at(l), -two}}));
+      QGPU_CHECK(fw.add(u, unguarded + std::vector<Literal>{no(gl), neg}, {{r.guardTrue.at(l), -two}}));
     }
     for (int op = 0; op < machine::kNumOps; ++op) {
       const machine::DstKind d = machine::opInfo(static_cast<machine::Op>(op)).dst;
       if (d == machine::DstKind::Reg)
-        QGPU_CHECK(add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isReg.dim, two}}));
+        QGPU_CHECK(fw.add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isReg.dim, two}}));
       else if (d == machine::DstKind::Pred)
-        QGPU_CHECK(add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isPred.dim, two}}));
+        QGPU_CHECK(fw.add(u, headEquals(opcode, static_cast<unsigned>(op)), {{isPred.dim, two}}));
     }
-    QGPU_CHECK(add(u, headEquals(dst, 0), {{dstZero.dim, two}}));
+    QGPU_CHECK(fw.add(u, headEquals(dst, 0), {{dstZero.dim, two}}));
     r.units[0] = u.used();
   }
 
@@ -139,19 +124,19 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     UnitWriter u(w, F + 1);
     std::vector<Field> fields(r.outcome.value.begin(), r.outcome.value.end());
-    QGPU_CHECK(start(u, fields));
+    QGPU_CHECK(fw.start(u, fields));
     for (int l = 0; l < kRecordLanes; ++l) {
       const ResultLane& x = lane(l);
       for (int i = 0; i < kWord; ++i) {
         std::vector<Literal> regOnly;
         if (i == 0) regOnly.push_back(no(isPred));
-        QGPU_CHECK(add(u, regOnly + std::vector<Literal>{gt(l), {x.r.at(i), 1}},
+        QGPU_CHECK(fw.add(u, regOnly + std::vector<Literal>{gt(l), {x.r.at(i), 1}},
                        {{value(l).at(i), two}}));
-        QGPU_CHECK(add(u, regOnly + std::vector<Literal>{no(gt(l)), {x.old.at(i), 1}},
+        QGPU_CHECK(fw.add(u, regOnly + std::vector<Literal>{no(gt(l)), {x.old.at(i), 1}},
                        {{value(l).at(i), two}}));
       }
-      QGPU_CHECK(add(u, {isPred, m(l), gt(l), {x.s.at(0), 1}}, {{value(l).at(0), two}}));
-      QGPU_CHECK(add(u, {isPred, m(l), no(gt(l)), {x.oldPred.at(0), 1}}, {{value(l).at(0), two}}));
+      QGPU_CHECK(fw.add(u, {isPred, m(l), gt(l), {x.s.at(0), 1}}, {{value(l).at(0), two}}));
+      QGPU_CHECK(fw.add(u, {isPred, m(l), no(gt(l)), {x.oldPred.at(0), 1}}, {{value(l).at(0), two}}));
     }
     r.units[1] = u.used();
   }
@@ -162,14 +147,14 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
     for (int b = a + 1; b < kRecordLanes; ++b) pairs.push_back({a, b});
   {
     UnitWriter u(w, F + 2);
-    QGPU_CHECK(start(u, {r.differ}));
+    QGPU_CHECK(fw.start(u, {r.differ}));
     for (size_t p = 0; p < pairs.size(); ++p) {
       const auto [a, b] = pairs[p];
       for (int i = 0; i < kWord; ++i) {
         const int out = r.differ.at(static_cast<int>(p) * kWord + i);
         const Literal va{value(a).at(i), 1}, vb{value(b).at(i), 1};
-        QGPU_CHECK(add(u, {va, no(vb)}, {{out, two}}));
-        QGPU_CHECK(add(u, {no(va), vb}, {{out, two}}));
+        QGPU_CHECK(fw.add(u, {va, no(vb)}, {{out, two}}));
+        QGPU_CHECK(fw.add(u, {no(va), vb}, {{out, two}}));
       }
     }
     r.units[2] = u.used();
@@ -178,7 +163,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   // ---- F+3: the tag and the mask. ----
   {
     UnitWriter u(w, F + 3);
-    QGPU_CHECK(start(u, {r.outcome.tag, r.outcome.wordMask}));
+    QGPU_CHECK(fw.start(u, {r.outcome.tag, r.outcome.wordMask}));
     const Field& tag = r.outcome.tag;
     auto fam = [&](trace::Family f) { return tag.at(static_cast<int>(f)); };
     auto indexOuts = [&](trace::Token tok, int family) {
@@ -189,9 +174,9 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
     };
     const int maskAt = kRecordLanes * kRecordWordBits;
     for (int l = 0; l < kRecordLanes; ++l)
-      QGPU_CHECK(add(u, {m(l)}, {{r.outcome.wordMask.at(maskAt + l), two}}));
+      QGPU_CHECK(fw.add(u, {m(l)}, {{r.outcome.wordMask.at(maskAt + l), two}}));
     for (int reg = 1; reg < machine::kRegs; ++reg)
-      QGPU_CHECK(add(u, std::vector<Literal>{isReg} + headEquals(dst, static_cast<unsigned>(reg)),
+      QGPU_CHECK(fw.add(u, std::vector<Literal>{isReg} + headEquals(dst, static_cast<unsigned>(reg)),
                      indexOuts(trace::wr(reg), static_cast<int>(trace::Family::Wr))));
     for (unsigned mm = 1; mm < (1u << kRecordLanes); ++mm) {
       std::vector<Literal> l = std::vector<Literal>{isReg, no(dstZero)} + spells(s.mask, mm);
@@ -202,13 +187,13 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
         for (int i = 0; i < kWord; ++i)
           l.push_back({r.differ.at(static_cast<int>(p) * kWord + i), -1});
       }
-      QGPU_CHECK(add(u, l, {{fam(trace::Family::Wu), two}, {fam(trace::Family::Wr), -two}}));
+      QGPU_CHECK(fw.add(u, l, {{fam(trace::Family::Wu), two}, {fam(trace::Family::Wr), -two}}));
     }
     for (int p = 0; p < machine::kPreds; ++p)
-      QGPU_CHECK(add(u, std::vector<Literal>{isPred} + headEquals(dstPred, static_cast<unsigned>(p + 1)),
+      QGPU_CHECK(fw.add(u, std::vector<Literal>{isPred} + headEquals(dstPred, static_cast<unsigned>(p + 1)),
                      indexOuts(trace::wp(p), static_cast<int>(trace::Family::Wp))));
-    QGPU_CHECK(add(u, {no(isReg), no(isPred)}, {{fam(trace::Family::Nop), two}}));
-    QGPU_CHECK(add(u, {no(isPred), isReg, dstZero}, {{fam(trace::Family::Nop), two}}));
+    QGPU_CHECK(fw.add(u, {no(isReg), no(isPred)}, {{fam(trace::Family::Nop), two}}));
+    QGPU_CHECK(fw.add(u, {no(isPred), isReg, dstZero}, {{fam(trace::Family::Nop), two}}));
     r.units[3] = u.used();
   }
   return r;
