@@ -490,7 +490,7 @@ TEST(ExecutePipelineTwin, OperandsFromTheWrongPortsAreWrong) {
 // op's guard predicate differs from that port's bit in an active lane.
 TEST(ExecutePipelineTwin, GuardFromThePsrc0PortIsWrong) {
   if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 6 GB)";
-  const Bench b = build("guard", cases(harness::inputs(2, 12), 2000), ExecuteTwin::GuardFromPsrc0Port);
+  const Bench b = build("guard", cases(1, 2000), ExecuteTwin::GuardFromPsrc0Port);
   ASSERT_FALSE(b.dir.empty());
   const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
   std::cout << "[pipeline twin: guard from psrc0] " << t.summary() << std::endl;
