@@ -103,8 +103,8 @@
 // at dk 128).
 //
 // Not handled (docs/circuit.md §9 "Built: the front end"): FAULT, LIMIT. The payload banks (i0..i2,
-// offset) only with payloadBanks (their reader: circuit/operands.h). The result stage is not wired
-// to oldDst / predPort / exec yet (its head word input is +u = 1; the fetched word is inverted).
+// offset) only with payloadBanks (their reader: circuit/operands.h). oldDst, predPort and exec are
+// read by the execute pipeline (circuit/pipeline.h: the ALU's p, q, the result stage, the emitter).
 #pragma once
 
 #include <array>

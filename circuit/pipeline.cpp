@@ -24,14 +24,10 @@ Expected<Field> opcodeBits(const Field& head) {
   return makeDiag(ErrorKind::Internal, "execute pipeline: the head word has no opcode field");
 }
 
-Status checkInputs(const ExecuteInputs& in) {
-  for (int l = 0; l < kRecordLanes; ++l) {
-    const ExecuteLaneInputs& x = in.lanes[static_cast<size_t>(l)];
-    if (x.old.dims != 32 || x.guard.dims != 1 || x.oldPred.dims != 1 || x.p.dims != 1 || x.q.dims != 1)
-      return pipelineUsage("lane " + std::to_string(l) +
-                           "'s inputs need old of 32 dims, guard, oldPred, p, q of 1");
-  }
-  return Ok{};
+// Lane l's raw bit (+u = true) of the front end's predicate port k: 0 guard, 1 psrc0, 2 psrc1,
+// 3 dstPred (frontend.h predPort).
+Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
+  return fe.predPort[static_cast<size_t>(k)].slice(l, 1, "lane " + std::to_string(l));
 }
 
 }  // namespace
@@ -52,7 +48,6 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   if (E < 0 || E + kExecuteLayers > w.config().numLayers())
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + kExecuteLayers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));
-  QGPU_CHECK(checkInputs(s.inputs));
   ExecutePipeline p;
   p.aluLayer = E + 5;
   p.resultLayer = p.aluLayer + kAluStageLayers;
@@ -87,14 +82,13 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   as.busLayout = AluBusLayout::Liveness;
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto port = [&](int k) { return p.operands.word[static_cast<size_t>(k)][static_cast<size_t>(l)]; };
-    const ExecuteLaneInputs& in = s.inputs.lanes[static_cast<size_t>(l)];
     AluLane lane;
     const bool swap = s.twin == ExecuteTwin::OperandsSwapped;
     lane.a = port(swap ? 1 : 0);
     lane.b = port(swap ? 0 : 1);
     lane.c = port(2);
-    lane.p = in.p;
-    lane.q = in.q;
+    lane.p = pipelinePredLane(p.fe, 1, l);  // psrc0
+    lane.q = pipelinePredLane(p.fe, 2, l);  // psrc1
     QGPU_TRY(r, alloc.take("alu.r" + std::to_string(l), 32));
     QGPU_TRY(sp, alloc.take("alu.s" + std::to_string(l), 1));
     lane.r = r;
@@ -125,10 +119,12 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   rs.headInverted = true;
   rs.mask = p.fe.mask;
   for (int l = 0; l < kRecordLanes; ++l) {
-    const ExecuteLaneInputs& in = s.inputs.lanes[static_cast<size_t>(l)];
     const AluLane& lane = p.lanes[static_cast<size_t>(l)];
-    rs.lanes[static_cast<size_t>(l)] = {lane.r, lane.s, in.old, in.guard, in.oldPred};
+    const Field guard = pipelinePredLane(p.fe, s.twin == ExecuteTwin::GuardFromPsrc0Port ? 1 : 0, l);
+    rs.lanes[static_cast<size_t>(l)] = {lane.r, lane.s, p.fe.oldDst[static_cast<size_t>(l)], guard,
+                                        pipelinePredLane(p.fe, 3, l)};
   }
+  p.resultIn = rs.lanes;
   // The result stage's fields reuse the ALU bus's dims: the bus is last read by S3 (layer
   // F − 1) and every result field is cancelled before it is written (result_stage.h), the
   // replace rule of circuit/layout.h.
@@ -145,6 +141,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   es.firstLayer = p.emitLayer;
   es.outcomeFrom = p.result.outcome;
   es.firstDim = alloc.used();
+  es.execFrom = p.fe.exec;
   QGPU_TRY(emitter, buildRecordEmitter(w, es));
   p.emitter = emitter;
   QGPU_CHECK(writeRecordExtras(w, p.emitter));

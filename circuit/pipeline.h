@@ -6,23 +6,29 @@
 //                    word[k][l] of the 3 sources in the 4 lanes, m (the WM latch)
 //   layers A..A+3    the ALU stage (circuit/alu_stage.h), A = E + 5, MLP only: opcode = the
 //                    fetched head word's opcode bits read in the ROM's polarity (−u = 1:
-//                    AluStageSpec::opcodeInverted), lane l's a, b, c = word[0..2][l], p, q from
-//                    the inputs below; r_l, s_l out; the bus by liveness (AluBusLayout::Liveness)
+//                    AluStageSpec::opcodeInverted), lane l's a, b, c = word[0..2][l], p, q =
+//                    lane l's bit of the front end's predicate ports psrc0, psrc1 (predPort[1],
+//                    predPort[2], raw bits, +u = true); r_l, s_l out; the bus by liveness
+//                    (AluBusLayout::Liveness)
 //   layers F..F+3    the result stage (circuit/result_stage.h), F = A + 4, MLP only: head = the
-//                    fetched head word (headInverted), mask = m, r_l, s_l the ALU's, old_l,
-//                    guard_l, oldPred_l from the inputs below; its fields on the ALU bus's
-//                    dims (the bus is dead after A+3, each result field is cancelled first)
+//                    fetched head word (headInverted), mask = m, r_l, s_l the ALU's, old_l = the
+//                    front end's oldDst[l] (+u = 1), guard_l = lane l of predPort[0] (the guard
+//                    predicate's raw bit: the result stage decodes the head word's code and
+//                    negate itself, g_l), oldPred_l = lane l of predPort[3] (dstPred); its fields
+//                    on the ALU bus's dims (the bus is dead after A+3, each result field is
+//                    cancelled first)
 //   layers R..R+3    the record emitter (circuit/record_emit.h), R = F + 4, its buffer latches
-//                    reading the result stage's outcome (RecordEmitSpec::outcomeFrom)
+//                    reading the result stage's outcome (RecordEmitSpec::outcomeFrom), enabled by
+//                    the front end's exec = isOp ∧ ¬isTerm (RecordEmitSpec::execFrom)
 // 17 layers; only E..E+4 and R, R+1 hold heads (the others may be full_attention layers with
 // zero weights: their attention adds exactly 0, and the config's heads then cost nothing there).
 //
-// The inputs that are not the model's yet (ExecuteInputs; the front-end ports, another branch,
-// will compute them from the register and predicate files, and the merge only swaps where they
-// come from): per lane dst's old value (32), the guard predicate's value, dstPred's old bit, the
-// predicate sources psrc0, psrc1 (1 each; operands.h "Not handled"). Two more stay the emitter's
-// embedding extras (record_emit.h writeCarrier): exec (the op's executing position) and the
-// token after the record (the scheduler's). All ±u sign fields, +u = 1, allocated by the caller.
+// Every per-op value is the model's: the front end computes the fetched words, the operands, dst's
+// old value, the four predicate ports and exec from the trace tokens alone. What stays supplied:
+// the token after the record (the emitter's `next`, an embedding extra written on a carrier row
+// at the executing position, record_emit.h writeCarrier) — the scheduler / control stage's, not
+// wired here. Code 0 (none) on a predicate port reads predicate 0; every consumer ignores it
+// there (unguarded: gt = 1; no psrc: the ALU does not read it; no dstPred: isPred = 0).
 //
 // Embeddings: the caller writes the trace rows first (writeTokenEmbeddings, before the build:
 // it resets every dim), then each stage writes its own embedding dims at build (the register
@@ -56,23 +62,12 @@ enum class ExecuteTwin : uint8_t {
   None,                  // the pipeline
   OpcodeWrongPolarity,   // the ALU reads the fetched opcode as +u = 1 (the ROM's is −u = 1)
   OperandsSwapped,       // the ALU's a and b read ports 1 and 0 (the wrong ports)
-};
-
-// Lane l's inputs that the model does not compute yet (the header).
-struct ExecuteLaneInputs {
-  Field old;      // 32: dst's value before the op
-  Field guard;    // 1: the guard predicate's value
-  Field oldPred;  // 1: dstPred's bit before the op
-  Field p, q;     // 1 each: psrc0, psrc1
-};
-struct ExecuteInputs {
-  std::array<ExecuteLaneInputs, kRecordLanes> lanes;
+  GuardFromPsrc0Port,    // the result stage's guard reads psrc0's predicate port, not the guard's
 };
 
 struct ExecuteSpec {
   TokenLayout tokens;   // the full layout (λ = 1) of the config's hidden size
   int layer0 = 0;       // E: layers E .. E + kExecuteLayers − 1
-  ExecuteInputs inputs;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
@@ -83,6 +78,7 @@ struct ExecutePipeline {
   std::vector<AluLane> lanes;  // the ALU's lanes: a, b, c the operand words; r, s its results
   Field aluBus;
   AluStageReport alu;
+  std::array<ResultLane, kRecordLanes> resultIn;  // the result stage's per-lane inputs (wiring)
   ResultStage result;
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
@@ -90,7 +86,7 @@ struct ExecutePipeline {
   std::vector<int> units;  // per layer, cancels included
 };
 
-// Builds the pipeline into `weights` (fields from `alloc`, after the caller's inputs).
+// Builds the pipeline into `weights` (fields from `alloc`, after the token layout).
 Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& weights, FieldAllocator& alloc,
                                                const ExecuteSpec& spec);
 

@@ -94,7 +94,12 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   RecordEmitter r;
   r.tokens = t;
   auto take = [&](const std::string& name, int dims) { return alloc.take("rec." + name, dims); };
-  {
+  if (s.execFrom) {
+    if (s.execFrom->dims != 1)
+      return makeDiag(ErrorKind::Usage, "record emitter: execFrom needs a 1-dim field");
+    r.exec = *s.execFrom;
+    r.execEmbedded = false;
+  } else {
     QGPU_TRY(f, take("exec", 1)); r.exec = f;
   }
   {
@@ -428,7 +433,7 @@ Status writeRecordExtras(CircuitWeights& w, const RecordEmitter& r) {
   for (int id = 0; id < trace::kVocabSize; ++id) {
     const int64_t row = r.tokens.rowOffset + id;
     const auto tok = static_cast<trace::Token>(id);
-    QGPU_CHECK(w.set(e, row, r.exec.at(0), -u));
+    if (r.execEmbedded) QGPU_CHECK(w.set(e, row, r.exec.at(0), -u));
     QGPU_CHECK(w.set(e, row, r.isTag.at(0), isChunkToken(tok) ? -u : u));
     for (int i = 0; i < r.quiet.dims; ++i) QGPU_CHECK(w.set(e, row, r.quiet.at(i), 0.0f));
     QGPU_CHECK(w.set(e, row, r.heavy.at(0), 2 * u));
@@ -461,7 +466,7 @@ Status writeCarrier(CircuitWeights& w, const RecordEmitter& r, int64_t row, trac
     QGPU_CHECK(w.set(e, row, d, v));
   }
   auto sign = [&](const Field& f, int i, bool bit) { return w.set(e, row, f.at(i), bit ? u : -u); };
-  QGPU_CHECK(w.set(e, row, r.exec.at(0), u));
+  if (r.execEmbedded) QGPU_CHECK(w.set(e, row, r.exec.at(0), u));
   const std::vector<int> tag = emitSigns(o.tag), next = emitSigns(o.next);
   for (int i = 0; i < kBufferBits; ++i)
     QGPU_CHECK(sign(r.inNext, i, i < static_cast<int>(next.size()) && next[static_cast<size_t>(i)] > 0));

@@ -11,7 +11,8 @@
 // Contract (inputs). A *record position* p carries exec = +u and the outcome (carrier rows,
 // `writeCarrier`; or, with `RecordEmitSpec::outcomeFrom`, the result stage's fields computed in
 // the residual, circuit/result_stage.h); every other token carries exec = −u
-// (`writeRecordEmbeddings`). The outcome:
+// (`writeRecordEmbeddings`; or, with `RecordEmitSpec::execFrom`, exec is a residual field the
+// caller computes: the front end's, circuit/pipeline.h). The outcome:
 //   tag    the record's first token (the kind is given: WU vs WR is the trace's rule, decided
 //          upstream); next  the token after the record (the next op's start is not known here)
 //   mask   M: regrec / predrec the step's active lanes m; memrec the executing lanes e
@@ -139,12 +140,18 @@ struct RecordEmitSpec {
   // 0: the emitter's fields follow the token layout; else they start at this dim (the dims from
   // the token layout up to it are the caller's, e.g. the result stage's).
   int firstDim = 0;
+  // Set: exec is this 1-dim residual field (±u, +u = a record position: the front end's exec,
+  // circuit/frontend.h), computed before firstLayer; no exec embedding dim is allocated and
+  // writeRecordExtras / writeCarrier leave exec alone (RecordEmitter::exec is this field).
+  std::optional<Field> execFrom;
 };
 
 struct RecordEmitter {
   TokenLayout tokens;
-  // Embedding extras (writeRecordEmbeddings / writeCarrier fill them).
+  // Embedding extras (writeRecordEmbeddings / writeCarrier fill them; exec is the caller's field
+  // with RecordEmitSpec::execFrom).
   Field exec, isTag, quiet, heavy;
+  bool execEmbedded = true;  // false with execFrom
   std::array<Field, kRecordLanes> inValue;  // test fields at a record position (32 dims each;
                                             // 0 dims with outcomeFrom)
   Field inWordMask;                         // 4 × 7 word bits, then 4 mask bits (or 0 dims)
@@ -180,7 +187,8 @@ Status writeRecordExtras(CircuitWeights& weights, const RecordEmitter& emitter);
 
 // A carrier row (≥ kVocabSize): the embedding of `base` (the token at the record position, whose
 // trace row must be written) with exec = +u and the outcome in the test fields (with outcomeFrom:
-// only `next`; the rest of `outcome` is then the caller's fields' business). Usage diag for a
+// only `next`; the rest of `outcome` is then the caller's fields' business; with execFrom exec is
+// not written: the row is base's there). Usage diag for a
 // row outside the vocabulary or a tag that is not a record tag.
 Status writeCarrier(CircuitWeights& weights, const RecordEmitter& emitter, int64_t row,
                     trace::Token base, const RecordOutcome& outcome);

@@ -12,7 +12,9 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 3664;
+// 3,664 when the caller supplied per lane old (32), guard, oldPred, p, q (4 × 36 = 144) and the
+// emitter embedded exec (1): the front end's ports and exec replace them, 3,664 − 145 = 3,519.
+constexpr int kHidden = 3519;
 
 model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden) {
   model::Qwen35Config c = testing::linearConfig(hidden, layers, 4944, 1024);
@@ -24,23 +26,14 @@ model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden) {
 struct Built {
   Expected<ExecutePipeline> pipe = makeDiag(ErrorKind::Internal, "not built");
   int used = 0;
-  ExecuteInputs in;
 };
 
-Built build(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None, int oldDims = 32) {
+Built build(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None) {
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
   ExecuteSpec s;
   s.tokens = planTokenLayout(alloc, static_cast<int>(c.hiddenSize)).value();
-  for (ExecuteLaneInputs& x : b.in.lanes) {
-    x.old = alloc.take("old", oldDims).value();
-    x.guard = alloc.take("guard", 1).value();
-    x.oldPred = alloc.take("oldPred", 1).value();
-    x.p = alloc.take("p", 1).value();
-    x.q = alloc.take("q", 1).value();
-  }
-  s.inputs = b.in;
   s.twin = twin;
   b.pipe = buildExecutePipeline(w, alloc, s);
   b.used = alloc.used();
@@ -81,14 +74,30 @@ TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
     EXPECT_EQ(lane.a.offset, b.pipe->operands.word[0][static_cast<size_t>(l)].offset);
     EXPECT_EQ(lane.b.offset, b.pipe->operands.word[1][static_cast<size_t>(l)].offset);
     EXPECT_EQ(lane.c.offset, b.pipe->operands.word[2][static_cast<size_t>(l)].offset);
-    EXPECT_EQ(lane.p.offset, b.in.lanes[static_cast<size_t>(l)].p.offset);
+    // p, q: lane l's bit of the psrc0, psrc1 ports; the result stage's old, guard, oldPred: the
+    // 4th register port and lane l's bit of the guard and dstPred ports (frontend.h).
+    const FrontEnd& fe = b.pipe->fe;
+    EXPECT_EQ(lane.p.offset, fe.predPort[1].offset + l);
+    EXPECT_EQ(lane.q.offset, fe.predPort[2].offset + l);
+    EXPECT_EQ(lane.p.dims + lane.q.dims, 2);
+    const ResultLane& in = b.pipe->resultIn[static_cast<size_t>(l)];
+    EXPECT_EQ(in.r.offset, lane.r.offset);
+    EXPECT_EQ(in.s.offset, lane.s.offset);
+    EXPECT_EQ(in.old.offset, fe.oldDst[static_cast<size_t>(l)].offset);
+    EXPECT_EQ(in.old.dims, 32);
+    EXPECT_EQ(in.guard.offset, fe.predPort[0].offset + l);
+    EXPECT_EQ(in.oldPred.offset, fe.predPort[3].offset + l);
+    EXPECT_EQ(in.guard.dims + in.oldPred.dims, 2);
   }
+  // The emitter's exec is the front end's (no embedding dim of its own).
+  EXPECT_EQ(b.pipe->emitter.exec.offset, b.pipe->fe.exec.offset);
+  EXPECT_EQ(b.pipe->emitter.exec.dims, 1);
   // The result stage's fields lie inside the ALU bus (dead after S3), the emitter's after it.
   const Field& bus = b.pipe->aluBus;
   const Field& tag = b.pipe->result.outcome.tag;
   EXPECT_GE(b.pipe->result.guardTrue.offset, bus.offset);
   EXPECT_LE(tag.offset + tag.dims, bus.offset + bus.dims);
-  EXPECT_GE(b.pipe->emitter.exec.offset, bus.offset + bus.dims);
+  EXPECT_GE(b.pipe->emitter.isTag.offset, bus.offset + bus.dims);
 }
 
 TEST(ExecutePipelineSpec, TheSwappedPortsTwinIsWiredSwapped) {
@@ -98,15 +107,18 @@ TEST(ExecutePipelineSpec, TheSwappedPortsTwinIsWiredSwapped) {
   EXPECT_EQ(b.pipe->lanes[0].b.offset, b.pipe->operands.word[0][0].offset);
 }
 
-TEST(ExecutePipelineSpec, RefusesTooFewLayersInputsOfTheWrongWidthAndASmallHidden) {
+TEST(ExecutePipelineSpec, TheGuardFromPsrc0TwinIsWiredToThatPort) {
+  const Built b = build(config(), ExecuteTwin::GuardFromPsrc0Port);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  for (int l = 0; l < 4; ++l)
+    EXPECT_EQ(b.pipe->resultIn[static_cast<size_t>(l)].guard.offset, b.pipe->fe.predPort[1].offset + l);
+}
+
+TEST(ExecutePipelineSpec, RefusesTooFewLayersAndASmallHidden) {
   const Built layers = build(config(16));
   ASSERT_FALSE(layers.pipe.ok());
   EXPECT_EQ(layers.pipe.error().kind, ErrorKind::Usage);
   EXPECT_NE(layers.pipe.error().message.find("outside the config"), std::string::npos);
-  const Built width = build(config(), ExecuteTwin::None, 31);
-  ASSERT_FALSE(width.pipe.ok());
-  EXPECT_EQ(width.pipe.error().kind, ErrorKind::Usage);
-  EXPECT_NE(width.pipe.error().message.find("lane 0"), std::string::npos);
   const Built small = build(config(kExecuteLayers, kHidden - 1));
   EXPECT_FALSE(small.pipe.ok());
 }
