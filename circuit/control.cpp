@@ -56,25 +56,30 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   const TokenLayout& t = s.tokens;
   const int L = s.layer0;
   const int S = L + kSchedFirst, E = L + kEmitLayer;
-  for (int l = L; l < L + kControlLayers; ++l)
-    if (l < 0 || l >= c.numLayers() ||
-        c.layerTypes[static_cast<size_t>(l)] != model::LayerType::Linear)
-      return controlUsage("layers " + std::to_string(L) + ".." +
-                          std::to_string(L + kControlLayers - 1) +
-                          " must be linear_attention layers of the config");
-  const std::vector<int> need = controlHeads(c.linearKeyHeadDim);
+  if (L < 0 || L + kControlLayers > c.numLayers())
+    return controlUsage("layers " + std::to_string(L) + ".." + std::to_string(L + kControlLayers - 1) +
+                        " outside the config's " + std::to_string(c.numLayers()));
+  // The heads per layer: the front end's as built (with or without payload banks) and the host's
+  // in L..L+4, then this stage's. A layer holding any must be a linear_attention layer (the
+  // others are MLP only here: either kind).
+  std::vector<int> need = ownHeads();
+  for (int i = 0; i < kFrontLayers; ++i)
+    need[static_cast<size_t>(i)] += fe.heads[i] + s.hostHeads[static_cast<size_t>(i)];
+  for (int i = 0; i < kControlLayers; ++i)
+    if (need[static_cast<size_t>(i)] > 0 &&
+        c.layerTypes[static_cast<size_t>(L + i)] != model::LayerType::Linear)
+      return controlUsage("layer " + std::to_string(L + i) + " holds " +
+                          std::to_string(need[static_cast<size_t>(i)]) +
+                          " heads and must be a linear_attention layer of the config");
   const int most = *std::max_element(need.begin(), need.end());
   if (c.linearNumValueHeads < most || c.linearNumKeyHeads != c.linearNumValueHeads)
     return controlUsage("needs " + std::to_string(most) +
                         " value heads per layer, each with its own key head; the config has " +
                         std::to_string(c.linearNumValueHeads) + " / " +
                         std::to_string(c.linearNumKeyHeads));
-  if (fe.heads[0] != frontEndHeads(c.linearKeyHeadDim)[0] ||
-      fe.heads[3] != frontEndHeads(c.linearKeyHeadDim)[3])
-    return controlUsage("the front end must be built without its payload banks at layer " +
-                        std::to_string(L) + " (its head counts differ)");
   if (s.pred.dims != kSchedLanes) return controlUsage("the pred field needs 4 dims");
-  if (s.fault.dims != 1) return controlUsage("the fault field needs 1 dim");
+  if (s.fault.dims != 0 && s.fault.dims != 1)
+    return controlUsage("the fault field needs 1 dim (or 0: no faults supplied)");
   const int range = thresholdRange(EventCounterSpec{}.levelExp, t.lambda, t.unit);
   if (s.stepLimit < 1 || s.stepLimit > range)
     return controlUsage("step limit " + std::to_string(s.stepLimit) + " outside 1.." +
@@ -200,15 +205,18 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   auto termBit = [&](const trace::PackedField& f, int i) { return fe.termWord.at(f.offset + i); };
 
   // ---- L: the step counter (EX) and the CTA counter ----
-  QGPU_CHECK(counter(fe.heads[0], Family::Ex, quiet.at(0)));
-  QGPU_CHECK(counter(fe.heads[0] + 1, Family::Cta, quiet.at(1)));
+  // Where this stage's heads and units start in L..L+4: after the front end's and the host's.
+  auto firstHead = [&](int i) { return fe.heads[i] + s.hostHeads[static_cast<size_t>(i)]; };
+  auto firstUnit = [&](int i) { return fe.units[i] + s.hostUnits[static_cast<size_t>(i)]; };
+  QGPU_CHECK(counter(firstHead(0), Family::Ex, quiet.at(0)));
+  QGPU_CHECK(counter(firstHead(0) + 1, Family::Cta, quiet.at(1)));
 
   // ---- L+1: the PROG-tag latch; progEnable ----
   {
     std::vector<int> src = {familyDim(t, Family::Prog)};
     while (src.size() < 8) src.push_back(bal);
-    QGPU_CHECK(latch(L + 1, fe.heads[1], fe.promptTag.at(0), src, progTag));
-    UnitWriter units(w, L + 1, fe.units[1]);
+    QGPU_CHECK(latch(L + 1, firstHead(1), fe.promptTag.at(0), src, progTag));
+    UnitWriter units(w, L + 1, firstUnit(1));
     QGPU_CHECK(signBase(units, progEnable));
     QGPU_CHECK(orAnd(units, {{t.isTerminal.at(0), 1}, {progTag.at(0), 1}}, progEnable.at(0)));
     ct.units[1] = units.used();
@@ -217,7 +225,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   // ---- L+3: the launch latches (gridX, blockX of the PROG word) ----
   {
     const Field value = fe.rf.assembler.value;
-    int head = fe.heads[3];
+    int head = firstHead(3);
     int slot = 0;
     for (const trace::PackedField& f : {gridField, blockXField}) {
       std::vector<int> src;
@@ -229,7 +237,7 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
 
   // ---- L+4: the decode of the scheduler's inputs ----
   {
-    UnitWriter units(w, L + 4, fe.units[4]);
+    UnitWriter units(w, L + 4, firstUnit(4));
     const int R = reset.at(0);
     QGPU_CHECK(signBase(units, reset));
     QGPU_CHECK(orAnd(units, {{familyDim(t, Family::Run), 1}}, R));
@@ -254,9 +262,11 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
     }
     const int neg = termBit(negField, 0);
     QGPU_CHECK(signBase(units, pred));
+    // "p set" is sign +1, or −1 when the field is read before the predicate file's flip.
+    const int ps = s.predInverted ? -1 : 1;
     for (int l = 0; l < kSchedLanes; ++l) {
-      QGPU_CHECK(orAnd(units, {{s.pred.at(l), 1}, {neg, 1}}, pred.at(l)));
-      QGPU_CHECK(orAnd(units, {{s.pred.at(l), -1}, {neg, -1}}, pred.at(l)));
+      QGPU_CHECK(orAnd(units, {{s.pred.at(l), ps}, {neg, 1}}, pred.at(l)));
+      QGPU_CHECK(orAnd(units, {{s.pred.at(l), -ps}, {neg, -1}}, pred.at(l)));
     }
     const uint32_t bar = static_cast<uint32_t>(SchedKind::Barrier);
     QGPU_CHECK(signBase(units, nextBar));
@@ -318,8 +328,10 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   QGPU_TRY(faultLatch, alloc.take("ctl.faultLatch", 8));
   QGPU_TRY(family, alloc.take("ctl.emit.family", trace::kNumFamilies));
   QGPU_TRY(index, alloc.take("ctl.emit.index", tokenIndexBits()));
+  QGPU_TRY(decides, alloc.take("ctl.decides", 1));
   ct.faultLatch = faultLatch;
   ct.emit = {family, index};
+  ct.decides = decides;
   {
     std::vector<int> src = {sched.fault.at(0)};
     while (src.size() < 8) src.push_back(bal);
@@ -327,10 +339,14 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
   }
   {
     UnitWriter units(w, E);
-    const int sf = s.fault.at(0), wm = familyDim(t, Family::Wm), lf = faultLatch.at(0);
+    const bool supplied = s.fault.dims == 1;
+    const int sf = supplied ? s.fault.at(0) : -1, wm = familyDim(t, Family::Wm), lf = faultLatch.at(0);
     const int R = reset.at(0), T = fe.isTerm.at(0), D = sched.done.at(0), lim = atLimit.at(0);
-    // The conjunctions of the override cases (exclusive): N = Σ sign·x̂ − (k − 1).
-    auto conj = [](std::vector<std::pair<int, double>> lits) {
+    const int ex = familyDim(t, Family::Ex);
+    // The conjunctions of the override cases (exclusive): N = Σ sign·x̂ − (k − 1); ¬sf joins
+    // every case but the first when a fault is supplied.
+    auto conj = [&](std::vector<std::pair<int, double>> lits, bool notFault = true) {
+      if (supplied && notFault) lits.insert(lits.begin(), {sf, -1});
       LinearForm n;
       n.terms = std::move(lits);
       n.constant = -static_cast<double>(n.terms.size() - 1);
@@ -341,13 +357,22 @@ Expected<Control> buildControl(CircuitWeights& w, FieldAllocator& alloc, const F
       trace::Token token;
     };
     const trace::Token fault = trace::single(Family::FaultTok), limit = trace::single(Family::Limit);
-    const Case cases[] = {
-        {conj({{sf, 1}}), fault},
-        {conj({{sf, -1}, {wm, 1}, {lf, 1}}), fault},
-        {conj({{sf, -1}, {R, 1}, {D, -1}, {lim, 1}}), limit},
-        {conj({{sf, -1}, {T, 1}, {R, -1}, {wm, -1}, {D, -1}, {lim, 1}}), limit},
-        {conj({{sf, -1}, {T, 1}, {wm, 1}, {lf, -1}, {D, -1}, {lim, 1}}), limit},
-    };
+    std::vector<Case> cases;
+    if (supplied) cases.push_back({conj({{sf, 1}}, false), fault});
+    cases.push_back({conj({{wm, 1}, {lf, 1}}), fault});
+    cases.push_back({conj({{R, 1}, {D, -1}, {lim, 1}}), limit});
+    cases.push_back({conj({{T, 1}, {R, -1}, {wm, -1}, {D, -1}, {lim, 1}}), limit});
+    cases.push_back({conj({{T, 1}, {wm, 1}, {lf, -1}, {D, -1}, {lim, 1}}), limit});
+    // decides = reset ∨ EX ∨ term ∨ sf ∨ (WM ∧ lf), as exclusive ANDs (reset, EX and the
+    // terminator position are different tokens: RUN / CTA, EX, a record end).
+    QGPU_CHECK(signBase(units, decides));
+    QGPU_CHECK(orAnd(units, {{R, 1}}, decides.at(0)));
+    QGPU_CHECK(orAnd(units, {{ex, 1}}, decides.at(0)));
+    QGPU_CHECK(orAnd(units, {{T, 1}}, decides.at(0)));
+    if (supplied) QGPU_CHECK(orAnd(units, {{T, -1}, {sf, 1}}, decides.at(0)));
+    std::vector<Literal> wmFault = {{T, -1}, {wm, 1}, {lf, 1}};
+    if (supplied) wmFault.push_back({sf, -1});
+    QGPU_CHECK(orAnd(units, wmFault, decides.at(0)));
     std::vector<std::pair<int, int>> dims;  // (source, destination)
     for (int i = 0; i < family.dims; ++i) dims.push_back({sched.emit.family.at(i), family.at(i)});
     for (int i = 0; i < index.dims; ++i) dims.push_back({sched.emit.index.at(i), index.at(i)});

@@ -82,6 +82,7 @@
 // Failing twin (`ControlTwin`): SwapTargets (taken and next read from each other's bits).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -105,7 +106,14 @@ struct ControlSpec {
   // Supplied by the caller (sign fields, +u = 1):
   Field pred;   // 4 dims: per lane, the TERM word's branch predicate p as the predicate file holds
                 // it (before negate), read at the terminator position
-  Field fault;  // 1 dim: +1 where the trace's next token is FAULT (the faulting op's position)
+  bool predInverted = false;  // pred holds −u = true at L+4's MLP input: the front end's port 0
+                              // (frontend.h predPort[0]) before the predicate file's flip
+  Field fault;  // 1 dim: +1 where the trace's next token is FAULT (the faulting op's position);
+                // 0 dims: no op of this build faults (no memory stage), the FAULT cases of the
+                // supplied fault are left out
+  // Heads and MLP units another stage already took in L..L+4 after the front end's own (the
+  // operand select's, circuit/pipeline.h): this stage's follow them.
+  std::array<int, 5> hostHeads{}, hostUnits{};
   int stepLimit = 64;  // LIMIT after this many steps (1 .. counter.h's thresholdRange)
   float headGain = 128;
   float mlpGain = 128;
@@ -131,6 +139,9 @@ struct Control {
   Scheduler sched;     // S .. S+7
   Field faultLatch;    // E: [fault, ballast ×7]
   EmitField emit;      // E MLP: the next token
+  Field decides;       // E MLP: 1 dim, +1 where `emit` is the next token (the positions listed
+                       // above: reset, terminator, EX, a supplied fault, WM of a faulting step);
+                       // elsewhere the record emitter's (RecordEmitSpec::overrideFrom)
   int stepLimit = 0;
   std::vector<int> heads;  // this stage's heads per layer L .. L+13 (the scheduler's included)
   std::vector<int> units;  // this stage's units per layer L .. L+13 (the scheduler's included)
@@ -142,8 +153,9 @@ inline constexpr int kControlLayers = 14;
 // Value heads per layer L .. L+13 of the front end (without payload banks) and this stage.
 std::vector<int> controlHeads(int64_t keyHeadDim);
 
-// Builds the stage on top of `fe` (built into the same weights, fields from `alloc`). Usage diag
-// for a config without the layers or heads, input fields of the wrong width, a step limit outside
+// Builds the stage on top of `fe` (built into the same weights, fields from `alloc`; the front end
+// with or without its payload banks). Usage diag for a config without the layers or heads (the
+// front end's, the host's and this stage's per layer), input fields of the wrong width, a step limit outside
 // the counter's range; the gadgets' refusals pass through. Writes this stage's quiet dims and pad
 // into the trace embedding rows (any other circuit row must hold them too).
 Expected<Control> buildControl(CircuitWeights& weights, FieldAllocator& alloc, const FrontEnd& fe,

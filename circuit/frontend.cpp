@@ -390,8 +390,10 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
     }
     // The predicate ports' keys: p = code − 1 from a predicate code (p + 1, 0 = none) of the
     // fetched words, one 4-literal AND per code 2..kPreds (code 0 and 1 leave p = 0; the twin
-    // reads p + 1 mod kPreds for every code, code 0 included).
+    // reads p + 1 mod kPreds for every code, code 0 included); port 0 with a head code 0 reads
+    // the TERM word's branch predicate code instead (one 8-literal AND per code 2..kPreds).
     const PredicateFileShape psh = predicateFileShape();
+    QGPU_TRY(branch, packedField(trace::PackedWord::Term, "branch predicate", "front end"));
     const std::pair<trace::PackedWord, const char*> codes[kPredPorts] = {
         {trace::PackedWord::OpHead, "guard predicate"},
         {trace::PackedWord::OpSources, "psrc0"},
@@ -414,6 +416,16 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
         for (int i = 0; i < f.width; ++i)
           lits.push_back({src.at(f.offset + i), (code >> i) & 1 ? -1 : 1});
         QGPU_CHECK(addAnd(units, g, lits, outs));
+        // Port 0 where the head word names no guard (code 0: an unguarded op, a continuation
+        // row, the absent row at the terminator position): the TERM word's branch predicate,
+        // the scheduler's p (circuit/control.h). The same AND with the head's code-0 literals.
+        if (p == 0 && code >= 2) {
+          std::vector<Literal> term;
+          for (int i = 0; i < f.width; ++i) term.push_back({src.at(f.offset + i), 1});
+          for (int i = 0; i < branch.width; ++i)
+            term.push_back({fe.termWord.at(branch.offset + i), (code >> i) & 1 ? -1 : 1});
+          QGPU_CHECK(addAnd(units, g, term, outs));
+        }
       }
     }
     fe.units[3] = units.next();

@@ -34,7 +34,11 @@
 //              dstPred; sources word: psrc0, psrc1). Raw: the guard's negate is not applied (the
 //              result stage decodes code and negate itself, result_stage.h's g_l). A code 0
 //              (none) reads predicate 0 (the consumers ignore it: code 0 = unguarded, no source,
-//              no destination)
+//              no destination) — except port 0: where the head word's guard code is 0 (an
+//              unguarded op, a continuation row, the absent row at the terminator position) it
+//              reads the TERM word's branch predicate (code − 1; code 0 or 1: predicate 0), so at
+//              the terminator position it holds the branch's p before negate (the control
+//              stage's, circuit/control.h); an unguarded op's consumers ignore port 0
 //   exec       isOp ∧ ¬isTerm: an op executes here (the result stage's and emitter's enable)
 // so at the position of op k of a step (row j), every lane's port k holds source k's register as
 // the interpreter had it before the op (the previous op's record was written by the same token),
@@ -85,7 +89,8 @@
 //        isCont moved here from L+2, where the fetched row is not yet read.)
 //        The 4th register port's key: (dst, w), dst bit i = the head word's dst bit i (a 1-literal
 //        AND). The predicate ports' keys: p = code − 1, one AND per code 2..8 on the code's 4 bits
-//        (the fetched word's field; code 0 and 1 leave p = 0).
+//        (the fetched word's field; code 0 and 1 leave p = 0); port 0 also one AND per code 2..8
+//        of the TERM word's branch predicate with the head's guard code 0 (8 literals).
 //   L+4  heads: the register file's 16 register heads (4 ports × 4 lanes) queried by readKey, then
 //        the predicate file's 4 heads (predfile.h with PredicateFileSpec::Shared: this stage's
 //        assembler and record tag; its tag latch at L+1 head 9 [isWP, isWR, p], its write enable
@@ -97,7 +102,7 @@
 // 10, L+2 26 (5 + 3 + 16 + 2: over one `2b` layer — the op counter's 16 thresholds need a layer of
 // their own), L+3 2·512/dk + 1 (17 at dk = 64, 9 at 128), L+4 20 (16 register heads + 4 predicate
 // heads: over `2b` by 4; a placement that fits moves the predicate heads to a layer after L+4).
-// Units: L 83, L+1 467, L+2 179, L+3 154, L+4 548 (frontend_spec_test's hand counts). Residual dims:
+// Units: L 83, L+1 467, L+2 179, L+3 168, L+4 548 (frontend_spec_test's hand counts). Residual dims:
 // see FrontEnd. Key head dim 64 makes every one-row read exact in fp32 (circuit/tap.h "The read
 // height"; the register heads are one-row; the predicate heads use ReadHeight::Exact, 4-row cells
 // at dk 128).

@@ -36,9 +36,13 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim) {
   std::vector<int> h(static_cast<size_t>(kExecuteLayers), 0);
   const std::vector<int> front = operandStageHeads(keyHeadDim);
   for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
+  // The control stage's own heads (its per-layer count less the plain front end's).
+  const std::vector<int> control = controlHeads(keyHeadDim), plain = frontEndHeads(keyHeadDim);
+  for (size_t i = 0; i < control.size(); ++i)
+    h[i] += control[i] - (i < plain.size() ? plain[i] : 0);
   const int r = 5 + kAluStageLayers + kResultStageLayers;
-  h[static_cast<size_t>(r)] = 11;      // record_emit.h: 7 latches + 3 taps + 1 counter
-  h[static_cast<size_t>(r + 1)] = 11;  // 3 taps + 8 thresholds
+  h[static_cast<size_t>(r)] += 10;     // record_emit.h: 6 latches (no next) + 3 taps + 1 counter
+  h[static_cast<size_t>(r + 1)] += 11; // 3 taps + 8 thresholds
   return h;
 }
 
@@ -73,6 +77,31 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     at(E + i) = p.fe.units[i] + p.operands.units[i];
   }
 
+  // Control stage: its heads and units in E..E+4 after the operand select's, its scheduler in
+  // E+5..E+12 (the ALU's and result stage's layers: they are MLP only, their units follow the
+  // scheduler's), its emit at E+13 = R. The branch predicate is the front end's port 0 at the
+  // terminator position, read before the predicate file's flip; no op here faults.
+  ControlSpec cs;
+  cs.tokens = s.tokens;
+  cs.layer0 = E;
+  cs.pred = p.fe.predPort[0];
+  cs.predInverted = true;
+  cs.stepLimit = s.stepLimit;
+  for (int i = 0; i < 5; ++i) {
+    cs.hostHeads[static_cast<size_t>(i)] = p.operands.heads[i];
+    cs.hostUnits[static_cast<size_t>(i)] = p.operands.units[i];
+  }
+  QGPU_TRY(control, buildControl(w, alloc, p.fe, cs));
+  p.control = control;
+  for (int i = 0; i < kControlLayers; ++i) {
+    p.heads[static_cast<size_t>(i)] += p.control.heads[static_cast<size_t>(i)];
+    at(E + i) += p.control.units[static_cast<size_t>(i)];
+  }
+  auto controlUnits = [&](int layer) {
+    const int i = layer - E;
+    return i >= 5 && i < kControlLayers ? p.control.units[static_cast<size_t>(i)] : 0;
+  };
+
   // ALU stage: A .. A+3, the opcode in the ROM's polarity.
   QGPU_TRY(opcode, opcodeBits(p.fe.headWord));
   p.opcode = opcode;
@@ -102,13 +131,14 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   {
     std::vector<UnitWriter> writers;
     writers.reserve(kAluStageLayers);
-    for (int i = 0; i < kAluStageLayers; ++i) writers.emplace_back(w, p.aluLayer + i);
+    for (int i = 0; i < kAluStageLayers; ++i)
+      writers.emplace_back(w, p.aluLayer + i, controlUnits(p.aluLayer + i));
     const MlpContext ctx{s.tokens.ballast, s.tokens.lambda, 128, s.tokens.unit};
     std::vector<AluLayer> layers;
     for (UnitWriter& u : writers) layers.push_back({&u, ctx});
     QGPU_TRY(report, buildAluStage(layers, as));
     p.alu = report;
-    for (int i = 0; i < kAluStageLayers; ++i) at(p.aluLayer + i) = report.unitsPerLayer[static_cast<size_t>(i)];
+    for (int i = 0; i < kAluStageLayers; ++i) at(p.aluLayer + i) += report.unitsPerLayer[static_cast<size_t>(i)];
   }
 
   // Result stage: F .. F+3, the head word in the ROM's polarity.
@@ -125,6 +155,8 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
                                         pipelinePredLane(p.fe, 3, l)};
   }
   p.resultIn = rs.lanes;
+  for (int i = 0; i < kResultStageLayers; ++i)
+    rs.firstUnit[static_cast<size_t>(i)] = controlUnits(p.resultLayer + i);
   // The result stage's fields reuse the ALU bus's dims: the bus is last read by S3 (layer
   // F − 1) and every result field is cancelled before it is written (result_stage.h), the
   // replace rule of circuit/layout.h.
@@ -133,7 +165,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   (void)below;
   QGPU_TRY(result, buildResultStage(w, onBus, rs));
   p.result = result;
-  for (int i = 0; i < kResultStageLayers; ++i) at(p.resultLayer + i) = result.units[static_cast<size_t>(i)];
+  for (int i = 0; i < kResultStageLayers; ++i) at(p.resultLayer + i) += result.units[static_cast<size_t>(i)];
 
   // Record emitter: R .. R+3, its buffer latching the result stage's outcome.
   RecordEmitSpec es;
@@ -142,6 +174,8 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   es.outcomeFrom = p.result.outcome;
   es.firstDim = alloc.used();
   es.execFrom = p.fe.exec;
+  es.firstHead = 1;  // R is the control stage's emit layer: its fault latch is head 0
+  es.overrideFrom = RecordEmitSpec::Override{p.control.emit, p.control.decides};
   QGPU_TRY(emitter, buildRecordEmitter(w, es));
   p.emitter = emitter;
   QGPU_CHECK(writeRecordExtras(w, p.emitter));

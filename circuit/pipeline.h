@@ -1,42 +1,58 @@
 // qgpu/circuit/pipeline.h — the execute pipeline (docs/circuit.md §4.1, §9 "Built: the execute
-// pipeline"): the built stages placed one after another, so that one op is executed end to end
-// in the model, from the trace tokens to the op's record:
+// pipeline"): the built stages placed one after another, so that a program of ALU ops runs end to
+// end in the model, from the prompt's tokens to every token of the run — EX, WM, each op's record,
+// CTA, END, LIMIT:
 //   layers E..E+4    the front end with its payload banks (circuit/frontend.h) and the operand
 //                    select (circuit/operands.h): the fetched head word, the operand words
-//                    word[k][l] of the 3 sources in the 4 lanes, m (the WM latch)
-//   layers A..A+3    the ALU stage (circuit/alu_stage.h), A = E + 5, MLP only: opcode = the
-//                    fetched head word's opcode bits read in the ROM's polarity (−u = 1:
-//                    AluStageSpec::opcodeInverted), lane l's a, b, c = word[0..2][l], p, q =
-//                    lane l's bit of the front end's predicate ports psrc0, psrc1 (predPort[1],
-//                    predPort[2], raw bits, +u = true); r_l, s_l out; the bus by liveness
-//                    (AluBusLayout::Liveness)
-//   layers F..F+3    the result stage (circuit/result_stage.h), F = A + 4, MLP only: head = the
-//                    fetched head word (headInverted), mask = m, r_l, s_l the ALU's, old_l = the
-//                    front end's oldDst[l] (+u = 1), guard_l = lane l of predPort[0] (the guard
-//                    predicate's raw bit: the result stage decodes the head word's code and
-//                    negate itself, g_l), oldPred_l = lane l of predPort[3] (dstPred); its fields
-//                    on the ALU bus's dims (the bus is dead after A+3, each result field is
-//                    cancelled first)
-//   layers R..R+3    the record emitter (circuit/record_emit.h), R = F + 4, its buffer latches
-//                    reading the result stage's outcome (RecordEmitSpec::outcomeFrom), enabled by
-//                    the front end's exec = isOp ∧ ¬isTerm (RecordEmitSpec::execFrom)
-// 17 layers; only E..E+4 and R, R+1 hold heads (the others may be full_attention layers with
-// zero weights: their attention adds exactly 0, and the config's heads then cost nothing there).
+//                    word[k][l] of the 3 sources in the 4 lanes, m (the WM latch); the control
+//                    stage's counters, PROG-tag and launch latches and its decode (control.h),
+//                    its heads and units after the select's
+//   layers S..S+7    the control stage's scheduler (circuit/control.h, S = E + 5), its branch
+//                    predicate the front end's port 0 (predPort[0]: at the terminator position the
+//                    TERM word's predicate), read at E+4 before the predicate file's flip
+//                    (ControlSpec::predInverted); no fault is supplied (no op here faults)
+//   layers A..A+3    the ALU stage (circuit/alu_stage.h), A = E + 5, MLP only, its units after
+//                    the scheduler's: opcode = the fetched head word's opcode bits read in the
+//                    ROM's polarity (−u = 1: AluStageSpec::opcodeInverted), lane l's a, b, c =
+//                    word[0..2][l], p, q = lane l's bit of the front end's predicate ports psrc0,
+//                    psrc1 (predPort[1], predPort[2], raw bits, +u = true); r_l, s_l out; the bus
+//                    by liveness (AluBusLayout::Liveness)
+//   layers F..F+3    the result stage (circuit/result_stage.h), F = A + 4, MLP only (units after
+//                    the scheduler's: ResultStageSpec::firstUnit): head = the fetched head word
+//                    (headInverted), mask = m, r_l, s_l the ALU's, old_l = the front end's
+//                    oldDst[l] (+u = 1), guard_l = lane l of predPort[0] (the guard predicate's raw
+//                    bit: the result stage decodes the head word's code and negate itself, g_l),
+//                    oldPred_l = lane l of predPort[3] (dstPred); its fields on the ALU bus's dims
+//                    (the bus is dead after A+3, each result field is cancelled first)
+//   layer  E+13      the control stage's emit: the token at every reset, terminator and EX
+//                    position (EX, WM, CTA, END, LIMIT) and `decides` there
+//   layers R..R+3    the record emitter (circuit/record_emit.h), R = F + 4 = E + 13 (its heads
+//                    after the control stage's fault latch), its buffer latches reading the result
+//                    stage's outcome (RecordEmitSpec::outcomeFrom), enabled by the front end's exec
+//                    = isOp ∧ ¬isTerm (RecordEmitSpec::execFrom); its last layer writes the control
+//                    stage's token where the stage decides (RecordEmitSpec::overrideFrom) and the
+//                    record's otherwise, into the one emit field lm_head reads
+// 17 layers; only E..E+6 and R, R+1 hold heads (the others may be full_attention layers with zero
+// weights: their attention adds exactly 0, and the config's heads then cost nothing there).
 //
-// Every per-op value is the model's: the front end computes the fetched words, the operands, dst's
-// old value, the four predicate ports and exec from the trace tokens alone. What stays supplied:
-// the token after the record (the emitter's `next`, an embedding extra written on a carrier row
-// at the executing position, record_emit.h writeCarrier) — the scheduler / control stage's, not
-// wired here. Code 0 (none) on a predicate port reads predicate 0; every consumer ignores it
-// there (unguarded: gt = 1; no psrc: the ALU does not read it; no dstPred: isPred = 0).
+// Nothing is supplied: the front end computes the fetched words, the operands, dst's old value,
+// the four predicate ports and exec from the trace tokens alone, the control stage the tokens
+// around the records. Code 0 (none) on a predicate port reads predicate 0 (port 0: the TERM
+// word's predicate); every consumer ignores it there (unguarded: gt = 1; no psrc: the ALU does
+// not read it; no dstPred: isPred = 0).
 //
 // Embeddings: the caller writes the trace rows first (writeTokenEmbeddings, before the build:
 // it resets every dim), then each stage writes its own embedding dims at build (the register
-// file's counter dims, the emitter's extras: writeRecordExtras).
+// file's and the control stage's counter dims, the emitter's extras: writeRecordExtras).
 //
 // Every stage's own contract holds (their headers); the pipeline adds no gadget, only wiring and
-// the polarity of the two head-word readers. Usage diag when the config lacks the layers, heads,
-// units or dims; the stages' refusals pass through. A refused build may leave weights written.
+// the polarity of the head-word and branch-predicate readers. Usage diag when the config lacks the
+// layers, heads, units or dims; the stages' refusals pass through. A refused build may leave
+// weights written.
+//
+// Not here: memory ops (circuit/memory_stage.h, not wired: its fault would be the control stage's
+// supplied fault), MUL, warp ops, atomics' continuation rows, the step ticks (the control stage's
+// limit is a build-time ≤ 105).
 //
 // Failing twins (ExecuteTwin): each wires one input wrong and must write wrong results.
 #pragma once
@@ -46,6 +62,7 @@
 #include <vector>
 
 #include "circuit/alu_stage.h"
+#include "circuit/control.h"
 #include "circuit/frontend.h"
 #include "circuit/operands.h"
 #include "circuit/record_emit.h"
@@ -57,6 +74,8 @@
 namespace qgpu::circuit {
 
 inline constexpr int kExecuteLayers = 5 + kAluStageLayers + kResultStageLayers + kRecordLayers;
+// The control stage's emit layer is the record emitter's first: R = E + 13.
+static_assert(kControlLayers == 5 + kAluStageLayers + kResultStageLayers + 1);
 
 enum class ExecuteTwin : uint8_t {
   None,                  // the pipeline
@@ -68,12 +87,14 @@ enum class ExecuteTwin : uint8_t {
 struct ExecuteSpec {
   TokenLayout tokens;   // the full layout (λ = 1) of the config's hidden size
   int layer0 = 0;       // E: layers E .. E + kExecuteLayers − 1
+  int stepLimit = 64;   // the control stage's LIMIT (ControlSpec::stepLimit: ≤ 105, no ticks)
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
 struct ExecutePipeline {
   FrontEnd fe;
   Operands operands;
+  Control control;
   Field opcode;                // the fetched head word's opcode bits (−u = 1)
   std::vector<AluLane> lanes;  // the ALU's lanes: a, b, c the operand words; r, s its results
   Field aluBus;

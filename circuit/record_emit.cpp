@@ -83,6 +83,13 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     QGPU_TRY(callers, alloc.take("rec.callers", s.firstDim - alloc.used()));
     (void)callers;
   }
+  if (s.overrideFrom) {
+    const RecordEmitSpec::Override& o = *s.overrideFrom;
+    if (o.when.dims != 1 || o.emit.family.dims != trace::kNumFamilies ||
+        o.emit.index.dims != tokenIndexBits())
+      return makeDiag(ErrorKind::Usage, "record emitter: overrideFrom needs a 1-dim when and an "
+                                        "emit field of the emit encoding");
+  }
   if (s.outcomeFrom) {
     const RecordOutcomeFields& o = *s.outcomeFrom;
     bool ok = o.wordMask.dims == kBufferBits && o.tag.dims == kBufferBits;
@@ -123,7 +130,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
       QGPU_TRY(f, take("in.tag", kBufferBits)); r.inTag = f;
     }
   }
-  {
+  if (!s.overrideFrom) {
     QGPU_TRY(f, take("in.next", kBufferBits)); r.inNext = f;
   }
   for (int l = 0; l < kRecordLanes; ++l) {
@@ -136,7 +143,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
   {
     QGPU_TRY(f, take("buf.tag", kBufferBits)); r.tag = f;
   }
-  {
+  if (!s.overrideFrom) {
     QGPU_TRY(f, take("buf.next", kBufferBits)); r.next = f;
   }
   for (int k = 0; k < kWindow; ++k) {
@@ -190,7 +197,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
                      r.value[static_cast<size_t>(l)]));
   QGPU_CHECK(latch(s.outcomeFrom ? s.outcomeFrom->wordMask : r.inWordMask, r.wordMask));
   QGPU_CHECK(latch(s.outcomeFrom ? s.outcomeFrom->tag : r.inTag, r.tag));
-  QGPU_CHECK(latch(r.inNext, r.next));
+  if (!s.overrideFrom) QGPU_CHECK(latch(r.inNext, r.next));
   auto tap = [&](int layer, int back, const std::vector<int>& sources, const Field& out) -> Status {
     TapSpec ts;
     ts.layer = layer;
@@ -364,9 +371,20 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     for (int i = 0; i < emitDims; ++i) base.push_back({emitDim(i), -one});
     QGPU_CHECK(add(u, {}, base));
     const int exec = r.exec.at(0), done = r.done.at(0);
+    // With overrideFrom every AND below holds only where the control stage does not decide.
+    auto own = [&](std::vector<Literal> l) {
+      if (s.overrideFrom) l.push_back({s.overrideFrom->when.at(0), -1});
+      return l;
+    };
     for (int i = 0; i < emitDims; ++i) {
-      QGPU_CHECK(add(u, {{exec, 1}, {r.tag.at(i), 1}}, {{emitDim(i), two}}));
-      QGPU_CHECK(add(u, {{exec, -1}, {done, 1}, {r.next.at(i), 1}}, {{emitDim(i), two}}));
+      QGPU_CHECK(add(u, own({{exec, 1}, {r.tag.at(i), 1}}), {{emitDim(i), two}}));
+      if (s.overrideFrom) {
+        const EmitField& src = s.overrideFrom->emit;
+        const int from = i < ef.dims ? src.family.at(i) : src.index.at(i - ef.dims);
+        QGPU_CHECK(add(u, {{s.overrideFrom->when.at(0), 1}, {from, 1}}, {{emitDim(i), two}}));
+      } else {
+        QGPU_CHECK(add(u, {{exec, -1}, {done, 1}, {r.next.at(i), 1}}, {{emitDim(i), two}}));
+      }
     }
     auto isChunk = [&](int q) {
       return q == 0 ? t.isChunk.at(0) : r.back[static_cast<size_t>(q - 1)].isChunk();
@@ -408,6 +426,7 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
               cond.insert(cond.end(), rl.begin(), rl.end());
               cond.push_back({exec, -1});
               cond.push_back({done, -1});
+              cond = own(std::move(cond));
               for (auto [lit, dim] : outs) {
                 std::vector<Literal> full = cond;
                 if (lit >= 0) full.push_back({lit, 1});
@@ -468,7 +487,7 @@ Status writeCarrier(CircuitWeights& w, const RecordEmitter& r, int64_t row, trac
   auto sign = [&](const Field& f, int i, bool bit) { return w.set(e, row, f.at(i), bit ? u : -u); };
   if (r.execEmbedded) QGPU_CHECK(w.set(e, row, r.exec.at(0), u));
   const std::vector<int> tag = emitSigns(o.tag), next = emitSigns(o.next);
-  for (int i = 0; i < kBufferBits; ++i)
+  for (int i = 0; i < r.inNext.dims; ++i)  // none with overrideFrom
     QGPU_CHECK(sign(r.inNext, i, i < static_cast<int>(next.size()) && next[static_cast<size_t>(i)] > 0));
   if (r.inTag.dims == 0) return Ok{};  // outcomeFrom: the rest is computed in the residual
   for (int l = 0; l < kRecordLanes; ++l)

@@ -63,6 +63,9 @@
 //                             an AND of literals times the output bit's literal (emit.h's counter).
 //            At a T the count has just moved on (the read follows the write), so `cur` is already
 //            the next value and r = 0: the first chunk of value n, or `next` when done.
+//            With RecordEmitSpec::overrideFrom every AND above also needs ¬when, `next` is not
+//            built (no latch, no carrier field: 10 heads at L), and emit_i ⇐ when ∧ src_i copies
+//            the control stage's token where it decides (fan-in ≤ 36).
 // Every AND is a clamped pair (assembler.h `addAnd`, Gλ = 256, fan-in ≤ 35 in L+3); every literal
 // is exactly ±λ, so every decision is ±Gλ·N with N an exact integer (R1) and each written dim ends
 // at exactly ±u.
@@ -144,6 +147,17 @@ struct RecordEmitSpec {
   // circuit/frontend.h), computed before firstLayer; no exec embedding dim is allocated and
   // writeRecordExtras / writeCarrier leave exec alone (RecordEmitter::exec is this field).
   std::optional<Field> execFrom;
+  // Set: where `when` (1 dim, ±u, computed before firstLayer + 3) is +u the emitted token is
+  // `emit`'s — the control stage's (circuit/control.h: EX, WM, CTA, END, LIMIT, FAULT at reset,
+  // terminator, EX and faulting positions) — and the emitter's own choice elsewhere: every AND of
+  // L+3 gains the literal ¬when, and one AND per emit dim copies `emit` (when ∧ emit_i). The
+  // next-token latch and its carrier field are then not built (10 heads at L): the token after a
+  // record is the control stage's (a terminator position) or the next op's tag (exec).
+  struct Override {
+    EmitField emit;
+    Field when;
+  };
+  std::optional<Override> overrideFrom;
 };
 
 struct RecordEmitter {
@@ -155,10 +169,11 @@ struct RecordEmitter {
   std::array<Field, kRecordLanes> inValue;  // test fields at a record position (32 dims each;
                                             // 0 dims with outcomeFrom)
   Field inWordMask;                         // 4 × 7 word bits, then 4 mask bits (or 0 dims)
-  Field inTag, inNext;                      // emit encoding, 32 dims (the rest −u; inTag: or 0)
+  Field inTag, inNext;                      // emit encoding, 32 dims (the rest −u; inTag: or 0;
+                                            // inNext: 0 dims with overrideFrom)
   // The output buffer (latch outputs), same shapes.
   std::array<Field, kRecordLanes> value;
-  Field wordMask, tag, next;
+  Field wordMask, tag, next;                // next: 0 dims with overrideFrom
   std::array<TokenRecord, kWindow> back;  // the 8-bit records of p−1 .. p−6 (assembler.h)
   Field atLeast;                    // kRecordCountMax dims: [n ≥ N], N = 1..8
   Field sel;                        // selV_0..3, selW_0..3, wpAct

@@ -95,7 +95,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
 
   // ---- F: guard-true per lane, the destination kind, dst = r0. ----
   {
-    UnitWriter u(w, F);
+    UnitWriter u(w, F, s.firstUnit[0]);
     QGPU_CHECK(fw.start(u, {r.guardTrue, r.kind}));
     const std::vector<Literal> unguarded = headEquals(guardCode, 0);
     const Literal neg{negateField.at(0), headSign};
@@ -122,7 +122,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
 
   // ---- F+1: the guard merge; bit 0 of a predicate op is the lane's WP bit. ----
   {
-    UnitWriter u(w, F + 1);
+    UnitWriter u(w, F + 1, s.firstUnit[1]);
     std::vector<Field> fields(r.outcome.value.begin(), r.outcome.value.end());
     QGPU_CHECK(fw.start(u, fields));
     for (int l = 0; l < kRecordLanes; ++l) {
@@ -146,7 +146,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   for (int a = 0; a < kRecordLanes; ++a)
     for (int b = a + 1; b < kRecordLanes; ++b) pairs.push_back({a, b});
   {
-    UnitWriter u(w, F + 2);
+    UnitWriter u(w, F + 2, s.firstUnit[2]);
     QGPU_CHECK(fw.start(u, {r.differ}));
     for (size_t p = 0; p < pairs.size(); ++p) {
       const auto [a, b] = pairs[p];
@@ -162,7 +162,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
 
   // ---- F+3: the tag and the mask. ----
   {
-    UnitWriter u(w, F + 3);
+    UnitWriter u(w, F + 3, s.firstUnit[3]);
     QGPU_CHECK(fw.start(u, {r.outcome.tag, r.outcome.wordMask}));
     const Field& tag = r.outcome.tag;
     auto fam = [&](trace::Family f) { return tag.at(static_cast<int>(f)); };

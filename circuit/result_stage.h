@@ -94,6 +94,9 @@ struct ResultStageSpec {
   std::array<ResultLane, kRecordLanes> lanes;
   float mlpGain = 256;  // G of the ANDs (Gλ ≥ 178)
   ResultStageTwin twin = ResultStageTwin::None;
+  // MLP units another stage already wrote in each of the four layers (the control stage's, in
+  // circuit/pipeline.h): this stage's follow them.
+  std::array<int, 4> firstUnit{};
 };
 
 struct ResultStage {

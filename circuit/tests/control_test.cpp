@@ -352,13 +352,20 @@ TEST(CircuitControl, BudgetPerLayerAtKeyHeadDims64And128) {
 // counts), a config with too few layers (the heads it needs beyond the front end's fit wherever
 // the front end's 26 do).
 TEST(CircuitControl, RefusesWhatItCannotBuild) {
-  enum class Bad { None, LimitZero, LimitHigh, PredWidth, FaultWidth, PayloadBanks, FewLayers };
-  for (Bad bad : {Bad::None, Bad::LimitZero, Bad::LimitHigh, Bad::PredWidth, Bad::FaultWidth,
-                  Bad::PayloadBanks, Bad::FewLayers}) {
+  // Accepted: the stage as the tests build it, on a front end with payload banks (the execute
+  // pipeline's), and without a supplied fault.
+  enum class Bad { None, PayloadBanks, NoFault, LimitZero, LimitHigh, PredWidth, FaultWidth, FewLayers,
+                   HeadsInAFullAttentionLayer, HostHeadsOverTheConfig };
+  for (Bad bad : {Bad::None, Bad::PayloadBanks, Bad::NoFault, Bad::LimitZero, Bad::LimitHigh,
+                  Bad::PredWidth, Bad::FaultWidth, Bad::FewLayers, Bad::HeadsInAFullAttentionLayer,
+                  Bad::HostHeadsOverTheConfig}) {
     model::Qwen35Config c = harness::config(4096, bad == Bad::FewLayers ? kControlLayers - 1 : kControlLayers,
                                             4096, trace::kVocabSize);
     c.linearNumKeyHeads = c.linearNumValueHeads = 64;
     c.linearKeyHeadDim = 64;
+    // S + 1 (the scheduler's PC table) as a full_attention layer; S + 2 holds no head and may be one.
+    if (bad == Bad::HeadsInAFullAttentionLayer) c.layerTypes[6] = model::LayerType::Full;
+    if (bad == Bad::None) c.layerTypes[7] = model::LayerType::Full;
     CircuitWeights w(c, WeightStorage::CountOnly);
     FieldAllocator alloc(4096);
     const TokenLayout tokens = planTokenLayout(alloc, 4096).value();
@@ -370,11 +377,12 @@ TEST(CircuitControl, RefusesWhatItCannotBuild) {
     ControlSpec cs;
     cs.tokens = tokens;
     cs.pred = alloc.take("pred", bad == Bad::PredWidth ? 3 : kLanes).value();
-    cs.fault = alloc.take("fault", bad == Bad::FaultWidth ? 2 : 1).value();
+    if (bad != Bad::NoFault) cs.fault = alloc.take("fault", bad == Bad::FaultWidth ? 2 : 1).value();
     cs.stepLimit = bad == Bad::LimitZero ? 0 : bad == Bad::LimitHigh ? 200 : kStepLimit;
+    if (bad == Bad::HostHeadsOverTheConfig) cs.hostHeads[3] = 64 - fe->heads[3] - 1;  // + 2 launch latches
     auto ctl = buildControl(w, alloc, fe.value(), cs);
-    if (bad == Bad::None) {
-      EXPECT_TRUE(ctl.ok()) << ctl.error().message;
+    if (bad == Bad::None || bad == Bad::PayloadBanks || bad == Bad::NoFault) {
+      EXPECT_TRUE(ctl.ok()) << static_cast<int>(bad) << ": " << ctl.error().message;
     } else {
       ASSERT_FALSE(ctl.ok()) << static_cast<int>(bad);
       EXPECT_EQ(ctl.error().kind, ErrorKind::Usage) << ctl.error().message;

@@ -47,14 +47,15 @@ TEST(FrontEndSpec, HeadsPerLayerAreTheHeadersBudget) {
 //   L+3  3 ports × (r_src: 4 cancels, constant, 4 ANDs; w: 2 cancels, 2 linear) + isOp, isCont
 //        (cancel, constant, 1 AND each) + isTerm (cancel, constant, 2 ANDs) = 51 + 8 + 6 = 65
 //        + the dst port's key (4 cancels, constant, 4 one-literal ANDs; w: 2 cancels, 2 linear)
-//        = 17 + 4 predicate keys × (3 cancels, constant, 7 ANDs: codes 2..8) = 72: 154
+//        = 17 + 4 predicate keys × (3 cancels, constant, 7 ANDs: codes 2..8) = 72 + port 0's
+//        fallback to the TERM word's branch predicate (7 ANDs: codes 2..8) = 14: 168
 //   L+4  the polarity flips: 16 register heads × 32 dims + 4 predicate heads × 8 = 544; exec
 //        (cancel, constant, 1 AND) = 548
 TEST(FrontEndSpec, BuildUsesExactlyTheBudgetAndConsecutiveKeys) {
   auto fe = build(config(5, 26, 64));
   ASSERT_TRUE(fe.ok()) << fe.error().message;
   const std::vector<int> want = frontEndHeads(64);
-  const int units[] = {83, 467, 179, 154, 548};
+  const int units[] = {83, 467, 179, 168, 548};
   for (int l = 0; l < 5; ++l) {
     EXPECT_EQ(fe->heads[l], want[static_cast<size_t>(l)]) << "layer " << l;
     EXPECT_EQ(fe->units[l], units[l]) << "layer " << l;

@@ -266,8 +266,12 @@ Case programCase(const machine::Program& prog, const machine::Launch& launch, ui
         fieldOf(trace::PackedWord::OpSources, "psrc0", op.sources),
         fieldOf(trace::PackedWord::OpSources, "psrc1", op.sources),
         fieldOf(trace::PackedWord::OpHead, "dstPred", op.head)};
-    for (int p = 0; p < kPredPorts; ++p)
-      op.pred[static_cast<size_t>(p)] = s.preds[codes[p] == 0 ? 0 : codes[p] - 1];
+    // Port 0 without a guard code reads the TERM word's branch predicate (frontend.h).
+    const uint32_t branch = fieldOf(trace::PackedWord::Term, "branch predicate", op.termWord);
+    for (int p = 0; p < kPredPorts; ++p) {
+      const uint32_t c = p == 0 && codes[0] == 0 ? branch : codes[p];
+      op.pred[static_cast<size_t>(p)] = s.preds[c == 0 ? 0 : c - 1];
+    }
     if (!s.term && !s.cont) {
       // ... which at an op's position are the op's own (the interpreter's definition).
       const machine::Instr& in = blk.ops[static_cast<size_t>(s.k)];

@@ -14,11 +14,14 @@ namespace {
 
 // 3,664 when the caller supplied per lane old (32), guard, oldPred, p, q (4 × 36 = 144) and the
 // emitter embedded exec (1): the front end's ports and exec replace them, 3,664 − 145 = 3,519.
-constexpr int kHidden = 3519;
+// The control stage then adds its fields and its scheduler's (400: 114 of its own — control.h's
+// fields, the emit encoding 28 and decides — and the scheduler's 286) and removes the emitter's
+// next-token carrier field and latch (2 × 32): 3,519 + 400 − 64 = 3,855.
+constexpr int kHidden = 3855;
 
 model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden) {
-  model::Qwen35Config c = testing::linearConfig(hidden, layers, 4944, 1024);
-  c.linearNumKeyHeads = c.linearNumValueHeads = 49;
+  model::Qwen35Config c = testing::linearConfig(hidden, layers, 5000, 1024);
+  c.linearNumKeyHeads = c.linearNumValueHeads = 51;  // E+3 (see below)
   c.linearKeyHeadDim = 64;
   return c;
 }
@@ -48,16 +51,20 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
   EXPECT_EQ(b.pipe->resultLayer, 9);
   EXPECT_EQ(b.pipe->emitLayer, 13);
   // Heads: the front end with the select (operands.h: 5, 11, 28, 49, 35 at dk 64, the front end's
-  // L+1 predicate-file tag latch and L+4's 4th register port and 4 predicate ports included), the
-  // emitter's 11 + 11 (record_emit.h), none in the MLP-only stages.
-  const std::vector<int> want = {5, 11, 28, 49, 35, 0, 0, 0, 0, 0, 0, 0, 0, 11, 11, 0, 0};
+  // L+1 predicate-file tag latch and L+4's 4th register port and 4 predicate ports included); the
+  // control stage's (control.h: +2 counters at E, +1 PROG-tag latch at E+1, +2 launch latches at
+  // E+3, 17 at S = E+5, the scheduler's 16 at S+1, the fault latch at E+13); the emitter's
+  // 10 + 11 (record_emit.h: no next latch), none in the MLP-only stages.
+  const std::vector<int> want = {7, 12, 28, 51, 35, 17, 16, 0, 0, 0, 0, 0, 0, 11, 11, 0, 0};
   EXPECT_EQ(b.pipe->heads, want);
   EXPECT_EQ(executePipelineHeads(64), want);
-  // Units: the ALU stage's S0..S3 (alu_stage.h) and the result stage's (result_stage.h).
-  EXPECT_EQ(b.pipe->units[5], 4349);
-  EXPECT_EQ(b.pipe->units[7], 4944);
-  EXPECT_EQ(b.pipe->units[10], 658);
-  EXPECT_EQ(b.pipe->units[11], 962);
+  // Units: the control stage's S..S+7 (control.h: S 32 + the scheduler's 244 + 2; S+2 13,
+  // S+5 37, S+6 35) before the ALU stage's S0..S3 (alu_stage.h) and the result stage's
+  // (result_stage.h) in the same layers.
+  EXPECT_EQ(b.pipe->units[5], 278 + 4349);
+  EXPECT_EQ(b.pipe->units[7], 13 + 4944);
+  EXPECT_EQ(b.pipe->units[10], 37 + 658);
+  EXPECT_EQ(b.pipe->units[11], 35 + 962);
   EXPECT_EQ(b.used, kHidden);
 }
 
@@ -98,6 +105,21 @@ TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
   EXPECT_GE(b.pipe->result.guardTrue.offset, bus.offset);
   EXPECT_LE(tag.offset + tag.dims, bus.offset + bus.dims);
   EXPECT_GE(b.pipe->emitter.isTag.offset, bus.offset + bus.dims);
+}
+
+// The token after a record is the control stage's: the emitter has no next-token latch, and its
+// last layer copies the control stage's emit field where the stage decides (record_emit.h
+// overrideFrom); the branch predicate is the front end's guard port (frontend.h: at the
+// terminator position it reads the TERM word's predicate).
+TEST(ExecutePipelineSpec, TheControlStageDecidesTheTokensAroundTheRecords) {
+  const Built b = build(config());
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  EXPECT_EQ(b.pipe->emitter.next.dims, 0);
+  EXPECT_EQ(b.pipe->emitter.inNext.dims, 0);
+  EXPECT_EQ(b.pipe->control.decides.dims, 1);
+  EXPECT_EQ(b.pipe->control.heads.back(), 1);  // the fault latch at E+13 = R: head 0
+  EXPECT_EQ(b.pipe->emitter.heads[0], 10);
+  EXPECT_EQ(b.pipe->emitLayer, kControlLayers - 1);
 }
 
 TEST(ExecutePipelineSpec, TheSwappedPortsTwinIsWiredSwapped) {
