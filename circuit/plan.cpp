@@ -7,6 +7,7 @@
 #include "circuit/alu_stage.h"
 #include "circuit/frontend.h"
 #include "circuit/layout.h"
+#include "circuit/pipeline.h"
 #include "circuit/tokens.h"
 #include "circuit/weights.h"
 
@@ -152,6 +153,50 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim) {
                    WeightStorage::CountOnly);
   QGPU_CHECK(planFrontEnd(plan, w));
   QGPU_CHECK(planAlu(plan, w));
+  return plan;
+}
+
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim) {
+  if (keyHeadDim != 64 && keyHeadDim != 128)
+    return makeDiag(ErrorKind::Usage, "plan: key head dim " + std::to_string(keyHeadDim) +
+                                          " (the stages are built for 64 or 128)");
+  // A scratch config as wide as any stage needs (count-only: the size costs nothing).
+  model::Qwen35Config c = scratchConfig(kExecuteLayers, keyHeadDim);
+  c.hiddenSize = 2 * kScratchHidden;
+  CircuitWeights w(c, WeightStorage::CountOnly);
+  FieldAllocator alloc(static_cast<int>(c.hiddenSize));
+  ExecuteSpec s;
+  QGPU_TRY(tokens, planTokenLayout(alloc, static_cast<int>(c.hiddenSize)));
+  s.tokens = tokens;
+  QGPU_TRY(pipe, buildExecutePipeline(w, alloc, s));
+  CircuitPlan plan;
+  plan.keyHeadDim = keyHeadDim;
+  plan.valueHeadDim = 128;
+  QGPU_TRY(bus, aluStageBusPlan(machine::kLanes, AluBusLayout::Liveness));
+  const LayoutReport busReport = bus.report();
+  plan.aluBusPeak = busReport.peak;
+  plan.aluBusSpan = busReport.span;
+  plan.aluBusOneFieldPerValue = busReport.oneFieldPerValue;
+  // The stages of each layer, from the pipeline's own placement (pipeline.h).
+  const int alu = pipe.aluLayer, result = pipe.resultLayer, emit = pipe.emitLayer;
+  for (int l = 0; l < kExecuteLayers; ++l) {
+    std::string stage;
+    int stageLayer = l;
+    if (l < alu) {
+      stage = "front end+select+control";
+    } else if (l < result) {
+      stage = "control+alu";
+      stageLayer = l - alu;
+    } else if (l < emit) {
+      stage = "control+result";
+      stageLayer = l - result;
+    } else {
+      stage = l == emit ? "control+emitter" : "emitter";
+      stageLayer = l - emit;
+    }
+    plan.layers.push_back({stage, stageLayer, pipe.heads[static_cast<size_t>(l)],
+                           pipe.units[static_cast<size_t>(l)], alloc.used()});
+  }
   return plan;
 }
 

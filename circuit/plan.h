@@ -41,7 +41,7 @@ struct ShapeLimits {
 };
 
 struct LayerBudget {
-  std::string stage;  // "front end", "alu"
+  std::string stage;  // "front end", "alu"; the pipeline's: the stages sharing the layer, by "+"
   int stageLayer = 0; // layer within the stage
   int heads = 0;
   int units = 0;
@@ -63,6 +63,14 @@ ShapeLimits compactShape(const CircuitPlan& plan);
 
 // Builds the stages count-only for key head dim dk = keyHeadDim (64 or 128), dv = 128.
 Expected<CircuitPlan> planCircuit(int keyHeadDim = 128);
+
+// The execute pipeline as the model runs it (circuit/pipeline.h: front end, operand select,
+// control, ALU, result stage, record emitter in 17 layers), built count-only: per layer its heads
+// and units as buildExecutePipeline returns them (every stage in that layer together), its stages
+// by name ("front end+select+control", "control+alu", …), and dims = the residual the one layout
+// takes (every field live at every layer, the result stage on the ALU bus's dims: the whole
+// hidden size a config needs today). The ALU bus figures are the stage plan's.
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128);
 
 Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape);
 

@@ -6,6 +6,7 @@
 
 #include "circuit/alu_stage.h"
 #include "circuit/frontend.h"
+#include "circuit/pipeline.h"
 #include "circuit/plan.h"
 #include "circuit/tests/config.h"
 
@@ -49,6 +50,37 @@ TEST(CircuitPlan, StagesCountTheirSpecTestsHandSums) {
     EXPECT_EQ(b.dims, aluDims[l]) << l;
   }
   EXPECT_EQ(plan->aluBusPeak, k + 4 * 451);
+}
+
+// The execute pipeline's plan is the pipeline as built: its heads and units per layer
+// (pipeline_spec_test's hand counts at dk 64), one layout of 3,855 dims at every layer, and 2b
+// refused at layer 0 on the residual.
+TEST(CircuitPlan, ThePipelinePlanIsTheBuiltPipeline) {
+  auto plan = planExecutePipeline(64);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  ASSERT_EQ(plan->layers.size(), static_cast<size_t>(kExecuteLayers));
+  const std::vector<int> heads = executePipelineHeads(64);
+  for (size_t l = 0; l < plan->layers.size(); ++l) {
+    EXPECT_EQ(plan->layers[l].heads, heads[l]) << l;
+    EXPECT_EQ(plan->layers[l].dims, 3855) << l;
+  }
+  EXPECT_EQ(plan->layers[5].units, 278 + 4349);  // the control stage's S and the ALU's S0
+  EXPECT_EQ(plan->layers[7].units, 13 + 4944);
+  EXPECT_EQ(plan->layers[0].stage, "front end+select+control");
+  EXPECT_EQ(plan->layers[7].stage, "control+alu");
+  EXPECT_EQ(plan->layers[7].stageLayer, 2);
+  EXPECT_EQ(plan->layers[13].stage, "control+emitter");
+  EXPECT_EQ(plan->layers[16].stage, "emitter");
+  auto at128 = planExecutePipeline(128);
+  ASSERT_TRUE(at128.ok()) << at128.error().message;
+  EXPECT_TRUE(checkFits(*at128, compactShape(*at128)).ok());
+  const Status st = checkFits(*at128, shapeByName("2b", *at128).value());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::OverLimit);
+  EXPECT_NE(st.error().message.find("layer 0 (front end+select+control layer 0) needs 3855 residual dims"),
+            std::string::npos)
+      << st.error().message;
+  EXPECT_FALSE(planExecutePipeline(96).ok());
 }
 
 TEST(CircuitShapes, TwoBIsQwen35TwoB) {

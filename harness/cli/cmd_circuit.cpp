@@ -1,16 +1,20 @@
 // qgpu/harness/cli/cmd_circuit.cpp — `qgpu circuit plan --shape NAME`: the per-layer budget of the
-// circuit stages built so far (circuit/plan.h: heads, MLP units, residual dims per layer), checked
+// circuit built so far (circuit/plan.h: heads, MLP units, residual dims per layer), checked
 // against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
 //
-//   qgpu circuit plan [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
+//   qgpu circuit plan [--of pipeline|stages] [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
 //
-// --hidden / --heads / --units override the shape's limit (to try a shape that is not in the
-// table). Prints the shape, then one row per layer (layer, stage, its layer in the stage, heads,
-// units, dims, and "over: heads" etc. where a budget is exceeded), then the ALU bus's liveness
-// figures. Exit codes (common/outcome.h): 0 the plan fits the shape; 4 (OverLimit, inconclusive:
-// the circuit does not fit this shape) with the message naming the budget (heads, MLP units or
-// residual dims), the layer and the stage; 2 for an unknown shape or a bad override.
-// --json: {"shape": {...}, "layers": [...], "aluBus": {...}, "fits": bool, "error"?: {...}}.
+// --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
+// layers, every stage of a layer together, dims = the one layout's residual); --of stages: the
+// front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
+// liveness). --hidden / --heads / --units override the shape's limit (to try a shape that is not
+// in the table). Prints the shape, then one row per layer (layer, stage, its layer in the stage,
+// heads, units, dims, and "over: heads" etc. where a budget is exceeded), then the ALU bus's
+// liveness figures. Exit codes (common/outcome.h): 0 the plan fits the shape; 4 (OverLimit,
+// inconclusive: the circuit does not fit this shape) with the message naming the budget (heads,
+// MLP units or residual dims), the layer and the stage; 2 for an unknown shape, plan or a bad
+// override. --json: {"of": ..., "shape": {...}, "layers": [...], "aluBus": {...}, "fits": bool,
+// "error"?: {...}}.
 #include <iostream>
 #include <tuple>
 
@@ -24,12 +28,13 @@ namespace qgpu::cli {
 namespace {
 
 struct CircuitPlanOptions {
+  std::string of = "pipeline";
   std::string shape = "2b";
   int hidden = 0, heads = 0, units = 0;  // 0: the shape's own
 };
 
 int runPlan(const CircuitPlanOptions& o) {
-  auto plan = circuit::planCircuit();
+  auto plan = o.of == "stages" ? circuit::planCircuit() : circuit::planExecutePipeline();
   if (!plan.ok()) return reportError(plan.error());
   auto shape = circuit::shapeByName(o.shape, *plan);
   if (!shape.ok()) return reportError(shape.error());
@@ -61,6 +66,7 @@ int runPlan(const CircuitPlanOptions& o) {
                         {"over", overs(l)}});
     }
     nlohmann::json out = {
+        {"of", o.of},
         {"shape",
          {{"name", s.name}, {"hidden", s.hidden}, {"heads", s.heads},
           {"keyHeadDim", s.keyHeadDim}, {"valueHeadDim", s.valueHeadDim},
@@ -76,18 +82,22 @@ int runPlan(const CircuitPlanOptions& o) {
   }
   std::printf("shape %s: hidden %d, %d heads of %d/%d, MLP %d (%s)\n", s.name.c_str(), s.hidden,
               s.heads, s.keyHeadDim, s.valueHeadDim, s.mlpUnits, s.source.c_str());
-  std::printf("%-6s %-10s %-6s %6s %7s %6s  %s\n", "layer", "stage", "sl", "heads", "units",
+  std::printf("%-6s %-24s %-6s %6s %7s %6s  %s\n", "layer", "stage", "sl", "heads", "units",
               "dims", "over");
   for (size_t i = 0; i < plan->layers.size(); ++i) {
     const circuit::LayerBudget& l = plan->layers[i];
     std::string over;
     for (const std::string& b : overs(l)) over += (over.empty() ? "" : ", ") + b;
-    std::printf("%-6zu %-10s %-6d %6d %7d %6d  %s\n", i, l.stage.c_str(), l.stageLayer, l.heads,
+    std::printf("%-6zu %-24s %-6d %6d %7d %6d  %s\n", i, l.stage.c_str(), l.stageLayer, l.heads,
                 l.units, l.dims, over.c_str());
   }
   std::printf("alu bus by liveness: peak %d, span %d dims (one field per value: %d)\n",
               plan->aluBusPeak, plan->aluBusSpan, plan->aluBusOneFieldPerValue);
-  std::printf("each stage's dims are its own fields (the stages' layouts are not joined yet)\n");
+  if (o.of == "stages")
+    std::printf("each stage's dims are its own fields (the stages' layouts are not joined yet)\n");
+  else
+    std::printf("dims: the pipeline's one layout, every field live at every layer (no liveness "
+                "across stages yet)\n");
   if (!fits.ok()) return reportError(fits.error());
   std::printf("fits %s\n", s.name.c_str());
   return kExitOk;
@@ -100,7 +110,10 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
   CLI::App* app = root.add_subcommand("circuit", "The circuit compiler (docs/circuit.md)");
   app->require_subcommand(1);
   CLI::App* plan =
-      app->add_subcommand("plan", "Per-layer budget of the built stages against a shape");
+      app->add_subcommand("plan", "Per-layer budget of the built circuit against a shape");
+  plan->add_option("--of", o.of, "pipeline (the execute pipeline) or stages (each stage alone)")
+      ->check(CLI::IsMember({"pipeline", "stages"}))
+      ->capture_default_str();
   plan->add_option("--shape", o.shape, "2b or compact")->capture_default_str();
   plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");
   plan->add_option("--heads", o.heads, "Override the shape's heads per layer");

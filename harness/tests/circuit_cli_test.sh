@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
 # qgpu/harness/tests/circuit_cli_test.sh — `qgpu circuit plan` end to end (label tools): the
-# budget table on both shapes, the refusal of 2b (the front end's layer 2 needs 26 heads of 16)
-# and of a too-small override, naming budget and layer; the JSON form; usage errors.
-# Figures are circuit/tests/plan_test.cpp's hand counts.
+# stage plan (--of stages) on both shapes, the refusal of 2b (the front end's layer 2 needs 26
+# heads of 16) and of a too-small override, naming budget and layer; the execute pipeline's plan
+# (the default) against 2b and compact; the JSON form; usage errors.
+# Figures are circuit/tests/plan_test.cpp's and pipeline_spec_test.cpp's hand counts.
 # Usage: circuit_cli_test.sh path/to/qgpu
 set -u
 qgpu="$1"
 source "$(dirname "$0")/expect.sh"
 
-expect compact-fits 0 'fits compact' -- "$qgpu" circuit plan --shape compact
+expect compact-fits 0 'fits compact' -- "$qgpu" circuit plan --of stages --shape compact
 expect compact-shape 0 'shape compact: hidden 2249, 26 heads of 128/128, MLP 4944' -- \
-  "$qgpu" circuit plan --shape compact
-expect compact-alu-s1 0 '^6 +alu +1 +0 +4412 +2249' -- "$qgpu" circuit plan --shape compact
+  "$qgpu" circuit plan --of stages --shape compact
+expect compact-alu-s1 0 '^6 +alu +1 +0 +4412 +2249' -- "$qgpu" circuit plan --of stages --shape compact
 expect compact-bus 0 'alu bus by liveness: peak 1846, span 1906 dims \(one field per value: 2378\)' -- \
-  "$qgpu" circuit plan --shape compact
+  "$qgpu" circuit plan --of stages --shape compact
 expect 2b-refused 4 'error\[OverLimit\].*layer 2 \(front end layer 2\) needs 26 heads, the shape has 16' -- \
-  "$qgpu" circuit plan --shape 2b
-expect 2b-table 4 '^2 +front end +2 +26 .* heads' -- "$qgpu" circuit plan --shape 2b
-expect 2b-dims-over 4 '^6 +alu +1 +0 +4412 +2249  dims' -- "$qgpu" circuit plan --shape 2b
-expect 2b-default 4 'shape 2b: hidden 2048, 16 heads of 128/128, MLP 6144' -- "$qgpu" circuit plan
+  "$qgpu" circuit plan --of stages --shape 2b
+expect 2b-table 4 '^2 +front end +2 +26 .* heads' -- "$qgpu" circuit plan --of stages --shape 2b
+expect 2b-dims-over 4 '^6 +alu +1 +0 +4412 +2249  dims' -- "$qgpu" circuit plan --of stages --shape 2b
+expect 2b-default 4 'shape 2b: hidden 2048, 16 heads of 128/128, MLP 6144' -- "$qgpu" circuit plan --of stages
 expect units-too-few 4 'layer 7 \(alu layer 2\) needs 4944 MLP units, the shape has 4943' -- \
-  "$qgpu" circuit plan --shape compact --units 4943
+  "$qgpu" circuit plan --of stages --shape compact --units 4943
 expect dims-too-few 4 'layer 6 \(alu layer 1\) needs 2249 residual dims, the shape has 2248' -- \
-  "$qgpu" circuit plan --shape compact --hidden 2248
-expect json-fits 0 '"fits": true' -- "$qgpu" --json circuit plan --shape compact
-expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --shape 2b
-expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --shape 7b
-expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --heads -1
+  "$qgpu" circuit plan --of stages --shape compact --hidden 2248
+expect json-fits 0 '"fits": true' -- "$qgpu" --json circuit plan --of stages --shape compact
+expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of stages --shape 2b
+expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
+expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
+# The execute pipeline (the default): one layout of 3,855 dims (pipeline_spec_test), so 2b's 2,048
+# is refused at layer 0; compact holds it.
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3855 residual dims, the shape has 2048' -- \
+  "$qgpu" circuit plan
+expect pipeline-compact 0 'shape compact: hidden 3855, 35 heads of 128/128, MLP 4957' -- \
+  "$qgpu" circuit plan --shape compact
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3855' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
+expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 
 finish circuit_cli_test
