@@ -101,8 +101,8 @@ Status CircuitWeights::write(const std::string& dir) const {
     w.name = name;
     w.dtype = model::StDtype::F32;
     w.shape = t.shape;
-    w.data.resize(t.data.size() * sizeof(float));
-    std::memcpy(w.data.data(), t.data.data(), w.data.size());
+    w.view = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.data.data()),
+                                      t.data.size() * sizeof(float));  // no second copy
     out.push_back(std::move(w));
   }
   model::Qwen35Config config = config_;

@@ -165,14 +165,14 @@ Status writeSafetensors(const std::string& path, const std::vector<const StTenso
   for (const StTensorWrite* t : tensors) {
     uint64_t numel = 1;
     for (int64_t d : t->shape) numel *= static_cast<uint64_t>(d);
-    if (numel * stDtypeSize(t->dtype) != t->data.size())
+    if (numel * stDtypeSize(t->dtype) != t->bytes().size())
       return makeDiag(ErrorKind::Usage,
                       "tensor '" + t->name + "': data size does not match shape and dtype",
                       SourceLoc{path});
     header[t->name] = {{"dtype", stDtypeName(t->dtype)},
                        {"shape", t->shape},
-                       {"data_offsets", {offset, offset + t->data.size()}}};
-    offset += t->data.size();
+                       {"data_offsets", {offset, offset + t->bytes().size()}}};
+    offset += t->bytes().size();
   }
   std::string json = header.dump();
   // The reference writer pads the header with spaces so that the data section is 8-aligned.
@@ -185,8 +185,8 @@ Status writeSafetensors(const std::string& path, const std::vector<const StTenso
   out.write(len, 8);
   out.write(json.data(), static_cast<std::streamsize>(json.size()));
   for (const StTensorWrite* t : tensors)
-    out.write(reinterpret_cast<const char*>(t->data.data()),
-              static_cast<std::streamsize>(t->data.size()));
+    out.write(reinterpret_cast<const char*>(t->bytes().data()),
+              static_cast<std::streamsize>(t->bytes().size()));
   if (!out) return ioFail(path, "write failed");
   return Ok{};
 }
@@ -201,13 +201,13 @@ Status writeCheckpointTensors(const std::string& dir, const std::vector<StTensor
   std::vector<std::vector<const StTensorWrite*>> shards(1);
   uint64_t inShard = 0, total = 0;
   for (const auto& t : tensors) {
-    if (!shards.back().empty() && inShard + t.data.size() > maxShardBytes) {
+    if (!shards.back().empty() && inShard + t.bytes().size() > maxShardBytes) {
       shards.emplace_back();
       inShard = 0;
     }
     shards.back().push_back(&t);
-    inShard += t.data.size();
-    total += t.data.size();
+    inShard += t.bytes().size();
+    total += t.bytes().size();
   }
   // Remove a stale layout so that the directory holds exactly one checkpoint.
   fs::remove(fs::path(dir) / "model.safetensors", ec);

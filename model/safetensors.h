@@ -80,6 +80,10 @@ struct StTensorWrite {
   StDtype dtype = StDtype::F32;
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
+  // Set: the bytes are the caller's (kept alive until the write returns) and `data` is ignored —
+  // a writer of large tensors (circuit/weights.cpp) then needs no second copy in memory.
+  std::span<const uint8_t> view;
+  std::span<const uint8_t> bytes() const { return view.empty() ? std::span<const uint8_t>(data) : view; }
 };
 
 Status writeSafetensors(const std::string& path, const std::vector<const StTensorWrite*>& tensors,
