@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,7 +21,14 @@ constexpr int kMemoryWord = 32;
 constexpr int kWordBits = kRecordWordBits;  // the word index a_2..a_8
 constexpr int kLanes = kRecordLanes;
 
-enum Kind : int { kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites };
+enum Kind : int {
+  kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
+  kIsAnd, kIsOr, kIsXor, kIsExch
+};
+
+// The same-word pair (k, l), k < l, in the order of MemoryStage::same.
+constexpr int pairIndex(int k, int l) { return l * (l - 1) / 2 + k; }
+constexpr int kCmpBits = 8;  // a_2..a_9: the word index and one bit above (a nibble multiple)
 
 // The head word's fields by their names in oracle/trace.cpp's table.
 Expected<Field> memoryHeadField(const Field& head, const char* name, int width) {
@@ -42,6 +50,10 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::StB16) k.push_back(kIsB16);
   if (info.mem == machine::MemEffect::ReadWrite) k.push_back(kIsAtom);
   if (machine::writesMemory(op)) k.push_back(kWrites);
+  if (op == machine::Op::AtomAnd) k.push_back(kIsAnd);
+  if (op == machine::Op::AtomOr) k.push_back(kIsOr);
+  if (op == machine::Op::AtomXor) k.push_back(kIsXor);
+  if (op == machine::Op::AtomExch) k.push_back(kIsExch);
   return k;
 }
 
@@ -108,6 +120,20 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(f, take("memrec.value" + std::to_string(l), kMemoryWord));
     r.memrec.value[static_cast<size_t>(l)] = f;
   }
+  for (int p = 0; p < kSameWordPairs; ++p) {
+    const std::string n = std::to_string(p);
+    QGPU_TRY(bus, take("cmpBus" + n, compareBusDims(kCmpBits)));
+    QGPU_TRY(eq, take("eq" + n, 1));
+    QGPU_TRY(same, take("same" + n, 1));
+    r.cmpBus[static_cast<size_t>(p)] = bus;
+    r.eq[static_cast<size_t>(p)] = eq;
+    r.same[static_cast<size_t>(p)] = same;
+  }
+  r.atomOld[0] = r.load[0];
+  for (int l = 1; l < kLanes; ++l) {
+    QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
+    r.atomOld[static_cast<size_t>(l)] = f;
+  }
   {
     QGPU_TRY(f, take("memrec.wordMask", kMemoryWord)); r.memrec.wordMask = f;
   }
@@ -128,7 +154,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)]);
   QGPU_TRY(dm, buildDataMemory(w, alloc, ds));
   r.dm = dm;
-  for (int i = 0; i < kMemoryStageLayers; ++i) r.heads[static_cast<size_t>(i)] = dm.headsUsed[i];
+  for (int i = 0; i < kMemoryDataLayers; ++i) r.heads[static_cast<size_t>(i)] = dm.headsUsed[i];
 
   const double one = t.unit, two = 2.0 * t.unit;
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -177,9 +203,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.units[1] = u2.used();
   }
 
-  // ---- L+2: hi, mis, top, geS per lane. ----
+  // ---- L+2: hi, mis, top, geS per lane; the compares' level 1. ----
+  UnitWriter u2(w, L + 2, dm.unitsUsed[2]);
+  UnitWriter u3(w, L + 3, dm.unitsUsed[3]);
   {
-    UnitWriter u(w, L + 2, dm.unitsUsed[2]);
+    UnitWriter& u = u2;
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
@@ -205,12 +233,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{ck.at(3), 2}}));
       (void)rep;
     }
-    r.units[2] = u.used();
   }
 
-  // ---- L+3: the read addresses (word bits, high per space). ----
+  // ---- L+3: the read addresses (word bits, high per space); the compares' level 2. ----
   {
-    UnitWriter u(w, L + 3, dm.unitsUsed[3]);
+    UnitWriter& u = u3;
     std::vector<Field> outs;
     for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
     QGPU_CHECK(fw.start(u, outs));
@@ -225,16 +252,104 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2), ck.at(3)},
                        r.readAddr[1][static_cast<size_t>(l)].at(kWordBits)));
     }
-    r.units[3] = u.used();
   }
+  // [w_k = w_l] for the 6 pairs: logic.h's Eq compare on a_2..a_9, level 1 in L+2, level 2 in
+  // L+3. When the op does not fault every executing lane's word is < 126, so a_9 = 0 and the
+  // compare is word equality; when it faults no lane acts and the values are unspecified.
+  for (int l = 1; l < kLanes; ++l)
+    for (int k = 0; k < l; ++k) {
+      const int p = pairIndex(k, l);
+      CompareSpec cs;
+      cs.op = CompareOp::Eq;
+      cs.a = r.addr[static_cast<size_t>(k)].slice(2, kCmpBits);
+      cs.b = r.addr[static_cast<size_t>(l)].slice(2, kCmpBits);
+      cs.bus = r.cmpBus[static_cast<size_t>(p)];
+      cs.out = r.eq[static_cast<size_t>(p)];
+      cs.busPrior = cs.outPrior = Prior::Replace;
+      QGPU_TRY(rep, buildCompare(u2, ctx, u3, ctx, cs));
+      (void)rep;
+    }
+  r.units[2] = u2.used();
+  r.units[3] = u3.used();
 
-  // ---- L+4: faults, the loaded word, the memrec. ----
+  // The chain (lane-serial order inside one op). A source of lane l's old word old'_l: the
+  // literals that pick it (exclusive over the sources) and its bit i as a literal.
+  struct Source {
+    std::vector<Literal> pick;
+    std::function<Literal(int)> bitOf;
+  };
+  auto same = [&](int k, int l) {
+    return Literal{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), 1};
+  };
+  // Lane l ≥ 1: old'_l = new_k for the nearest earlier lane k on l's word (s_kl ∧ ¬s_k'l for
+  // k < k' < l; the twin: the first, ¬s_k'l for k' < k), else M_l = load_l.
+  auto sourcesOf = [&](int l) {
+    std::vector<Source> src;
+    Source none;
+    for (int k = 0; k < l; ++k) none.pick.push_back(no(same(k, l)));
+    none.bitOf = [&, l](int i) { return Literal{r.load[static_cast<size_t>(l)].at(i), 1}; };
+    src.push_back(none);
+    for (int k = 0; k < l; ++k) {
+      Source sk;
+      sk.pick.push_back(same(k, l));
+      const bool first = s.twin == MemoryStageTwin::FirstSameWordLane;
+      for (int k2 = first ? 0 : k + 1; k2 < (first ? k : l); ++k2) sk.pick.push_back(no(same(k2, l)));
+      sk.bitOf = [&, k](int i) {
+        return Literal{r.memrec.value[static_cast<size_t>(k)].at(i), 1};
+      };
+      src.push_back(sk);
+    }
+    return src;
+  };
+  // new_l = f(old'_l, b_l) for the kinds whose bit i depends on (old'_i, b_i) alone, as disjoint
+  // ANDs onto memrec.value[l] (and old'_l onto atomOld[l] when `old` is set):
+  //   st, exch: b_i;  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;  xor: b_i ∧ ¬o + ¬b_i ∧ o;
+  //   st.b8: the addressed byte from b, the other bytes o;  st.b16 likewise (evalSubwordStore).
+  auto chainLane = [&](UnitWriter& u, int l, const std::vector<Source>& src,
+                       const Field* old) -> Status {
+    const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
+    const Field& value = r.memrec.value[static_cast<size_t>(l)];
+    for (int i = 0; i < kMemoryWord; ++i) {
+      const Literal b{src1.at(i), 1};
+      const std::vector<std::pair<int, double>> out = {{value.at(i), two}};
+      QGPU_CHECK(fw.add(u, {kind(kIsStore), b}, out));
+      QGPU_CHECK(fw.add(u, {kind(kIsExch), b}, out));
+      QGPU_CHECK(fw.add(u, {kind(kIsOr), b}, out));
+      const int byte = i / 8, half = i / 16;
+      auto atByteK = [&](int k) {
+        return std::vector<Literal>{k & 1 ? bit(l, 0) : no(bit(l, 0)),
+                                    k & 2 ? bit(l, 1) : no(bit(l, 1))};
+      };
+      QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} +
+                               atByteK(byte),
+                        out));
+      const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
+      QGPU_CHECK(fw.add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}}, out));
+      for (const Source& so : src) {
+        const Literal o = so.bitOf(i);
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAnd), b, o} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsOr), no(b), o} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsXor), b, no(o)} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsXor), no(b), o} + so.pick, out));
+        for (int k = 0; k < 4; ++k)
+          if (k != byte)
+            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), o} + atByteK(k) + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB16), no(atHalf), o} + so.pick, out));
+        if (old != nullptr) QGPU_CHECK(fw.add(u, std::vector<Literal>{o} + so.pick, {{old->at(i), two}}));
+      }
+    }
+    return Ok{};
+  };
+
+  // ---- L+4: faults, the loaded word, lane 0's memrec value, the same-word literals, words,
+  // mask, tag. ----
   {
     UnitWriter u(w, L + 4, dm.unitsUsed[4]);
     std::vector<Field> outs(r.laneFault.begin(), r.laneFault.end());
     outs.push_back(r.fault);
     outs.insert(outs.end(), r.load.begin(), r.load.end());
-    outs.insert(outs.end(), r.memrec.value.begin(), r.memrec.value.end());
+    outs.push_back(r.memrec.value[0]);
+    outs.insert(outs.end(), r.same.begin(), r.same.end());
     outs.push_back(r.memrec.wordMask);
     outs.push_back(r.memrec.tag);
     QGPU_CHECK(fw.start(u, outs));
@@ -263,35 +378,24 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           QGPU_CHECK(fw.add(u, lits, {{r.fault.at(0), two}}));
         }
       }
-    for (int l = 0; l < kLanes; ++l) {
-      const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
-      const Field& value = r.memrec.value[static_cast<size_t>(l)];
-      for (int i = 0; i < kMemoryWord; ++i) {
-        const Literal v{src1.at(i), 1};
+    for (int l = 0; l < kLanes; ++l)
+      for (int i = 0; i < kMemoryWord; ++i)
         for (int sp = 0; sp < 2; ++sp)
           QGPU_CHECK(fw.add(u, {spaceIs(sp), read(sp, l, i)},
                          {{r.load[static_cast<size_t>(l)].at(i), two}}));
-        QGPU_CHECK(fw.add(u, {kind(kIsStore), v}, {{value.at(i), two}}));
-        const int byte = i / 8, half = i / 16;
-        const std::vector<Literal> atByte = {
-            byte & 1 ? bit(l, 0) : no(bit(l, 0)), byte & 2 ? bit(l, 1) : no(bit(l, 1))};
-        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} + atByte,
-                       {{value.at(i), two}}));
-        for (int k = 0; k < 4; ++k) {
-          if (k == byte) continue;
-          const std::vector<Literal> atK = {k & 1 ? bit(l, 0) : no(bit(l, 0)),
-                                            k & 2 ? bit(l, 1) : no(bit(l, 1))};
-          for (int sp = 0; sp < 2; ++sp)
-            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), spaceIs(sp), read(sp, l, i)} + atK,
-                           {{value.at(i), two}}));
-        }
-        const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
-        QGPU_CHECK(fw.add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}},
-                       {{value.at(i), two}}));
-        for (int sp = 0; sp < 2; ++sp)
-          QGPU_CHECK(fw.add(u, {kind(kIsB16), no(atHalf), spaceIs(sp), read(sp, l, i)},
-                         {{value.at(i), two}}));
-      }
+    // Lane 0: old'_0 = M_0, the read of its space (no earlier lane).
+    {
+      std::vector<Source> src;
+      for (int sp = 0; sp < 2; ++sp)
+        src.push_back({{spaceIs(sp)}, [&, sp](int i) { return read(sp, 0, i); }});
+      QGPU_CHECK(chainLane(u, 0, src, nullptr));
+    }
+    for (int l = 1; l < kLanes; ++l)
+      for (int k = 0; k < l; ++k)
+        QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l),
+                              Literal{r.eq[static_cast<size_t>(pairIndex(k, l))].at(0), 1}},
+                          {{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), two}}));
+    for (int l = 0; l < kLanes; ++l) {
       for (int i = 0; i < kWordBits; ++i)
         QGPU_CHECK(fw.add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
       QGPU_CHECK(fw.add(u, {kind(kWrites), e(l)},
@@ -313,6 +417,15 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
                    indexOuts(trace::single(trace::Family::Nop))));
     r.units[4] = u.used();
+  }
+
+  // ---- L+5 .. L+7: lanes 1..3 of the chain, one lane per layer (lane l needs new_k, k < l). ----
+  for (int l = 1; l < kLanes; ++l) {
+    UnitWriter u(w, L + 4 + l, 0);
+    const Field& old = r.atomOld[static_cast<size_t>(l)];
+    QGPU_CHECK(fw.start(u, {r.memrec.value[static_cast<size_t>(l)], old}));
+    QGPU_CHECK(chainLane(u, l, sourcesOf(l), &old));
+    r.units[static_cast<size_t>(4 + l)] = u.used();
   }
   return r;
 }

@@ -92,12 +92,18 @@
 
 namespace qgpu::circuit {
 
-inline constexpr int kMemoryStageLayers = 5;
-inline constexpr int kMemoryKinds = 9;  // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes
+inline constexpr int kMemoryStageLayers = 8;
+inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
+// isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
+// isAnd isOr isXor isExch (atom.and / or / xor / exch)
+inline constexpr int kMemoryKinds = 13;
+inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
 enum class MemoryStageTwin : uint8_t {
   None,                 // the stage
   SharedBoundOffByOne,  // failing twin: shared faults at w > sharedWords (not ≥)
+  FirstSameWordLane,    // failing twin: the chain takes the FIRST earlier same-word lane's new
+                        // word as a lane's old word, not the nearest (wrong from 3 lanes on)
 };
 
 struct MemoryLaneIn {
@@ -107,7 +113,7 @@ struct MemoryLaneIn {
 
 struct MemoryStageSpec {
   TokenLayout tokens;     // planned first from a fresh allocator
-  int firstLayer = 0;     // layers firstLayer .. firstLayer + 4
+  int firstLayer = 0;     // layers firstLayer .. firstLayer + 7
   Field head;             // 32: OP(a), +u = 1
   Field offset;           // 32: OP(off)
   Field sharedWords;      // 7: the program's sharedWords
@@ -128,9 +134,16 @@ struct MemoryStage {
   std::array<Field, kRecordLanes> laneFault;  // L+4: 1 dim each
   Field fault;                              // L+4: 1 dim
   std::array<Field, kRecordLanes> load;     // L+4: 32 bits each
-  RecordOutcomeFields memrec;               // L+4: values, words + mask, tag
+  std::array<Field, kSameWordPairs> cmpBus;  // L+2: the Eq compare's level 1 (4 dims per pair)
+  std::array<Field, kSameWordPairs> eq;      // L+3: [w_k = w_l] on a_2..a_9 (1 dim per pair)
+  std::array<Field, kSameWordPairs> same;    // L+4: s_kl = writes ∧ e_k ∧ e_l ∧ eq_kl
+  // old'_l: the word lane l's access sees after the op's earlier lanes (lane-serial), the old
+  // value an atomic returns to its dst register. atomOld[0] is load[0] (the same dims: lane 0
+  // has no earlier lane); atomOld[l], l ≥ 1, is written in L+4+l.
+  std::array<Field, kRecordLanes> atomOld;
+  RecordOutcomeFields memrec;               // value[l] in L+4+l; words + mask, tag in L+4
   std::array<int, kMemoryStageLayers> units{};  // the stage's own, per layer (datamem's apart)
-  std::array<int, kMemoryStageLayers> heads{};  // datamem's heads per layer
+  std::array<int, kMemoryStageLayers> heads{};  // datamem's heads per layer (0 after L+4)
   int dims = 0;                             // residual dims the stage allocated (datamem's apart)
   int maxFanIn = 0;
 };
