@@ -23,7 +23,7 @@ constexpr int kLanes = kRecordLanes;
 
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
-  kIsAnd, kIsOr, kIsXor, kIsExch
+  kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd
 };
 
 // The same-word pair (k, l), k < l, in the order of MemoryStage::same.
@@ -54,6 +54,7 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::AtomOr) k.push_back(kIsOr);
   if (op == machine::Op::AtomXor) k.push_back(kIsXor);
   if (op == machine::Op::AtomExch) k.push_back(kIsExch);
+  if (op == machine::Op::AtomAdd) k.push_back(kIsAdd);
   return k;
 }
 
@@ -130,6 +131,27 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.same[static_cast<size_t>(p)] = same;
   }
   r.atomOld[0] = r.load[0];
+  // atom.add's prefix sum: masked operands per pair, the count rows (lanes 1..3: 2, 3, 3 rows),
+  // the reduced pair (lanes 2, 3), the sum; the adder's bus reuses the address adder's (dead
+  // after L+1).
+  for (int p = 0; p < kSameWordPairs; ++p) {
+    QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord));
+    r.addMask[static_cast<size_t>(p)] = f;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    const std::string n = std::to_string(l);
+    const int rows = l == 0 ? 0 : l == 1 ? 2 : 3;
+    if (rows > 0) {
+      QGPU_TRY(f, take("addRows" + n, rows * kMemoryWord));
+      r.addRows[static_cast<size_t>(l)] = f;
+    }
+    if (rows == 3) {
+      QGPU_TRY(f, take("addPair" + n, 2 * kMemoryWord));
+      r.addPair[static_cast<size_t>(l)] = f;
+    }
+    QGPU_TRY(f, take("addNew" + n, kMemoryWord));
+    r.addNew[static_cast<size_t>(l)] = f;
+  }
   for (int l = 1; l < kLanes; ++l) {
     QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
     r.atomOld[static_cast<size_t>(l)] = f;
@@ -283,7 +305,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   };
   // Lane l ≥ 1: old'_l = new_k for the nearest earlier lane k on l's word (s_kl ∧ ¬s_k'l for
   // k < k' < l; the twin: the first, ¬s_k'l for k' < k), else M_l = load_l.
-  auto sourcesOf = [&](int l) {
+  auto sourcesOf = [&](int l, const std::array<Field, kLanes>& news) {
     std::vector<Source> src;
     Source none;
     for (int k = 0; k < l; ++k) none.pick.push_back(no(same(k, l)));
@@ -294,9 +316,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       sk.pick.push_back(same(k, l));
       const bool first = s.twin == MemoryStageTwin::FirstSameWordLane;
       for (int k2 = first ? 0 : k + 1; k2 < (first ? k : l); ++k2) sk.pick.push_back(no(same(k2, l)));
-      sk.bitOf = [&, k](int i) {
-        return Literal{r.memrec.value[static_cast<size_t>(k)].at(i), 1};
-      };
+      sk.bitOf = [&news, k](int i) { return Literal{news[static_cast<size_t>(k)].at(i), 1}; };
       src.push_back(sk);
     }
     return src;
@@ -341,10 +361,15 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     return Ok{};
   };
 
+  // One writer per layer from L+4 on (several parts share these MLPs).
+  std::vector<UnitWriter> late;
+  late.reserve(kMemoryStageLayers - 4);
+  for (int j = 4; j < kMemoryStageLayers; ++j) late.emplace_back(w, L + j, j == 4 ? dm.unitsUsed[4] : 0);
+
   // ---- L+4: faults, the loaded word, lane 0's memrec value, the same-word literals, words,
   // mask, tag. ----
   {
-    UnitWriter u(w, L + 4, dm.unitsUsed[4]);
+    UnitWriter& u = late[0];
     std::vector<Field> outs(r.laneFault.begin(), r.laneFault.end());
     outs.push_back(r.fault);
     outs.insert(outs.end(), r.load.begin(), r.load.end());
@@ -416,17 +441,124 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                                          : trace::ms(static_cast<int>(m)))));
     QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
                    indexOuts(trace::single(trace::Family::Nop))));
-    r.units[4] = u.used();
   }
 
   // ---- L+5 .. L+7: lanes 1..3 of the chain, one lane per layer (lane l needs new_k, k < l). ----
   for (int l = 1; l < kLanes; ++l) {
-    UnitWriter u(w, L + 4 + l, 0);
+    UnitWriter& u = late[static_cast<size_t>(l)];
     const Field& old = r.atomOld[static_cast<size_t>(l)];
     QGPU_CHECK(fw.start(u, {r.memrec.value[static_cast<size_t>(l)], old}));
-    QGPU_CHECK(chainLane(u, l, sourcesOf(l), &old));
-    r.units[static_cast<size_t>(4 + l)] = u.used();
+    QGPU_CHECK(chainLane(u, l, sourcesOf(l, r.memrec.value), &old));
   }
+
+  // ---- atom.add as a prefix sum (no serial dependence): new_l = M_l + b_l + Σ_{k<l} m_kl,
+  // m_kl = b_k where s_kl (lanes on one word share M). L+4: the masked operands (ANDs with the
+  // compare's eq, as s_kl is written in the same layer). L+5: per column i the count T_i of the
+  // n = l + 2 operand bits (step pairs [T ≥ j], j = 1..n) as binary rows: row r, bit i + r =
+  // bit r of T_i (c0 = Σ_j (−1)^{j+1}[T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4]). L+6 (3 rows):
+  // one 3:2 step (sum = [T ≥ 1] − [T ≥ 2] + [T ≥ 3], carry [T ≥ 2] to bit i + 1). Then logic.h's
+  // two-level adder: lane 0 in L+5/L+6, lane 1 in L+6/L+7, lanes 2, 3 in L+7/L+8. L+9: memrec
+  // value and old'_l selected by isAdd (old'_l = the nearest earlier same-word lane's sum, or M).
+  {
+    UnitWriter& u = late[0];
+    std::vector<Field> masks(r.addMask.begin(), r.addMask.end());
+    QGPU_CHECK(fw.start(u, masks));
+    for (int l = 1; l < kLanes; ++l)
+      for (int k = 0; k < l; ++k) {
+        const int p = pairIndex(k, l);
+        const Literal eqKl{r.eq[static_cast<size_t>(p)].at(0), 1};
+        for (int i = 0; i < kMemoryWord; ++i)
+          QGPU_CHECK(fw.add(u, {kind(kIsAdd), e(k), e(l), eqKl,
+                                Literal{s.lanes[static_cast<size_t>(k)].src1.at(i), 1}},
+                            {{r.addMask[static_cast<size_t>(p)].at(i), two}}));
+      }
+  }
+  // [Σ bits ≥ j] for sign dims (bit = (x̂ + 1)/2) onto outputs: one step pair.
+  auto countStep = [&](UnitWriter& u, const std::vector<int>& dims, int j,
+                       const std::vector<Output>& out) -> Status {
+    LinearForm n;
+    for (int d : dims) n.terms.push_back({d, 0.5});
+    n.constant = 0.5 * static_cast<double>(dims.size()) - j + 1;
+    QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, out));
+    (void)rep;
+    return Ok{};
+  };
+  for (int l = 0; l < kLanes; ++l) {
+    const Field& b = s.lanes[static_cast<size_t>(l)].src1;
+    Field x = r.load[static_cast<size_t>(l)], y = b;
+    int adderLayer = 1;  // late[] index of the adder's level 1
+    if (l > 0) {
+      UnitWriter& u = late[1];
+      const Field& rows = r.addRows[static_cast<size_t>(l)];
+      const int nRows = rows.dims / kMemoryWord;
+      QGPU_CHECK(fw.start(u, {rows}));
+      for (int i = 0; i < kMemoryWord; ++i) {
+        std::vector<int> ops = {r.load[static_cast<size_t>(l)].at(i), b.at(i)};
+        for (int k = 0; k < l; ++k) ops.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))].at(i));
+        const int n = static_cast<int>(ops.size());
+        for (int j = 1; j <= n; ++j) {
+          std::vector<Output> out = {{rows.at(i), j % 2 ? 2.0 : -2.0}};
+          if (nRows > 1 && i + 1 < kMemoryWord && (j == 2 || j == 4))
+            out.push_back({rows.at(kMemoryWord + i + 1), j == 2 ? 2.0 : -2.0});
+          if (nRows > 2 && i + 2 < kMemoryWord && j == 4)
+            out.push_back({rows.at(2 * kMemoryWord + i + 2), 2.0});
+          QGPU_CHECK(countStep(u, ops, j, out));
+        }
+      }
+      x = rows.slice(0, kMemoryWord);
+      y = rows.slice(kMemoryWord, kMemoryWord);
+      adderLayer = 2;
+      if (nRows == 3) {
+        UnitWriter& u2r = late[2];
+        const Field& pair = r.addPair[static_cast<size_t>(l)];
+        QGPU_CHECK(fw.start(u2r, {pair}));
+        for (int i = 0; i < kMemoryWord; ++i) {
+          const std::vector<int> ops = {rows.at(i), rows.at(kMemoryWord + i),
+                                        rows.at(2 * kMemoryWord + i)};
+          for (int j = 1; j <= 3; ++j) {
+            std::vector<Output> out = {{pair.at(i), j % 2 ? 2.0 : -2.0}};
+            if (j == 2 && i + 1 < kMemoryWord) out.push_back({pair.at(kMemoryWord + i + 1), 2.0});
+            QGPU_CHECK(countStep(u2r, ops, j, out));
+          }
+        }
+        x = pair.slice(0, kMemoryWord);
+        y = pair.slice(kMemoryWord, kMemoryWord);
+        adderLayer = 3;
+      }
+    }
+    AdderSpec a;
+    a.a = x;
+    a.b = y;
+    a.bus = r.bus[static_cast<size_t>(l)];
+    a.out = r.addNew[static_cast<size_t>(l)];
+    a.busPrior = a.outPrior = Prior::Replace;
+    QGPU_TRY(rep, buildAdder(late[static_cast<size_t>(adderLayer)], ctx,
+                             late[static_cast<size_t>(adderLayer + 1)], ctx, a));
+    (void)rep;
+  }
+  {
+    UnitWriter& u = late[5];
+    std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
+    outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
+    QGPU_CHECK(fw.start(u, outs));
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      const Field& old = r.atomOld[static_cast<size_t>(l)];
+      const std::vector<Source> src = sourcesOf(l, r.addNew);
+      for (int i = 0; i < kMemoryWord; ++i) {
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), Literal{value.at(i), 1}}, {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
+                          {{value.at(i), two}}));
+        if (l == 0) continue;  // atomOld[0] is load[0]
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), Literal{old.at(i), 1}}, {{old.at(i), two}}));
+        for (const Source& so : src)
+          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
+                            {{old.at(i), two}}));
+      }
+    }
+  }
+  for (int j = 4; j < kMemoryStageLayers; ++j)
+    r.units[static_cast<size_t>(j)] = late[static_cast<size_t>(j - 4)].used();
   return r;
 }
 

@@ -47,14 +47,14 @@ using machine::Space;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 1792;  // the fields take 1,748
+constexpr int kHidden = 2560;  // the fields take 2,453
 constexpr int kLanes = 4;
 constexpr int kProbes = 96;
 constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memrec value, atomOld
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
 constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kProbes, kProbeLogits});
 constexpr float kUnit = 16;
-constexpr int kUnits = 2816;  // the widest MLP: L+7's 2,690 (L+4: the data memories' 328 + 2,307)
+constexpr int kUnits = 3840;  // the widest MLP: L+7's 3,812 (L+4: the data memories' 328 + 2,885)
 
 // One probe's memory op.
 struct Case {
@@ -83,10 +83,10 @@ constexpr int kChainedProbe = kProbes - 1;  // two lanes' st.b8 into one word
 constexpr uint32_t kChainedWord = 10;
 
 // The kinds whose memrec value the stage builds (memory_stage.h); the other atomics' value field
-// is 0 and left unchecked (counted).
+// is 0 and left unchecked (counted: atom.min.s here).
 bool valueBuilt(Op op) {
   return op == Op::St || op == Op::StB8 || op == Op::StB16 || op == Op::AtomAnd ||
-         op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch;
+         op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd;
 }
 
 Case probeCase(int i) {
@@ -99,9 +99,10 @@ Case probeCase(int i) {
     c.src1 = {0x5a, 0xc3, 0, 0};
     return c;
   }
-  static const Op kOps[] = {Op::Ld,      Op::St,     Op::StB8,    Op::StB16,
-                            Op::AtomAnd, Op::AtomOr, Op::AtomXor, Op::AtomExch,
-                            Op::AtomAdd, Op::StB8,   Op::StB16};
+  // Early probes cover every built kind (the short bf16 / decode prefixes see only those).
+  static const Op kOps[] = {Op::Ld,     Op::AtomAdd,  Op::St,      Op::AtomXor, Op::StB8,
+                            Op::AtomAnd, Op::StB16,   Op::AtomOr,  Op::AtomExch, Op::AtomAdd,
+                            Op::StB8,   Op::StB16,    Op::AtomMinS};
   Case c;
   c.op = kOps[static_cast<size_t>(i) % std::size(kOps)];
   if (i % 3 == 1) {
@@ -297,7 +298,8 @@ struct Counts {
       atomicLanes = 0,  // executing lanes of atomics in ops that do not fault
       chained = 0,      // checked lane values / old words after an earlier lane on the same word
       deep = 0,         // of them, lanes with two or more earlier lanes on their word
-      unbuilt = 0;      // lane values of unbuilt atomics (atom.add), unchecked
+      adds = 0,         // checked atom.add lane values
+      unbuilt = 0;      // lane values of unbuilt atomics (atom.min.s), unchecked
 };
 
 Want expectProbe(const Case& c, const Model& m, Counts& n) {
@@ -360,6 +362,7 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     n.chained += acts && chained && valueCheck ? 1 : 0;
     n.deep += acts && earlier[static_cast<size_t>(l)] >= 2 && valueCheck ? 1 : 0;
     n.unbuilt += acts && !valueBuilt(c.op) ? 1 : 0;
+    n.adds += acts && c.op == Op::AtomAdd ? 1 : 0;
   }
   put(opFault, 1, true);
   uint32_t wordMask = 0;
@@ -440,8 +443,14 @@ Result runAndCheck(const Bench& b, const std::vector<int64_t>& tokens, ComputeDt
 
 const char* dtypeName(ComputeDtype d) { return d == ComputeDtype::F32 ? "fp32" : "bf16"; }
 
+// The stage's checkpoint, built once per process (the main test and the two-lane check share it).
+const Bench& stageBench() {
+  static const Bench b = build("stage");
+  return b;
+}
+
 TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) {
-  const Bench b = build("stage");
+  const Bench& b = stageBench();
   ASSERT_FALSE(b.dir.empty());
   std::cout << "hidden used " << b.dims << " of " << kHidden << "; stage units per layer";
   for (int u : b.stage.units) std::cout << " " << u;
@@ -466,10 +475,11 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
                 << " faulting lanes, " << r.counts.faultingOps << " faulting ops, "
                 << r.counts.nonzeroLoads << " nonzero lane loads, " << r.counts.stores
                 << " stores, " << r.counts.subword << " sub-word lane stores, "
-                << r.counts.atomicLanes << " atomic lanes, " << r.counts.chained
+                << r.counts.atomicLanes << " atomic lanes (" << r.counts.adds << " atom.add), "
+                << r.counts.chained
                 << " lanes after an earlier lane on their word (" << r.counts.deep
                 << " after two or more), " << r.counts.unbuilt
-                << " atom.add lane values unchecked; " << s
+                << " unbuilt atomics' lane values unchecked; " << s
                 << " s): " << r.bits.summary() << "; layout " << r.layout.summary() << "\n";
       EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
                                << r.bits.summary();
@@ -482,6 +492,7 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
         EXPECT_GT(r.counts.atomicLanes, 20);
         EXPECT_GT(r.counts.chained, 20);
         EXPECT_GT(r.counts.deep, 10);
+        EXPECT_GT(r.counts.adds, 10);
       }
     }
 }
@@ -510,7 +521,7 @@ TEST(MemoryStageTwin, FirstSameWordLaneChainsWrong) {
 // 1 of one word. The interpreter's record shows lane 1's word with lane 0's byte (lane-serial);
 // the stage now builds lane 1's value from lane 0's new word.
 TEST(MemoryStage, SubwordStoresOfTwoLanesToOneWordAreChained) {
-  const Bench b = build("chained");
+  const Bench& b = stageBench();
   ASSERT_FALSE(b.dir.empty());
   const std::vector<int64_t> all = stream(60);
   const auto at = std::find(all.begin(), all.end(), trace::kVocabSize + kChainedProbe);
