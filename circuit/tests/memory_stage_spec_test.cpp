@@ -64,8 +64,8 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //             step pairs (3 + 4 + 5) × 32 · 2 = 768                            = 497 + 262 + 768
 //        L+6: lane 0's level 2 128, lane 1's level 1 497, lanes 2, 3's 3:2 (64 + 2 + 3 · 32 · 2) · 2
 //        L+7: lane 1's level 2 128, lanes 2, 3's level 1 2 · 497;  L+8: lanes 2, 3's level 2 2 · 128
-//   L+9  224 cancels (4 values, 3 atomOld) + 2 + per bit: value 2 ANDs (¬isAdd copy, isAdd sum),
-//        atomOld (l ≥ 1) 1 copy + (1 + l) sources: (4 · 2 + 3 · 5 + 4 · 5 + ... ) = 640 ANDs  = 226 + 1,280
+//   L+9  224 cancels (4 values, 3 atomOld) + 2 + per bit: values 4 lanes × 2 ANDs (¬isAdd copy,
+//        isAdd sum), atomOld lanes 1..3 × (1 copy + 1 + l sources) = 3 + 4 + 5: 20 × 32 ANDs = 226 + 2·640
 constexpr std::array<int, kMemoryStageLayers> kUnits = {
     2036, 512, 144, 156, 2307 + 578, 1538 + 497 + 262 + 768, 2114 + 128 + 497 + 2 * 258,
     2690 + 128 + 2 * 497, 2 * 128, 1506};

@@ -13,11 +13,15 @@
 //     immediate, the case's offset, space and sharedWords — faults or not (never the gadget);
 //   - the loaded word: the test's array model of the memories written from the records
 //     (docs/trace.md: GW after GMEM, the k-th pair of MG / MS; shared cleared at CTA);
-//   - a store's value: the store value (st), oracle::evalSubwordStore of the model's word (st.b8,
-//     st.b16); words addr/4; mask = exec; tag MG(e) / MS(e), NOP for e = 0.
+//   - a store's or atomic's value and the old word each lane sees (atomOld): the interpreter's
+//     lane-serial loop (execMem) on a copy of the model's words — lanes 0..3 in order, each lane's
+//     new word from oracle::evalSubwordStore / oracle::evalAtomic of the word as the lanes before
+//     it left it — where the op does not fault; words addr/4; mask = exec; tag MG(e) / MS(e), NOP
+//     for e = 0. atom.min.s's value (not built) is left unchecked and counted.
 // Addresses: random and every edge — 0, the last word, one past it (global 504, shared
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
-// sharedWords 0 and 126, bits above the word index.
+// sharedWords 0 and 126, bits above the word index; a third of the cases put 2–4 executing lanes on
+// one or two valid words (random sub-word offsets, random values).
 // Failing twins: the shared bound off by one (faults at w > sharedWords) gets fault bits wrong;
 // the chain taking the first earlier same-word lane instead of the nearest gets values wrong.
 #include <gtest/gtest.h>
