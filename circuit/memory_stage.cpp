@@ -23,8 +23,15 @@ constexpr int kLanes = kRecordLanes;
 
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
-  kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd
+  kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax
 };
+constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
+// The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
+// 0xffffffff, min.s's 0x7fffffff, max.s's 0x80000000 (the identity of each).
+bool identityBit(int kind, int i) {
+  return kind == kIsMinU || (kind == kIsMinS && i < 31) || (kind == kIsMaxS && i == 31);
+}
 
 // The same-word pair (k, l), k < l, in the order of MemoryStage::same.
 constexpr int pairIndex(int k, int l) { return l * (l - 1) / 2 + k; }
@@ -55,6 +62,13 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::AtomXor) k.push_back(kIsXor);
   if (op == machine::Op::AtomExch) k.push_back(kIsExch);
   if (op == machine::Op::AtomAdd) k.push_back(kIsAdd);
+  if (op == machine::Op::AtomMinU) k.push_back(kIsMinU);
+  if (op == machine::Op::AtomMaxU) k.push_back(kIsMaxU);
+  if (op == machine::Op::AtomMinS) k.push_back(kIsMinS);
+  if (op == machine::Op::AtomMaxS) k.push_back(kIsMaxS);
+  if (op == machine::Op::AtomMinU || op == machine::Op::AtomMaxU || op == machine::Op::AtomMinS ||
+      op == machine::Op::AtomMaxS)
+    k.push_back(kIsMinMax);
   return k;
 }
 
@@ -151,6 +165,20 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     }
     QGPU_TRY(f, take("addNew" + n, kMemoryWord));
     r.addNew[static_cast<size_t>(l)] = f;
+  }
+  // atom.min / max: per lane the l + 2 operands' pairwise lt.u and lt.s (bus + 1 dim each), the
+  // selected word.
+  for (int l = 0; l < kLanes; ++l) {
+    const int n = l + 2, pairs = n * (n - 1) / 2;
+    auto& cmp = r.mmCompare[static_cast<size_t>(l)];
+    for (int q = 0; q < 2 * pairs; ++q) {
+      QGPU_TRY(bus, take("mmBus" + std::to_string(l) + "." + std::to_string(q),
+                         compareBusDims(kMemoryWord)));
+      QGPU_TRY(lt, take("mmLt" + std::to_string(l) + "." + std::to_string(q), 1));
+      cmp.push_back({bus, lt});
+    }
+    QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord));
+    r.mmNew[static_cast<size_t>(l)] = f;
   }
   for (int l = 1; l < kLanes; ++l) {
     QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
@@ -467,10 +495,19 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       for (int k = 0; k < l; ++k) {
         const int p = pairIndex(k, l);
         const Literal eqKl{r.eq[static_cast<size_t>(p)].at(0), 1};
-        for (int i = 0; i < kMemoryWord; ++i)
-          QGPU_CHECK(fw.add(u, {kind(kIsAdd), e(k), e(l), eqKl,
+        for (int i = 0; i < kMemoryWord; ++i) {
+          const std::vector<std::pair<int, double>> out = {{r.addMask[static_cast<size_t>(p)].at(i), two}};
+          QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l), eqKl,
                                 Literal{s.lanes[static_cast<size_t>(k)].src1.at(i), 1}},
-                            {{r.addMask[static_cast<size_t>(p)].at(i), two}}));
+                            out));
+          // ¬(e_k ∧ e_l ∧ eq_kl) as 3 exclusive patterns: the kind's identity bit.
+          for (int kd : kMinMaxKinds)
+            if (identityBit(kd, i)) {
+              QGPU_CHECK(fw.add(u, {kind(kd), no(e(k))}, out));
+              QGPU_CHECK(fw.add(u, {kind(kd), e(k), no(e(l))}, out));
+              QGPU_CHECK(fw.add(u, {kind(kd), e(k), e(l), no(eqKl)}, out));
+            }
+        }
       }
   }
   // [Σ bits ≥ j] for sign dims (bit = (x̂ + 1)/2) onto outputs: one step pair.
@@ -536,6 +573,57 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                              late[static_cast<size_t>(adderLayer + 1)], ctx, a));
     (void)rep;
   }
+  // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent lane's
+  // m is the kind's identity), c_pq = [X_p < X_q] for p < q (logic.h's lt.u / lt.s, L+5 / L+6);
+  // L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
+  // ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, ANDs of the lt bits. ----
+  for (int l = 0; l < kLanes; ++l) {
+    std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
+    for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
+    x.push_back(s.lanes[static_cast<size_t>(l)].src1);
+    const int n = static_cast<int>(x.size());
+    auto& cmp = r.mmCompare[static_cast<size_t>(l)];
+    // Pair (p, q) is index 2·(running pair number) + (0 unsigned, 1 signed).
+    std::vector<std::vector<int>> pairAt(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(n), -1));
+    int pi = 0;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] = pi;
+        for (int sg = 0; sg < 2; ++sg) {
+          CompareSpec cs;
+          cs.op = sg ? CompareOp::LtS : CompareOp::LtU;
+          cs.a = x[static_cast<size_t>(p)];
+          cs.b = x[static_cast<size_t>(q)];
+          cs.bus = cmp[static_cast<size_t>(2 * pi + sg)].first;
+          cs.out = cmp[static_cast<size_t>(2 * pi + sg)].second;
+          cs.busPrior = cs.outPrior = Prior::Replace;
+          QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+          (void)rep;
+        }
+        ++pi;
+      }
+    UnitWriter& u = late[4];
+    const Field& out = r.mmNew[static_cast<size_t>(l)];
+    QGPU_CHECK(fw.start(u, {out}));
+    for (int kd : kMinMaxKinds) {
+      const bool isMax = kd == kIsMaxU || kd == kIsMaxS;
+      const int sg = kd == kIsMinS || kd == kIsMaxS ? 1 : 0;
+      auto c = [&](int p, int q) {  // the literal [X_p < X_q], p < q
+        return Literal{cmp[static_cast<size_t>(2 * pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] + sg)]
+                           .second.at(0),
+                       1};
+      };
+      for (int j = 0; j < n; ++j) {
+        std::vector<Literal> cond = {kind(kd)};
+        for (int p = 0; p < j; ++p) cond.push_back(isMax ? c(p, j) : no(c(p, j)));
+        for (int q = j + 1; q < n; ++q) cond.push_back(isMax ? no(c(j, q)) : c(j, q));
+        for (int i = 0; i < kMemoryWord; ++i)
+          QGPU_CHECK(fw.add(u, cond + std::vector<Literal>{Literal{x[static_cast<size_t>(j)].at(i), 1}},
+                            {{out.at(i), two}}));
+      }
+    }
+  }
+
   {
     UnitWriter& u = late[5];
     std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
@@ -545,14 +633,22 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       const Field& value = r.memrec.value[static_cast<size_t>(l)];
       const Field& old = r.atomOld[static_cast<size_t>(l)];
       const std::vector<Source> src = sourcesOf(l, r.addNew);
+      const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
       for (int i = 0; i < kMemoryWord; ++i) {
-        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), Literal{value.at(i), 1}}, {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{value.at(i), 1}},
+                          {{value.at(i), two}}));
         QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
                           {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
+                          {{value.at(i), two}}));
         if (l == 0) continue;  // atomOld[0] is load[0]
-        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), Literal{old.at(i), 1}}, {{old.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{old.at(i), 1}},
+                          {{old.at(i), two}}));
         for (const Source& so : src)
           QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
+                            {{old.at(i), two}}));
+        for (const Source& so : srcMM)
+          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
                             {{old.at(i), two}}));
       }
     }

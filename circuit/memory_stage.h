@@ -108,6 +108,8 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "circuit/datamem.h"
 #include "circuit/record_emit.h"
@@ -120,8 +122,8 @@ namespace qgpu::circuit {
 inline constexpr int kMemoryStageLayers = 10;
 inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
-// isAnd isOr isXor isExch isAdd (atom.and / or / xor / exch / add)
-inline constexpr int kMemoryKinds = 14;
+// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax (the built atomics)
+inline constexpr int kMemoryKinds = 19;
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
 enum class MemoryStageTwin : uint8_t {
@@ -171,6 +173,11 @@ struct MemoryStage {
   // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3).
   std::array<Field, kSameWordPairs> addMask;
   std::array<Field, kRecordLanes> addRows, addPair, addNew;
+  // atom.min / max: per lane, per operand pair (p < q) and signedness, the lt compare's (bus, out)
+  // (L+5 / L+6); the selected word (L+8). addMask doubles as their masked operands (an absent
+  // lane's operand is the kind's identity).
+  std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> mmCompare;
+  std::array<Field, kRecordLanes> mmNew;
   RecordOutcomeFields memrec;  // value[l]: the chain's in L+4+l, final in L+9 (add selected);
                                // words + mask, tag in L+4
   std::array<int, kMemoryStageLayers> units{};  // the stage's own, per layer (datamem's apart)

@@ -51,14 +51,14 @@ using machine::Space;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 2560;  // the fields take 2,453
+constexpr int kHidden = 3328;  // the fields take 3,266
 constexpr int kLanes = 4;
 constexpr int kProbes = 96;
 constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memrec value, atomOld
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
 constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kProbes, kProbeLogits});
 constexpr float kUnit = 16;
-constexpr int kUnits = 3840;  // the widest MLP: L+7's 3,812 (L+4: the data memories' 328 + 2,885)
+constexpr int kUnits = 5632;  // the widest MLP: L+4's, the data memories' 328 + the stage's 5,189
 
 // One probe's memory op.
 struct Case {
@@ -87,10 +87,11 @@ constexpr int kChainedProbe = kProbes - 1;  // two lanes' st.b8 into one word
 constexpr uint32_t kChainedWord = 10;
 
 // The kinds whose memrec value the stage builds (memory_stage.h); the other atomics' value field
-// is 0 and left unchecked (counted: atom.min.s here).
+// is 0 and left unchecked (counted: atom.inc here).
 bool valueBuilt(Op op) {
   return op == Op::St || op == Op::StB8 || op == Op::StB16 || op == Op::AtomAnd ||
-         op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd;
+         op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd ||
+         op == Op::AtomMinU || op == Op::AtomMaxU || op == Op::AtomMinS || op == Op::AtomMaxS;
 }
 
 Case probeCase(int i) {
@@ -104,9 +105,10 @@ Case probeCase(int i) {
     return c;
   }
   // Early probes cover every built kind (the short bf16 / decode prefixes see only those).
-  static const Op kOps[] = {Op::Ld,     Op::AtomAdd,  Op::St,      Op::AtomXor, Op::StB8,
-                            Op::AtomAnd, Op::StB16,   Op::AtomOr,  Op::AtomExch, Op::AtomAdd,
-                            Op::StB8,   Op::StB16,    Op::AtomMinS};
+  static const Op kOps[] = {Op::Ld,       Op::AtomAdd,  Op::AtomMinU, Op::St,      Op::AtomMaxS,
+                            Op::AtomXor,  Op::AtomMinS, Op::StB8,     Op::AtomMaxU, Op::AtomAnd,
+                            Op::StB16,    Op::AtomOr,   Op::AtomExch, Op::AtomAdd,  Op::StB8,
+                            Op::AtomMinU, Op::StB16,    Op::AtomMaxS, Op::AtomInc};
   Case c;
   c.op = kOps[static_cast<size_t>(i) % std::size(kOps)];
   if (i % 3 == 1) {
@@ -303,7 +305,8 @@ struct Counts {
       chained = 0,      // checked lane values / old words after an earlier lane on the same word
       deep = 0,         // of them, lanes with two or more earlier lanes on their word
       adds = 0,         // checked atom.add lane values
-      unbuilt = 0;      // lane values of unbuilt atomics (atom.min.s), unchecked
+      minmax = 0,       // checked atom.min / max lane values
+      unbuilt = 0;      // lane values of unbuilt atomics (atom.inc), unchecked
 };
 
 Want expectProbe(const Case& c, const Model& m, Counts& n) {
@@ -367,6 +370,10 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     n.deep += acts && earlier[static_cast<size_t>(l)] >= 2 && valueCheck ? 1 : 0;
     n.unbuilt += acts && !valueBuilt(c.op) ? 1 : 0;
     n.adds += acts && c.op == Op::AtomAdd ? 1 : 0;
+    n.minmax += acts && (c.op == Op::AtomMinU || c.op == Op::AtomMaxU || c.op == Op::AtomMinS ||
+                         c.op == Op::AtomMaxS)
+                    ? 1
+                    : 0;
   }
   put(opFault, 1, true);
   uint32_t wordMask = 0;
@@ -479,7 +486,8 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
                 << " faulting lanes, " << r.counts.faultingOps << " faulting ops, "
                 << r.counts.nonzeroLoads << " nonzero lane loads, " << r.counts.stores
                 << " stores, " << r.counts.subword << " sub-word lane stores, "
-                << r.counts.atomicLanes << " atomic lanes (" << r.counts.adds << " atom.add), "
+                << r.counts.atomicLanes << " atomic lanes (" << r.counts.adds << " atom.add, "
+                << r.counts.minmax << " min / max), "
                 << r.counts.chained
                 << " lanes after an earlier lane on their word (" << r.counts.deep
                 << " after two or more), " << r.counts.unbuilt
@@ -497,6 +505,7 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
         EXPECT_GT(r.counts.chained, 20);
         EXPECT_GT(r.counts.deep, 10);
         EXPECT_GT(r.counts.adds, 10);
+        EXPECT_GT(r.counts.minmax, 20);
       }
     }
 }
