@@ -24,9 +24,9 @@
 //   old'_l  = new_k for the nearest k < l with s_kl, else load_l (atomOld_l: what lane l sees,
 //             lane-serial; an atomic's dst value)
 //   new_l   = src1_l (st, atom.exch); evalSubwordStore(op, old'_l, addr_l, src1_l) (st.b8, st.b16);
-//             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add)
+//             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add / min / max, u and s)
 //   memrec (stores and atomics): tag MG(e) / MS(e), NOP for e = 0; mask e; word_l = addr_l / 4;
-//           value_l = new_l (0 for the atomics not built: min, max, inc, dec, cas).
+//           value_l = new_l (0 for the atomics not built: inc, dec, cas).
 //   Specified where the op does not fault (a faulting op writes nothing and has no memrec; the
 //   same-word compare looks at a_2..a_9 only, which is the word when no lane faults).
 //
@@ -38,7 +38,7 @@
 //             accessBytes (one 7-literal AND per op row: the table stays the one definition):
 //               isMem, acc4 (bytes = 4), acc2 (bytes = 2), isLoad (Read), isStore (Write),
 //               isB8, isB16 (the sub-word stores), isAtom (ReadWrite), writes (Write ∨ ReadWrite),
-//               isAnd, isOr, isXor, isExch, isAdd (the built atomics)
+//               isAnd, isOr, isXor, isExch, isAdd, isMinU, isMaxU, isMinS, isMaxS, isMinMax
 //   L+1  MLP  the adder's level 2: addr_l (32 bits)
 //   L+2  MLP  per lane (a_i = addr_l's bit i, w = a_2..a_8 the word index below 128):
 //               hi_l   = [Σ_{i=9..31} a_i ≥ 1]                       (one step pair)
@@ -56,7 +56,9 @@
 //               for every k < l: 1 + 2 + 4 + 8 ANDs per space);
 //             load_l,i = [¬space ∧ G_l,i] + [space ∧ S_l,i];
 //             lane 0's memrec value (the chain below, its sources the read per space);
-//             s_kl; atom.add's masked operands;
+//             s_kl; the masked operands m_kl = e_k ∧ e_l ∧ eq_kl ? b_k : the kind's identity
+//             (0 for add and max.u; min.u 0xffffffff, min.s 0x7fffffff, max.s 0x80000000:
+//             3 exclusive patterns for ¬(e_k ∧ e_l ∧ eq_kl) per identity bit);
 //             words w_l and mask bits [writes ∧ e_l] (writes = isStore ∨ isB8 ∨ isB16 ∨ isAtom);
 //             tag (emit encoding): [writes ∧ space = sp ∧ e = E] → MG(E) / MS(E), E = 1..15;
 //             [writes ∧ e = 0] → NOP.
@@ -77,6 +79,11 @@
 //   adder (lane 0 L+5/L+6, lane 1 L+6/L+7, lanes 2, 3 L+7/L+8; the bus is the address adder's,
 //   dead after L+1). L+9: value_l = [¬isAdd ∧ value_l] + [isAdd ∧ sum_l] and atomOld_l (l ≥ 1)
 //   = [¬isAdd ∧ atomOld_l] + the chain's sources over the sums (the nearest earlier lane's sum).
+//   atom.min / max, all pairs (no serial dependence: the minimum of M and the word's b's so far):
+//   operands X = (M_l, m_0l..m_{l−1}l, b_l), n = l + 2; c_pq = [X_p < X_q] for p < q, lt.u and
+//   lt.s (logic.h's compare, L+5 / L+6, 40 compares); L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq
+//   (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the
+//   maximum): exactly one j, exclusive ANDs; L+9 selects them by isMinMax like atom.add's.
 // Every output field is cancelled first, then −u + 2u·Σ(exclusive ANDs or step pairs): each dim
 // ends at exactly ±u (the full layout of docs/circuit.md §3.2). Every AND is a clamped pair
 // (assembler.h addAnd, Gλ = 2·mlpGain).
@@ -91,9 +98,9 @@
 // `memrec` goes to the emitter's `outcomeFrom` at the memrec's record position (after L+9);
 // `fault` to the scheduler's FAULT token.
 //
-// Not built (left for later): atom.min / max (s, u), inc, dec (a compare and a mux per lane on
-// old'_l: about 4 layers per lane as a chain) and atom.cas (also a third source port src2 in
-// MemoryLaneIn): their memrec value field is 0 (tag, mask, words right; atomOld right on a lane
+// Not built (left for later): atom.inc, dec (no prefix form: a compare, old ± 1 and a mux per
+// lane on old'_l, about 3 layers per lane as a chain) and atom.cas (also a third source port src2
+// in MemoryLaneIn): their memrec value field is 0 (tag, mask, words right; atomOld right on a lane
 // with no earlier executing lane on its word); spill ops (ldl/stl: the slot's word sharedWords +
 // s·blockX + tid, no fault).
 //

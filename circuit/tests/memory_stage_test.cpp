@@ -17,7 +17,7 @@
 //     lane-serial loop (execMem) on a copy of the model's words — lanes 0..3 in order, each lane's
 //     new word from oracle::evalSubwordStore / oracle::evalAtomic of the word as the lanes before
 //     it left it — where the op does not fault; words addr/4; mask = exec; tag MG(e) / MS(e), NOP
-//     for e = 0. atom.min.s's value (not built) is left unchecked and counted.
+//     for e = 0. atom.inc's value (not built) is left unchecked and counted.
 // Addresses: random and every edge — 0, the last word, one past it (global 504, shared
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
 // sharedWords 0 and 126, bits above the word index; a third of the cases put 2–4 executing lanes on
