@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,7 +21,21 @@ constexpr int kMemoryWord = 32;
 constexpr int kWordBits = kRecordWordBits;  // the word index a_2..a_8
 constexpr int kLanes = kRecordLanes;
 
-enum Kind : int { kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites };
+enum Kind : int {
+  kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
+  kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax
+};
+constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
+// The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
+// 0xffffffff, min.s's 0x7fffffff, max.s's 0x80000000 (the identity of each).
+bool identityBit(int kind, int i) {
+  return kind == kIsMinU || (kind == kIsMinS && i < 31) || (kind == kIsMaxS && i == 31);
+}
+
+// The same-word pair (k, l), k < l, in the order of MemoryStage::same.
+constexpr int pairIndex(int k, int l) { return l * (l - 1) / 2 + k; }
+constexpr int kCmpBits = 8;  // a_2..a_9: the word index and one bit above (a nibble multiple)
 
 // The head word's fields by their names in oracle/trace.cpp's table.
 Expected<Field> memoryHeadField(const Field& head, const char* name, int width) {
@@ -42,6 +57,18 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::StB16) k.push_back(kIsB16);
   if (info.mem == machine::MemEffect::ReadWrite) k.push_back(kIsAtom);
   if (machine::writesMemory(op)) k.push_back(kWrites);
+  if (op == machine::Op::AtomAnd) k.push_back(kIsAnd);
+  if (op == machine::Op::AtomOr) k.push_back(kIsOr);
+  if (op == machine::Op::AtomXor) k.push_back(kIsXor);
+  if (op == machine::Op::AtomExch) k.push_back(kIsExch);
+  if (op == machine::Op::AtomAdd) k.push_back(kIsAdd);
+  if (op == machine::Op::AtomMinU) k.push_back(kIsMinU);
+  if (op == machine::Op::AtomMaxU) k.push_back(kIsMaxU);
+  if (op == machine::Op::AtomMinS) k.push_back(kIsMinS);
+  if (op == machine::Op::AtomMaxS) k.push_back(kIsMaxS);
+  if (op == machine::Op::AtomMinU || op == machine::Op::AtomMaxU || op == machine::Op::AtomMinS ||
+      op == machine::Op::AtomMaxS)
+    k.push_back(kIsMinMax);
   return k;
 }
 
@@ -108,6 +135,55 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(f, take("memrec.value" + std::to_string(l), kMemoryWord));
     r.memrec.value[static_cast<size_t>(l)] = f;
   }
+  for (int p = 0; p < kSameWordPairs; ++p) {
+    const std::string n = std::to_string(p);
+    QGPU_TRY(bus, take("cmpBus" + n, compareBusDims(kCmpBits)));
+    QGPU_TRY(eq, take("eq" + n, 1));
+    QGPU_TRY(same, take("same" + n, 1));
+    r.cmpBus[static_cast<size_t>(p)] = bus;
+    r.eq[static_cast<size_t>(p)] = eq;
+    r.same[static_cast<size_t>(p)] = same;
+  }
+  r.atomOld[0] = r.load[0];
+  // atom.add's prefix sum: masked operands per pair, the count rows (lanes 1..3: 2, 3, 3 rows),
+  // the reduced pair (lanes 2, 3), the sum; the adder's bus reuses the address adder's (dead
+  // after L+1).
+  for (int p = 0; p < kSameWordPairs; ++p) {
+    QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord));
+    r.addMask[static_cast<size_t>(p)] = f;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    const std::string n = std::to_string(l);
+    const int rows = l == 0 ? 0 : l == 1 ? 2 : 3;
+    if (rows > 0) {
+      QGPU_TRY(f, take("addRows" + n, rows * kMemoryWord));
+      r.addRows[static_cast<size_t>(l)] = f;
+    }
+    if (rows == 3) {
+      QGPU_TRY(f, take("addPair" + n, 2 * kMemoryWord));
+      r.addPair[static_cast<size_t>(l)] = f;
+    }
+    QGPU_TRY(f, take("addNew" + n, kMemoryWord));
+    r.addNew[static_cast<size_t>(l)] = f;
+  }
+  // atom.min / max: per lane the l + 2 operands' pairwise lt.u and lt.s (bus + 1 dim each), the
+  // selected word.
+  for (int l = 0; l < kLanes; ++l) {
+    const int n = l + 2, pairs = n * (n - 1) / 2;
+    auto& cmp = r.mmCompare[static_cast<size_t>(l)];
+    for (int q = 0; q < 2 * pairs; ++q) {
+      QGPU_TRY(bus, take("mmBus" + std::to_string(l) + "." + std::to_string(q),
+                         compareBusDims(kMemoryWord)));
+      QGPU_TRY(lt, take("mmLt" + std::to_string(l) + "." + std::to_string(q), 1));
+      cmp.push_back({bus, lt});
+    }
+    QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord));
+    r.mmNew[static_cast<size_t>(l)] = f;
+  }
+  for (int l = 1; l < kLanes; ++l) {
+    QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
+    r.atomOld[static_cast<size_t>(l)] = f;
+  }
   {
     QGPU_TRY(f, take("memrec.wordMask", kMemoryWord)); r.memrec.wordMask = f;
   }
@@ -128,7 +204,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)]);
   QGPU_TRY(dm, buildDataMemory(w, alloc, ds));
   r.dm = dm;
-  for (int i = 0; i < kMemoryStageLayers; ++i) r.heads[static_cast<size_t>(i)] = dm.headsUsed[i];
+  for (int i = 0; i < kMemoryDataLayers; ++i) r.heads[static_cast<size_t>(i)] = dm.headsUsed[i];
 
   const double one = t.unit, two = 2.0 * t.unit;
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -177,9 +253,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.units[1] = u2.used();
   }
 
-  // ---- L+2: hi, mis, top, geS per lane. ----
+  // ---- L+2: hi, mis, top, geS per lane; the compares' level 1. ----
+  UnitWriter u2(w, L + 2, dm.unitsUsed[2]);
+  UnitWriter u3(w, L + 3, dm.unitsUsed[3]);
   {
-    UnitWriter u(w, L + 2, dm.unitsUsed[2]);
+    UnitWriter& u = u2;
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
@@ -205,12 +283,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{ck.at(3), 2}}));
       (void)rep;
     }
-    r.units[2] = u.used();
   }
 
-  // ---- L+3: the read addresses (word bits, high per space). ----
+  // ---- L+3: the read addresses (word bits, high per space); the compares' level 2. ----
   {
-    UnitWriter u(w, L + 3, dm.unitsUsed[3]);
+    UnitWriter& u = u3;
     std::vector<Field> outs;
     for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
     QGPU_CHECK(fw.start(u, outs));
@@ -225,16 +302,107 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2), ck.at(3)},
                        r.readAddr[1][static_cast<size_t>(l)].at(kWordBits)));
     }
-    r.units[3] = u.used();
   }
+  // [w_k = w_l] for the 6 pairs: logic.h's Eq compare on a_2..a_9, level 1 in L+2, level 2 in
+  // L+3. When the op does not fault every executing lane's word is < 126, so a_9 = 0 and the
+  // compare is word equality; when it faults no lane acts and the values are unspecified.
+  for (int l = 1; l < kLanes; ++l)
+    for (int k = 0; k < l; ++k) {
+      const int p = pairIndex(k, l);
+      CompareSpec cs;
+      cs.op = CompareOp::Eq;
+      cs.a = r.addr[static_cast<size_t>(k)].slice(2, kCmpBits);
+      cs.b = r.addr[static_cast<size_t>(l)].slice(2, kCmpBits);
+      cs.bus = r.cmpBus[static_cast<size_t>(p)];
+      cs.out = r.eq[static_cast<size_t>(p)];
+      cs.busPrior = cs.outPrior = Prior::Replace;
+      QGPU_TRY(rep, buildCompare(u2, ctx, u3, ctx, cs));
+      (void)rep;
+    }
+  r.units[2] = u2.used();
+  r.units[3] = u3.used();
 
-  // ---- L+4: faults, the loaded word, the memrec. ----
+  // The chain (lane-serial order inside one op). A source of lane l's old word old'_l: the
+  // literals that pick it (exclusive over the sources) and its bit i as a literal.
+  struct Source {
+    std::vector<Literal> pick;
+    std::function<Literal(int)> bitOf;
+  };
+  auto same = [&](int k, int l) {
+    return Literal{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), 1};
+  };
+  // Lane l ≥ 1: old'_l = new_k for the nearest earlier lane k on l's word (s_kl ∧ ¬s_k'l for
+  // k < k' < l; the twin: the first, ¬s_k'l for k' < k), else M_l = load_l.
+  auto sourcesOf = [&](int l, const std::array<Field, kLanes>& news) {
+    std::vector<Source> src;
+    Source none;
+    for (int k = 0; k < l; ++k) none.pick.push_back(no(same(k, l)));
+    none.bitOf = [&, l](int i) { return Literal{r.load[static_cast<size_t>(l)].at(i), 1}; };
+    src.push_back(none);
+    for (int k = 0; k < l; ++k) {
+      Source sk;
+      sk.pick.push_back(same(k, l));
+      const bool first = s.twin == MemoryStageTwin::FirstSameWordLane;
+      for (int k2 = first ? 0 : k + 1; k2 < (first ? k : l); ++k2) sk.pick.push_back(no(same(k2, l)));
+      sk.bitOf = [&news, k](int i) { return Literal{news[static_cast<size_t>(k)].at(i), 1}; };
+      src.push_back(sk);
+    }
+    return src;
+  };
+  // new_l = f(old'_l, b_l) for the kinds whose bit i depends on (old'_i, b_i) alone, as disjoint
+  // ANDs onto memrec.value[l] (and old'_l onto atomOld[l] when `old` is set):
+  //   st, exch: b_i;  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;  xor: b_i ∧ ¬o + ¬b_i ∧ o;
+  //   st.b8: the addressed byte from b, the other bytes o;  st.b16 likewise (evalSubwordStore).
+  auto chainLane = [&](UnitWriter& u, int l, const std::vector<Source>& src,
+                       const Field* old) -> Status {
+    const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
+    const Field& value = r.memrec.value[static_cast<size_t>(l)];
+    for (int i = 0; i < kMemoryWord; ++i) {
+      const Literal b{src1.at(i), 1};
+      const std::vector<std::pair<int, double>> out = {{value.at(i), two}};
+      QGPU_CHECK(fw.add(u, {kind(kIsStore), b}, out));
+      QGPU_CHECK(fw.add(u, {kind(kIsExch), b}, out));
+      QGPU_CHECK(fw.add(u, {kind(kIsOr), b}, out));
+      const int byte = i / 8, half = i / 16;
+      auto atByteK = [&](int k) {
+        return std::vector<Literal>{k & 1 ? bit(l, 0) : no(bit(l, 0)),
+                                    k & 2 ? bit(l, 1) : no(bit(l, 1))};
+      };
+      QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} +
+                               atByteK(byte),
+                        out));
+      const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
+      QGPU_CHECK(fw.add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}}, out));
+      for (const Source& so : src) {
+        const Literal o = so.bitOf(i);
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAnd), b, o} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsOr), no(b), o} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsXor), b, no(o)} + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsXor), no(b), o} + so.pick, out));
+        for (int k = 0; k < 4; ++k)
+          if (k != byte)
+            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), o} + atByteK(k) + so.pick, out));
+        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB16), no(atHalf), o} + so.pick, out));
+        if (old != nullptr) QGPU_CHECK(fw.add(u, std::vector<Literal>{o} + so.pick, {{old->at(i), two}}));
+      }
+    }
+    return Ok{};
+  };
+
+  // One writer per layer from L+4 on (several parts share these MLPs).
+  std::vector<UnitWriter> late;
+  late.reserve(kMemoryStageLayers - 4);
+  for (int j = 4; j < kMemoryStageLayers; ++j) late.emplace_back(w, L + j, j == 4 ? dm.unitsUsed[4] : 0);
+
+  // ---- L+4: faults, the loaded word, lane 0's memrec value, the same-word literals, words,
+  // mask, tag. ----
   {
-    UnitWriter u(w, L + 4, dm.unitsUsed[4]);
+    UnitWriter& u = late[0];
     std::vector<Field> outs(r.laneFault.begin(), r.laneFault.end());
     outs.push_back(r.fault);
     outs.insert(outs.end(), r.load.begin(), r.load.end());
-    outs.insert(outs.end(), r.memrec.value.begin(), r.memrec.value.end());
+    outs.push_back(r.memrec.value[0]);
+    outs.insert(outs.end(), r.same.begin(), r.same.end());
     outs.push_back(r.memrec.wordMask);
     outs.push_back(r.memrec.tag);
     QGPU_CHECK(fw.start(u, outs));
@@ -263,35 +431,24 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           QGPU_CHECK(fw.add(u, lits, {{r.fault.at(0), two}}));
         }
       }
-    for (int l = 0; l < kLanes; ++l) {
-      const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
-      const Field& value = r.memrec.value[static_cast<size_t>(l)];
-      for (int i = 0; i < kMemoryWord; ++i) {
-        const Literal v{src1.at(i), 1};
+    for (int l = 0; l < kLanes; ++l)
+      for (int i = 0; i < kMemoryWord; ++i)
         for (int sp = 0; sp < 2; ++sp)
           QGPU_CHECK(fw.add(u, {spaceIs(sp), read(sp, l, i)},
                          {{r.load[static_cast<size_t>(l)].at(i), two}}));
-        QGPU_CHECK(fw.add(u, {kind(kIsStore), v}, {{value.at(i), two}}));
-        const int byte = i / 8, half = i / 16;
-        const std::vector<Literal> atByte = {
-            byte & 1 ? bit(l, 0) : no(bit(l, 0)), byte & 2 ? bit(l, 1) : no(bit(l, 1))};
-        QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), Literal{src1.at(i % 8), 1}} + atByte,
-                       {{value.at(i), two}}));
-        for (int k = 0; k < 4; ++k) {
-          if (k == byte) continue;
-          const std::vector<Literal> atK = {k & 1 ? bit(l, 0) : no(bit(l, 0)),
-                                            k & 2 ? bit(l, 1) : no(bit(l, 1))};
-          for (int sp = 0; sp < 2; ++sp)
-            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), spaceIs(sp), read(sp, l, i)} + atK,
-                           {{value.at(i), two}}));
-        }
-        const Literal atHalf = half ? bit(l, 1) : no(bit(l, 1));
-        QGPU_CHECK(fw.add(u, {kind(kIsB16), atHalf, Literal{src1.at(i % 16), 1}},
-                       {{value.at(i), two}}));
-        for (int sp = 0; sp < 2; ++sp)
-          QGPU_CHECK(fw.add(u, {kind(kIsB16), no(atHalf), spaceIs(sp), read(sp, l, i)},
-                         {{value.at(i), two}}));
-      }
+    // Lane 0: old'_0 = M_0, the read of its space (no earlier lane).
+    {
+      std::vector<Source> src;
+      for (int sp = 0; sp < 2; ++sp)
+        src.push_back({{spaceIs(sp)}, [&, sp](int i) { return read(sp, 0, i); }});
+      QGPU_CHECK(chainLane(u, 0, src, nullptr));
+    }
+    for (int l = 1; l < kLanes; ++l)
+      for (int k = 0; k < l; ++k)
+        QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l),
+                              Literal{r.eq[static_cast<size_t>(pairIndex(k, l))].at(0), 1}},
+                          {{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), two}}));
+    for (int l = 0; l < kLanes; ++l) {
       for (int i = 0; i < kWordBits; ++i)
         QGPU_CHECK(fw.add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
       QGPU_CHECK(fw.add(u, {kind(kWrites), e(l)},
@@ -312,8 +469,192 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                                          : trace::ms(static_cast<int>(m)))));
     QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kWrites)} + spells(s.exec, 0),
                    indexOuts(trace::single(trace::Family::Nop))));
-    r.units[4] = u.used();
   }
+
+  // ---- L+5 .. L+7: lanes 1..3 of the chain, one lane per layer (lane l needs new_k, k < l). ----
+  for (int l = 1; l < kLanes; ++l) {
+    UnitWriter& u = late[static_cast<size_t>(l)];
+    const Field& old = r.atomOld[static_cast<size_t>(l)];
+    QGPU_CHECK(fw.start(u, {r.memrec.value[static_cast<size_t>(l)], old}));
+    QGPU_CHECK(chainLane(u, l, sourcesOf(l, r.memrec.value), &old));
+  }
+
+  // ---- atom.add as a prefix sum (no serial dependence): new_l = M_l + b_l + Σ_{k<l} m_kl,
+  // m_kl = b_k where s_kl (lanes on one word share M). L+4: the masked operands (ANDs with the
+  // compare's eq, as s_kl is written in the same layer). L+5: per column i the count T_i of the
+  // n = l + 2 operand bits (step pairs [T ≥ j], j = 1..n) as binary rows: row r, bit i + r =
+  // bit r of T_i (c0 = Σ_j (−1)^{j+1}[T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4]). L+6 (3 rows):
+  // one 3:2 step (sum = [T ≥ 1] − [T ≥ 2] + [T ≥ 3], carry [T ≥ 2] to bit i + 1). Then logic.h's
+  // two-level adder: lane 0 in L+5/L+6, lane 1 in L+6/L+7, lanes 2, 3 in L+7/L+8. L+9: memrec
+  // value and old'_l selected by isAdd (old'_l = the nearest earlier same-word lane's sum, or M).
+  {
+    UnitWriter& u = late[0];
+    std::vector<Field> masks(r.addMask.begin(), r.addMask.end());
+    QGPU_CHECK(fw.start(u, masks));
+    for (int l = 1; l < kLanes; ++l)
+      for (int k = 0; k < l; ++k) {
+        const int p = pairIndex(k, l);
+        const Literal eqKl{r.eq[static_cast<size_t>(p)].at(0), 1};
+        for (int i = 0; i < kMemoryWord; ++i) {
+          const std::vector<std::pair<int, double>> out = {{r.addMask[static_cast<size_t>(p)].at(i), two}};
+          QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l), eqKl,
+                                Literal{s.lanes[static_cast<size_t>(k)].src1.at(i), 1}},
+                            out));
+          // ¬(e_k ∧ e_l ∧ eq_kl) as 3 exclusive patterns: the kind's identity bit.
+          for (int kd : kMinMaxKinds)
+            if (identityBit(kd, i)) {
+              QGPU_CHECK(fw.add(u, {kind(kd), no(e(k))}, out));
+              QGPU_CHECK(fw.add(u, {kind(kd), e(k), no(e(l))}, out));
+              QGPU_CHECK(fw.add(u, {kind(kd), e(k), e(l), no(eqKl)}, out));
+            }
+        }
+      }
+  }
+  // [Σ bits ≥ j] for sign dims (bit = (x̂ + 1)/2) onto outputs: one step pair.
+  auto countStep = [&](UnitWriter& u, const std::vector<int>& dims, int j,
+                       const std::vector<Output>& out) -> Status {
+    LinearForm n;
+    for (int d : dims) n.terms.push_back({d, 0.5});
+    n.constant = 0.5 * static_cast<double>(dims.size()) - j + 1;
+    QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, out));
+    (void)rep;
+    return Ok{};
+  };
+  for (int l = 0; l < kLanes; ++l) {
+    const Field& b = s.lanes[static_cast<size_t>(l)].src1;
+    Field x = r.load[static_cast<size_t>(l)], y = b;
+    int adderLayer = 1;  // late[] index of the adder's level 1
+    if (l > 0) {
+      UnitWriter& u = late[1];
+      const Field& rows = r.addRows[static_cast<size_t>(l)];
+      const int nRows = rows.dims / kMemoryWord;
+      QGPU_CHECK(fw.start(u, {rows}));
+      for (int i = 0; i < kMemoryWord; ++i) {
+        std::vector<int> ops = {r.load[static_cast<size_t>(l)].at(i), b.at(i)};
+        for (int k = 0; k < l; ++k) ops.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))].at(i));
+        const int n = static_cast<int>(ops.size());
+        for (int j = 1; j <= n; ++j) {
+          std::vector<Output> out = {{rows.at(i), j % 2 ? 2.0 : -2.0}};
+          if (nRows > 1 && i + 1 < kMemoryWord && (j == 2 || j == 4))
+            out.push_back({rows.at(kMemoryWord + i + 1), j == 2 ? 2.0 : -2.0});
+          if (nRows > 2 && i + 2 < kMemoryWord && j == 4)
+            out.push_back({rows.at(2 * kMemoryWord + i + 2), 2.0});
+          QGPU_CHECK(countStep(u, ops, j, out));
+        }
+      }
+      x = rows.slice(0, kMemoryWord);
+      y = rows.slice(kMemoryWord, kMemoryWord);
+      adderLayer = 2;
+      if (nRows == 3) {
+        UnitWriter& u2r = late[2];
+        const Field& pair = r.addPair[static_cast<size_t>(l)];
+        QGPU_CHECK(fw.start(u2r, {pair}));
+        for (int i = 0; i < kMemoryWord; ++i) {
+          const std::vector<int> ops = {rows.at(i), rows.at(kMemoryWord + i),
+                                        rows.at(2 * kMemoryWord + i)};
+          for (int j = 1; j <= 3; ++j) {
+            std::vector<Output> out = {{pair.at(i), j % 2 ? 2.0 : -2.0}};
+            if (j == 2 && i + 1 < kMemoryWord) out.push_back({pair.at(kMemoryWord + i + 1), 2.0});
+            QGPU_CHECK(countStep(u2r, ops, j, out));
+          }
+        }
+        x = pair.slice(0, kMemoryWord);
+        y = pair.slice(kMemoryWord, kMemoryWord);
+        adderLayer = 3;
+      }
+    }
+    AdderSpec a;
+    a.a = x;
+    a.b = y;
+    a.bus = r.bus[static_cast<size_t>(l)];
+    a.out = r.addNew[static_cast<size_t>(l)];
+    a.busPrior = a.outPrior = Prior::Replace;
+    QGPU_TRY(rep, buildAdder(late[static_cast<size_t>(adderLayer)], ctx,
+                             late[static_cast<size_t>(adderLayer + 1)], ctx, a));
+    (void)rep;
+  }
+  // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent lane's
+  // m is the kind's identity), c_pq = [X_p < X_q] for p < q (logic.h's lt.u / lt.s, L+5 / L+6);
+  // L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
+  // ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, ANDs of the lt bits. ----
+  for (int l = 0; l < kLanes; ++l) {
+    std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
+    for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
+    x.push_back(s.lanes[static_cast<size_t>(l)].src1);
+    const int n = static_cast<int>(x.size());
+    auto& cmp = r.mmCompare[static_cast<size_t>(l)];
+    // Pair (p, q) is index 2·(running pair number) + (0 unsigned, 1 signed).
+    std::vector<std::vector<int>> pairAt(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(n), -1));
+    int pi = 0;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] = pi;
+        for (int sg = 0; sg < 2; ++sg) {
+          CompareSpec cs;
+          cs.op = sg ? CompareOp::LtS : CompareOp::LtU;
+          cs.a = x[static_cast<size_t>(p)];
+          cs.b = x[static_cast<size_t>(q)];
+          cs.bus = cmp[static_cast<size_t>(2 * pi + sg)].first;
+          cs.out = cmp[static_cast<size_t>(2 * pi + sg)].second;
+          cs.busPrior = cs.outPrior = Prior::Replace;
+          QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+          (void)rep;
+        }
+        ++pi;
+      }
+    UnitWriter& u = late[4];
+    const Field& out = r.mmNew[static_cast<size_t>(l)];
+    QGPU_CHECK(fw.start(u, {out}));
+    for (int kd : kMinMaxKinds) {
+      const bool isMax = kd == kIsMaxU || kd == kIsMaxS;
+      const int sg = kd == kIsMinS || kd == kIsMaxS ? 1 : 0;
+      auto c = [&](int p, int q) {  // the literal [X_p < X_q], p < q
+        return Literal{cmp[static_cast<size_t>(2 * pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] + sg)]
+                           .second.at(0),
+                       1};
+      };
+      for (int j = 0; j < n; ++j) {
+        std::vector<Literal> cond = {kind(kd)};
+        for (int p = 0; p < j; ++p) cond.push_back(isMax ? c(p, j) : no(c(p, j)));
+        for (int q = j + 1; q < n; ++q) cond.push_back(isMax ? no(c(j, q)) : c(j, q));
+        for (int i = 0; i < kMemoryWord; ++i)
+          QGPU_CHECK(fw.add(u, cond + std::vector<Literal>{Literal{x[static_cast<size_t>(j)].at(i), 1}},
+                            {{out.at(i), two}}));
+      }
+    }
+  }
+
+  {
+    UnitWriter& u = late[5];
+    std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
+    outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
+    QGPU_CHECK(fw.start(u, outs));
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      const Field& old = r.atomOld[static_cast<size_t>(l)];
+      const std::vector<Source> src = sourcesOf(l, r.addNew);
+      const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
+      for (int i = 0; i < kMemoryWord; ++i) {
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{value.at(i), 1}},
+                          {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
+                          {{value.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
+                          {{value.at(i), two}}));
+        if (l == 0) continue;  // atomOld[0] is load[0]
+        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{old.at(i), 1}},
+                          {{old.at(i), two}}));
+        for (const Source& so : src)
+          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
+                            {{old.at(i), two}}));
+        for (const Source& so : srcMM)
+          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
+                            {{old.at(i), two}}));
+      }
+    }
+  }
+  for (int j = 4; j < kMemoryStageLayers; ++j)
+    r.units[static_cast<size_t>(j)] = late[static_cast<size_t>(j - 4)].used();
   return r;
 }
 

@@ -1,8 +1,9 @@
 // qgpu/circuit/memory_stage.h — the memory stage (docs/circuit.md §4.1 L5, §9 "Built: the memory
 // stage"): at a memory op's executing position, per lane the byte address, the fault bit where
 // the interpreter faults, the data memories' read at that address (circuit/datamem.h), the loaded
-// word as a result the result stage can select, and a store's memrec in the record emitter's
-// encoding (circuit/record_emit.h RecordOutcomeFields).
+// word as a result the result stage can select, the old word an atomic returns, and a store's or
+// atomic's memrec in the record emitter's encoding (circuit/record_emit.h RecordOutcomeFields),
+// the lanes of one op serialised 0..3 as the interpreter does.
 //
 // Inputs (clean ±u sign fields, +u = 1, at the executing position; the stage computes at every
 // position, only the consumer's enable makes a position count):
@@ -18,17 +19,26 @@
 //   words   = 126 (global) or sharedWords (shared: the user part only)
 //   bad_l   = addr_l mod bytes ≠ 0 ∨ addr_l / 4 ≥ words      (a lane's address faults)
 //   fault_l = isMem ∧ e_l ∧ bad_l;  fault = ⋁_l fault_l       (op-level: no lane acts, FAULT)
-//   load_l  = M_space[addr_l / 4]                             (ld's value; an atomic's old word)
+//   load_l  = M_space[addr_l / 4]                             (ld's value: the word before the op)
+//   s_kl    = writes ∧ e_k ∧ e_l ∧ [w_k = w_l], k < l         (lanes of one writing op on one word)
+//   old'_l  = new_k for the nearest k < l with s_kl, else load_l (atomOld_l: what lane l sees,
+//             lane-serial; an atomic's dst value)
+//   new_l   = src1_l (st, atom.exch); evalSubwordStore(op, old'_l, addr_l, src1_l) (st.b8, st.b16);
+//             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add / min / max, u and s)
 //   memrec (stores and atomics): tag MG(e) / MS(e), NOP for e = 0; mask e; word_l = addr_l / 4;
-//           value_l = src1_l (st), evalSubwordStore(op, M[word_l], addr_l, src1_l) (st.b8, st.b16).
+//           value_l = new_l (0 for the atomics not built: inc, dec, cas).
+//   Specified where the op does not fault (a faulting op writes nothing and has no memrec; the
+//   same-word compare looks at a_2..a_9 only, which is the word when no lane faults).
 //
-// Layers (L = firstLayer; the data memories' five layers L..L+4 are built inside, datamem.h,
-// their read address the stage's; the stage's units follow the data memories' in each MLP):
+// Layers (L = firstLayer, 10 layers L..L+9; the data memories' five layers L..L+4 are built
+// inside, datamem.h, their read address the stage's; the stage's units follow the data memories'
+// in each MLP; L+5..L+9 are MLP only):
 //   L    MLP  the adder's level 1 per lane (logic.h buildAdder: src0_l + offset, 10 bus dims per
 //             nibble); the op kind decoded from the opcode against isa.def's Mem column and
 //             accessBytes (one 7-literal AND per op row: the table stays the one definition):
 //               isMem, acc4 (bytes = 4), acc2 (bytes = 2), isLoad (Read), isStore (Write),
-//               isB8, isB16 (the sub-word stores), isAtom (ReadWrite), writes (Write ∨ ReadWrite)
+//               isB8, isB16 (the sub-word stores), isAtom (ReadWrite), writes (Write ∨ ReadWrite),
+//               isAnd, isOr, isXor, isExch, isAdd, isMinU, isMaxU, isMinS, isMaxS, isMinMax
 //   L+1  MLP  the adder's level 2: addr_l (32 bits)
 //   L+2  MLP  per lane (a_i = addr_l's bit i, w = a_2..a_8 the word index below 128):
 //               hi_l   = [Σ_{i=9..31} a_i ≥ 1]                       (one step pair)
@@ -45,14 +55,35 @@
 //               "lowest" condition expanded into exclusive literal patterns (¬e_k, or e_k ∧ ¬high_k,
 //               for every k < l: 1 + 2 + 4 + 8 ANDs per space);
 //             load_l,i = [¬space ∧ G_l,i] + [space ∧ S_l,i];
-//             memrec value_l,i = [isStore ∧ src1_l,i]
-//                              + [isB8 ∧ byte(addr_l) = i/8 ∧ src1_l,(i mod 8)]
-//                              + Σ_{k ≠ i/8, space} [isB8 ∧ byte(addr_l) = k ∧ space ∧ M_l,i]
-//                              + [isB16 ∧ a_1 = i/16 ∧ src1_l,(i mod 16)]
-//                              + Σ_space [isB16 ∧ a_1 ≠ i/16 ∧ space ∧ M_l,i];
+//             lane 0's memrec value (the chain below, its sources the read per space);
+//             s_kl; the masked operands m_kl = e_k ∧ e_l ∧ eq_kl ? b_k : the kind's identity
+//             (0 for add and max.u; min.u 0xffffffff, min.s 0x7fffffff, max.s 0x80000000:
+//             3 exclusive patterns for ¬(e_k ∧ e_l ∧ eq_kl) per identity bit);
 //             words w_l and mask bits [writes ∧ e_l] (writes = isStore ∨ isB8 ∨ isB16 ∨ isAtom);
 //             tag (emit encoding): [writes ∧ space = sp ∧ e = E] → MG(E) / MS(E), E = 1..15;
 //             [writes ∧ e = 0] → NOP.
+//   The same-word literals: L+2 / L+3 logic.h's Eq compare of a_2..a_9 per pair (k, l) (level 1,
+//   level 2), L+4 s_kl = [writes ∧ e_k ∧ e_l ∧ eq_kl] (one AND each).
+//   The chain (bitwise kinds and sub-word stores; bit i of new is a function of old'_i, b_i):
+//   lane 0 in L+4 (old'_0 = M_0, the read of its space), lane l = 1..3 in L+4+l, its sources
+//   none (∧_{k<l} ¬s_kl → load_l) and k (s_kl ∧ ∧_{k<k'<l} ¬s_k'l → value_k, the nearest), the
+//   source literals folded into the kind's ANDs:
+//             st, exch: b_i;  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;  xor: b_i ∧ ¬o + ¬b_i ∧ o;
+//             st.b8 / st.b16: the addressed byte / half from b, the others o;  atomOld: o
+//   (o = the source's bit, ANDed with its source literals); value_l and atomOld_l in L+4+l.
+//   atom.add, a prefix sum (no serial dependence; lanes on one word share M): new_l = M_l + b_l +
+//   Σ_{k<l} m_kl, m_kl = b_k where isAdd ∧ e_k ∧ e_l ∧ eq_kl (L+4, ANDs); L+5: per column i the
+//   count T_i of the l + 2 operand bits in binary rows (step pairs [T_i ≥ j]: c0 = Σ_j (−1)^{j+1}
+//   [T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4], row r's bit i + r); L+6 (lanes 2, 3: 3 rows) a
+//   3:2 step (sum [T≥1] − [T≥2] + [T≥3], carry [T ≥ 2] to bit i + 1); then logic.h's two-level
+//   adder (lane 0 L+5/L+6, lane 1 L+6/L+7, lanes 2, 3 L+7/L+8; the bus is the address adder's,
+//   dead after L+1). L+9: value_l = [¬isAdd ∧ value_l] + [isAdd ∧ sum_l] and atomOld_l (l ≥ 1)
+//   = [¬isAdd ∧ atomOld_l] + the chain's sources over the sums (the nearest earlier lane's sum).
+//   atom.min / max, all pairs (no serial dependence: the minimum of M and the word's b's so far):
+//   operands X = (M_l, m_0l..m_{l−1}l, b_l), n = l + 2; c_pq = [X_p < X_q] for p < q, lt.u and
+//   lt.s (logic.h's compare, L+5 / L+6, 40 compares); L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq
+//   (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the
+//   maximum): exactly one j, exclusive ANDs; L+9 selects them by isMinMax like atom.add's.
 // Every output field is cancelled first, then −u + 2u·Σ(exclusive ANDs or step pairs): each dim
 // ends at exactly ±u (the full layout of docs/circuit.md §3.2). Every AND is a clamped pair
 // (assembler.h addAnd, Gλ = 2·mlpGain).
@@ -62,27 +93,30 @@
 // has inverted polarity there: a caller flips the literals), exec is the result stage's guardTrue
 // ∧ mask (not built as one field yet), src0/src1 are the operand select's ports 0 and 1. The adder
 // can be the ALU stage's address adder instead (§4.1 L3–L4): the stage's level 1 and 2 then
-// move into S1/S2. `load` goes to the result stage's r_l for ld (and, for an atomic, the regrec
-// of the old values); `memrec` goes to the emitter's `outcomeFrom` at the memrec's record
-// position; `fault` to the scheduler's FAULT token.
+// move into S1/S2. `load` goes to the result stage's r_l for ld, `atomOld` to the regrec of an
+// atomic's old values (not `load`: a later lane on a word sees the earlier lanes' writes);
+// `memrec` goes to the emitter's `outcomeFrom` at the memrec's record position (after L+9);
+// `fault` to the scheduler's FAULT token.
 //
-// Not built (left for later): the atomics' read-modify-write values (evalAtomic: the memrec's
-// value field is 0 for an atomic; tag, mask and words are right) and the lane-serial order
-// inside one op when two executing lanes of st.b8/st.b16 hit the same word (each lane's value
-// is built from the word as read before the op: a later lane's record loses the earlier lane's
-// bytes; interpreter: it keeps them) — both need a cross-lane chain (one pass per lane, §4.1);
-// spill ops (ldl/stl: the slot's word sharedWords + s·blockX + tid, no fault).
+// Not built (left for later): atom.inc, dec (no prefix form: a compare, old ± 1 and a mux per
+// lane on old'_l, about 3 layers per lane as a chain) and atom.cas (also a third source port src2
+// in MemoryLaneIn): their memrec value field is 0 (tag, mask, words right; atomOld right on a lane
+// with no earlier executing lane on its word); spill ops (ldl/stl: the slot's word sharedWords +
+// s·blockX + tid, no fault).
 //
 // Errors: Usage for fields of the wrong width, too few layers, a head word whose packed layout
 // does not match; the data memories' and gadgets' refusals pass through. A refused spec may leave
 // units written: discard the weights.
 //
-// Failing twin (`MemoryStageTwin::SharedBoundOffByOne`): the shared bound checked as w > words
-// instead of w ≥ words — the word sharedWords itself reads as valid.
+// Failing twins (`MemoryStageTwin`): SharedBoundOffByOne, the shared bound checked as w > words
+// instead of w ≥ words — the word sharedWords itself reads as valid; FirstSameWordLane, the chain's
+// old'_l taken from the first earlier same-word lane instead of the nearest.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "circuit/datamem.h"
 #include "circuit/record_emit.h"
@@ -92,12 +126,18 @@
 
 namespace qgpu::circuit {
 
-inline constexpr int kMemoryStageLayers = 5;
-inline constexpr int kMemoryKinds = 9;  // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes
+inline constexpr int kMemoryStageLayers = 10;
+inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
+// isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
+// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax (the built atomics)
+inline constexpr int kMemoryKinds = 19;
+inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
 enum class MemoryStageTwin : uint8_t {
   None,                 // the stage
   SharedBoundOffByOne,  // failing twin: shared faults at w > sharedWords (not ≥)
+  FirstSameWordLane,    // failing twin: the chain takes the FIRST earlier same-word lane's new
+                        // word as a lane's old word, not the nearest (wrong from 3 lanes on)
 };
 
 struct MemoryLaneIn {
@@ -107,7 +147,7 @@ struct MemoryLaneIn {
 
 struct MemoryStageSpec {
   TokenLayout tokens;     // planned first from a fresh allocator
-  int firstLayer = 0;     // layers firstLayer .. firstLayer + 4
+  int firstLayer = 0;     // layers firstLayer .. firstLayer + 9
   Field head;             // 32: OP(a), +u = 1
   Field offset;           // 32: OP(off)
   Field sharedWords;      // 7: the program's sharedWords
@@ -128,9 +168,27 @@ struct MemoryStage {
   std::array<Field, kRecordLanes> laneFault;  // L+4: 1 dim each
   Field fault;                              // L+4: 1 dim
   std::array<Field, kRecordLanes> load;     // L+4: 32 bits each
-  RecordOutcomeFields memrec;               // L+4: values, words + mask, tag
+  std::array<Field, kSameWordPairs> cmpBus;  // L+2: the Eq compare's level 1 (4 dims per pair)
+  std::array<Field, kSameWordPairs> eq;      // L+3: [w_k = w_l] on a_2..a_9 (1 dim per pair)
+  std::array<Field, kSameWordPairs> same;    // L+4: s_kl = writes ∧ e_k ∧ e_l ∧ eq_kl
+  // old'_l: the word lane l's access sees after the op's earlier lanes (lane-serial), the old
+  // value an atomic returns to its dst register. atomOld[0] is load[0] (the same dims: lane 0
+  // has no earlier lane); atomOld[l], l ≥ 1, is written in L+4+l.
+  std::array<Field, kRecordLanes> atomOld;
+  // atom.add (the prefix sum): addMask per pair (L+4: b_k where isAdd ∧ s_kl), count rows per lane
+  // (L+5: 2 rows for lane 1, 3 for lanes 2, 3; none for lane 0), the reduced pair (L+6, lanes 2,
+  // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3).
+  std::array<Field, kSameWordPairs> addMask;
+  std::array<Field, kRecordLanes> addRows, addPair, addNew;
+  // atom.min / max: per lane, per operand pair (p < q) and signedness, the lt compare's (bus, out)
+  // (L+5 / L+6); the selected word (L+8). addMask doubles as their masked operands (an absent
+  // lane's operand is the kind's identity).
+  std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> mmCompare;
+  std::array<Field, kRecordLanes> mmNew;
+  RecordOutcomeFields memrec;  // value[l]: the chain's in L+4+l, final in L+9 (add selected);
+                               // words + mask, tag in L+4
   std::array<int, kMemoryStageLayers> units{};  // the stage's own, per layer (datamem's apart)
-  std::array<int, kMemoryStageLayers> heads{};  // datamem's heads per layer
+  std::array<int, kMemoryStageLayers> heads{};  // datamem's heads per layer (0 after L+4)
   int dims = 0;                             // residual dims the stage allocated (datamem's apart)
   int maxFanIn = 0;
 };

@@ -15,7 +15,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 2048;
+constexpr int kHidden = 4096;  // the stage takes 2,516 dims (atom.add's 704, min / max's 808)
 
 struct Built {
   Expected<MemoryStage> stage;
@@ -42,17 +42,39 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 }
 
 // Units by hand (an AND or a step pair: 2 units; a cancel: 1 per dim; each layer's base −u: the
-// empty AND, 2 units):
-//   L    9 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
-//        + 4 lanes × (80 bus cancels + 417 adder level 1, logic.h)            = 43 + 1,988
-//   L+1  4 × (32 out cancels + 96 level 2: 3 per bit)                          = 512
-//   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)                 = 66
-//   L+3  64 cancels + 2 + 4 × (7 word ANDs · 2 + 2 steps · 2)                  = 138
-//   L+4  325 cancels (4 + 1 + 128 + 128 + 32 + 32) + 2
-//        + faults 2 spaces × Σ_l (1 + 2^l) = 38 ANDs
-//        + per lane bit: load 2, st 1, st.b8 1 + 3·2, st.b16 1 + 2 = 13 ANDs × 128
-//        + words 28 + mask 4 + tags 2·15 + 1 = 63 ANDs                          = 327 + 2·1,765
-constexpr std::array<int, kMemoryStageLayers> kUnits = {2031, 512, 66, 138, 3857};
+// empty AND, 2 units per `start`; the chain's sources per lane S = 2 for lane 0 (M per space),
+// 1 + l for lane l ≥ 1 (none, then each earlier lane); logic.h's adder with Replace: level 1 80
+// bus cancels + 417, level 2 32 out cancels + 96):
+//   L    19 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
+//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 53 + 1,988
+//   L+1  4 × (32 out cancels + 96 level 2)                                     = 512
+//   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)
+//        + 6 pairs × (4 bus cancels + Eq level 1: 4 per nibble · 2 + 1)       = 66 + 78
+//   L+3  64 cancels + 2 + 4 × (7 word ANDs · 2 + 2 steps · 2)
+//        + 6 pairs × (1 cancel + Eq level 2: constant + detector)              = 138 + 18
+//   L+4  235 cancels (4 + 1 + 128 load + 32 value_0 + 6 same + 32 + 32) + 2
+//        + faults 2 spaces × Σ_l (1 + 2^l) = 38 ANDs + load 2 × 128 ANDs
+//        + lane 0's chain: per bit 5 (st, exch, or's b, st.b8's b, st.b16's b)
+//          + S · 8 (and 1, or 1, xor 2, st.b8 3, st.b16 1) = 21 × 32 = 672 ANDs
+//        + same 6 + words 28 + mask 4 + tags 2·15 + 1 = 69 ANDs                = 237 + 2·1,035
+//        + the masked operands: 192 cancels + 2 + 6 × 32 ANDs · 2                = 578
+//          + min.u's, min.s's, max.s's identity bits: 3 patterns each, 6 per bit  = 2 · 6 · 6 · 32
+//   L+4+l (l = 1..3): 64 cancels (value_l, atomOld_l) + 2
+//        + per bit 5 + S · 9 (the 8, and old'_l's copy) with S = 1 + l         = 66 + 2·32·(5 + 9(1+l))
+//   add  L+5: lane 0's level 1 497; count rows (64 + 2) + (96 + 2) + (96 + 2) cancels and bases,
+//             step pairs (3 + 4 + 5) × 32 · 2 = 768                            = 497 + 262 + 768
+//        L+6: lane 0's level 2 128, lane 1's level 1 497, lanes 2, 3's 3:2 (64 + 2 + 3 · 32 · 2) · 2
+//        L+7: lane 1's level 2 128, lanes 2, 3's level 1 2 · 497;  L+8: lanes 2, 3's level 2 2 · 128
+//   min / max: lane l's n = l + 2 operands, n(n−1)/2 pairs × (lt.u, lt.s): 40 compares
+//        L+5: 40 × (16 bus cancels + 4 per nibble · 8 + 1);  L+6: 40 × (1 cancel + 1 + a step 2)
+//        L+8: 4 × (32 cancels + 2) + 4 kinds × Σ_l n × 32 ANDs · 2 = 4 · 14 · 32 · 2
+//   L+9  224 cancels (4 values, 3 atomOld) + 2 + per bit: values 4 lanes × 3 ANDs (copy, add's
+//        sum, min/max's word), atomOld lanes 1..3 × (1 copy + 2 · (1 + l) sources): 12 + 21 = 33 × 32
+//        ANDs                                                                  = 226 + 2 · 1,056
+constexpr std::array<int, kMemoryStageLayers> kUnits = {
+    2041, 512, 144, 156, 2307 + 578 + 2 * 6 * 6 * 32, 1538 + 497 + 262 + 768 + 40 * 49,
+    2114 + 128 + 497 + 2 * 258 + 40 * 4, 2690 + 128 + 2 * 497, 2 * 128 + 4 * 34 + 4 * 14 * 32 * 2,
+    226 + 2 * 1056};
 
 TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   int memRows = 0;
@@ -64,9 +86,13 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   const MemoryStage& s = b.stage.value();
   EXPECT_EQ(s.units, kUnits);
   EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
-  // The stage's own dims: kind 9, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
-  // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32.
-  EXPECT_EQ(s.dims, 9 + 4 * 116 + 64 + 5 + 128 + 192);
+  // The stage's own dims: kind 19, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
+  // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
+  // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
+  // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
+  // address adders'); min / max's 40 compares × (bus 16 + 1) and 4 words × 32.
+  EXPECT_EQ(s.dims, 19 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
+                        40 * 17 + 128);
 }
 
 TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
@@ -74,11 +100,14 @@ TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
   ASSERT_TRUE(n.stage.ok()) << n.stage.error().message;
   // L: the assembler's 3 taps; L+1: 3 + tag latch + counter; L+2: 8 thresholds; L+3: the address
   // latch; L+4: 2 spaces × 4 lanes × banks (64 cells per head at dk 64: 2 banks).
-  EXPECT_EQ(n.stage.value().heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16}));
+  // L+5..L+9 (the chain, atom.add, min / max) are MLP only.
+  EXPECT_EQ(n.stage.value().heads,
+            (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
   const Built x = build(128, ReadHeight::Exact);
   ASSERT_TRUE(x.stage.ok()) << x.stage.error().message;
   EXPECT_EQ(x.stage.value().dm.banks, 4);  // 32 four-row cells per head
-  EXPECT_EQ(x.stage.value().heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 32}));
+  EXPECT_EQ(x.stage.value().heads,
+            (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 32, 0, 0, 0, 0, 0}));
   EXPECT_EQ(x.stage.value().units, kUnits);  // the MLPs do not depend on the read
 }
 
