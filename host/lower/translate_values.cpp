@@ -103,7 +103,11 @@ std::vector<int> valueBounds(const FlatFunction& f) {
       const auto& m = in.mods;
       int b = rw;  // by default: anything
       switch (in.op) {
-        case Opcode::Mov: case Opcode::Cvta: b = src(0, w); break;
+        case Opcode::Mov: b = src(0, w); break;
+        case Opcode::Cvta:  // global: the identity; shared: +2^31, or -2^31 (which may wrap)
+          if (m.space != ptx::StateSpace::Shared) b = src(0, w);
+          else if (!m.toSpace) b = std::max(src(0, w), 31) + 1;
+          break;
         case Opcode::Ld:
           if (m.space == ptx::StateSpace::Param) {
             auto v = paramValue(f, in);
@@ -266,6 +270,7 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
 void ValueMap::init(const FlatFunction& f, VFunc& out) {
   bound_ = valueBounds(f);
   hiReader_ = demandedHigh(f, bound_);
+  generic_ = genericSpaces(f);
   lo_.assign(f.regs.size(), kNone);
   hi_.assign(f.regs.size(), kNone);
   pr_.assign(f.regs.size(), kNone);
