@@ -48,11 +48,10 @@ inline constexpr uint32_t kFaultAddress = 0xfffffffcu;
 // every other generic address is global. cvta.shared adds kSharedWindow, cvta.to.shared subtracts it.
 inline constexpr uint32_t kSharedWindow = 0x80000000u;
 inline constexpr uint32_t kSharedWindowSpan = 1u << 20;
-// What a register's value may be as a generic address: a bit set (0: an integer, no pointer).
-enum GenericKind : uint8_t {
-  kGenShared = 1,  // may be a shared-window pointer (cvta.shared of something, plus offsets)
-  kGenOther = 2,   // may be another pointer (cvta.global, cvta.to.*, a .shared symbol's own address)
-};
+// What a register's value may be as a generic address: a bit set.
+inline constexpr uint8_t kGenShared = 1;   // may be a shared-window pointer (cvta.shared of something, plus offsets)
+inline constexpr uint8_t kGenOther = 2;    // may be another pointer (cvta.global, cvta.to.*, a .shared symbol's own address)
+inline constexpr uint8_t kGenInteger = 4;  // may be an integer with no pointer in it (a raw parameter, an index): global
 // kind[r] for every register: the union over its definitions, to a fixed point.
 std::vector<uint8_t> genericSpaces(const FlatFunction& f);
 

@@ -3,25 +3,28 @@
 // addresses").
 //
 // A generic address of shared byte s is s + kSharedWindow (ptxeval's window, ptxeval/eval.h); every
-// other generic address is a global one. For each register the analysis says which kinds of
-// pointer its value may derive from, flow-insensitively over all its definitions (PTX registers
-// are not SSA; a register read before any definition holds 0, a plain value):
-//   kGenShared  a shared-window pointer: cvta.shared (not .to) of anything, an immediate or
-//               parameter value inside the window;
-//   kGenOther   any other pointer: cvta.global, cvta.to.*, a .shared symbol's own (non-generic)
-//               address;
-//   both        a 64-bit value loaded from memory or returned by an atomic (a stored pointer of
-//               either kind), or a non-additive op (mul, shl, ...) on a pointer.
-// Additive ops (mov, add, sub, mad's addend, selp, and/or/xor, min/max, cvt) carry the union of
-// their sources' kinds: `add` of a shared-window pointer and an integer offset stays one. A value
-// with neither bit is an integer (immediates outside the window, parameters, specials, 32-bit
-// loads, arithmetic on integers): used as a generic address it is a global address, as it was
-// before generic shared pointers existed here.
+// other generic address is a global one. For each register the analysis says what its value may
+// be, flow-insensitively: the union over all its definitions (PTX registers are not SSA), of
+//   kGenShared   a shared-window pointer: cvta.shared (not .to) of anything, an immediate or a
+//                parameter value inside the window;
+//   kGenOther    another pointer: cvta.global, cvta.to.*, a .shared symbol's own (non-generic)
+//                address;
+//   kGenInteger  an integer with no pointer in it: immediates and parameters outside the window,
+//                specials, loads of 32 bits or less, arithmetic on integers. Used as a generic
+//                address it is a global one (so a raw parameter is a global pointer).
+// A register no instruction defines is an integer. Value by value: adding an integer to a value
+// (add, sub, and, or, xor, min, max, mad's addend) keeps the value's kind, so `cvta.shared` + an
+// offset stays a shared-window pointer; mov, cvt and selp keep their sources' kinds (selp merges
+// two); combining two pointers, a non-additive op (mul, shl, ...) on a pointer, and a 64-bit ld
+// or atom result (a pointer kept in memory) may be any pointer (kGenShared | kGenOther).
 //
-// This is pointer provenance (C/PTX semantics: pointer arithmetic stays inside its object), not a
-// value range: a shared-window pointer moved by >= 2^31 bytes, or a global one moved into the
-// window, is an out-of-object access that ptxeval (which decides by value) may route to the other
-// memory. Such programs already access outside both 504-byte memories here.
+// A generic access through a register that may be a shared-window pointer and nothing else is
+// shared; one that cannot be one is global; anything else is decided per lane by value
+// (docs/lowering.md, "Generic addresses"). The static choice is pointer provenance (C/PTX
+// semantics: pointer arithmetic stays inside its object), not a value range: a shared-window
+// pointer moved by >= 2^31 bytes, or a global one moved into the window, is an out-of-object
+// access that ptxeval (which decides by value) may route to the other memory. Such programs
+// already access outside both 504-byte memories here.
 #include <deque>
 
 #include "host/lower/translate.h"
@@ -38,7 +41,8 @@ bool inWindow(uint64_t v) { return v >= kSharedWindow && v - kSharedWindow < kSh
 }  // namespace
 
 std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
-  std::vector<uint8_t> kind(f.regs.size(), 0);
+  constexpr uint8_t kAnyPointer = kGenShared | kGenOther;
+  std::vector<uint8_t> kind(f.regs.size(), 0);  // 0: no definition seen yet
   auto isShared = [&](const std::string& name) {
     for (const auto& v : f.shared)
       if (v.name == name) return true;
@@ -46,18 +50,27 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
   };
   auto opKind = [&](const ptx::Operand& o) -> uint8_t {
     switch (o.kind) {
-      case OperandKind::Reg: return o.reg < f.regs.size() ? kind[o.reg] : 0;
-      case OperandKind::Imm: return inWindow(static_cast<uint64_t>(o.imm)) ? kGenShared : 0;
-      case OperandKind::Symbol: return isShared(o.name) ? kGenOther : 0;
-      default: return 0;
+      case OperandKind::Reg:
+        return o.reg < f.regs.size() && kind[o.reg] != 0 ? kind[o.reg] : kGenInteger;
+      case OperandKind::Imm: return inWindow(static_cast<uint64_t>(o.imm)) ? kGenShared : kGenInteger;
+      case OperandKind::Symbol: return isShared(o.name) ? kGenOther : kGenInteger;
+      default: return kGenInteger;
     }
+  };
+  // x + y value by value: an integer keeps the other's kind; two pointers may be anything.
+  auto offset = [&](uint8_t x, uint8_t y) -> uint8_t {
+    uint8_t r = 0;
+    if (x & kGenInteger) r |= y;
+    if (y & kGenInteger) r |= x;
+    if ((x & kAnyPointer) && (y & kAnyPointer)) r |= kAnyPointer;
+    return r;
   };
   std::vector<std::vector<uint32_t>> users(f.regs.size());
   for (size_t i = 0; i < f.body.size(); ++i)
     for (const auto& o : f.body[i].srcs)
       if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
-  // Each register's kind only grows (two bits), so every instruction is revisited at most twice
-  // per register it reads.
+  // Each register's kind only grows (three bits), so every instruction is revisited at most three
+  // times per register it reads.
   std::deque<uint32_t> work;
   std::vector<bool> queued(f.body.size(), true);
   for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
@@ -70,31 +83,40 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
     const uint32_t dreg = in.dsts[0].reg;
     if (ptx::bits(f.regs[dreg].type) <= 1) continue;
     const int tb = in.types.empty() ? 0 : ptx::bits(in.types[0]);
+    auto src = [&](size_t k) { return k < in.srcs.size() ? opKind(in.srcs[k]) : kGenInteger; };
     uint8_t all = 0;
-    for (const auto& s : in.srcs) all |= opKind(s);
+    for (size_t k = 0; k < in.srcs.size(); ++k) all |= src(k);
     uint8_t k = 0;
     switch (in.op) {
       case Opcode::Cvta:
         k = in.mods.space == ptx::StateSpace::Shared && !in.mods.toSpace ? kGenShared : kGenOther;
         break;
-      case Opcode::Mov: case Opcode::Add: case Opcode::Sub: case Opcode::Mad: case Opcode::Selp:
-      case Opcode::And: case Opcode::Or: case Opcode::Xor: case Opcode::Min: case Opcode::Max:
-      case Opcode::Cvt:
-        k = all;
+      case Opcode::Mov: case Opcode::Cvt:
+        k = src(0);
+        break;
+      case Opcode::Selp:
+        k = src(0) | src(1);
+        break;
+      case Opcode::Add: case Opcode::Sub: case Opcode::And: case Opcode::Or: case Opcode::Xor:
+      case Opcode::Min: case Opcode::Max:
+        k = offset(src(0), src(1));
+        break;
+      case Opcode::Mad:  // a * b + c: the product of integers is an integer
+        k = offset((src(0) | src(1)) == kGenInteger ? kGenInteger : kAnyPointer, src(2));
         break;
       case Opcode::Ld:
         if (in.mods.space == ptx::StateSpace::Param) {
           auto v = paramValue(f, in);
-          k = v && inWindow(*v) ? kGenShared : 0;
+          k = v && inWindow(*v) ? kGenShared : kGenInteger;
         } else {
-          k = tb == 64 ? kGenShared | kGenOther : 0;
+          k = tb == 64 ? kAnyPointer : kGenInteger;
         }
         break;
       case Opcode::Atom:
-        k = tb == 64 ? kGenShared | kGenOther : 0;
+        k = tb == 64 ? kAnyPointer : kGenInteger;
         break;
       default:
-        k = all != 0 ? kGenShared | kGenOther : 0;
+        k = all == kGenInteger || all == 0 ? kGenInteger : kAnyPointer;
         break;
     }
     if ((kind[dreg] | k) != kind[dreg]) {
@@ -106,6 +128,8 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
         }
     }
   }
+  for (auto& k : kind)
+    if (k == 0) k = kGenInteger;
   return kind;
 }
 

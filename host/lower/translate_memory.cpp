@@ -140,7 +140,7 @@ Where dynamicWhere(Ctx& c, std::pair<VOperand, int32_t> a) {
 
 // Where the access of c.in to address a goes: its state space, or for a generic access the
 // provenance of its address register (genericSpaces): shared-window pointers only -> shared,
-// no shared-window pointer -> global (integers included), both -> dynamic. [sym] of a .shared
+// no shared-window pointer -> global (integers included), either -> dynamic. [sym] of a .shared
 // variable is a shared address in every space; [imm] is decided by its value.
 Where where(Ctx& c, std::pair<VOperand, int32_t> a) {
   const auto& in = *c.in;
@@ -155,12 +155,12 @@ Where where(Ctx& c, std::pair<VOperand, int32_t> a) {
       return w;
     }
     const uint64_t g = static_cast<uint64_t>(o.imm);
-    kind = g >= kSharedWindow && g - kSharedWindow < kSharedWindowSpan ? kGenShared : 0;
+    kind = g >= kSharedWindow && g - kSharedWindow < kSharedWindowSpan ? kGenShared : kGenInteger;
   } else {
     kind = c.vals.generic(o.reg);
   }
   if ((kind & kGenShared) == 0) return w;
-  if ((kind & kGenOther) == 0) {
+  if (kind == kGenShared) {
     w.space = Space::Shared;
     w.adjust = kSharedWindow;
     return w;

@@ -128,6 +128,24 @@ TEST(LowerGeneric, PointerSharedInSomeThreadsAndGlobalInOthersIsTestedPerLane) {
   }
 }
 
+TEST(LowerGeneric, RawParameterPointerMergedWithASharedOneIsTestedPerLane) {
+  // %rd10 holds cvta.shared(&sb[t]), and in odd threads is then redefined as the raw parameter
+  // (no cvta: an integer, a global address) + 4t: two definitions, one register. clang's
+  // __noinline__ helpers called with &sh[t] and &g[t] give their pointer parameter this shape.
+  const std::string body = std::string(kSharedSetup) +
+                           "cvta.shared.u64 %rd10, %rd6;\n"
+                           "and.b32 %r2, %r7, 1;\n"
+                           "setp.eq.u32 %p1, %r2, 0;\n"
+                           "@%p1 bra SKIP;\n"
+                           "ld.param.u64 %rd12, [buf];\n"
+                           "add.s64 %rd10, %rd12, %rd4;\n"
+                           "SKIP:\n"
+                           "ld.u32 %r3, [%rd10];\n" +
+                           outputs({{8, 3}});
+  auto r = runBoth(bufKernel("", body), 4, initial(), 1);
+  expectBothWords(r, {1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 100, 1001, 102, 1003});
+}
+
 TEST(LowerGeneric, GuardedDynamicAccessActsOnlyWhereItsGuardHolds) {
   // @p (t < 3) ld: t = 3 keeps 7. @!p (t == 1) st of 55: threads 0, 2 (sb), 3 (buf[3]).
   const std::string body = std::string(kSharedSetup) + kMixedPointer +
