@@ -145,8 +145,8 @@ class ValueMap {
   int pred(uint32_t reg) const { return pr_[reg]; }
   uint8_t generic(uint32_t reg) const { return generic_[reg]; }  // genericSpaces
   // The value of a register defined exactly once, unguarded, by ld.param, a mov of an immediate
-  // or a cvta of such a register (the same rule as cleanup's constant propagation: a read that
-  // no definition reaches is undefined in PTX).
+  // or a cvta (.global, or .shared: +/- kSharedWindow) of such a register (the same rule as
+  // cleanup's constant propagation: a read that no definition reaches is undefined in PTX).
   std::optional<uint64_t> constant(uint32_t reg) const { return constant_[reg]; }
   Dest define(uint32_t reg);  // a general (non-predicate) register
   // After each instruction: PtxUnsupported naming the register, this instruction and the reader

@@ -299,7 +299,11 @@ void ValueMap::init(const FlatFunction& f, VFunc& out) {
     } else if (in.op == Opcode::Mov && src.kind == OperandKind::Imm) {
       constant_[r] = static_cast<uint64_t>(src.imm);
     } else if (in.op == Opcode::Cvta && src.kind == OperandKind::Reg && src.reg < f.regs.size()) {
-      constant_[r] = constant_[src.reg];
+      // global: the identity; shared: the window base added or subtracted (mod 2^64)
+      std::optional<uint64_t> v = constant_[src.reg];
+      if (v && in.mods.space == ptx::StateSpace::Shared) *v = in.mods.toSpace ? *v - kSharedWindow : *v + kSharedWindow;
+      else if (in.mods.space != ptx::StateSpace::Global) v = std::nullopt;
+      constant_[r] = v;
     }
   }
   regBits_.resize(f.regs.size());

@@ -207,6 +207,20 @@ TEST(LowerGeneric, CvtaToSharedUndoesCvtaShared) {
   expectBothWords(r, {1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 20, 21, 22, 23, 40, 41, 42, 43});
 }
 
+TEST(LowerGeneric, CvtaSharedOfAConstantIsTheConstantPlusTheWindowBase) {
+  // sb is at shared byte 0, so `mov.u64 %rd11, 0` is its address as a constant; cvta.shared of it
+  // is 2^31, not 0 (the 64-bit add of the constant that follows must use 2^31: its high half is
+  // read by the address check, %rd5 not being provably below 2^32).
+  const std::string body = std::string(kSharedSetup) +
+                           "mov.u64 %rd11, 0;\n"
+                           "cvta.shared.u64 %rd12, %rd11;\n"
+                           "add.s64 %rd5, %rd4, %rd12;\n"
+                           "ld.u32 %r3, [%rd5];\n" +
+                           outputs({{8, 3}});
+  auto r = runBoth(bufKernel("", body), 4, initial(), 1);
+  expectBothWords(r, {1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 100, 101, 102, 103});
+}
+
 TEST(LowerGeneric, GenericAccessPastTheSharedWindowFaultsInBoth) {
   // Static: cvta.shared(sb) + 400 bytes is shared word 100 of a 4-word window. Dynamic: the mixed
   // pointer moved 2^21 bytes: odd threads' global address is out of range, even threads' is past
