@@ -54,6 +54,15 @@ inline constexpr uint8_t kGenOther = 2;    // may be another pointer (cvta.globa
 inline constexpr uint8_t kGenInteger = 4;  // may be an integer with no pointer in it (a raw parameter, an index): global
 // kind[r] for every register: the union over its definitions, to a fixed point.
 std::vector<uint8_t> genericSpaces(const FlatFunction& f);
+// For a register that is only ever a shared-window pointer (kind == kGenShared): k such that
+// every value it holds lies in [kSharedWindow, kSharedWindow + 2^k); 64 when not known (and for
+// every other register). `bound` is valueBounds.
+std::vector<int> windowBounds(const FlatFunction& f, const std::vector<int>& bound, const std::vector<uint8_t>& kind);
+// exact[i]: instruction i is a generic ld/st/atom through a 64-bit shared-window-only register
+// whose window bound is <= 30, so its 32-bit low word gives the access exactly and the
+// address needs no high-half check (docs/lowering.md, "Generic addresses").
+std::vector<bool> windowExactAddresses(const FlatFunction& f, const std::vector<int>& window,
+                                       const std::vector<uint8_t>& kind);
 
 // ---- Entry parameters (translate_values.cpp) ----
 // The value `ld.param.T d, [p+off]` of an entry parameter puts into a 64-bit register: the
@@ -65,7 +74,9 @@ std::optional<uint64_t> paramValue(const FlatFunction& f, const ptx::Instruction
 // bound[r] = k: every value register r ever holds is < 2^k (docs/lowering.md, "Sound narrowing").
 std::vector<int> valueBounds(const FlatFunction& f);
 // reader[r] = index of an instruction that reads the high half of 64-bit register r, or -1.
-std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound);
+// Addresses of instructions with exactAddress[i] (windowExactAddresses) read no high half.
+std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound,
+                              const std::vector<bool>& exactAddress = {});
 
 // ---- Shared memory (translate_shared.cpp) ----
 struct SharedLayout {
@@ -144,6 +155,8 @@ class ValueMap {
   int srcHi(uint32_t reg) const { return hi_[reg]; }   // kNone: not kept
   int pred(uint32_t reg) const { return pr_[reg]; }
   uint8_t generic(uint32_t reg) const { return generic_[reg]; }  // genericSpaces
+  // windowExactAddresses for the instruction at index i of the body.
+  bool windowExact(size_t i) const { return i < windowExact_.size() && windowExact_[i]; }
   // The value of a register defined exactly once, unguarded, by ld.param, a mov of an immediate
   // or a cvta (.global, or .shared: +/- kSharedWindow) of such a register (the same rule as
   // cleanup's constant propagation: a read that no definition reaches is undefined in PTX).
@@ -161,6 +174,7 @@ class ValueMap {
   };
   std::vector<int> lo_, hi_, pr_, bound_, hiReader_, regBits_;
   std::vector<uint8_t> generic_;
+  std::vector<bool> windowExact_;
   std::vector<std::optional<uint64_t>> constant_;
   std::vector<Pending> pending_;  // the current instruction's definitions with a wanted high half
 };

@@ -25,6 +25,7 @@
 // pointer moved by >= 2^31 bytes, or a global one moved into the window, is an out-of-object
 // access that ptxeval (which decides by value) may route to the other memory. Such programs
 // already access outside both 504-byte memories here.
+#include <algorithm>
 #include <deque>
 
 #include "host/lower/translate.h"
@@ -131,6 +132,90 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
   for (auto& k : kind)
     if (k == 0) k = kGenInteger;
   return kind;
+}
+
+// Window bounds: a flow-insensitive fixed point like valueBounds (and its widening: a register
+// whose bound grew kWiden times goes to 64, so a pointer stepped in a loop ends unknown). Rules,
+// for registers that are only shared-window pointers: cvta.shared of x: bound(x) (the value is
+// 2^31 + x); mov: the source's; selp: the larger; add of such a pointer and an integer y:
+// max(its bound, bound(y)) + 1; an immediate inside the window: the bit length of its offset in
+// it; anything else (sub, cvt, and, ...): 64.
+std::vector<int> windowBounds(const FlatFunction& f, const std::vector<int>& bound, const std::vector<uint8_t>& kind) {
+  std::vector<int> rel(f.regs.size(), -1);  // -1: no definition seen yet
+  auto bits = [](uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); };
+  auto valueBound = [&](const ptx::Operand& o) -> int {
+    if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) return bound[o.reg];
+    if (o.kind == OperandKind::Imm) return bits(static_cast<uint64_t>(o.imm));
+    return 64;
+  };
+  auto isPointer = [&](const ptx::Operand& o) {
+    if (o.kind == OperandKind::Reg) return o.reg < f.regs.size() && kind[o.reg] == kGenShared;
+    return o.kind == OperandKind::Imm && inWindow(static_cast<uint64_t>(o.imm));
+  };
+  auto isInteger = [&](const ptx::Operand& o) {
+    if (o.kind == OperandKind::Reg) return o.reg < f.regs.size() && kind[o.reg] == kGenInteger;
+    return o.kind == OperandKind::Imm && !inWindow(static_cast<uint64_t>(o.imm));
+  };
+  auto relOf = [&](const ptx::Operand& o) -> int {  // of a pointer operand
+    if (o.kind == OperandKind::Reg) return rel[o.reg];
+    return bits(static_cast<uint64_t>(o.imm) - kSharedWindow);
+  };
+  constexpr int kWiden = 3;
+  std::vector<int> grown(f.regs.size(), 0);
+  std::vector<std::vector<uint32_t>> users(f.regs.size());
+  for (size_t i = 0; i < f.body.size(); ++i)
+    for (const auto& o : f.body[i].srcs)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
+  std::deque<uint32_t> work;
+  std::vector<bool> queued(f.body.size(), true);
+  for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
+  while (!work.empty()) {
+    const uint32_t index = work.front();
+    work.pop_front();
+    queued[index] = false;
+    const auto& in = f.body[index];
+    if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
+    const uint32_t dreg = in.dsts[0].reg;
+    if (kind[dreg] != kGenShared) continue;
+    const auto& s = in.srcs;
+    int b = 64;
+    if (in.op == Opcode::Cvta && s.size() == 1) {
+      b = valueBound(s[0]);
+    } else if (in.op == Opcode::Mov && s.size() == 1 && isPointer(s[0])) {
+      b = relOf(s[0]);
+    } else if (in.op == Opcode::Selp && s.size() == 3 && isPointer(s[0]) && isPointer(s[1])) {
+      b = std::max(relOf(s[0]), relOf(s[1]));
+    } else if (in.op == Opcode::Add && s.size() == 2) {
+      if (isPointer(s[0]) && isInteger(s[1])) b = std::max(relOf(s[0]), valueBound(s[1])) + 1;
+      else if (isInteger(s[0]) && isPointer(s[1])) b = std::max(relOf(s[1]), valueBound(s[0])) + 1;
+    }
+    b = std::min(b, 64);
+    if (b > rel[dreg]) {
+      rel[dreg] = ++grown[dreg] >= kWiden ? 64 : b;
+      for (uint32_t u : users[dreg])
+        if (!queued[u]) {
+          queued[u] = true;
+          work.push_back(u);
+        }
+    }
+  }
+  for (auto& r : rel)
+    if (r < 0) r = 64;
+  return rel;
+}
+
+std::vector<bool> windowExactAddresses(const FlatFunction& f, const std::vector<int>& window,
+                                       const std::vector<uint8_t>& kind) {
+  std::vector<bool> exact(f.body.size(), false);
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const auto& in = f.body[i];
+    if (in.op != Opcode::Ld && in.op != Opcode::St && in.op != Opcode::Atom) continue;
+    if (in.mods.space != ptx::StateSpace::None && in.mods.space != ptx::StateSpace::Generic) continue;
+    if (in.srcs.empty() || in.srcs[0].kind != OperandKind::Address || !in.srcs[0].addrIsReg) continue;
+    const uint32_t r = in.srcs[0].reg;
+    exact[i] = r < f.regs.size() && ptx::bits(f.regs[r].type) == 64 && kind[r] == kGenShared && window[r] <= 30;
+  }
+  return exact;
 }
 
 }  // namespace qgpu::lower::tr

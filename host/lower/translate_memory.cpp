@@ -33,6 +33,8 @@ Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
   int b = c.regBits(a) == 64 ? c.vals.bound(a.reg) : 0;
   // Below 2^31, the 32-bit sum with a 32-bit offset wraps exactly when the 64-bit one is negative.
   if (b <= 31 || (b <= 32 && off == 0)) return std::make_pair(l, off);
+  // A shared-window pointer below 2^31 + 2^30: the low word decides the access (windowExactAddresses).
+  if (c.vals.windowExact(static_cast<size_t>(c.in - c.f.body.data()))) return std::make_pair(l, off);
   Emitter& em = c.em;
   QGPU_TRY(h, c.valHi(a));
   if (off != 0) {  // (h:l) + sext(off): carry out of the low word into the high word
