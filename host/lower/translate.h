@@ -11,6 +11,7 @@
 //   translate_64.cpp       64-bit arithmetic (both halves where the high half is demanded)
 //   translate_32.cpp       16- and 32-bit arithmetic; one-to-one opcodes come from a table
 //   translate_memory.cpp   ld, st, atom, ld.param, and the 64-bit address check
+//   translate_generic.cpp  where generic addresses can point (static or dynamic space choice)
 //   translate_warp.cpp     shfl, vote, bar.red, bar.warp
 //
 // Value representation (docs/lowering.md §2):
@@ -41,6 +42,28 @@ bool typeSigned(ptx::Type t);
 // every memory of the machine (global and shared have 126 words), so the access faults.
 inline constexpr uint32_t kFaultAddress = 0xfffffffcu;
 
+// ---- Generic addresses (translate_generic.cpp; docs/lowering.md, "Generic addresses") ----
+// The shared window of the generic space, ptxeval's (ptxeval/eval.h kSharedGenericBase/Span): a
+// generic address g with g - kSharedWindow < kSharedWindowSpan is shared byte g - kSharedWindow;
+// every other generic address is global. cvta.shared adds kSharedWindow, cvta.to.shared subtracts it.
+inline constexpr uint32_t kSharedWindow = 0x80000000u;
+inline constexpr uint32_t kSharedWindowSpan = 1u << 20;
+// What a register's value may be as a generic address: a bit set.
+inline constexpr uint8_t kGenShared = 1;   // may be a shared-window pointer (cvta.shared of something, plus offsets)
+inline constexpr uint8_t kGenOther = 2;    // may be another pointer (cvta.global, cvta.to.*, a .shared symbol's own address)
+inline constexpr uint8_t kGenInteger = 4;  // may be an integer with no pointer in it (a raw parameter, an index): global
+// kind[r] for every register: the union over its definitions, to a fixed point.
+std::vector<uint8_t> genericSpaces(const FlatFunction& f);
+// For a register that is only ever a shared-window pointer (kind == kGenShared): k such that
+// every value it holds lies in [kSharedWindow, kSharedWindow + 2^k); 64 when not known (and for
+// every other register). `bound` is valueBounds.
+std::vector<int> windowBounds(const FlatFunction& f, const std::vector<int>& bound, const std::vector<uint8_t>& kind);
+// exact[i]: instruction i is a generic ld/st/atom through a 64-bit shared-window-only register
+// whose window bound is <= 30, so its 32-bit low word gives the access exactly and the
+// address needs no high-half check (docs/lowering.md, "Generic addresses").
+std::vector<bool> windowExactAddresses(const FlatFunction& f, const std::vector<int>& window,
+                                       const std::vector<uint8_t>& kind);
+
 // ---- Entry parameters (translate_values.cpp) ----
 // The value `ld.param.T d, [p+off]` of an entry parameter puts into a 64-bit register: the
 // parameter's |T| bits from byte off (little-endian) extended per T (a register narrower than 64
@@ -51,7 +74,9 @@ std::optional<uint64_t> paramValue(const FlatFunction& f, const ptx::Instruction
 // bound[r] = k: every value register r ever holds is < 2^k (docs/lowering.md, "Sound narrowing").
 std::vector<int> valueBounds(const FlatFunction& f);
 // reader[r] = index of an instruction that reads the high half of 64-bit register r, or -1.
-std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound);
+// Addresses of instructions with exactAddress[i] (windowExactAddresses) read no high half.
+std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound,
+                              const std::vector<bool>& exactAddress = {});
 
 // ---- Shared memory (translate_shared.cpp) ----
 struct SharedLayout {
@@ -78,6 +103,10 @@ class Emitter {
   void setContext(int guard, bool guardNeg, SourceLoc loc);
 
   void emit(VInstr v);
+  // v under the given guard instead of the instruction's (kNone: unguarded), with its location.
+  void emitGuarded(VInstr v, int guard, bool guardNeg);
+  int guard() const { return guard_; }
+  bool guardNeg() const { return guardNeg_; }
   void alu(machine::Op op, int dst, VOperand a, VOperand b = {}, VOperand c = {});
   void cmp(machine::Op op, int dstPred, VOperand a, VOperand b);
   void selp(int dst, VOperand a, VOperand b, int p);
@@ -125,9 +154,12 @@ class ValueMap {
   int srcLo(uint32_t reg) const { return lo_[reg]; }   // reading; definitions go through define
   int srcHi(uint32_t reg) const { return hi_[reg]; }   // kNone: not kept
   int pred(uint32_t reg) const { return pr_[reg]; }
+  uint8_t generic(uint32_t reg) const { return generic_[reg]; }  // genericSpaces
+  // windowExactAddresses for the instruction at index i of the body.
+  bool windowExact(size_t i) const { return i < windowExact_.size() && windowExact_[i]; }
   // The value of a register defined exactly once, unguarded, by ld.param, a mov of an immediate
-  // or a cvta of such a register (the same rule as cleanup's constant propagation: a read that
-  // no definition reaches is undefined in PTX).
+  // or a cvta (.global, or .shared: +/- kSharedWindow) of such a register (the same rule as
+  // cleanup's constant propagation: a read that no definition reaches is undefined in PTX).
   std::optional<uint64_t> constant(uint32_t reg) const { return constant_[reg]; }
   Dest define(uint32_t reg);  // a general (non-predicate) register
   // After each instruction: PtxUnsupported naming the register, this instruction and the reader
@@ -141,6 +173,8 @@ class ValueMap {
     bool done;
   };
   std::vector<int> lo_, hi_, pr_, bound_, hiReader_, regBits_;
+  std::vector<uint8_t> generic_;
+  std::vector<bool> windowExact_;
   std::vector<std::optional<uint64_t>> constant_;
   std::vector<Pending> pending_;  // the current instruction's definitions with a wanted high half
 };
@@ -178,6 +212,9 @@ Expected<bool> translateConvert(Ctx& c);
 // Arithmetic on general registers; d is the destination, s the sources read per their widths.
 Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s);  // translate_64.cpp
 Status translate32(Ctx& c, Dest& d, const std::vector<VOperand>& s);  // translate_32.cpp
+// d = (xh:xl) + k (mod 2^64): the carry out of the low word is one compare against k's low word;
+// the high half only where d wants it (translate_64.cpp).
+void addConstant64(Ctx& c, Dest& d, VOperand xl, VOperand xh, uint64_t k);
 // dstPred = (ah:al) OP (bh:bl) for an ordered 32-bit compare op OP, whose signedness is the
 // 64-bit compare's: the high words compared strictly, ties decided by the low words unsigned
 // (translate_64.cpp).

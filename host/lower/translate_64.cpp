@@ -175,6 +175,30 @@ void compare64(Ctx& c, machine::Op mop, int dstPred, VOperand al, VOperand ah, V
   Wide(c.em).compare(mop, {al, ah}, {bl, bh}, dstPred);
 }
 
+void addConstant64(Ctx& c, Dest& d, VOperand xl, VOperand xh, uint64_t k) {
+  Emitter& em = c.em;
+  auto kl = static_cast<uint32_t>(k);
+  auto kh = static_cast<uint32_t>(k >> 32);
+  if (!d.wantsHi()) {
+    em.alu(Op::Add, d.lo, xl, VOperand::i(kl));
+    return;
+  }
+  if (kl == 0) {
+    int h = d.hi();  // written first: d may be x, whose low half is still to be read
+    if (kh == 0) em.alu(Op::Mov, h, xh);
+    else em.alu(Op::Add, h, xh, VOperand::i(kh));
+    em.alu(Op::Mov, d.lo, xl);
+    return;
+  }
+  int sum = em.tmp(), cv = em.tmp();
+  int carry = em.newPred();
+  em.alu(Op::Add, sum, xl, VOperand::i(kl));
+  em.cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::i(kl));
+  em.selp(cv, VOperand::i(kh + 1), VOperand::i(kh), carry);
+  em.alu(Op::Add, d.hi(), xh, VOperand::r(cv));
+  em.alu(Op::Mov, d.lo, VOperand::r(sum));
+}
+
 Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
   const auto& in = *c.in;
   const auto& m = in.mods;
@@ -220,24 +244,8 @@ Status translate64(Ctx& c, Dest& d, const std::vector<VOperand>& s) {
       }
       if (k && (op == Opcode::Add || x == 0)) {
         // x + K = (xh + Kh + carry : xl + Kl); x - K = x + (-K).
-        uint64_t add = op == Opcode::Add ? *k : ~*k + 1;
-        auto kl = static_cast<uint32_t>(add);
-        auto kh = static_cast<uint32_t>(add >> 32);
         QGPU_TRY(xh, hiOf(x));
-        if (kl == 0) {
-          int h = d.hi();  // written first: d may be x, whose low half is still to be read
-          if (kh == 0) em.alu(Op::Mov, h, xh);
-          else em.alu(Op::Add, h, xh, VOperand::i(kh));
-          em.alu(Op::Mov, d.lo, s[x]);
-          return Ok{};
-        }
-        int sum = em.tmp(), cv = em.tmp();
-        int carry = em.newPred();
-        em.alu(Op::Add, sum, s[x], VOperand::i(kl));
-        em.cmp(Op::SetLtU, carry, VOperand::r(sum), VOperand::i(kl));
-        em.selp(cv, VOperand::i(kh + 1), VOperand::i(kh), carry);
-        em.alu(Op::Add, d.hi(), xh, VOperand::r(cv));
-        em.alu(Op::Mov, d.lo, VOperand::r(sum));
+        addConstant64(c, d, s[x], xh, op == Opcode::Add ? *k : ~*k + 1);
         return Ok{};
       }
       QGPU_TRY(ah, hiOf(0));

@@ -119,18 +119,31 @@ Status setp(Ctx& c, int w, bool sgn) {
   return Ok{};
 }
 
+// cvta: global addresses are generic addresses (the identity, either way); the shared window sits
+// at kSharedWindow of the generic space (docs/lowering.md, "Generic addresses"): cvta.shared adds
+// it, cvta.to.shared subtracts it, in the register's width (.u32 forms: mod 2^32). .local and
+// .const have no window here.
 Status cvta(Ctx& c) {
   const auto& in = *c.in;
   QGPU_CHECK(need(c, 1, 1));
-  if (in.mods.space != ptx::StateSpace::Global)
-    return c.unsupported("cvta of a non-global space (shared/local windows have no generic address here)");
+  const auto space = in.mods.space;
+  if (space != ptx::StateSpace::Global && space != ptx::StateSpace::Shared)
+    return c.unsupported(std::string("cvta of the .") + (space == ptx::StateSpace::Local ? "local" : space == ptx::StateSpace::Const ? "const" : "param") +
+                         " space (only .global and .shared have a generic window here)");
   QGPU_TRY(d, c.dest(in.dsts[0]));
   QGPU_TRY(a, c.val(in.srcs[0], 64));
-  c.em.alu(Op::Mov, d.lo, a);
-  if (d.wantsHi()) {
-    QGPU_TRY(ah, c.valHi(in.srcs[0]));
-    c.writeHi(d, ah);
+  QGPU_TRY(ah, c.valHi(in.srcs[0]));
+  if (space == ptx::StateSpace::Global) {
+    c.em.alu(Op::Mov, d.lo, a);
+    if (d.wantsHi()) c.writeHi(d, ah);
+    return Ok{};
   }
+  if (c.regBits(in.dsts[0]) != 64) {  // 32-bit generic addresses: the low word alone
+    c.em.alu(Op::Add, d.lo, a, VOperand::i(kSharedWindow));  // -2^31 = +2^31 (mod 2^32)
+    return Ok{};
+  }
+  const uint64_t k = in.mods.toSpace ? ~uint64_t{kSharedWindow} + 1 : uint64_t{kSharedWindow};
+  addConstant64(c, d, a, ah, k);
   return Ok{};
 }
 

@@ -30,6 +30,13 @@ void Emitter::emit(VInstr v) {
   out_.blocks[static_cast<size_t>(cur_)].ops.push_back(v);
 }
 
+void Emitter::emitGuarded(VInstr v, int guard, bool guardNeg) {
+  v.guard = guard;
+  v.guardNeg = guard != kNone && guardNeg;
+  v.loc = loc_;
+  out_.blocks[static_cast<size_t>(cur_)].ops.push_back(v);
+}
+
 void Emitter::alu(Op op, int dst, VOperand a, VOperand b, VOperand c) {
   VInstr v;
   v.op = op;

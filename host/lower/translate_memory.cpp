@@ -1,7 +1,9 @@
-// qgpu/host/lower/translate_memory.cpp — ld (ld.param included), st and atom. Generic addresses
-// equal global addresses on this machine. A 64-bit address that is not provably below 2^31 is
-// checked: its exact 64-bit value is formed and, if the high word is not zero, the access goes to
-// kFaultAddress, which the machine's bounds check rejects (docs/lowering.md, "Sound narrowing").
+// qgpu/host/lower/translate_memory.cpp — ld (ld.param included), st and atom. A 64-bit address
+// that is not provably below 2^31 is checked: its exact 64-bit value is formed and, if the high
+// word is not zero, the access goes to kFaultAddress, which the machine's bounds check rejects
+// (docs/lowering.md, "Sound narrowing"). A generic access goes to one space when the address's
+// provenance (genericSpaces) says which, and otherwise to both, each copy guarded by the window
+// test (docs/lowering.md, "Generic addresses").
 #include <algorithm>
 
 #include "host/lower/translate.h"
@@ -31,6 +33,8 @@ Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
   int b = c.regBits(a) == 64 ? c.vals.bound(a.reg) : 0;
   // Below 2^31, the 32-bit sum with a 32-bit offset wraps exactly when the 64-bit one is negative.
   if (b <= 31 || (b <= 32 && off == 0)) return std::make_pair(l, off);
+  // A shared-window pointer below 2^31 + 2^30: the low word decides the access (windowExactAddresses).
+  if (c.vals.windowExact(static_cast<size_t>(c.in - c.f.body.data()))) return std::make_pair(l, off);
   Emitter& em = c.em;
   QGPU_TRY(h, c.valHi(a));
   if (off != 0) {  // (h:l) + sext(off): carry out of the low word into the high word
@@ -82,6 +86,108 @@ Expected<std::pair<VOperand, int32_t>> alignVector(Ctx& c, std::pair<VOperand, i
   return std::make_pair(VOperand::r(checked), 0);
 }
 
+// Where the memory ops of one access go. Static: one op in `space`, its offset plus `adjust`
+// (kSharedWindow for a shared access through a generic address: the machine adds offsets mod
+// 2^32, so [g + off + 2^31] is shared byte g + off - 2^31). Dynamic: a shared copy of every op
+// (offset + kSharedWindow) under sharedGuard and a global copy under globalGuard; the guards are
+// the window test, and'ed with the instruction's own guard, so each executing lane runs exactly
+// one copy and the other copy neither acts nor faults in it (docs/machine.md §4).
+struct Where {
+  Space space = Space::Global;
+  uint32_t adjust = 0;
+  bool dynamic = false;
+  int sharedGuard = kNone, globalGuard = kNone;
+  bool sharedNeg = false, globalNeg = false;
+};
+
+// The space test of a dynamic access to [base + off]: t = base + off + 2^31 (mod 2^32) is the
+// shared byte address and the lane's address is in the window iff t < kSharedWindowSpan (its high
+// word is zero: address() sent a non-zero one to kFaultAddress, outside the window, which then
+// faults in global memory as ptxeval's does). Computed unguarded: pure ops, combined with the
+// guard below, so no predicate is read where it was not written.
+Where dynamicWhere(Ctx& c, std::pair<VOperand, int32_t> a) {
+  Emitter& em = c.em;
+  Where w;
+  w.dynamic = true;
+  int t = em.tmp();
+  int inside = em.newPred();
+  VInstr sum;
+  sum.op = Op::Add;
+  sum.dst = t;
+  sum.src = {a.first, VOperand::i(static_cast<uint32_t>(a.second) + kSharedWindow), {}};
+  em.emitGuarded(sum, kNone, false);
+  VInstr test;
+  test.op = Op::SetLtU;
+  test.dstPred = inside;
+  test.src = {VOperand::r(t), VOperand::i(kSharedWindowSpan), {}};
+  em.emitGuarded(test, kNone, false);
+  if (em.guard() == kNone) {
+    w.sharedGuard = w.globalGuard = inside;
+    w.globalNeg = true;
+    return w;
+  }
+  auto pop = [&](Op op, int x, int y) {
+    VInstr v;
+    v.op = op;
+    v.dstPred = em.newPred();
+    v.psrc = {x, y};
+    em.emitGuarded(v, kNone, false);
+    return v.dstPred;
+  };
+  int g = em.guardNeg() ? pop(Op::PNot, em.guard(), kNone) : em.guard();
+  w.sharedGuard = pop(Op::PAnd, g, inside);
+  w.globalGuard = pop(Op::PAnd, g, pop(Op::PNot, inside, kNone));
+  return w;
+}
+
+// Where the access of c.in to address a goes: its state space, or for a generic access the
+// provenance of its address register (genericSpaces): shared-window pointers only -> shared,
+// no shared-window pointer -> global (integers included), either -> dynamic. [sym] of a .shared
+// variable is a shared address in every space; [imm] is decided by its value.
+Where where(Ctx& c, std::pair<VOperand, int32_t> a) {
+  const auto& in = *c.in;
+  const ptx::Operand& o = in.srcs[0];
+  Where w;
+  if (in.mods.space == ptx::StateSpace::Shared) w.space = Space::Shared;
+  if (in.mods.space != ptx::StateSpace::Generic && in.mods.space != ptx::StateSpace::None) return w;
+  uint8_t kind = 0;
+  if (!o.addrIsReg) {
+    if (!o.name.empty()) {  // address() accepts only .shared symbols
+      w.space = Space::Shared;
+      return w;
+    }
+    const uint64_t g = static_cast<uint64_t>(o.imm);
+    kind = g >= kSharedWindow && g - kSharedWindow < kSharedWindowSpan ? kGenShared : kGenInteger;
+  } else {
+    kind = c.vals.generic(o.reg);
+  }
+  if ((kind & kGenShared) == 0) return w;
+  if (kind == kGenShared) {
+    w.space = Space::Shared;
+    w.adjust = kSharedWindow;
+    return w;
+  }
+  return dynamicWhere(c, a);
+}
+
+// Emits memory op v where w says. sharedOnly: only its shared copy (a probe of shared memory).
+void access(Ctx& c, const Where& w, VInstr v, bool sharedOnly = false) {
+  if (!w.dynamic) {
+    if (sharedOnly && w.space != Space::Shared) return;
+    v.space = w.space;
+    v.offset = static_cast<int32_t>(static_cast<uint32_t>(v.offset) + w.adjust);
+    c.em.emit(v);
+    return;
+  }
+  VInstr s = v;
+  s.space = Space::Shared;
+  s.offset = static_cast<int32_t>(static_cast<uint32_t>(v.offset) + kSharedWindow);
+  c.em.emitGuarded(s, w.sharedGuard, w.sharedNeg);
+  if (sharedOnly) return;
+  v.space = Space::Global;
+  c.em.emitGuarded(v, w.globalGuard, w.globalNeg);
+}
+
 // The high half of a value loaded as type t: its sign, or zero.
 void loadedHi(Ctx& c, Dest& d, Type t) {
   if (!d.wantsHi()) return;
@@ -102,10 +208,9 @@ std::pair<VOperand, int32_t> highWord(std::pair<VOperand, int32_t> a) {
   return {a.first, static_cast<int32_t>(static_cast<uint32_t>(a.second) + 4u)};
 }
 
-VInstr memOp(Op op, Space space, int dst, std::pair<VOperand, int32_t> a, VOperand b = {}) {
+VInstr memOp(Op op, int dst, std::pair<VOperand, int32_t> a, VOperand b = {}) {
   VInstr v;
   v.op = op;
-  v.space = space;
   v.dst = dst;
   v.src = {a.first, b, {}};
   v.offset = a.second;
@@ -118,20 +223,20 @@ VInstr memOp(Op op, Space space, int dst, std::pair<VOperand, int32_t> a, VOpera
 // 63 × 8) an aligned low word in range has its high word in range; in shared memory of an odd
 // number of words the last word's partner lies outside, so the high word is first probed by a
 // load (no effect; it faults before anything moved).
-void probeHigh(Ctx& c, Space space, std::pair<VOperand, int32_t> a) {
-  if (space != Space::Shared || c.shared.words % 2 == 0) return;
-  c.em.emit(memOp(Op::Ld, space, c.em.tmp(), highWord(a)));
+void probeHigh(Ctx& c, const Where& w, std::pair<VOperand, int32_t> a) {
+  if (c.shared.words % 2 == 0) return;
+  access(c, w, memOp(Op::Ld, c.em.tmp(), highWord(a)), /*sharedOnly=*/true);
 }
 
 // ld.{u,s,b}64: the low word into a temporary first (the address may be the destination's own
 // low vreg), the high word into the destination's high vreg; both are always loaded, so the
 // access faults whenever either word is outside memory.
-Status load64(Ctx& c, Dest& d, std::pair<VOperand, int32_t> a, Space space) {
+Status load64(Ctx& c, Dest& d, std::pair<VOperand, int32_t> a, const Where& w) {
   if (c.regBits(c.in->dsts[0]) != 64) return c.invalid("64-bit load into a register narrower than 64 bits");
   Emitter& em = c.em;
   int lo = em.tmp();
-  em.emit(memOp(Op::Ld, space, lo, a));
-  em.emit(memOp(Op::Ld, space, d.wantsHi() ? d.hi() : em.tmp(), highWord(a)));
+  access(c, w, memOp(Op::Ld, lo, a));
+  access(c, w, memOp(Op::Ld, d.wantsHi() ? d.hi() : em.tmp(), highWord(a)));
   em.alu(Op::Mov, d.lo, VOperand::r(lo));
   return Ok{};
 }
@@ -162,14 +267,15 @@ Status ldParam(Ctx& c) {
   return Ok{};
 }
 
-Status load(Ctx& c, Type t, Space space) {
+Status load(Ctx& c, Type t) {
   const auto& in = *c.in;
   Emitter& em = c.em;
   if (in.dsts.size() != 1 || in.srcs.size() != 1) return c.invalid("ld needs one destination and one address");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
+  const Where w = where(c, a);
   QGPU_TRY(d, c.dest(in.dsts[0]));
-  if (typeBits(t) == 64) return load64(c, d, a, space);
+  if (typeBits(t) == 64) return load64(c, d, a, w);
   if (typeBits(t) == 8 || typeBits(t) == 16) {
     // A sub-word load from word memory: load the aligned word and extract the field
     // (little-endian: byte k of the word is bits 8k..8k+7). PTX requires natural alignment and a
@@ -184,10 +290,9 @@ Status load(Ctx& c, Type t, Space space) {
     em.alu(Op::Shl, pos, VOperand::r(low), VOperand::i(3));
     VInstr v;
     v.op = Op::Ld;
-    v.space = space;
     v.dst = word;
     v.src = {VOperand::r(aligned), {}, {}};
-    em.emit(v);
+    access(c, w, v);
     auto len = VOperand::i(static_cast<uint32_t>(typeBits(t)));
     if (typeSigned(t) && c.regBits(in.dsts[0]) == 16) {
       int x = em.tmp();
@@ -203,16 +308,15 @@ Status load(Ctx& c, Type t, Space space) {
   if (c.regBits(in.dsts[0]) == 16) return c.unsupported("32-bit load into a 16-bit register");
   VInstr v;
   v.op = Op::Ld;
-  v.space = space;
   v.dst = d.lo;
   v.src = {a.first, {}, {}};
   v.offset = a.second;
-  em.emit(v);
+  access(c, w, v);
   loadedHi(c, d, t);
   return Ok{};
 }
 
-Status store(Ctx& c, Type t, Space space) {
+Status store(Ctx& c, Type t) {
   const auto& in = *c.in;
   const int bits = typeBits(t);
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
@@ -220,24 +324,24 @@ Status store(Ctx& c, Type t, Space space) {
   if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
+  const Where w = where(c, a);
   QGPU_TRY(value, c.val(in.srcs[1], 32));
   if (bits == 64) {  // the low word at the lower address, then the high word
     if (in.srcs[1].kind == OperandKind::Reg && c.regBits(in.srcs[1]) != 64)
       return c.invalid("64-bit store of a register narrower than 64 bits");
     QGPU_TRY(high, c.valHi(in.srcs[1]));
-    probeHigh(c, space, a);
-    c.em.emit(memOp(Op::St, space, kNone, a, value));
-    c.em.emit(memOp(Op::St, space, kNone, highWord(a), high));
+    probeHigh(c, w, a);
+    access(c, w, memOp(Op::St, kNone, a, value));
+    access(c, w, memOp(Op::St, kNone, highWord(a), high));
     return Ok{};
   }
   VInstr v;
   // A sub-word store is the machine's lane-serial st.b8/st.b16 (docs/machine.md §4), never a word
   // load / insert / word store, which would lose the other lanes' bytes of the same word.
   v.op = bits == 8 ? Op::StB8 : bits == 16 ? Op::StB16 : Op::St;
-  v.space = space;
   v.src = {a.first, value, {}};
   v.offset = a.second;
-  c.em.emit(v);
+  access(c, w, v);
   return Ok{};
 }
 
@@ -246,7 +350,7 @@ Status store(Ctx& c, Type t, Space space) {
 // lanes act in lane order in both ops, so the old values each lane gets and the final memory are
 // those of lane-serial 64-bit atomics). add: the high word adds b's high word plus the carry out
 // of the lane's own low add, old_lo + b_lo >= 2^32, i.e. (old_lo + b_lo) mod 2^32 < b_lo.
-Status atom64(Ctx& c, Space space) {
+Status atom64(Ctx& c) {
   const auto& in = *c.in;
   const std::string name = std::string("atom.") + ptx::atomOpName(in.mods.atom) + "." + ptx::typeName(in.types[0]);
   Op op;
@@ -264,13 +368,14 @@ Status atom64(Ctx& c, Space space) {
   if (c.regBits(in.dsts[0]) != 64) return c.invalid("64-bit atom into a register narrower than 64 bits");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, 8));
+  const Where w = where(c, a);
   QGPU_TRY(d, c.dest(in.dsts[0]));
   QGPU_TRY(bl, c.val(in.srcs[1], 32));
   QGPU_TRY(bh, c.valHi(in.srcs[1]));
   Emitter& em = c.em;
-  probeHigh(c, space, a);
+  probeHigh(c, w, a);
   int oldLo = em.tmp();  // d.lo may be an address or operand vreg: written last
-  em.emit(memOp(op, space, oldLo, a, bl));
+  access(c, w, memOp(op, oldLo, a, bl));
   VOperand high = bh;
   if (op == Op::AtomAdd) {
     int sum = em.tmp(), cv = em.tmp(), hb = em.tmp();
@@ -281,14 +386,14 @@ Status atom64(Ctx& c, Space space) {
     em.alu(Op::Add, hb, bh, VOperand::r(cv));
     high = VOperand::r(hb);
   }
-  em.emit(memOp(op, space, d.wantsHi() ? d.hi() : em.tmp(), highWord(a), high));
+  access(c, w, memOp(op, d.wantsHi() ? d.hi() : em.tmp(), highWord(a), high));
   em.alu(Op::Mov, d.lo, VOperand::r(oldLo));
   return Ok{};
 }
 
-Status atom(Ctx& c, Type t, Space space) {
+Status atom(Ctx& c, Type t) {
   const auto& in = *c.in;
-  if (typeBits(t) == 64) return atom64(c, space);
+  if (typeBits(t) == 64) return atom64(c);
   if (typeBits(t) != 32) return c.unsupported(std::string("atom of type .") + ptx::typeName(t) + " (only 32-bit integers)");
   bool sgn = typeSigned(t);
   Op op;
@@ -308,10 +413,10 @@ Status atom(Ctx& c, Type t, Space space) {
   }
   if (in.dsts.size() != 1 || static_cast<int>(in.srcs.size()) != nsrc) return c.invalid("wrong operand count for atom");
   QGPU_TRY(a, address(c, in.srcs[0]));
+  const Where w = where(c, a);
   QGPU_TRY(d, c.dest(in.dsts[0]));
   VInstr v;
   v.op = op;
-  v.space = space;
   v.dst = d.lo;
   v.offset = a.second;
   v.src[0] = a.first;
@@ -319,7 +424,7 @@ Status atom(Ctx& c, Type t, Space space) {
     QGPU_TRY(x, c.val(in.srcs[static_cast<size_t>(k)], 32));
     v.src[static_cast<size_t>(k)] = x;
   }
-  c.em.emit(v);
+  access(c, w, v);
   c.writeHi(d, VOperand::i(0));
   return Ok{};
 }
@@ -332,21 +437,17 @@ Status translateMemory(Ctx& c) {
   if (in.op == Opcode::Ld && m.space == ptx::StateSpace::Param) return ldParam(c);
   if (in.types.size() != 1) return c.unsupported("memory access with vector or missing type");
   Type t = in.types[0];
-  Space space = Space::Global;
   switch (m.space) {
     case ptx::StateSpace::Global: case ptx::StateSpace::Generic: case ptx::StateSpace::None:
-      space = Space::Global;  // generic addresses equal global addresses on this machine
-      break;
     case ptx::StateSpace::Shared:
-      space = Space::Shared;
-      break;
+      break;  // where() picks the machine space
     default:
       return c.unsupported(std::string("state space .") +
                            (m.space == ptx::StateSpace::Local ? "local" : m.space == ptx::StateSpace::Const ? "const" : "param"));
   }
-  if (in.op == Opcode::Ld) return load(c, t, space);
-  if (in.op == Opcode::St) return store(c, t, space);
-  return atom(c, t, space);
+  if (in.op == Opcode::Ld) return load(c, t);
+  if (in.op == Opcode::St) return store(c, t);
+  return atom(c, t);
 }
 
 }  // namespace qgpu::lower::tr

@@ -103,7 +103,11 @@ std::vector<int> valueBounds(const FlatFunction& f) {
       const auto& m = in.mods;
       int b = rw;  // by default: anything
       switch (in.op) {
-        case Opcode::Mov: case Opcode::Cvta: b = src(0, w); break;
+        case Opcode::Mov: b = src(0, w); break;
+        case Opcode::Cvta:  // global: the identity; shared: +2^31, or -2^31 (which may wrap)
+          if (m.space != ptx::StateSpace::Shared) b = src(0, w);
+          else if (!m.toSpace) b = std::max(src(0, w), 31) + 1;
+          break;
         case Opcode::Ld:
           if (m.space == ptx::StateSpace::Param) {
             auto v = paramValue(f, in);
@@ -178,7 +182,8 @@ std::vector<int> valueBounds(const FlatFunction& f) {
 // Registers whose bound (valueBounds) is <= 32 have a known zero high half: nothing propagates
 // through them. Addresses read the high half: a 64-bit address with a possibly non-zero high half
 // must fault (docs/lowering.md, "Sound narrowing").
-std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound) {
+std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bound,
+                              const std::vector<bool>& exactAddress) {
   std::vector<int> reader(f.regs.size(), -1);
   auto is64 = [&](const ptx::Operand& o) {
     bool reg = o.kind == OperandKind::Reg || (o.kind == OperandKind::Address && o.addrIsReg);
@@ -246,7 +251,8 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
           // A 64-bit address register reads its high half, which must be zero for the access not
           // to fault. A 64-bit st or atom also stores (or combines) its value's high word; 8- to
           // 32-bit ones read low halves only.
-          if (!in.srcs.empty() && in.srcs[0].kind == OperandKind::Address && in.srcs[0].addrIsReg)
+          if (!in.srcs.empty() && in.srcs[0].kind == OperandKind::Address && in.srcs[0].addrIsReg &&
+              !(i < exactAddress.size() && exactAddress[i]))
             mark(in.srcs[0]);
           if (in.op != Opcode::Ld && tb == 64)
             for (size_t k = 1; k < in.srcs.size(); ++k) mark(in.srcs[k]);
@@ -265,7 +271,9 @@ std::vector<int> demandedHigh(const FlatFunction& f, const std::vector<int>& bou
 
 void ValueMap::init(const FlatFunction& f, VFunc& out) {
   bound_ = valueBounds(f);
-  hiReader_ = demandedHigh(f, bound_);
+  generic_ = genericSpaces(f);
+  windowExact_ = windowExactAddresses(f, windowBounds(f, bound_, generic_), generic_);
+  hiReader_ = demandedHigh(f, bound_, windowExact_);
   lo_.assign(f.regs.size(), kNone);
   hi_.assign(f.regs.size(), kNone);
   pr_.assign(f.regs.size(), kNone);
@@ -294,7 +302,11 @@ void ValueMap::init(const FlatFunction& f, VFunc& out) {
     } else if (in.op == Opcode::Mov && src.kind == OperandKind::Imm) {
       constant_[r] = static_cast<uint64_t>(src.imm);
     } else if (in.op == Opcode::Cvta && src.kind == OperandKind::Reg && src.reg < f.regs.size()) {
-      constant_[r] = constant_[src.reg];
+      // global: the identity; shared: the window base added or subtracted (mod 2^64)
+      std::optional<uint64_t> v = constant_[src.reg];
+      if (v && in.mods.space == ptx::StateSpace::Shared) *v = in.mods.toSpace ? *v - kSharedWindow : *v + kSharedWindow;
+      else if (in.mods.space != ptx::StateSpace::Global) v = std::nullopt;
+      constant_[r] = v;
     }
   }
   regBits_.resize(f.regs.size());
