@@ -39,6 +39,34 @@ namespace {
 
 bool inWindow(uint64_t v) { return v >= kSharedWindow && v - kSharedWindow < kSharedWindowSpan; }
 
+// A flow-insensitive fixed point over the register definitions: visit(in, dreg) runs for every
+// instruction whose first destination is a register, once each, then again whenever a register
+// it reads changed; it returns whether dreg's fact grew (facts only grow, so this ends).
+template <typename Visit>
+void registerFixpoint(const FlatFunction& f, Visit visit) {
+  std::vector<std::vector<uint32_t>> users(f.regs.size());
+  for (size_t i = 0; i < f.body.size(); ++i)
+    for (const auto& o : f.body[i].srcs)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
+  std::deque<uint32_t> work;
+  std::vector<bool> queued(f.body.size(), true);
+  for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
+  while (!work.empty()) {
+    const uint32_t index = work.front();
+    work.pop_front();
+    queued[index] = false;
+    const auto& in = f.body[index];
+    if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
+    const uint32_t dreg = in.dsts[0].reg;
+    if (!visit(in, dreg)) continue;
+    for (uint32_t u : users[dreg])
+      if (!queued[u]) {
+        queued[u] = true;
+        work.push_back(u);
+      }
+  }
+}
+
 }  // namespace
 
 std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
@@ -66,23 +94,10 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
     if ((x & kAnyPointer) && (y & kAnyPointer)) r |= kAnyPointer;
     return r;
   };
-  std::vector<std::vector<uint32_t>> users(f.regs.size());
-  for (size_t i = 0; i < f.body.size(); ++i)
-    for (const auto& o : f.body[i].srcs)
-      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
   // Each register's kind only grows (three bits), so every instruction is revisited at most three
   // times per register it reads.
-  std::deque<uint32_t> work;
-  std::vector<bool> queued(f.body.size(), true);
-  for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
-  while (!work.empty()) {
-    const uint32_t index = work.front();
-    work.pop_front();
-    queued[index] = false;
-    const auto& in = f.body[index];
-    if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
-    const uint32_t dreg = in.dsts[0].reg;
-    if (ptx::bits(f.regs[dreg].type) <= 1) continue;
+  registerFixpoint(f, [&](const ptx::Instruction& in, uint32_t dreg) {
+    if (ptx::bits(f.regs[dreg].type) <= 1) return false;
     const int tb = in.types.empty() ? 0 : ptx::bits(in.types[0]);
     auto src = [&](size_t k) { return k < in.srcs.size() ? opKind(in.srcs[k]) : kGenInteger; };
     uint8_t all = 0;
@@ -120,15 +135,10 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
         k = all == kGenInteger || all == 0 ? kGenInteger : kAnyPointer;
         break;
     }
-    if ((kind[dreg] | k) != kind[dreg]) {
-      kind[dreg] |= k;
-      for (uint32_t u : users[dreg])
-        if (!queued[u]) {
-          queued[u] = true;
-          work.push_back(u);
-        }
-    }
-  }
+    if ((kind[dreg] | k) == kind[dreg]) return false;
+    kind[dreg] |= k;
+    return true;
+  });
   for (auto& k : kind)
     if (k == 0) k = kGenInteger;
   return kind;
@@ -162,21 +172,8 @@ std::vector<int> windowBounds(const FlatFunction& f, const std::vector<int>& bou
   };
   constexpr int kWiden = 3;
   std::vector<int> grown(f.regs.size(), 0);
-  std::vector<std::vector<uint32_t>> users(f.regs.size());
-  for (size_t i = 0; i < f.body.size(); ++i)
-    for (const auto& o : f.body[i].srcs)
-      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) users[o.reg].push_back(static_cast<uint32_t>(i));
-  std::deque<uint32_t> work;
-  std::vector<bool> queued(f.body.size(), true);
-  for (size_t i = 0; i < f.body.size(); ++i) work.push_back(static_cast<uint32_t>(i));
-  while (!work.empty()) {
-    const uint32_t index = work.front();
-    work.pop_front();
-    queued[index] = false;
-    const auto& in = f.body[index];
-    if (in.dsts.empty() || in.dsts[0].kind != OperandKind::Reg || in.dsts[0].reg >= f.regs.size()) continue;
-    const uint32_t dreg = in.dsts[0].reg;
-    if (kind[dreg] != kGenShared) continue;
+  registerFixpoint(f, [&](const ptx::Instruction& in, uint32_t dreg) {
+    if (kind[dreg] != kGenShared) return false;
     const auto& s = in.srcs;
     int b = 64;
     if (in.op == Opcode::Cvta && s.size() == 1) {
@@ -190,15 +187,10 @@ std::vector<int> windowBounds(const FlatFunction& f, const std::vector<int>& bou
       else if (isInteger(s[0]) && isPointer(s[1])) b = std::max(relOf(s[1]), valueBound(s[0])) + 1;
     }
     b = std::min(b, 64);
-    if (b > rel[dreg]) {
-      rel[dreg] = ++grown[dreg] >= kWiden ? 64 : b;
-      for (uint32_t u : users[dreg])
-        if (!queued[u]) {
-          queued[u] = true;
-          work.push_back(u);
-        }
-    }
-  }
+    if (b <= rel[dreg]) return false;
+    rel[dreg] = ++grown[dreg] >= kWiden ? 64 : b;
+    return true;
+  });
   for (auto& r : rel)
     if (r < 0) r = 64;
   return rel;
