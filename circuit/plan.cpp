@@ -37,6 +37,23 @@ model::Qwen35Config scratchConfig(int layers, int keyHeadDim) {
   return c;
 }
 
+Status checkKeyHeadDim(int keyHeadDim) {
+  if (keyHeadDim != 64 && keyHeadDim != 128)
+    return makeDiag(ErrorKind::Usage, "plan: key head dim " + std::to_string(keyHeadDim) +
+                                          " (the stages are built for 64 or 128)");
+  return Ok{};
+}
+
+// The ALU bus by liveness (four lanes), its figures recorded in the plan.
+Expected<LayoutPlan> planAluBus(CircuitPlan& plan) {
+  QGPU_TRY(bus, aluStageBusPlan(machine::kLanes, AluBusLayout::Liveness));
+  const LayoutReport report = bus.report();
+  plan.aluBusPeak = report.peak;
+  plan.aluBusSpan = report.span;
+  plan.aluBusOneFieldPerValue = report.oneFieldPerValue;
+  return bus;
+}
+
 Status planFrontEnd(CircuitPlan& plan, CircuitWeights& w) {
   FieldAllocator alloc(kScratchHidden);
   FrontEndSpec s;
@@ -83,12 +100,8 @@ Status planAlu(CircuitPlan& plan, CircuitWeights& w) {
     dims.add(p + "s", 1, result);
     spec.lanes.push_back(lane);
   }
-  QGPU_TRY(bus, aluStageBusPlan(lanes, AluBusLayout::Liveness));
-  const LayoutReport busReport = bus.report();
-  plan.aluBusPeak = busReport.peak;
-  plan.aluBusSpan = busReport.span;
-  plan.aluBusOneFieldPerValue = busReport.oneFieldPerValue;
-  QGPU_TRY(busField, alloc.take("bus", busReport.span));
+  QGPU_TRY(bus, planAluBus(plan));
+  QGPU_TRY(busField, alloc.take("bus", bus.report().span));
   spec.bus = busField;
   for (const Placement& p : bus.placements())
     dims.add("bus." + p.field.name, p.field.dims,
@@ -143,9 +156,7 @@ Expected<ShapeLimits> shapeByName(const std::string& name, const CircuitPlan& pl
 }
 
 Expected<CircuitPlan> planCircuit(int keyHeadDim) {
-  if (keyHeadDim != 64 && keyHeadDim != 128)
-    return makeDiag(ErrorKind::Usage, "plan: key head dim " + std::to_string(keyHeadDim) +
-                                          " (the stages are built for 64 or 128)");
+  QGPU_CHECK(checkKeyHeadDim(keyHeadDim));
   CircuitPlan plan;
   plan.keyHeadDim = keyHeadDim;
   plan.valueHeadDim = 128;
@@ -157,9 +168,7 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim) {
 }
 
 Expected<CircuitPlan> planExecutePipeline(int keyHeadDim) {
-  if (keyHeadDim != 64 && keyHeadDim != 128)
-    return makeDiag(ErrorKind::Usage, "plan: key head dim " + std::to_string(keyHeadDim) +
-                                          " (the stages are built for 64 or 128)");
+  QGPU_CHECK(checkKeyHeadDim(keyHeadDim));
   // A scratch config as wide as any stage needs (count-only: the size costs nothing).
   model::Qwen35Config c = scratchConfig(kExecuteLayers, keyHeadDim);
   c.hiddenSize = 2 * kScratchHidden;
@@ -172,11 +181,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim) {
   CircuitPlan plan;
   plan.keyHeadDim = keyHeadDim;
   plan.valueHeadDim = 128;
-  QGPU_TRY(bus, aluStageBusPlan(machine::kLanes, AluBusLayout::Liveness));
-  const LayoutReport busReport = bus.report();
-  plan.aluBusPeak = busReport.peak;
-  plan.aluBusSpan = busReport.span;
-  plan.aluBusOneFieldPerValue = busReport.oneFieldPerValue;
+  QGPU_CHECK(planAluBus(plan));
   // The stages of each layer, from the pipeline's own placement (pipeline.h).
   const int alu = pipe.aluLayer, result = pipe.resultLayer, emit = pipe.emitLayer;
   for (int l = 0; l < kExecuteLayers; ++l) {
