@@ -85,6 +85,31 @@ TEST(RecordEmitterSpec, RefusesAConfigItDoesNotFit) {
   EXPECT_EQ(build(smallValues).error().kind, ErrorKind::Usage);
 }
 
+// overrideFrom (the control stage's token, circuit/pipeline.h): accepted with a 1-dim `when` and
+// an emit field of the emit encoding, without the next-token latch (10 heads at L); refused with
+// a wider `when` or a short emit field.
+TEST(RecordEmitterSpec, OverrideFromDropsTheNextLatchAndRefusesWrongWidths) {
+  auto withOverride = [](int whenDims, int indexDims) {
+    CircuitWeights w(config());
+    FieldAllocator alloc(kHidden);
+    RecordEmitSpec s;
+    s.tokens = planTokenLayout(alloc, kHidden).value();
+    const Field family = alloc.take("ctl.family", trace::kNumFamilies).value();
+    const Field index = alloc.take("ctl.index", indexDims).value();
+    const Field when = alloc.take("ctl.when", whenDims).value();
+    s.overrideFrom = RecordEmitSpec::Override{{family, index}, when};
+    s.firstDim = alloc.used();
+    return buildRecordEmitter(w, s);
+  };
+  auto ok = withOverride(1, tokenIndexBits());
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->heads[0], 10);
+  EXPECT_EQ(ok->next.dims, 0);
+  EXPECT_EQ(ok->inNext.dims, 0);
+  EXPECT_EQ(withOverride(2, tokenIndexBits()).error().kind, ErrorKind::Usage);
+  EXPECT_EQ(withOverride(1, tokenIndexBits() - 1).error().kind, ErrorKind::Usage);
+}
+
 TEST(RecordEmitterSpec, CarrierRefusesWhatIsNoRecord) {
   CircuitWeights w(config());
   auto r = build(w);
