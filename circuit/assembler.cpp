@@ -106,6 +106,7 @@ Expected<Assembler> buildAssembler(CircuitWeights& w, FieldAllocator& alloc,
 
     const Field& src = a.back[static_cast<size_t>(k - 1)].f;
     tap.layer = s.layer1;
+    tap.head = (s.firstHead1 < 0 ? s.firstHead : s.firstHead1) + k - 1;
     tap.tap = 3;
     tap.sources.clear();
     for (int j = 0; j < src.dims; ++j) tap.sources.push_back(src.at(j));

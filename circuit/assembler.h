@@ -97,7 +97,8 @@ struct AssemblerSpec {
   TokenLayout tokens;
   int layer0 = 0;
   int layer1 = 1;
-  int firstHead = 0;        // heads firstHead .. firstHead+2 in both layers
+  int firstHead = 0;        // heads firstHead .. firstHead+2 in layer0 (and layer1 unless set)
+  int firstHead1 = -1;      // heads of layer1 from here (−1: firstHead)
   float headGain = 128;     // G = Gv of the tap heads (λG = 128); Gz = headGain/4
   float mlpGain = 256;      // G of the MLP's ANDs: Gλ = 256 (both off sides ≤ −128)
   float unit = 16;          // the value field's ±size

@@ -76,7 +76,9 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   QGPU_TRY(banks, dataMemoryBanks(c.linearKeyHeadDim, s.read));
   dm.banks = banks;
   const int spaces = (s.spaces[0] ? 1 : 0) + (s.spaces[1] ? 1 : 0);
-  const int heads = std::max({5, sh.thresholds, spaces * sh.lanes * banks});
+  const std::array<int, 5>& fh = s.firstHead;
+  const int heads = std::max({fh[0] + 3, fh[1] + 5, fh[2] + sh.thresholds, fh[3] + 1,
+                              fh[4] + spaces * sh.lanes * banks});
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
     return dataMemUsage("needs " + std::to_string(heads) +
                         " value heads per layer, each with its own "
@@ -90,6 +92,9 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   as.tokens = t;
   as.layer0 = L;
   as.layer1 = L + 1;
+  as.firstHead = fh[0];
+  as.firstHead1 = fh[1];
+  as.firstUnit = s.firstUnit[1];
   as.headGain = s.headGain;
   as.mlpGain = 2 * s.mlpGain;
   as.unit = t.unit;
@@ -139,7 +144,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
 
   // Layer L's MLP: tag = a family token other than a value chunk.
   {
-    UnitWriter units(w, L);
+    UnitWriter units(w, L, s.firstUnit[0]);
     QGPU_CHECK(buildCancel(units, tag, ctx));
     QGPU_CHECK(addConstant(units, ctx, {{tag.at(0), -1}}));
     // Σ over the families but C and T of x̂_f: 2 − F' on such a token, −F' on a chunk or a
@@ -158,7 +163,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   {
     LatchSpec ls;
     ls.layer = L + 1;
-    ls.head = 3;
+    ls.head = fh[1] + 3;
     ls.ballast = t.ballast;
     ls.enable = tag.at(0);
     ls.sources = {t.ballast.at(0), t.ballast.at(0), t.ballast.at(0), t.ballast.at(0),
@@ -172,7 +177,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
     dm.latch = lm;
     EventCounterSpec cs;
     cs.layer = L + 1;
-    cs.head = 4;
+    cs.head = fh[1] + 4;
     cs.ballast = t.ballast;
     cs.event = T;
     cs.reset = tag.at(0);
@@ -188,7 +193,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   {
     ThresholdSpec ts;
     ts.layer = L + 2;
-    ts.head = 0;
+    ts.head = fh[2];
     ts.ballast = t.ballast;
     ts.quiet = quiet.at(0);
     ts.levelExp = EventCounterSpec{}.levelExp;
@@ -200,7 +205,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   }
   dm.headsUsed[2] = sh.thresholds;
   {
-    UnitWriter units(w, L + 2);
+    UnitWriter units(w, L + 2, s.firstUnit[2]);
     QGPU_CHECK(buildCancel(units, addrEnable, ctx));
     QGPU_CHECK(buildCancel(units, write, ctx));
     QGPU_CHECK(addAnd(units, g, {}, {{addrEnable.at(0), -t.unit}, {write.at(0), -t.unit},
@@ -240,7 +245,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   {
     LatchSpec ls;
     ls.layer = L + 3;
-    ls.head = 0;
+    ls.head = fh[3];
     ls.ballast = t.ballast;
     ls.enable = addrEnable.at(0);
     for (int i = 0; i < sh.addrBits; ++i) ls.sources.push_back(dm.assembler.value.at(i));
@@ -255,7 +260,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
 
   // Layer L+4: the memory heads, the polarity flip and the fault bits.
   {
-    UnitWriter units(w, L + 4);
+    UnitWriter units(w, L + 4, s.firstUnit[4]);
     MemorySpec m;
     m.layer = L + 4;
     m.ballast = t.ballast;
@@ -268,7 +273,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
     m.readout = MemoryReadout::PadInverted;
     m.read = s.read;
     m.banks = banks;
-    int head = 0;
+    int head = fh[4];
     for (int sp = 0; sp < kSpaces; ++sp) {
       if (!s.spaces[sp]) continue;
       m.writeEnable = write.slice(sp, 1);
@@ -309,7 +314,7 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
         dm.faultAnds = ands;
       }
     }
-    dm.headsUsed[4] = head;
+    dm.headsUsed[4] = head - fh[4];
     dm.unitsUsed[4] = units.used();
   }
   return dm;

@@ -100,6 +100,9 @@ struct DataMemorySpec {
   ReadHeight read = ReadHeight::Nominal;  // the memory heads' read; Exact: 4-row cells at dk 128
   float headGain = 128;
   float mlpGain = 128;          // the ANDs use 2G
+  // Where its heads and units start in each layer L..L+4 (a host's own come first there).
+  std::array<int, 5> firstHead{};
+  std::array<int, 5> firstUnit{};
   DataMemoryTwin twin = DataMemoryTwin::None;
 };
 
@@ -118,8 +121,8 @@ struct DataMemory {
   int banks = 0;                // heads per port
   std::array<std::vector<Field>, 2> out;    // [space][lane]: 32 dims, + = 1 after L+4's MLP
   std::array<std::vector<Field>, 2> fault;  // [space][lane]: 1 dim, +u = the address faults
-  int headsUsed[5] = {};        // per layer L..L+4
-  int unitsUsed[5] = {};        // per layer (L+1: the assembler's)
+  int headsUsed[5] = {};        // per layer L..L+4: the gadget's own, from spec.firstHead
+  int unitsUsed[5] = {};        // per layer (L+1: the assembler's), from spec.firstUnit
   MemoryMargins memoryHead;
   EventCounterMargins counter;
   ThresholdMargins threshold;

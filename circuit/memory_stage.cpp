@@ -26,6 +26,7 @@ enum Kind : int {
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
   kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax
 };
+static_assert(kWrites == kMemoryKindWrites);
 constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
 // The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
 // 0xffffffff, min.s's 0x7fffffff, max.s's 0x80000000 (the identity of each).
@@ -79,9 +80,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   const model::Qwen35Config& c = w.config();
   const TokenLayout& t = s.tokens;
   const int L = s.firstLayer;
-  if (L < 0 || L + kMemoryStageLayers > c.numLayers())
+  const int layers = memoryStageLayers(s);
+  if (L < 0 || L + layers > c.numLayers())
     return makeDiag(ErrorKind::Usage, "memory stage: needs layers " + std::to_string(L) + ".." +
-                                          std::to_string(L + kMemoryStageLayers - 1) +
+                                          std::to_string(L + layers - 1) +
                                           ", the config has " + std::to_string(c.numLayers()));
   if (s.head.dims != kMemoryWord || s.offset.dims != kMemoryWord || s.sharedWords.dims != kWordBits ||
       s.exec.dims != kLanes)
@@ -124,9 +126,18 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(f, take("laneFault" + std::to_string(l), 1));
     r.laneFault[static_cast<size_t>(l)] = f;
   }
-  {
+  if (s.faultInto.dims == 1) {
+    r.fault = s.faultInto;
+  } else if (s.faultInto.dims != 0) {
+    return makeDiag(ErrorKind::Usage, "memory stage: faultInto needs 1 dim, has " +
+                                          std::to_string(s.faultInto.dims));
+  } else {
     QGPU_TRY(f, take("fault", 1)); r.fault = f;
   }
+  for (const Field& f : s.loadOnto)
+    if (f.dims != 0 && f.dims != kMemoryWord)
+      return makeDiag(ErrorKind::Usage, "memory stage: loadOnto needs 32 dims per lane, has " +
+                                            std::to_string(f.dims));
   for (int l = 0; l < kLanes; ++l) {
     QGPU_TRY(f, take("load" + std::to_string(l), kMemoryWord));
     r.load[static_cast<size_t>(l)] = f;
@@ -148,11 +159,11 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   // atom.add's prefix sum: masked operands per pair, the count rows (lanes 1..3: 2, 3, 3 rows),
   // the reduced pair (lanes 2, 3), the sum; the adder's bus reuses the address adder's (dead
   // after L+1).
-  for (int p = 0; p < kSameWordPairs; ++p) {
+  for (int p = 0; p < kSameWordPairs && s.prefixAtomics; ++p) {
     QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord));
     r.addMask[static_cast<size_t>(p)] = f;
   }
-  for (int l = 0; l < kLanes; ++l) {
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
     const std::string n = std::to_string(l);
     const int rows = l == 0 ? 0 : l == 1 ? 2 : 3;
     if (rows > 0) {
@@ -168,7 +179,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   }
   // atom.min / max: per lane the l + 2 operands' pairwise lt.u and lt.s (bus + 1 dim each), the
   // selected word.
-  for (int l = 0; l < kLanes; ++l) {
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
     const int n = l + 2, pairs = n * (n - 1) / 2;
     auto& cmp = r.mmCompare[static_cast<size_t>(l)];
     for (int q = 0; q < 2 * pairs; ++q) {
@@ -198,6 +209,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   ds.layer0 = L;
   ds.read = s.read;
   ds.mlpGain = s.mlpGain;
+  for (int i = 0; i < kMemoryDataLayers; ++i) {
+    ds.firstHead[static_cast<size_t>(i)] = s.firstHead[static_cast<size_t>(i)];
+    ds.firstUnit[static_cast<size_t>(i)] = s.firstUnit[static_cast<size_t>(i)];
+  }
   for (int sp = 0; sp < 2; ++sp)
     for (int l = 0; l < kLanes; ++l)
       ds.readAddr[static_cast<size_t>(sp)].push_back(
@@ -223,13 +238,19 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
   auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
-  const Literal space{spaceField.at(0), 1};
+  // A head literal in the head word's polarity (headInverted: −u = 1).
+  const int headSign = s.headInverted ? -1 : 1;
+  auto headLits = [&](std::vector<Literal> lits) {
+    for (Literal& x : lits) x.sign *= headSign;
+    return lits;
+  };
+  const Literal space{spaceField.at(0), headSign};
   auto spaceIs = [&](int sp) { return sp == 1 ? space : no(space); };
 
   // ---- L: the adder's level 1, the op kind. L+1: the adder's level 2. ----
   {
-    UnitWriter u1(w, L, dm.unitsUsed[0]);
-    UnitWriter u2(w, L + 1, dm.unitsUsed[1]);
+    UnitWriter u1(w, L, s.firstUnit[0] + dm.unitsUsed[0]);
+    UnitWriter u2(w, L + 1, s.firstUnit[1] + dm.unitsUsed[1]);
     const MlpContext c2 = ctx;
     QGPU_CHECK(fw.start(u1, {r.kind}));
     for (int op = 0; op < machine::kNumOps; ++op) {
@@ -237,7 +258,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       if (ks.empty()) continue;
       std::vector<std::pair<int, double>> outs;
       for (int k : ks) outs.push_back({r.kind.at(k), two});
-      QGPU_CHECK(fw.add(u1, spells(opcode, static_cast<unsigned>(op)), outs));
+      QGPU_CHECK(fw.add(u1, headLits(spells(opcode, static_cast<unsigned>(op))), outs));
     }
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
@@ -254,8 +275,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   }
 
   // ---- L+2: hi, mis, top, geS per lane; the compares' level 1. ----
-  UnitWriter u2(w, L + 2, dm.unitsUsed[2]);
-  UnitWriter u3(w, L + 3, dm.unitsUsed[3]);
+  UnitWriter u2(w, L + 2, s.firstUnit[2] + dm.unitsUsed[2]);
+  UnitWriter u3(w, L + 3, s.firstUnit[3] + dm.unitsUsed[3]);
   {
     UnitWriter& u = u2;
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
@@ -391,8 +412,9 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
 
   // One writer per layer from L+4 on (several parts share these MLPs).
   std::vector<UnitWriter> late;
-  late.reserve(kMemoryStageLayers - 4);
-  for (int j = 4; j < kMemoryStageLayers; ++j) late.emplace_back(w, L + j, j == 4 ? dm.unitsUsed[4] : 0);
+  late.reserve(static_cast<size_t>(layers - 4));
+  for (int j = 4; j < layers; ++j)
+    late.emplace_back(w, L + j, s.firstUnit[static_cast<size_t>(j)] + (j == 4 ? dm.unitsUsed[4] : 0));
 
   // ---- L+4: faults, the loaded word, lane 0's memrec value, the same-word literals, words,
   // mask, tag. ----
@@ -436,6 +458,14 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         for (int sp = 0; sp < 2; ++sp)
           QGPU_CHECK(fw.add(u, {spaceIs(sp), read(sp, l, i)},
                          {{r.load[static_cast<size_t>(l)].at(i), two}}));
+    // The load onto a host's field (no cancel: it holds 0 at a load position).
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& onto = s.loadOnto[static_cast<size_t>(l)];
+      if (onto.dims == 0) continue;
+      for (int i = 0; i < kMemoryWord; ++i)
+        for (int sp = 0; sp < 2; ++sp)
+          QGPU_CHECK(fw.add(u, {kind(kIsLoad), spaceIs(sp), read(sp, l, i)}, {{onto.at(i), two}}));
+    }
     // Lane 0: old'_0 = M_0, the read of its space (no earlier lane).
     {
       std::vector<Source> src;
@@ -479,181 +509,183 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_CHECK(chainLane(u, l, sourcesOf(l, r.memrec.value), &old));
   }
 
-  // ---- atom.add as a prefix sum (no serial dependence): new_l = M_l + b_l + Σ_{k<l} m_kl,
-  // m_kl = b_k where s_kl (lanes on one word share M). L+4: the masked operands (ANDs with the
-  // compare's eq, as s_kl is written in the same layer). L+5: per column i the count T_i of the
-  // n = l + 2 operand bits (step pairs [T ≥ j], j = 1..n) as binary rows: row r, bit i + r =
-  // bit r of T_i (c0 = Σ_j (−1)^{j+1}[T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4]). L+6 (3 rows):
-  // one 3:2 step (sum = [T ≥ 1] − [T ≥ 2] + [T ≥ 3], carry [T ≥ 2] to bit i + 1). Then logic.h's
-  // two-level adder: lane 0 in L+5/L+6, lane 1 in L+6/L+7, lanes 2, 3 in L+7/L+8. L+9: memrec
-  // value and old'_l selected by isAdd (old'_l = the nearest earlier same-word lane's sum, or M).
-  {
-    UnitWriter& u = late[0];
-    std::vector<Field> masks(r.addMask.begin(), r.addMask.end());
-    QGPU_CHECK(fw.start(u, masks));
-    for (int l = 1; l < kLanes; ++l)
-      for (int k = 0; k < l; ++k) {
-        const int p = pairIndex(k, l);
-        const Literal eqKl{r.eq[static_cast<size_t>(p)].at(0), 1};
-        for (int i = 0; i < kMemoryWord; ++i) {
-          const std::vector<std::pair<int, double>> out = {{r.addMask[static_cast<size_t>(p)].at(i), two}};
-          QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l), eqKl,
-                                Literal{s.lanes[static_cast<size_t>(k)].src1.at(i), 1}},
-                            out));
-          // ¬(e_k ∧ e_l ∧ eq_kl) as 3 exclusive patterns: the kind's identity bit.
-          for (int kd : kMinMaxKinds)
-            if (identityBit(kd, i)) {
-              QGPU_CHECK(fw.add(u, {kind(kd), no(e(k))}, out));
-              QGPU_CHECK(fw.add(u, {kind(kd), e(k), no(e(l))}, out));
-              QGPU_CHECK(fw.add(u, {kind(kd), e(k), e(l), no(eqKl)}, out));
-            }
-        }
-      }
-  }
-  // [Σ bits ≥ j] for sign dims (bit = (x̂ + 1)/2) onto outputs: one step pair.
-  auto countStep = [&](UnitWriter& u, const std::vector<int>& dims, int j,
-                       const std::vector<Output>& out) -> Status {
-    LinearForm n;
-    for (int d : dims) n.terms.push_back({d, 0.5});
-    n.constant = 0.5 * static_cast<double>(dims.size()) - j + 1;
-    QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, out));
-    (void)rep;
-    return Ok{};
-  };
-  for (int l = 0; l < kLanes; ++l) {
-    const Field& b = s.lanes[static_cast<size_t>(l)].src1;
-    Field x = r.load[static_cast<size_t>(l)], y = b;
-    int adderLayer = 1;  // late[] index of the adder's level 1
-    if (l > 0) {
-      UnitWriter& u = late[1];
-      const Field& rows = r.addRows[static_cast<size_t>(l)];
-      const int nRows = rows.dims / kMemoryWord;
-      QGPU_CHECK(fw.start(u, {rows}));
-      for (int i = 0; i < kMemoryWord; ++i) {
-        std::vector<int> ops = {r.load[static_cast<size_t>(l)].at(i), b.at(i)};
-        for (int k = 0; k < l; ++k) ops.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))].at(i));
-        const int n = static_cast<int>(ops.size());
-        for (int j = 1; j <= n; ++j) {
-          std::vector<Output> out = {{rows.at(i), j % 2 ? 2.0 : -2.0}};
-          if (nRows > 1 && i + 1 < kMemoryWord && (j == 2 || j == 4))
-            out.push_back({rows.at(kMemoryWord + i + 1), j == 2 ? 2.0 : -2.0});
-          if (nRows > 2 && i + 2 < kMemoryWord && j == 4)
-            out.push_back({rows.at(2 * kMemoryWord + i + 2), 2.0});
-          QGPU_CHECK(countStep(u, ops, j, out));
-        }
-      }
-      x = rows.slice(0, kMemoryWord);
-      y = rows.slice(kMemoryWord, kMemoryWord);
-      adderLayer = 2;
-      if (nRows == 3) {
-        UnitWriter& u2r = late[2];
-        const Field& pair = r.addPair[static_cast<size_t>(l)];
-        QGPU_CHECK(fw.start(u2r, {pair}));
-        for (int i = 0; i < kMemoryWord; ++i) {
-          const std::vector<int> ops = {rows.at(i), rows.at(kMemoryWord + i),
-                                        rows.at(2 * kMemoryWord + i)};
-          for (int j = 1; j <= 3; ++j) {
-            std::vector<Output> out = {{pair.at(i), j % 2 ? 2.0 : -2.0}};
-            if (j == 2 && i + 1 < kMemoryWord) out.push_back({pair.at(kMemoryWord + i + 1), 2.0});
-            QGPU_CHECK(countStep(u2r, ops, j, out));
+  if (s.prefixAtomics) {
+    // ---- atom.add as a prefix sum (no serial dependence): new_l = M_l + b_l + Σ_{k<l} m_kl,
+    // m_kl = b_k where s_kl (lanes on one word share M). L+4: the masked operands (ANDs with the
+    // compare's eq, as s_kl is written in the same layer). L+5: per column i the count T_i of the
+    // n = l + 2 operand bits (step pairs [T ≥ j], j = 1..n) as binary rows: row r, bit i + r =
+    // bit r of T_i (c0 = Σ_j (−1)^{j+1}[T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4]). L+6 (3 rows):
+    // one 3:2 step (sum = [T ≥ 1] − [T ≥ 2] + [T ≥ 3], carry [T ≥ 2] to bit i + 1). Then logic.h's
+    // two-level adder: lane 0 in L+5/L+6, lane 1 in L+6/L+7, lanes 2, 3 in L+7/L+8. L+9: memrec
+    // value and old'_l selected by isAdd (old'_l = the nearest earlier same-word lane's sum, or M).
+    {
+      UnitWriter& u = late[0];
+      std::vector<Field> masks(r.addMask.begin(), r.addMask.end());
+      QGPU_CHECK(fw.start(u, masks));
+      for (int l = 1; l < kLanes; ++l)
+        for (int k = 0; k < l; ++k) {
+          const int p = pairIndex(k, l);
+          const Literal eqKl{r.eq[static_cast<size_t>(p)].at(0), 1};
+          for (int i = 0; i < kMemoryWord; ++i) {
+            const std::vector<std::pair<int, double>> out = {{r.addMask[static_cast<size_t>(p)].at(i), two}};
+            QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l), eqKl,
+                                  Literal{s.lanes[static_cast<size_t>(k)].src1.at(i), 1}},
+                              out));
+            // ¬(e_k ∧ e_l ∧ eq_kl) as 3 exclusive patterns: the kind's identity bit.
+            for (int kd : kMinMaxKinds)
+              if (identityBit(kd, i)) {
+                QGPU_CHECK(fw.add(u, {kind(kd), no(e(k))}, out));
+                QGPU_CHECK(fw.add(u, {kind(kd), e(k), no(e(l))}, out));
+                QGPU_CHECK(fw.add(u, {kind(kd), e(k), e(l), no(eqKl)}, out));
+              }
           }
         }
-        x = pair.slice(0, kMemoryWord);
-        y = pair.slice(kMemoryWord, kMemoryWord);
-        adderLayer = 3;
-      }
     }
-    AdderSpec a;
-    a.a = x;
-    a.b = y;
-    a.bus = r.bus[static_cast<size_t>(l)];
-    a.out = r.addNew[static_cast<size_t>(l)];
-    a.busPrior = a.outPrior = Prior::Replace;
-    QGPU_TRY(rep, buildAdder(late[static_cast<size_t>(adderLayer)], ctx,
-                             late[static_cast<size_t>(adderLayer + 1)], ctx, a));
-    (void)rep;
-  }
-  // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent lane's
-  // m is the kind's identity), c_pq = [X_p < X_q] for p < q (logic.h's lt.u / lt.s, L+5 / L+6);
-  // L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
-  // ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, ANDs of the lt bits. ----
-  for (int l = 0; l < kLanes; ++l) {
-    std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
-    for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
-    x.push_back(s.lanes[static_cast<size_t>(l)].src1);
-    const int n = static_cast<int>(x.size());
-    auto& cmp = r.mmCompare[static_cast<size_t>(l)];
-    // Pair (p, q) is index 2·(running pair number) + (0 unsigned, 1 signed).
-    std::vector<std::vector<int>> pairAt(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(n), -1));
-    int pi = 0;
-    for (int p = 0; p < n; ++p)
-      for (int q = p + 1; q < n; ++q) {
-        pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] = pi;
-        for (int sg = 0; sg < 2; ++sg) {
-          CompareSpec cs;
-          cs.op = sg ? CompareOp::LtS : CompareOp::LtU;
-          cs.a = x[static_cast<size_t>(p)];
-          cs.b = x[static_cast<size_t>(q)];
-          cs.bus = cmp[static_cast<size_t>(2 * pi + sg)].first;
-          cs.out = cmp[static_cast<size_t>(2 * pi + sg)].second;
-          cs.busPrior = cs.outPrior = Prior::Replace;
-          QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
-          (void)rep;
-        }
-        ++pi;
-      }
-    UnitWriter& u = late[4];
-    const Field& out = r.mmNew[static_cast<size_t>(l)];
-    QGPU_CHECK(fw.start(u, {out}));
-    for (int kd : kMinMaxKinds) {
-      const bool isMax = kd == kIsMaxU || kd == kIsMaxS;
-      const int sg = kd == kIsMinS || kd == kIsMaxS ? 1 : 0;
-      auto c = [&](int p, int q) {  // the literal [X_p < X_q], p < q
-        return Literal{cmp[static_cast<size_t>(2 * pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] + sg)]
-                           .second.at(0),
-                       1};
-      };
-      for (int j = 0; j < n; ++j) {
-        std::vector<Literal> cond = {kind(kd)};
-        for (int p = 0; p < j; ++p) cond.push_back(isMax ? c(p, j) : no(c(p, j)));
-        for (int q = j + 1; q < n; ++q) cond.push_back(isMax ? no(c(j, q)) : c(j, q));
-        for (int i = 0; i < kMemoryWord; ++i)
-          QGPU_CHECK(fw.add(u, cond + std::vector<Literal>{Literal{x[static_cast<size_t>(j)].at(i), 1}},
-                            {{out.at(i), two}}));
-      }
-    }
-  }
-
-  {
-    UnitWriter& u = late[5];
-    std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
-    outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
-    QGPU_CHECK(fw.start(u, outs));
+    // [Σ bits ≥ j] for sign dims (bit = (x̂ + 1)/2) onto outputs: one step pair.
+    auto countStep = [&](UnitWriter& u, const std::vector<int>& dims, int j,
+                         const std::vector<Output>& out) -> Status {
+      LinearForm n;
+      for (int d : dims) n.terms.push_back({d, 0.5});
+      n.constant = 0.5 * static_cast<double>(dims.size()) - j + 1;
+      QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, out));
+      (void)rep;
+      return Ok{};
+    };
     for (int l = 0; l < kLanes; ++l) {
-      const Field& value = r.memrec.value[static_cast<size_t>(l)];
-      const Field& old = r.atomOld[static_cast<size_t>(l)];
-      const std::vector<Source> src = sourcesOf(l, r.addNew);
-      const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
-      for (int i = 0; i < kMemoryWord; ++i) {
-        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{value.at(i), 1}},
-                          {{value.at(i), two}}));
-        QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
-                          {{value.at(i), two}}));
-        QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
-                          {{value.at(i), two}}));
-        if (l == 0) continue;  // atomOld[0] is load[0]
-        QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{old.at(i), 1}},
-                          {{old.at(i), two}}));
-        for (const Source& so : src)
-          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
+      const Field& b = s.lanes[static_cast<size_t>(l)].src1;
+      Field x = r.load[static_cast<size_t>(l)], y = b;
+      int adderLayer = 1;  // late[] index of the adder's level 1
+      if (l > 0) {
+        UnitWriter& u = late[1];
+        const Field& rows = r.addRows[static_cast<size_t>(l)];
+        const int nRows = rows.dims / kMemoryWord;
+        QGPU_CHECK(fw.start(u, {rows}));
+        for (int i = 0; i < kMemoryWord; ++i) {
+          std::vector<int> ops = {r.load[static_cast<size_t>(l)].at(i), b.at(i)};
+          for (int k = 0; k < l; ++k) ops.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))].at(i));
+          const int n = static_cast<int>(ops.size());
+          for (int j = 1; j <= n; ++j) {
+            std::vector<Output> out = {{rows.at(i), j % 2 ? 2.0 : -2.0}};
+            if (nRows > 1 && i + 1 < kMemoryWord && (j == 2 || j == 4))
+              out.push_back({rows.at(kMemoryWord + i + 1), j == 2 ? 2.0 : -2.0});
+            if (nRows > 2 && i + 2 < kMemoryWord && j == 4)
+              out.push_back({rows.at(2 * kMemoryWord + i + 2), 2.0});
+            QGPU_CHECK(countStep(u, ops, j, out));
+          }
+        }
+        x = rows.slice(0, kMemoryWord);
+        y = rows.slice(kMemoryWord, kMemoryWord);
+        adderLayer = 2;
+        if (nRows == 3) {
+          UnitWriter& u2r = late[2];
+          const Field& pair = r.addPair[static_cast<size_t>(l)];
+          QGPU_CHECK(fw.start(u2r, {pair}));
+          for (int i = 0; i < kMemoryWord; ++i) {
+            const std::vector<int> ops = {rows.at(i), rows.at(kMemoryWord + i),
+                                          rows.at(2 * kMemoryWord + i)};
+            for (int j = 1; j <= 3; ++j) {
+              std::vector<Output> out = {{pair.at(i), j % 2 ? 2.0 : -2.0}};
+              if (j == 2 && i + 1 < kMemoryWord) out.push_back({pair.at(kMemoryWord + i + 1), 2.0});
+              QGPU_CHECK(countStep(u2r, ops, j, out));
+            }
+          }
+          x = pair.slice(0, kMemoryWord);
+          y = pair.slice(kMemoryWord, kMemoryWord);
+          adderLayer = 3;
+        }
+      }
+      AdderSpec a;
+      a.a = x;
+      a.b = y;
+      a.bus = r.bus[static_cast<size_t>(l)];
+      a.out = r.addNew[static_cast<size_t>(l)];
+      a.busPrior = a.outPrior = Prior::Replace;
+      QGPU_TRY(rep, buildAdder(late[static_cast<size_t>(adderLayer)], ctx,
+                               late[static_cast<size_t>(adderLayer + 1)], ctx, a));
+      (void)rep;
+    }
+    // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent lane's
+    // m is the kind's identity), c_pq = [X_p < X_q] for p < q (logic.h's lt.u / lt.s, L+5 / L+6);
+    // L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
+    // ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, ANDs of the lt bits. ----
+    for (int l = 0; l < kLanes; ++l) {
+      std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
+      for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
+      x.push_back(s.lanes[static_cast<size_t>(l)].src1);
+      const int n = static_cast<int>(x.size());
+      auto& cmp = r.mmCompare[static_cast<size_t>(l)];
+      // Pair (p, q) is index 2·(running pair number) + (0 unsigned, 1 signed).
+      std::vector<std::vector<int>> pairAt(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(n), -1));
+      int pi = 0;
+      for (int p = 0; p < n; ++p)
+        for (int q = p + 1; q < n; ++q) {
+          pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] = pi;
+          for (int sg = 0; sg < 2; ++sg) {
+            CompareSpec cs;
+            cs.op = sg ? CompareOp::LtS : CompareOp::LtU;
+            cs.a = x[static_cast<size_t>(p)];
+            cs.b = x[static_cast<size_t>(q)];
+            cs.bus = cmp[static_cast<size_t>(2 * pi + sg)].first;
+            cs.out = cmp[static_cast<size_t>(2 * pi + sg)].second;
+            cs.busPrior = cs.outPrior = Prior::Replace;
+            QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+            (void)rep;
+          }
+          ++pi;
+        }
+      UnitWriter& u = late[4];
+      const Field& out = r.mmNew[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(u, {out}));
+      for (int kd : kMinMaxKinds) {
+        const bool isMax = kd == kIsMaxU || kd == kIsMaxS;
+        const int sg = kd == kIsMinS || kd == kIsMaxS ? 1 : 0;
+        auto c = [&](int p, int q) {  // the literal [X_p < X_q], p < q
+          return Literal{cmp[static_cast<size_t>(2 * pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] + sg)]
+                             .second.at(0),
+                         1};
+        };
+        for (int j = 0; j < n; ++j) {
+          std::vector<Literal> cond = {kind(kd)};
+          for (int p = 0; p < j; ++p) cond.push_back(isMax ? c(p, j) : no(c(p, j)));
+          for (int q = j + 1; q < n; ++q) cond.push_back(isMax ? no(c(j, q)) : c(j, q));
+          for (int i = 0; i < kMemoryWord; ++i)
+            QGPU_CHECK(fw.add(u, cond + std::vector<Literal>{Literal{x[static_cast<size_t>(j)].at(i), 1}},
+                              {{out.at(i), two}}));
+        }
+      }
+    }
+
+    {
+      UnitWriter& u = late[5];
+      std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
+      outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
+      QGPU_CHECK(fw.start(u, outs));
+      for (int l = 0; l < kLanes; ++l) {
+        const Field& value = r.memrec.value[static_cast<size_t>(l)];
+        const Field& old = r.atomOld[static_cast<size_t>(l)];
+        const std::vector<Source> src = sourcesOf(l, r.addNew);
+        const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
+        for (int i = 0; i < kMemoryWord; ++i) {
+          QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{value.at(i), 1}},
+                            {{value.at(i), two}}));
+          QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
+                            {{value.at(i), two}}));
+          QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
+                            {{value.at(i), two}}));
+          if (l == 0) continue;  // atomOld[0] is load[0]
+          QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{old.at(i), 1}},
                             {{old.at(i), two}}));
-        for (const Source& so : srcMM)
-          QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
-                            {{old.at(i), two}}));
+          for (const Source& so : src)
+            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
+                              {{old.at(i), two}}));
+          for (const Source& so : srcMM)
+            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
+                              {{old.at(i), two}}));
+        }
       }
     }
   }
-  for (int j = 4; j < kMemoryStageLayers; ++j)
+  for (int j = 4; j < layers; ++j)
     r.units[static_cast<size_t>(j)] = late[static_cast<size_t>(j - 4)].used();
   return r;
 }

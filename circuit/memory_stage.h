@@ -88,15 +88,14 @@
 // ends at exactly ±u (the full layout of docs/circuit.md §3.2). Every AND is a clamped pair
 // (assembler.h addAnd, Gλ = 2·mlpGain).
 //
-// How it joins the pipeline (circuit/pipeline.*, another engineer's): the head, offset and
-// sharedWords fields are the front end's fetched words and launch latch (the fetched head word
-// has inverted polarity there: a caller flips the literals), exec is the result stage's guardTrue
-// ∧ mask (not built as one field yet), src0/src1 are the operand select's ports 0 and 1. The adder
-// can be the ALU stage's address adder instead (§4.1 L3–L4): the stage's level 1 and 2 then
-// move into S1/S2. `load` goes to the result stage's r_l for ld, `atomOld` to the regrec of an
-// atomic's old values (not `load`: a later lane on a word sees the earlier lanes' writes);
-// `memrec` goes to the emitter's `outcomeFrom` at the memrec's record position (after L+9);
-// `fault` to the scheduler's FAULT token.
+// How it joins the pipeline (circuit/pipeline.h, ExecuteSpec::memory): without the prefix
+// atomics (8 layers), the head word in the ROM's polarity (headInverted), the offset word flipped
+// by the pipeline, sharedWords the operand select's third launch latch, exec computed by the
+// pipeline at L, src0/src1 the operand select's ports 0 and 1, the load onto the ALU's r_l
+// (loadOnto), the fault into the control stage's supplied fault (faultInto), heads and units after
+// the other stages' (firstHead, firstUnit); `memrec` goes to the emitter through the pipeline's
+// outcome select. `atomOld` would go to the regrec of an atomic's old values (not `load`: a later
+// lane on a word sees the earlier lanes' writes): not wired.
 //
 // Not built (left for later): atom.inc, dec (no prefix form: a compare, old ± 1 and a mux per
 // lane on old'_l, about 3 layers per lane as a chain) and atom.cas (also a third source port src2
@@ -131,6 +130,7 @@ inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
 // isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax (the built atomics)
 inline constexpr int kMemoryKinds = 19;
+inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
 enum class MemoryStageTwin : uint8_t {
@@ -156,7 +156,27 @@ struct MemoryStageSpec {
   ReadHeight read = ReadHeight::Nominal;  // the data memories' read (Exact: 4-row cells at dk 128)
   float mlpGain = 128;    // G of the step pairs and the adder (ANDs use 2G)
   MemoryStageTwin twin = MemoryStageTwin::None;
+  // Hosting (circuit/pipeline.h): the head word in the ROM's polarity (−u = 1: every head literal's
+  // sign flips); where the stage's heads (the data memories', L..L+4) and units start per layer.
+  bool headInverted = false;
+  std::array<int, kMemoryDataLayers> firstHead{};
+  std::array<int, kMemoryStageLayers> firstUnit{};
+  // false: atom.add, min and max are not built (no prefix sum, no compares, no L+9 select): the
+  // stage is kMemoryChainLayers layers, their memrec values are 0 (as inc, dec, cas).
+  bool prefixAtomics = true;
+  // Optional (0 dims: none): the stage also adds 2u·[isLoad ∧ bit set] onto loadOnto[l] at L+4,
+  // without cancelling it, so a field that holds −u (0) at every load position ends there as the
+  // loaded word (the ALU's r_l: the ALU writes 0 for a memory opcode).
+  std::array<Field, kRecordLanes> loadOnto{};
+  // Optional (0 dims: the stage takes its own): the 1-dim field the fault bit is written into.
+  Field faultInto;
 };
+
+// The layers a spec's stage spans: 10, or kMemoryChainLayers without the prefix atomics.
+inline constexpr int kMemoryChainLayers = 8;
+inline int memoryStageLayers(const MemoryStageSpec& s) {
+  return s.prefixAtomics ? kMemoryStageLayers : kMemoryChainLayers;
+}
 
 struct MemoryStage {
   DataMemory dm;                            // the data memories (layers L..L+4)

@@ -46,7 +46,8 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
   const int L = s.layer0;
   if (fe.rf.operand.size() < static_cast<size_t>(kSources))
     return operandsUsage("the front end must have " + std::to_string(kSources) + " source ports");
-  const std::vector<int> need = operandStageHeads(c.linearKeyHeadDim);
+  std::vector<int> need = operandStageHeads(c.linearKeyHeadDim);
+  if (s.sharedWordsLatch) need[2] += 1;
   for (int i = 0; i < 5; ++i)
     if (L + i < 0 || L + i >= c.numLayers() || c.linearNumValueHeads < need[static_cast<size_t>(i)])
       return operandsUsage("layers " + std::to_string(L) + ".." + std::to_string(L + 4) + " need " +
@@ -71,6 +72,11 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
   op.gridX = launch.slice(0, kLaunchBits);
   op.blockX = launch.slice(8, kLaunchBits);
   op.ctaAtLeast = ctaAtLeast;
+  QGPU_TRY(sharedField, packedField(trace::PackedWord::Program, "sharedWords", "operand select"));
+  if (s.sharedWordsLatch) {
+    QGPU_TRY(sw, alloc.take("op.sharedWords", 8));
+    op.sharedWords = sw;
+  }
   for (int k = 0; k < kSources; ++k) op.word.push_back(fe.rf.operand[static_cast<size_t>(k)]);
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
@@ -124,6 +130,13 @@ Expected<Operands> buildOperands(CircuitWeights& w, FieldAllocator& alloc, const
       ++head;
     }
     op.heads[2] = 2;
+    if (s.sharedWordsLatch) {
+      std::vector<int> src;
+      for (int i = 0; i < sharedField.width; ++i) src.push_back(value.at(sharedField.offset + i));
+      while (src.size() < 8) src.push_back(bal);
+      QGPU_CHECK(latch(L + 2, head, progEnable.at(0), src, op.sharedWords));
+      op.heads[2] = 3;
+    }
   }
 
   // ---- L+4: the CTA thresholds; the select (after the register file's polarity flip) ----

@@ -71,6 +71,9 @@ struct OperandsSpec {
   float headGain = 128;  // as the front end's
   float mlpGain = 128;
   OperandsTwin twin = OperandsTwin::None;
+  // A third launch latch at L+2 (head fe.heads[2] + 2): the PROG word's sharedWords (the memory
+  // stage's bound; circuit/pipeline.h with memory ops), into `sharedWords` (8 dims after the rest).
+  bool sharedWordsLatch = false;
 };
 
 struct Operands {
@@ -78,6 +81,7 @@ struct Operands {
   Field progEnable;  // L+1 MLP: 1 dim
   Field launch;      // L+2: [gridX (5), ballast ×3, blockX (5), ballast ×3]
   Field gridX, blockX;
+  Field sharedWords;  // L+2, with sharedWordsLatch: [sharedWords (7), ballast], +u = 1; else 0 dims
   Field ctaAtLeast;  // L+4: dim N−1 = [c ≥ N], N = 1..15, c = CTA tokens since RUN
   std::vector<std::array<Field, 4>> word;  // [source][lane]: 32 dims (= fe.rf.operand)
   int heads[5] = {};  // this stage's heads per layer L..L+4 (after the front end's)

@@ -4,6 +4,8 @@
 // refusals. What it computes is pinned through model::Decoder in memory_stage_test (torch).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <array>
 
 #include "circuit/memory_stage.h"
@@ -22,7 +24,8 @@ struct Built {
   int dims = 0;
 };
 
-Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, int headWidth = 32) {
+Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, int headWidth = 32,
+            const std::function<void(MemoryStageSpec&, FieldAllocator&)>& host = {}) {
   model::Qwen35Config c = testing::linearConfig(kHidden, layers, 8192, trace::kVocabSize);
   c.linearNumKeyHeads = c.linearNumValueHeads = 32;
   c.linearKeyHeadDim = keyHeadDim;
@@ -36,6 +39,7 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
   s.sharedWords = alloc.take("sharedWords", 7).value();
   s.exec = alloc.take("exec", 4).value();
   for (auto& l : s.lanes) l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value()};
+  if (host) host(s, alloc);
   Built b{buildMemoryStage(w, alloc, s), 0};
   b.dims = alloc.used();
   return b;
@@ -109,6 +113,43 @@ TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
   EXPECT_EQ(x.stage.value().heads,
             (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 32, 0, 0, 0, 0, 0}));
   EXPECT_EQ(x.stage.value().units, kUnits);  // the MLPs do not depend on the read
+}
+
+// Hosted as circuit/pipeline.h hosts it: no prefix atomics (8 layers: L..L+4 as above less
+// atom.add's masked operands and the identity patterns, the chain's lanes 1..3 in L+5..L+7 as
+// above, nothing after), the load also onto 4 given fields (+2 spaces × 32 ANDs per lane at L+4),
+// the fault into a given dim; units and heads counted from the given offsets.
+TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
+  std::array<Field, kRecordLanes> onto;
+  Field fault;
+  const Built b = build(64, ReadHeight::Nominal, kMemoryChainLayers, 32,
+                        [&](MemoryStageSpec& s, FieldAllocator& alloc) {
+                          s.prefixAtomics = false;
+                          for (auto& f : onto) f = alloc.take("r", 32).value();
+                          s.loadOnto = onto;
+                          fault = alloc.take("fault", 1).value();
+                          s.faultInto = fault;
+                          s.firstHead = {4, 4, 4, 4, 4};
+                          s.firstUnit.fill(100);
+                        });
+  ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
+  const MemoryStage& m = b.stage.value();
+  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2041, 512, 144, 156, 2307 + 2 * 4 * 64,
+                                                           1538, 2114, 2690, 0, 0}));
+  EXPECT_EQ(m.heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(m.fault.offset, fault.offset);
+  // Its own dims without atom.add's and min / max's and without the fault: 2,516 − 704 − 808 − 1.
+  EXPECT_EQ(m.dims, 2516 - 704 - 808 - 1);
+  // 7 layers are too few without the prefix atomics; 8 are too few with them (above).
+  EXPECT_FALSE(build(64, ReadHeight::Nominal, kMemoryChainLayers - 1, 32,
+                     [](MemoryStageSpec& s, FieldAllocator&) { s.prefixAtomics = false; })
+                   .stage.ok());
+  const Built wide = build(64, ReadHeight::Nominal, kMemoryStageLayers, 32,
+                           [](MemoryStageSpec& s, FieldAllocator& alloc) {
+                             s.faultInto = alloc.take("fault", 2).value();
+                           });
+  ASSERT_FALSE(wide.stage.ok());
+  EXPECT_NE(wide.stage.error().message.find("faultInto"), std::string::npos);
 }
 
 TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
