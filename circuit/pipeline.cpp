@@ -2,8 +2,12 @@
 #include "circuit/pipeline.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
+#include "circuit/assembler.h"
+#include "circuit/logic.h"
+#include "oracle/machine.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -30,34 +34,168 @@ Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
   return fe.predPort[static_cast<size_t>(k)].slice(l, 1, "lane " + std::to_string(l));
 }
 
+// The memory ops' part of the pipeline (ExecuteSpec::memory), after the result stage is built:
+//   E+5     the executing lanes e_l = exec ∧ m_l ∧ gt_l (gt the result stage's guard-true rule,
+//           result_stage.h, from the head word's guard code and negate and port 0's lane bit),
+//           after the units already there
+//   E+5..   the memory stage (memory_stage.h, no prefix atomics): head in the ROM's polarity, the
+//           flipped offset, the sharedWords latch, e, src0 / src1 = operand ports 0 / 1 of each
+//           lane; its load onto the ALU's r_l (the ALU writes 0 for a memory opcode), its fault
+//           into p.memFault (the control stage's supplied fault); heads and units after the
+//           others' in each layer
+//   E+13    the outcome select: per dim [writes ∧ memrec] + [¬writes ∧ the result stage's
+//           outcome], writes = the memory stage's kind bit (st, st.b8, st.b16, atomics)
+Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
+                           ExecutePipeline& p) {
+  const TokenLayout& t = s.tokens;
+  const int E = s.layer0;
+  auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
+  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
+  const AndGate gate{t.ballast, t.lambda, 256};
+  int fanIn = 0;
+  const AndFieldWriter fw{gate, ctx, t.unit, fanIn};
+  const double two = 2.0 * t.unit;
+  auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
+  auto headIs = [&](const char* name, int width, unsigned value) -> Expected<std::vector<Literal>> {
+    QGPU_TRY(f, packedSlice(p.fe.headWord, trace::PackedWord::OpHead, name, width, "execute pipeline"));
+    std::vector<Literal> l = spells(f, value);
+    for (Literal& x : l) x.sign = -x.sign;  // the ROM's polarity: −u = 1
+    return l;
+  };
+
+  // E+5: e_l = [X ∧ code = 0] + [X ∧ g ∧ ¬neg] + [X ∧ ¬g ∧ neg] − the two overlaps with code = 0,
+  // X = exec ∧ m_l: exactly 0 or 1 (unguarded ops have neg = 0).
+  QGPU_TRY(exec, alloc.take("pipe.memExec", kRecordLanes));
+  p.memExec = exec;
+  {
+    UnitWriter u(w, E + 5, at(E + 5));
+    QGPU_CHECK(fw.start(u, {p.memExec}));
+    QGPU_TRY(unguarded, headIs("guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds)), 0));
+    QGPU_TRY(negSet, headIs("guard negate", 1, 1));
+    const Literal neg = negSet.at(0);
+    for (int l = 0; l < kRecordLanes; ++l) {
+      const std::vector<Literal> x = {{p.fe.exec.at(0), 1}, {p.fe.mask.at(l), 1}};
+      const Literal g{pipelinePredLane(p.fe, 0, l).at(0), 1};
+      const std::vector<std::pair<int, double>> plus = {{p.memExec.at(l), two}},
+                                                minus = {{p.memExec.at(l), -two}};
+      QGPU_CHECK(fw.add(u, x + unguarded, plus));
+      QGPU_CHECK(fw.add(u, x + std::vector<Literal>{g, no(neg)}, plus));
+      QGPU_CHECK(fw.add(u, x + std::vector<Literal>{no(g), neg}, plus));
+      QGPU_CHECK(fw.add(u, x + unguarded + std::vector<Literal>{g, no(neg)}, minus));
+      QGPU_CHECK(fw.add(u, x + unguarded + std::vector<Literal>{no(g), neg}, minus));
+    }
+    at(E + 5) += u.used();
+  }
+
+  // The memory stage.
+  MemoryStageSpec ms;
+  ms.tokens = t;
+  ms.firstLayer = p.memoryLayer;
+  ms.head = p.fe.headWord;
+  ms.headInverted = true;
+  ms.offset = p.offset;
+  ms.sharedWords = p.operands.sharedWords.slice(0, kRecordWordBits, "sharedWords");
+  ms.exec = p.memExec;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    ms.lanes[static_cast<size_t>(l)] = {p.operands.word[0][static_cast<size_t>(l)],
+                                        p.operands.word[1][static_cast<size_t>(l)]};
+    ms.loadOnto[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)].r;
+  }
+  ms.faultInto = p.memFault;
+  ms.prefixAtomics = false;
+  const int M = p.memoryLayer;
+  for (int i = 0; i < kMemoryDataLayers; ++i) ms.firstHead[static_cast<size_t>(i)] = p.heads[static_cast<size_t>(M - E + i)];
+  for (int i = 0; i < kMemoryChainLayers; ++i) ms.firstUnit[static_cast<size_t>(i)] = at(M + i);
+  QGPU_TRY(mem, buildMemoryStage(w, alloc, ms));
+  p.memory = mem;
+  for (int i = 0; i < kMemoryChainLayers; ++i) {
+    at(M + i) += mem.units[static_cast<size_t>(i)] + (i < kMemoryDataLayers ? mem.dm.unitsUsed[i] : 0);
+    if (i < kMemoryDataLayers) p.heads[static_cast<size_t>(M - E + i)] += mem.dm.headsUsed[i];
+  }
+
+  // E+13: the outcome select.
+  RecordOutcomeFields& o = p.outcome;
+  const RecordOutcomeFields& a = p.memory.memrec;
+  const RecordOutcomeFields& b = p.result.outcome;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    QGPU_TRY(f, alloc.take("pipe.outcome.value" + std::to_string(l), b.value[static_cast<size_t>(l)].dims));
+    o.value[static_cast<size_t>(l)] = f;
+  }
+  QGPU_TRY(wm, alloc.take("pipe.outcome.wordMask", b.wordMask.dims));
+  QGPU_TRY(tag, alloc.take("pipe.outcome.tag", b.tag.dims));
+  o.wordMask = wm;
+  o.tag = tag;
+  {
+    UnitWriter u(w, p.selectLayer, at(p.selectLayer));
+    std::vector<Field> outs(o.value.begin(), o.value.end());
+    outs.push_back(o.wordMask);
+    outs.push_back(o.tag);
+    QGPU_CHECK(fw.start(u, outs));
+    const Literal writes{p.memory.kind.at(kMemoryKindWrites), 1};
+    auto select = [&](const Field& out, const Field& mem, const Field& res) -> Status {
+      if (mem.dims != out.dims || res.dims != out.dims)
+        return makeDiag(ErrorKind::Internal, "execute pipeline: the memrec and the result stage's "
+                                             "outcome differ in shape at " + out.name);
+      for (int i = 0; i < out.dims; ++i) {
+        QGPU_CHECK(fw.add(u, {writes, {mem.at(i), 1}}, {{out.at(i), two}}));
+        QGPU_CHECK(fw.add(u, {no(writes), {res.at(i), 1}}, {{out.at(i), two}}));
+      }
+      return Ok{};
+    };
+    for (int l = 0; l < kRecordLanes; ++l)
+      QGPU_CHECK(select(o.value[static_cast<size_t>(l)], a.value[static_cast<size_t>(l)],
+                        b.value[static_cast<size_t>(l)]));
+    QGPU_CHECK(select(o.wordMask, a.wordMask, b.wordMask));
+    QGPU_CHECK(select(o.tag, a.tag, b.tag));
+    at(p.selectLayer) += u.used();
+  }
+  return Ok{};
+}
+
 }  // namespace
 
-std::vector<int> executePipelineHeads(int64_t keyHeadDim) {
-  std::vector<int> h(static_cast<size_t>(kExecuteLayers), 0);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory) {
+  std::vector<int> h(static_cast<size_t>(executeLayers(memory)), 0);
   const std::vector<int> front = operandStageHeads(keyHeadDim);
   for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
   // The control stage's own heads (its per-layer count less the plain front end's).
   const std::vector<int> control = controlHeads(keyHeadDim), plain = frontEndHeads(keyHeadDim);
   for (size_t i = 0; i < control.size(); ++i)
     h[i] += control[i] - (i < plain.size() ? plain[i] : 0);
-  const int r = 5 + kAluStageLayers + kResultStageLayers;
+  const int r = 5 + kAluStageLayers + kResultStageLayers + (memory ? 1 : 0);
   h[static_cast<size_t>(r)] += 10;     // record_emit.h: 6 latches (no next) + 3 taps + 1 counter
   h[static_cast<size_t>(r + 1)] += 11; // 3 taps + 8 thresholds
+  if (memory) {
+    h[2] += 1;  // the sharedWords latch (operands.h)
+    // The data memories (datamem.h): the assembler's taps, the tag latch and counter, the
+    // thresholds, the address latch, the memory heads (2 spaces × 4 lanes × banks).
+    const Expected<int> banks = dataMemoryBanks(keyHeadDim, ReadHeight::Nominal);
+    const int dm[kMemoryDataLayers] = {3, 5, dataMemoryShape().thresholds, 1,
+                                       2 * kRecordLanes * (banks ? *banks : 0)};
+    for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[i];
+  }
   return h;
 }
 
 Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator& alloc,
                                                const ExecuteSpec& s) {
   const int E = s.layer0;
-  if (E < 0 || E + kExecuteLayers > w.config().numLayers())
-    return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + kExecuteLayers - 1) +
+  const int layers = executeLayers(s.memory);
+  if (E < 0 || E + layers > w.config().numLayers())
+    return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));
   ExecutePipeline p;
   p.aluLayer = E + 5;
   p.resultLayer = p.aluLayer + kAluStageLayers;
-  p.emitLayer = p.resultLayer + kResultStageLayers;
-  p.heads.assign(static_cast<size_t>(kExecuteLayers), 0);
-  p.units.assign(static_cast<size_t>(kExecuteLayers), 0);
+  p.emitLayer = p.resultLayer + kResultStageLayers + (s.memory ? 1 : 0);
+  if (s.memory) {
+    p.memoryLayer = E + 5;
+    p.selectLayer = p.resultLayer + kResultStageLayers;
+  }
+  p.heads.assign(static_cast<size_t>(layers), 0);
+  p.units.assign(static_cast<size_t>(layers), 0);
+  const TokenLayout& t = s.tokens;
+  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
   auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
 
   // Front end and operand select: E .. E+4.
@@ -70,11 +208,29 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   OperandsSpec os;
   os.tokens = s.tokens;
   os.layer0 = E;
+  os.sharedWordsLatch = s.memory;
   QGPU_TRY(op, buildOperands(w, alloc, p.fe, os));
   p.operands = op;
   for (int i = 0; i < 5; ++i) {
     p.heads[static_cast<size_t>(i)] = p.fe.heads[i] + p.operands.heads[i];
     at(E + i) = p.fe.units[i] + p.operands.units[i];
+  }
+  // With memory: the fetched offset word flipped to +u = 1 at E+4 (the memory stage's adder reads
+  // it so; the ROM's polarity is −u = 1), after the select's units; the memory stage's fault,
+  // which the control stage reads.
+  int hostUnits4 = p.operands.units[4];
+  if (s.memory) {
+    QGPU_TRY(offset, alloc.take("pipe.offset", 32));
+    QGPU_TRY(fault, alloc.take("pipe.memFault", 1));
+    p.offset = offset;
+    p.memFault = fault;
+    UnitWriter u(w, E + 4, at(E + 4));
+    QGPU_CHECK(buildCancel(u, p.offset, ctx));
+    for (int i = 0; i < p.offset.dims; ++i)
+      QGPU_CHECK(addDetector(u, ctx, LinearForm{{}, 1.0}, {{p.fe.offsetWord.at(i), 1.0f}},
+                             {{p.offset.at(i), -1}}));
+    at(E + 4) += u.used();
+    hostUnits4 += u.used();
   }
 
   // Control stage: its heads and units in E..E+4 after the operand select's, its scheduler in
@@ -89,8 +245,9 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   cs.stepLimit = s.stepLimit;
   for (int i = 0; i < 5; ++i) {
     cs.hostHeads[static_cast<size_t>(i)] = p.operands.heads[i];
-    cs.hostUnits[static_cast<size_t>(i)] = p.operands.units[i];
+    cs.hostUnits[static_cast<size_t>(i)] = i == 4 ? hostUnits4 : p.operands.units[i];
   }
+  if (s.memory) cs.fault = p.memFault;
   QGPU_TRY(control, buildControl(w, alloc, p.fe, cs));
   p.control = control;
   for (int i = 0; i < kControlLayers; ++i) {
@@ -167,14 +324,21 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   p.result = result;
   for (int i = 0; i < kResultStageLayers; ++i) at(p.resultLayer + i) += result.units[static_cast<size_t>(i)];
 
-  // Record emitter: R .. R+3, its buffer latching the result stage's outcome.
+  RecordOutcomeFields outcome = p.result.outcome;
+  if (s.memory) {
+    QGPU_CHECK(buildPipelineMemory(w, alloc, s, p));
+    outcome = p.outcome;
+  }
+
+  // Record emitter: R .. R+3, its buffer latching the outcome (the result stage's, or the select's).
   RecordEmitSpec es;
   es.tokens = s.tokens;
   es.firstLayer = p.emitLayer;
-  es.outcomeFrom = p.result.outcome;
+  es.outcomeFrom = outcome;
   es.firstDim = alloc.used();
   es.execFrom = p.fe.exec;
-  es.firstHead = 1;  // R is the control stage's emit layer: its fault latch is head 0
+  // Without memory R is the control stage's emit layer: its fault latch is head 0.
+  es.firstHead = s.memory ? 0 : 1;
   es.overrideFrom = RecordEmitSpec::Override{p.control.emit, p.control.decides};
   QGPU_TRY(emitter, buildRecordEmitter(w, es));
   p.emitter = emitter;

@@ -35,6 +35,25 @@
 // 17 layers; only E..E+6 and R, R+1 hold heads (the others may be full_attention layers with zero
 // weights: their attention adds exactly 0, and the config's heads then cost nothing there).
 //
+// With memory ops (ExecuteSpec::memory: ld, st, st.b8, st.b16 in both spaces, and FAULT where an
+// executing lane's address faults), 18 layers:
+//   layer  E+2       a third launch latch: the PROG word's sharedWords (OperandsSpec::sharedWordsLatch)
+//   layer  E+4 MLP   the fetched offset word flipped to +u = 1 (the memory stage's adder reads it so)
+//   layer  E+5 MLP   the executing lanes e_l = exec ∧ m_l ∧ gt_l (the result stage's guard-true
+//                    rule on the head word's guard code and negate and port 0's lane bit: the
+//                    result stage's own gt, at F, is too late for the memory stage's L+4)
+//   layers M..M+7    the memory stage (circuit/memory_stage.h, M = E + 5, prefixAtomics off): its
+//                    heads (the data memories') at M..M+4 after the control stage's, its units
+//                    after the ALU's and the result stage's; head = the fetched head word
+//                    (headInverted), offset the flipped word, src0 / src1 = operand ports 0 / 1;
+//                    the load also onto the ALU's r_l at M+4 = E+9 (loadOnto: the ALU writes 0
+//                    for a memory opcode), in time for the result stage's merge at F+1; its fault
+//                    into the control stage's supplied fault (ControlSpec::fault)
+//   layer  E+13 MLP  the outcome select: per dim [writes ∧ memrec] + [¬writes ∧ the result stage's
+//                    outcome] (the memrec's last lane is final after M+7 = E+12)
+//   layers R..R+3    the record emitter at R = E + 14, latching the select's outcome
+// Heads in E..E+9 and E+13..E+15.
+//
 // Nothing is supplied: the front end computes the fetched words, the operands, dst's old value,
 // the four predicate ports and exec from the trace tokens alone, the control stage the tokens
 // around the records. Code 0 (none) on a predicate port reads predicate 0 (port 0: the TERM
@@ -50,9 +69,9 @@
 // layers, heads, units or dims; the stages' refusals pass through. A refused build may leave
 // weights written.
 //
-// Not here: memory ops (circuit/memory_stage.h, not wired: its fault would be the control stage's
-// supplied fault), MUL, warp ops, atomics' continuation rows, the step ticks (the control stage's
-// limit is a build-time ≤ 105).
+// Not here: atomics (their old values into dst, the continuation rows, atom.add / min / max's
+// values: the memory stage's prefix atomics would need layers up to M+9), spill ops, MUL, warp
+// ops, the step ticks (the control stage's limit is a build-time ≤ 105).
 //
 // Failing twins (ExecuteTwin): each wires one input wrong and must write wrong results.
 #pragma once
@@ -64,6 +83,7 @@
 #include "circuit/alu_stage.h"
 #include "circuit/control.h"
 #include "circuit/frontend.h"
+#include "circuit/memory_stage.h"
 #include "circuit/operands.h"
 #include "circuit/record_emit.h"
 #include "circuit/result_stage.h"
@@ -74,6 +94,11 @@
 namespace qgpu::circuit {
 
 inline constexpr int kExecuteLayers = 5 + kAluStageLayers + kResultStageLayers + kRecordLayers;
+// With memory ops (ExecuteSpec::memory): one more layer, the outcome select at E+13, and the
+// record emitter at E+14.
+inline constexpr int kExecuteMemoryLayers = kExecuteLayers + 1;
+// The memory stage's layers in the pipeline: E+5 .. E+12 (no prefix atomics).
+static_assert(kMemoryChainLayers == kAluStageLayers + kResultStageLayers);
 // The control stage's emit layer is the record emitter's first: R = E + 13.
 static_assert(kControlLayers == 5 + kAluStageLayers + kResultStageLayers + 1);
 
@@ -88,6 +113,9 @@ struct ExecuteSpec {
   TokenLayout tokens;   // the full layout (λ = 1) of the config's hidden size
   int layer0 = 0;       // E: layers E .. E + kExecuteLayers − 1
   int stepLimit = 64;   // the control stage's LIMIT (ControlSpec::stepLimit: ≤ 105, no ticks)
+  // Memory ops (ld, st, st.b8, st.b16 in both spaces; the bitwise atomics' memrec): the memory
+  // stage at E+5 .. E+12 and the outcome select; kExecuteMemoryLayers layers.
+  bool memory = false;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
@@ -101,9 +129,16 @@ struct ExecutePipeline {
   AluStageReport alu;
   std::array<ResultLane, kRecordLanes> resultIn;  // the result stage's per-lane inputs (wiring)
   ResultStage result;
+  // With memory: the flipped offset word (E+4, +u = 1), the executing lanes m ∧ gt ∧ exec (E+5),
+  // the memory stage, its fault (the control stage's supplied fault) and the outcome select (E+13:
+  // the memrec for a memory-writing op, the result stage's outcome otherwise).
+  Field offset, memExec, memFault;
+  MemoryStage memory;
+  RecordOutcomeFields outcome;
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
-  std::vector<int> heads;  // per layer E .. E + kExecuteLayers − 1
+  int memoryLayer = -1, selectLayer = -1;              // with memory: E+5, E+13
+  std::vector<int> heads;  // per layer E .. E + executeLayers(memory) − 1
   std::vector<int> units;  // per layer, cancels included
 };
 
@@ -111,7 +146,9 @@ struct ExecutePipeline {
 Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& weights, FieldAllocator& alloc,
                                                const ExecuteSpec& spec);
 
+inline constexpr int executeLayers(bool memory) { return memory ? kExecuteMemoryLayers : kExecuteLayers; }
+
 // Value heads per layer of the pipeline at a key head dim (0 where a layer holds none).
-std::vector<int> executePipelineHeads(int64_t keyHeadDim);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false);
 
 }  // namespace qgpu::circuit

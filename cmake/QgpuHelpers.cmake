@@ -34,22 +34,31 @@ function(qgpu_library name)
   qgpu_warnings(${name})
 endfunction()
 
-# qgpu_test(NAME LABELS cpu|torch|gpu|tools SOURCES ... DEPS ...): a GoogleTest binary registered
-# with CTest. Labels say what the test needs: `cpu` (nothing), `tools` (clang-14/nvcc/ptxas),
-# `torch` (LibTorch), `gpu` (an NVIDIA GPU; skips with a reason when none).
+# qgpu_test(NAME LABELS cpu|torch|gpu|tools [SERIAL_PART FILTER] SOURCES ... DEPS ...): a GoogleTest
+# binary registered with CTest. Labels say what the test needs: `cpu` (nothing), `tools`
+# (clang-14/nvcc/ptxas), `torch` (LibTorch), `gpu` (an NVIDIA GPU; skips with a reason when none).
+# SERIAL_PART: the binary's tests matching the GoogleTest filter run as a CTest test of their own,
+# NAME_serial, alone (RUN_SERIAL: never beside another test under `ctest -j`, for a model that
+# needs most of the machine's memory); NAME runs the others.
 function(qgpu_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SERIAL_PART" "LABELS;SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   qgpu_no_unity_for_one_source(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   qgpu_warnings(${name})
-  add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                                          SKIP_RETURN_CODE 77
-                                          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set(properties LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} SKIP_RETURN_CODE 77
+                 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if(ARG_SERIAL_PART)
+    add_test(NAME ${name} COMMAND ${name} --gtest_filter=-${ARG_SERIAL_PART})
+    add_test(NAME ${name}_serial COMMAND ${name} --gtest_filter=${ARG_SERIAL_PART})
+    set_tests_properties(${name}_serial PROPERTIES ${properties} RUN_SERIAL TRUE)
+  else()
+    add_test(NAME ${name} COMMAND ${name})
+  endif()
+  set_tests_properties(${name} PROPERTIES ${properties})
   if("cpu" IN_LIST ARG_LABELS)
     qgpu_cpu_test_target(${name})
   endif()

@@ -5,6 +5,8 @@
 // refusals. The run through the model is pipeline_test's.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "circuit/pipeline.h"
 #include "circuit/tests/config.h"
 #include "oracle/trace.h"
@@ -19,8 +21,8 @@ namespace {
 // next-token carrier field and latch (2 × 32): 3,519 + 400 − 64 = 3,855.
 constexpr int kHidden = 3855;
 
-model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden) {
-  model::Qwen35Config c = testing::linearConfig(hidden, layers, 5000, 1024);
+model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden, int units = 5000) {
+  model::Qwen35Config c = testing::linearConfig(hidden, layers, units, 1024);
   c.linearNumKeyHeads = c.linearNumValueHeads = 51;  // E+3 (see below)
   c.linearKeyHeadDim = 64;
   return c;
@@ -31,13 +33,14 @@ struct Built {
   int used = 0;
 };
 
-Built build(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None) {
+Built build(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None, bool memory = false) {
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
   ExecuteSpec s;
   s.tokens = planTokenLayout(alloc, static_cast<int>(c.hiddenSize)).value();
   s.twin = twin;
+  s.memory = memory;
   b.pipe = buildExecutePipeline(w, alloc, s);
   b.used = alloc.used();
   return b;
@@ -66,6 +69,45 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
   EXPECT_EQ(b.pipe->units[10], 37 + 658);
   EXPECT_EQ(b.pipe->units[11], 35 + 962);
   EXPECT_EQ(b.used, kHidden);
+}
+
+// With memory ops: the 3,855 above, plus the sharedWords latch (8), the flipped offset word (32),
+// the fault (1), the executing lanes (4), the memory stage's own dims without the prefix atomics
+// (memory_stage_spec_test's list: kind 19, 4 × 116, read addresses 64, lane faults 4 (the fault
+// is the pipeline's), loads 128, the memrec 192, the pairs 36, atomOld 96: 1,003), the data
+// memories' (the assembler's 6 records × 8 + value 32, tag 1, tag latch 8, quiet 3, heavy 1,
+// thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
+// outcome select (4 × 32 + 32 + 32 = 192).
+constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1003 + 376 + 192;
+
+TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) {
+  const Built b = build(config(kExecuteMemoryLayers, kMemoryHidden, 8000), ExecuteTwin::None, true);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  const ExecutePipeline& p = b.pipe.value();
+  EXPECT_EQ(kExecuteMemoryLayers, 18);
+  EXPECT_EQ(p.aluLayer, 5);
+  EXPECT_EQ(p.memoryLayer, 5);
+  EXPECT_EQ(p.resultLayer, 9);
+  EXPECT_EQ(p.selectLayer, 13);
+  EXPECT_EQ(p.emitLayer, 14);
+  // As without memory, and: the sharedWords latch at E+2; the data memories' 3, 5, 8, 1, 16 at
+  // E+5..E+9 (memory_stage_spec_test); the control stage's fault latch alone at E+13; the
+  // emitter's 10 + 11 at E+14, E+15.
+  const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1, 16, 0, 0, 0, 1, 10, 11, 0, 0};
+  EXPECT_EQ(p.heads, want);
+  EXPECT_EQ(executePipelineHeads(64, true), want);
+  EXPECT_EQ(b.used, kMemoryHidden);
+  // The wiring: the fault is the control stage's supplied one, the load lands on the ALU's r, the
+  // emitter reads the select's outcome, the memory stage reads the flipped offset and e.
+  EXPECT_EQ(p.memory.fault.offset, p.memFault.offset);
+  EXPECT_EQ(p.outcome.tag.dims, p.result.outcome.tag.dims);
+  EXPECT_NE(p.outcome.tag.offset, p.result.outcome.tag.offset);
+  EXPECT_EQ(p.memExec.dims, 4);
+  EXPECT_EQ(p.offset.dims, 32);
+  EXPECT_EQ(p.operands.sharedWords.dims, 8);
+  std::cout << "[pipeline spec] with memory: hidden " << b.used << "; units per layer:";
+  for (int u : p.units) std::cout << " " << u;
+  std::cout << std::endl;
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {

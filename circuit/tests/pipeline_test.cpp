@@ -69,9 +69,14 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 
 // Layers E..E+6 and R, R+1 hold heads; the others are full_attention layers with zero weights
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
-model::Qwen35Config config() {
-  model::Qwen35Config c = harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
-  const std::vector<int> heads = executePipelineHeads(64);
+// With memory ops (ExecuteSpec::memory): pipeline_spec_test's kMemoryHidden, and the widest layer.
+constexpr int kMemoryHidden = 5471;
+constexpr int kMemoryUnits = 6717;  // E+5: the scheduler, the ALU's S0, e and the memory stage's L
+
+model::Qwen35Config config(bool memory = false) {
+  model::Qwen35Config c = memory ? harness::config(kMemoryHidden, kExecuteMemoryLayers, kMemoryUnits, kVocab)
+                                 : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
+  const std::vector<int> heads = executePipelineHeads(64, memory);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
@@ -97,26 +102,35 @@ struct Case {
   std::vector<Token> trace;  // prompt + run
   std::vector<OpPosition> ops;
   size_t prompt = 0;
+  uint64_t seed = 0;  // the generator's
   oracle::RunStatus status = oracle::RunStatus::Finished;
   int ctas = 0, steps = 0, divergent = 0;  // CTA starts, steps, steps whose lanes split
   std::vector<int64_t> ids() const { return {trace.begin(), trace.end()}; }
 };
 
-bool aluOnly(const machine::Program& p) {
+// An op the pipeline executes: the ALU stage's, and with memory the memory stage's ld, st,
+// st.b8, st.b16 (no atomics: their old values and continuation rows are not wired).
+bool executes(const machine::Instr& in, bool memory) {
+  const machine::OpInfo& info = machine::opInfo(in.op);
+  if (memory && info.cls == machine::OpClass::Mem) return info.mem != machine::MemEffect::ReadWrite;
+  return aluStageExclusion(in.op) == nullptr;
+}
+
+bool usable(const machine::Program& p, bool memory) {
   for (const machine::Block& b : p.blocks)
     for (const machine::Instr& in : b.ops)
-      if (aluStageExclusion(in.op) != nullptr) return false;
+      if (!executes(in, memory)) return false;
   return true;
 }
 
-gen::Policy policy() {
+gen::Policy policy(bool memory) {
   gen::Policy p;
-  p.wMem = 0;
+  p.wMem = memory ? 6 : 0;
   p.wLocal = 0;
   p.wWarp = 0;
   p.maxSpillSlots = 0;
-  p.maxSharedWords = 0;
-  p.initNonzeroProb = 0;
+  p.maxSharedWords = memory ? 24 : 0;
+  p.initNonzeroProb = memory ? 0.15 : 0;  // each nonzero word is prompt tokens (GMEM, GW, value)
   p.minBlockX = 5;  // at least 2 warps
   p.maxBlockX = 12;
   p.maxGrid = 2;
@@ -128,16 +142,38 @@ gen::Policy policy() {
   p.specialProb = 0.4;  // tid.x, laneid: lane-dependent values, so WR records
   p.r0DstProb = 0.1;
   p.divergentBarrierProb = 0;
-  p.outOfRangeProb = 0;
+  p.outOfRangeProb = memory ? 0.04 : 0;  // with memory: some runs end in FAULT at a memory op
   return p;
 }
 
 // The prompt and run of one program with its op positions; empty when skipped.
-Case realCase(uint64_t seed, size_t maxTokens) {
+// With memory: each atomic of a generated program becomes, in turn, an ld (its dst and address)
+// or an st (its address and value): the pipeline wires no atomics, and the generator draws 12 of
+// its 16 memory ops from them. The rewritten program must pass verify (else it is skipped).
+machine::Program withoutAtomics(machine::Program p) {
+  int n = 0;
+  for (machine::Block& b : p.blocks)
+    for (machine::Instr& in : b.ops) {
+      if (machine::opInfo(in.op).mem != machine::MemEffect::ReadWrite) continue;
+      const bool load = n++ % 2 == 0;
+      in.op = load ? machine::Op::Ld : machine::Op::St;
+      if (!load) in.dst = 0;
+      for (size_t k = load ? 1 : 2; k < in.src.size(); ++k) in.src[k] = {};
+    }
+  return p;
+}
+
+Case realCase(uint64_t seed, size_t maxTokens, bool memory) {
   Case c;
-  auto g = gen::generateProgram(policy(), seed);
+  c.seed = seed;
+  auto g = gen::generateProgram(policy(memory), seed);
   EXPECT_TRUE(g.ok()) << g.error().message;
-  if (!g.ok() || !aluOnly(g->program)) return c;
+  if (!g.ok()) return c;
+  if (memory) {
+    g->program = withoutAtomics(std::move(g->program));
+    if (!machine::verify(g->program, g->launch).ok()) return c;
+  }
+  if (!usable(g->program, memory)) return c;
   const machine::Program& prog = g->program;
   std::vector<Token> t = trace::encodePrompt(prog, g->launch);
   c.prompt = t.size();
@@ -199,8 +235,10 @@ Case realCase(uint64_t seed, size_t maxTokens) {
     }
     oracle::appendTrace(e, t);
     if (e.kind != oracle::EventKind::Step && e.kind != oracle::EventKind::CtaStart) {
-      if (e.kind == oracle::EventKind::Fault) return Case{};  // no op here faults: a divergent barrier
+      // Without memory no op faults: a divergent barrier's FAULT is left out.
+      if (e.kind == oracle::EventKind::Fault && !memory) return Case{};
       c.status = e.kind == oracle::EventKind::StepLimit ? oracle::RunStatus::StepLimit
+                 : e.kind == oracle::EventKind::Fault   ? oracle::RunStatus::Fault
                                                         : oracle::RunStatus::Finished;
       break;
     }
@@ -229,11 +267,11 @@ std::vector<Case> cases(int count, size_t maxTokens) {
   std::vector<Case> out;
   uint64_t seed = 1;
   for (; static_cast<int>(out.size()) < count && seed < 400; ++seed) {
-    Case c = realCase(seed, maxTokens);
+    Case c = realCase(seed, maxTokens, false);
     if (c.ops.size() >= 8) out.push_back(std::move(c));
   }
   for (; seed < 2000; ++seed) {
-    Case c = realCase(seed, maxTokens);
+    Case c = realCase(seed, maxTokens, false);
     if (c.ops.size() >= 8 && std::any_of(c.ops.begin(), c.ops.end(), readsSetPsrc)) {
       std::cout << "[pipeline cases] psrc program: seed " << seed << ", " << c.trace.size() << " tokens"
                 << std::endl;
@@ -252,16 +290,19 @@ struct Bench {
   std::vector<Case> cases;
 };
 
-Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = ExecuteTwin::None) {
+Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = ExecuteTwin::None,
+            bool memory = false) {
   Bench b;
-  auto w = std::make_unique<CircuitWeights>(config());
-  FieldAllocator alloc(kHidden);
-  const TokenLayout tokens = planTokenLayout(alloc, kHidden).value();
+  auto w = std::make_unique<CircuitWeights>(config(memory));
+  const int hidden = memory ? kMemoryHidden : kHidden;
+  FieldAllocator alloc(hidden);
+  const TokenLayout tokens = planTokenLayout(alloc, hidden).value();
   EXPECT_TRUE(writeTokenEmbeddings(*w, tokens).ok());
   ExecuteSpec s;
   s.tokens = tokens;
   s.stepLimit = kStepLimit;
   s.twin = twin;
+  s.memory = memory;
   auto pipe = buildExecutePipeline(*w, alloc, s);
   EXPECT_TRUE(pipe.ok()) << pipe.error().message;
   if (!pipe.ok()) return b;
@@ -321,7 +362,8 @@ struct Tally {
   std::string summary() const {
     std::string kinds;
     const std::map<Family, const char*> names = {
-        {Family::Wu, "WU"}, {Family::Wr, "WR"}, {Family::Wp, "WP"}, {Family::Nop, "NOP"}};
+        {Family::Wu, "WU"}, {Family::Wr, "WR"}, {Family::Wp, "WP"}, {Family::Nop, "NOP"},
+        {Family::Mg, "MG"}, {Family::Ms, "MS"}, {Family::FaultTok, "FAULT"}};
     for (auto [f, n] : records) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + names.at(f);
     return std::to_string(positions) + " op positions (" + kinds + "; " + std::to_string(guarded) +
            " guarded, " + std::to_string(r0) + " r0, " + std::to_string(partialMask) +
@@ -417,18 +459,113 @@ const Bench& exact() {
   return b;
 }
 
+bool isMemOp(const OpPosition& op) { return machine::opInfo(op.in.op).cls == machine::OpClass::Mem; }
+
+// What a run reaches that the memory rows must pin: each memory op by mnemonic and space
+// ("st.b16 shared"), a load of a nonzero word into an executing lane, guarded and partially
+// active memory ops, MG and MS records, a FAULT.
+std::map<std::string, int> memoryKinds(const Case& c) {
+  std::map<std::string, int> seen;
+  seen["fault"] += c.status == oracle::RunStatus::Fault;
+  for (size_t p = c.prompt; p < c.trace.size(); ++p) {
+    seen["MG"] += trace::familyOf(c.trace[p]) == Family::Mg;
+    seen["MS"] += trace::familyOf(c.trace[p]) == Family::Ms;
+  }
+  for (const OpPosition& op : c.ops) {
+    if (!isMemOp(op)) continue;
+    const bool shared = op.in.space == machine::Space::Shared;
+    seen[std::string(machine::opInfo(op.in.op).mnemonic) + (shared ? " shared" : " global")] += 1;
+    seen["guarded"] += op.in.guard.pred != machine::kNoPred;
+    seen["partial mask"] += op.mask != 15;
+    bool nonzero = false;
+    for (int l = 0; l < kLanes; ++l)
+      nonzero = nonzero || (((op.fx.exec >> l) & 1) && op.fx.regs[static_cast<size_t>(l)] != 0);
+    seen["ld nonzero"] += op.in.op == machine::Op::Ld && op.fx.writesReg && nonzero;
+  }
+  return seen;
+}
+
+const std::vector<std::string> kMemoryKindsRequired = {
+    "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
+    "partial mask"};
+
+// Programs with memory ops: the first `count` usable ones by seed with at least three memory ops
+// and no fault, then by seed each further one that reaches a required kind none before it reached
+// (a faulting run among them), until all are reached or the seeds run out.
+std::vector<Case> memoryCases(int count, size_t maxTokens) {
+  std::vector<Case> out;
+  std::map<std::string, int> seen;
+  auto add = [&](Case c) {
+    for (const auto& [k, n] : memoryKinds(c)) seen[k] += n;
+    std::cout << "[pipeline cases] seed " << c.seed << ": " << c.trace.size() << " tokens"
+              << (c.status == oracle::RunStatus::Fault ? ", FAULT" : "") << std::endl;
+    out.push_back(std::move(c));
+  };
+  auto reachesMemory = [](const Case& c) {
+    return std::count_if(c.ops.begin(), c.ops.end(), isMemOp) >= 3;
+  };
+  auto missing = [&] {
+    return std::ranges::any_of(kMemoryKindsRequired, [&](const std::string& k) { return seen[k] == 0; });
+  };
+  uint64_t seed = 1;
+  for (; static_cast<int>(out.size()) < count && seed < 2000; ++seed) {
+    Case c = realCase(seed, maxTokens, true);
+    if (c.ops.size() >= 8 && reachesMemory(c) && c.status != oracle::RunStatus::Fault) add(std::move(c));
+  }
+  for (; missing() && seed < 6000; ++seed) {
+    Case c = realCase(seed, maxTokens, true);
+    if (!reachesMemory(c) || c.trace.size() >= maxTokens) continue;
+    const std::map<std::string, int> kinds = memoryKinds(c);
+    if (std::ranges::any_of(kMemoryKindsRequired, [&](const std::string& k) {
+          return seen[k] == 0 && kinds.contains(k) && kinds.at(k) > 0;
+        }))
+      add(std::move(c));
+  }
+  return out;
+}
+
+// The memory bench's programs: per commit only the ones that reach a required kind, each under 600
+// tokens (7 programs, 2,266 tokens: the prefill is paid per token of a 3.9 G-parameter model);
+// under QGPU_CIRCUIT_FULL the first 8 by seed before them.
+std::vector<Case> memoryBenchCases() {
+  return memoryCases(harness::inputs(0, 8), static_cast<size_t>(harness::inputs(600, 4000)));
+}
+
+// The memory cases must reach loads and stores in both spaces, a sub-word store, a guarded and a
+// partially active memory op, MG and MS records and a FAULT (the interpreter's runs only, no
+// model), or the memory rows below would pin less than they say.
+TEST(ExecutePipelineMemory, CasesReachLoadsStoresBothSpacesSubwordGuardsAndAFault) {
+  std::map<std::string, int> seen;
+  for (const Case& c : memoryBenchCases())
+    for (const auto& [k, n] : memoryKinds(c)) seen[k] += n;
+  std::cout << "[pipeline memory cases]";
+  for (const auto& [k, n] : seen) std::cout << " " << k << " " << n << ";";
+  std::cout << std::endl;
+  for (const std::string& k : kMemoryKindsRequired) EXPECT_GT(seen[k], 0) << k;
+  EXPECT_GT(seen["st.b8 global"] + seen["st.b8 shared"] + seen["st.b16 global"] + seen["st.b16 shared"], 0);
+}
+
+const Bench& withMemory() {
+  static const Bench b = build("memory", memoryBenchCases(), ExecuteTwin::None, true);
+  return b;
+}
+
 const char* dtypeName(ComputeDtype d) { return d == ComputeDtype::F32 ? "fp32" : "bf16"; }
 
-void runPath(ComputeDtype dtype, Path path) {
-  const Bench& b = exact();
+void runPath(ComputeDtype dtype, Path path, bool memory = false) {
+  const Bench& b = memory ? withMemory() : exact();
   ASSERT_FALSE(b.dir.empty());
   // Per commit: fp32 prefill every program whole, fp32 decode the first 24 generated tokens of
   // each run (one forward per token of a 1.8 G-parameter model); bf16 and the twins only under
   // QGPU_CIRCUIT_FULL (ci/nightly.sh): before the control stage the fp32 prefill took 122 s,
   // decode 840 s and bf16 prefill 1,137 s of wall at load 14, and each twin is a checkpoint of 7 GB.
+  // With memory the model is 3.9 G parameters (15.7 GB): per commit its fp32 prefill only.
   const bool whole = harness::fullInputs() || (dtype == ComputeDtype::F32 && path == Path::Prefill);
   if (dtype == ComputeDtype::BF16 && !harness::fullInputs())
     GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs bf16 (a bf16 prefill took 1,137 s of wall at load 14)";
+  if (memory && path == Path::Decode && !harness::fullInputs())
+    GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs the memory pipeline's decode (one forward of 3.9 G "
+                    "parameters per token)";
   const size_t runTokens = whole ? SIZE_MAX : 24;
   const auto start = std::chrono::steady_clock::now();
   const Tally t = runCases(b, dtype, path, runTokens);
@@ -508,6 +645,11 @@ TEST(ExecutePipeline, RealRunsFp32Prefill) { runPath(ComputeDtype::F32, Path::Pr
 TEST(ExecutePipeline, RealRunsFp32Decode) { runPath(ComputeDtype::F32, Path::Decode); }
 TEST(ExecutePipeline, RealRunsBf16Prefill) { runPath(ComputeDtype::BF16, Path::Prefill); }
 TEST(ExecutePipeline, RealRunsBf16Decode) { runPath(ComputeDtype::BF16, Path::Decode); }
+
+TEST(ExecutePipelineMemory, RealRunsFp32Prefill) { runPath(ComputeDtype::F32, Path::Prefill, true); }
+TEST(ExecutePipelineMemory, RealRunsFp32Decode) { runPath(ComputeDtype::F32, Path::Decode, true); }
+TEST(ExecutePipelineMemory, RealRunsBf16Prefill) { runPath(ComputeDtype::BF16, Path::Prefill, true); }
+TEST(ExecutePipelineMemory, RealRunsBf16Decode) { runPath(ComputeDtype::BF16, Path::Decode, true); }
 
 TEST(ExecutePipelineTwin, OpcodeReadInTheWrongPolarityIsWrong) {
   if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 7 GB)";
