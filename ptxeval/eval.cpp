@@ -32,7 +32,7 @@ uint64_t extend(uint64_t v, Type t) {
 
 // Where a name used by an instruction lives.
 struct SymRef {
-  enum Kind : uint8_t { None, Param, Return, CallParam, Shared } kind = None;
+  enum Kind : uint8_t { None, Param, Return, CallParam, Shared, Local } kind = None;
   uint32_t index = 0;
 };
 
@@ -56,6 +56,7 @@ enum class ThreadState : uint8_t { Running, AtWarpOp, AtBarrier, Exited };
 struct Thread {
   uint32_t tid = 0;
   ThreadState state = ThreadState::Running;
+  std::vector<uint8_t> local;  // the entry's .local frame (eval.h: per thread, filled like shared)
   std::vector<Frame> stack;
   Frame& top() { return stack.back(); }
 };
@@ -126,6 +127,17 @@ class Evaluator {
       }
     }
     sharedBytes_ = at;
+    // The .local frame (eval.h): declaration order from byte 0, each aligned to max(align, 4).
+    uint64_t frame = 0;  // 64-bit: a declared size near 2^32 must not wrap
+    for (const ptx::Variable& v : entry->locals) {
+      uint64_t a = std::max<uint32_t>(v.align, 4);
+      frame = (frame + a - 1) / a * a;
+      localOffset_.push_back(static_cast<uint32_t>(frame));
+      frame += v.bytes;
+      if (frame > (1u << 20))
+        return makeDiag(ErrorKind::PtxUnsupported, "PTX evaluator: local memory over 1 MiB", v.loc);
+    }
+    localBytes_ = static_cast<uint32_t>((frame + 3) / 4 * 4);
     for (uint32_t i = 0; i < kGlobalWords; ++i)
       for (int b = 0; b < 4; ++b) global_[4 * i + b] = static_cast<uint8_t>(l_.global[i] >> (8 * b));
 
@@ -151,6 +163,8 @@ class Evaluator {
   std::vector<uint32_t> sharedOffset_;  // the entry's .shared, then the module's
   uint32_t entryShared_ = 0;            // how many of sharedOffset_ are the entry's
   uint32_t sharedBytes_ = 0;
+  std::vector<uint32_t> localOffset_;  // the entry's .local variables' frame offsets
+  uint32_t localBytes_ = 0;            // the frame, rounded up to a word
   std::array<uint8_t, kGlobalBytes> global_{};
   std::vector<uint8_t> shared_;
   EvalResult result_;
@@ -176,6 +190,9 @@ class Evaluator {
       if (f.returns[i].name == name) return {SymRef::Return, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < f.shared.size(); ++i)
       if (f.shared[i].name == name) return {SymRef::Shared, static_cast<uint32_t>(i)};
+    if (f.isEntry)
+      for (size_t i = 0; i < f.locals.size(); ++i)
+        if (f.locals[i].name == name) return {SymRef::Local, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < m_.shared.size(); ++i)  // module scope, after the entry's
       if (m_.shared[i].name == name) return {SymRef::Shared, entryShared_ + static_cast<uint32_t>(i)};
     return {};
@@ -216,6 +233,9 @@ class Evaluator {
     if (!f.isEntry && !f.shared.empty())
       return makeDiag(ErrorKind::PtxUnsupported,
                       "PTX evaluator: .shared declared in .func '" + f.name + "'", f.loc);
+    if (!f.isEntry && !f.locals.empty())
+      return makeDiag(ErrorKind::PtxUnsupported,
+                      "PTX evaluator: .local declared in .func '" + f.name + "'", f.loc);
     return Ok{};
   }
 
@@ -245,6 +265,7 @@ class Evaluator {
     std::vector<Thread> threads(l_.blockX);
     for (uint32_t t = 0; t < l_.blockX; ++t) {
       threads[t].tid = t;
+      threads[t].local.assign(localBytes_, o_.sharedFill);
       threads[t].stack.push_back(newFrame(entry_));
       Frame& fr = threads[t].stack.back();
       for (size_t p = 0; p < fr.params.size(); ++p)
@@ -447,7 +468,7 @@ class Evaluator {
     return 0;
   }
 
-  const Thread* current_ = nullptr;  // the thread being stepped (for specials)
+  Thread* current_ = nullptr;  // the thread being stepped (for specials and its local frame)
   bool specialOk_ = true;
   std::string badSpecial_;
 
@@ -466,6 +487,7 @@ class Evaluator {
         size_t idx = static_cast<size_t>(&o - in.srcs.data());
         SymRef r = idx < in.srcs.size() ? symOf(fr, in, idx) : SymRef{};
         if (r.kind == SymRef::Shared) return trunc(sharedOffset_[r.index], w);
+        if (r.kind == SymRef::Local) return trunc(localOffset_[r.index], w);
         specialOk_ = false, badSpecial_ = o.name;
         return 0;
       }
@@ -501,25 +523,36 @@ class Evaluator {
     Place p;
     StateSpace sp = in.mods.space;
     if (sp != StateSpace::None && sp != StateSpace::Global && sp != StateSpace::Shared &&
-        sp != StateSpace::Param)
-      return unsupported(in, std::string("the .") + (sp == StateSpace::Local ? "local" : "const") + " state space");
+        sp != StateSpace::Param && sp != StateSpace::Local)
+      return unsupported(in, "the .const state space");
     if (a.addrIsReg) {
       if (sp == StateSpace::Param) return unsupported(in, "a .param access through a register");
       int w = ptx::bits(fr.fi->fn->regs[a.reg].type);
       p.address = trunc(fr.regs[a.reg] + static_cast<uint64_t>(a.imm), w);
-      p.space = sp == StateSpace::Shared ? StateSpace::Shared : StateSpace::Global;
-      // A generic address in the shared window is a shared address (eval.h).
+      p.space = sp == StateSpace::Shared || sp == StateSpace::Local ? sp : StateSpace::Global;
+      // A generic address in the shared (local) window is a shared (local) address (eval.h).
       if (sp == StateSpace::None && p.address >= kSharedGenericBase &&
           p.address - kSharedGenericBase < kSharedGenericSpan) {
         p.space = StateSpace::Shared;
         p.address -= kSharedGenericBase;
+      } else if (sp == StateSpace::None && p.address >= kLocalGenericBase &&
+                 p.address - kLocalGenericBase < kLocalGenericSpan) {
+        p.space = StateSpace::Local;
+        p.address -= kLocalGenericBase;
       }
+      if (p.space == StateSpace::Local && in.op == Opcode::Atom)
+        return unsupported(in, "an atomic on a .local address");
       return p;
     }
     SymRef r = symOf(fr, in, 0);
     if (r.kind == SymRef::Shared) {
       p.space = StateSpace::Shared;
       p.address = sharedOffset_[r.index] + static_cast<uint64_t>(a.imm);
+      return p;
+    }
+    if (r.kind == SymRef::Local) {
+      p.space = StateSpace::Local;
+      p.address = trunc(localOffset_[r.index] + static_cast<uint64_t>(a.imm), 32);
       return p;
     }
     std::vector<uint8_t>* store = paramStore(fr, r);
@@ -537,6 +570,7 @@ class Evaluator {
     const char* name = "global";
     if (p.space == StateSpace::Param) base = p.bytes->data(), size = p.bytes->size(), name = "param";
     else if (p.space == StateSpace::Shared) base = shared_.data(), size = shared_.size(), name = "shared";
+    else if (p.space == StateSpace::Local) base = current_->local.data(), size = current_->local.size(), name = "local";
     else base = global_.data(), size = global_.size();
     bool inside = p.address < size && n <= size - p.address;
     // The first element of a split ld/st.v2/.v4 also checks the vector's alignment (mods.vecBytes).
@@ -697,9 +731,17 @@ class Evaluator {
                                       ", which is not in the shared window");
             dst(a - kSharedGenericBase);
           }
+        } else if (in.mods.space == StateSpace::Local) {
+          if (!in.mods.toSpace) {
+            dst(a + kLocalGenericBase);
+          } else {
+            if (a < kLocalGenericBase || a - kLocalGenericBase >= kLocalGenericSpan)
+              noteUnspecified(in, "cvta.to.local of generic address " + std::to_string(a) +
+                                      ", which is not in the local window");
+            dst(a - kLocalGenericBase);
+          }
         } else {
-          return unsupported(in, std::string("cvta of the .") +
-                                     (in.mods.space == StateSpace::Local ? "local" : "const") + " state space");
+          return unsupported(in, "cvta of the .const state space");
         }
         break;
       }

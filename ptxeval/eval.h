@@ -17,7 +17,13 @@
 //   shared-window address, `cvta.to.shared` subtracts it (of an address outside the shared window
 //   PTX leaves the result undefined: counted as unspecified), `cvta[.to].global` is the identity;
 //   `[sym]` of a .shared variable is a shared address. Shared memory is one window per CTA: the entry's .shared variables in declaration order, each aligned to
-//   max(.align, 4) bytes, filled with `EvalOptions::sharedFill` at CTA start. An access outside
+//   max(.align, 4) bytes, filled with `EvalOptions::sharedFill` at CTA start. Local memory
+//   (`.local` variables of the entry: the compilers' __local_depotN frames) is one window per
+//   thread laid out the same way (frame offsets from 0, the size rounded up to a word), filled
+//   with `sharedFill` at CTA start; ld/st.local and `[depot+off]` address it, the local window
+//   [kLocalGenericBase, + kLocalGenericSpan) of the generic space maps onto it (`cvta.local`,
+//   `cvta.to.local`), and an atomic on a local address is refused. A `.local` in a `.func` is
+//   refused. An access outside
 //   its window, or not aligned to its size, ends the run with status Fault (a MachineFault diag
 //   naming CTA, thread, instruction, line, space, address and window size).
 // - Scheduling (the order only matters for racy programs and for which value an order-dependent
@@ -35,7 +41,7 @@
 //   lanes of one warp waiting at different warp ops, or at a warp op and a barrier; a barrier
 //   reduction reached by some threads while others wait at another barrier instruction; guarded
 //   barriers or warp ops; named barriers or thread counts; activemask; %clock and other specials
-//   that have no value on the machine; ld/st.param through a register; cvta of .local/.const;
+//   that have no value on the machine; ld/st.param through a register; cvta of .const;
 //   calls nested deeper than kMaxCallDepth — is refused with PtxUnsupported, naming the
 //   instruction and its line.
 // - What PTX leaves unspecified gets the machine's documented value (so an unguarded speculative
@@ -75,6 +81,10 @@ inline constexpr uint32_t kMaxCallDepth = 64;
 // against the CTA's window; any other generic address is a global address.
 inline constexpr uint64_t kSharedGenericBase = 0x80000000u;
 inline constexpr uint64_t kSharedGenericSpan = uint64_t{1} << 20;  // the largest shared window
+// The local window of the generic space, likewise: a generic address in [base, base + span) is
+// the executing thread's local address (address - base); cvta.local adds the base.
+inline constexpr uint64_t kLocalGenericBase = 0xc0000000u;
+inline constexpr uint64_t kLocalGenericSpan = uint64_t{1} << 20;
 
 struct Launch {
   uint32_t gridX = 1;                            // CTAs, 1..kMaxGrid

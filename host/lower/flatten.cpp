@@ -248,6 +248,13 @@ struct Flattener {
       fr.symbolRegs[r.name] = reg;
       callee_fr.symbolRegs[fn->returns[k].name] = reg;
     }
+    // A callee's .local frame would need one instance per activation (ptxeval gives each call a
+    // fresh one); only the entry's frame is laid out (docs/lowering.md, "Local memory").
+    if (!fn->locals.empty())
+      return makeDiag(ErrorKind::PtxUnsupported,
+                      "unsupported PTX: .local variable '" + fn->locals.front().name + "' in .func '" + fn->name +
+                          "' (only the kernel's own local memory is laid out)",
+                      fn->locals.front().loc);
     for (const auto& v : fn->shared) {  // a callee inlined twice shares its .shared variables
       bool known = false;
       for (const auto& w : out.shared) known = known || w.name == v.name;
@@ -288,6 +295,7 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
   fl.out.file = module.file;
   fl.out.regs = entry->regs;
   fl.out.shared = entry->shared;
+  fl.out.locals = entry->locals;
   for (size_t k = 0; k < entry->params.size(); ++k) {
     const auto& p = entry->params[k];
     int bits = 0;

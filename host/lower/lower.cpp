@@ -128,6 +128,7 @@ Expected<machine::Program> lower(const ptx::Module& module, const LowerOptions& 
     for (const auto& b : program.blocks) stats->machineOps += static_cast<int>(b.ops.size());
     stats->maxLive = finalized.maxLive;
     stats->spillSlots = finalized.spillSlots;
+    stats->localWords = static_cast<int>(finalized.program.spillSlots) - finalized.spillSlots;
     stats->assumes32Lanes = warp32Assumptions(flat);
     stats->opLocs = std::move(finalized.opLocs);
   }

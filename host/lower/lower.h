@@ -42,6 +42,7 @@ struct LowerStats {
   int machineOps = 0;       // operations of the final program (terminators excluded)
   int maxLive = 0;          // most general virtual registers live at one point (before spilling)
   int spillSlots = 0;       // per-thread spill slots used
+  int localWords = 0;       // per-thread words of the kernel's .local frame (before the spill slots)
   // Where the kernel assumes 32-lane warps (a shuffle width over 4, a member mask naming lanes
   // above 3): it runs as 4-lane code here, so a comparison with a real GPU is inconclusive with
   // these reasons, not a mismatch. One line per finding; empty for 4-lane code.

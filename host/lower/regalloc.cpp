@@ -349,6 +349,7 @@ void markFreshDefs(VFunc& f) {
 
 Expected<Allocation> allocate(VFunc& f) {
   Allocation a;
+  a.slots = static_cast<int>(f.localWords);  // the kernel's local frame takes the first slots
   for (int attempt = 0; attempt < 64; ++attempt) {
     markFreshDefs(f);
     // Dead pure ops (a PTX register redefined before any read) go first.
@@ -713,10 +714,12 @@ FinalizeResult finalize(const VFunc& input) {
     for (const auto& [origin, excess] : worst)
       budget[origin] = std::max(2, std::min(budget[origin] - 1, budget[origin] * kOpsPerBlock / (kOpsPerBlock + excess)));
     if (overflow) continue;
+    const int spills = alloc.slots - static_cast<int>(g.localWords);
     if (g.sharedWords + static_cast<uint32_t>(alloc.slots) > static_cast<uint32_t>(machine::kSharedWords))
       return {makeDiag(ErrorKind::OverLimit,
                        "kernel `" + g.name + "` needs " + std::to_string(g.sharedWords) + " words of shared memory and " +
-                           std::to_string(alloc.slots) + " spill slots per thread; the machine has " +
+                           (g.localWords > 0 ? std::to_string(g.localWords) + " local words + " : std::string()) +
+                           std::to_string(spills) + " spill slots per thread; the machine has " +
                            std::to_string(machine::kSharedWords) + " words (" +
                            std::to_string(g.sharedWords + alloc.slots - machine::kSharedWords) + " over for one thread)")};
     machine::Program p;
@@ -724,7 +727,7 @@ FinalizeResult finalize(const VFunc& input) {
     p.blocks = std::move(blocks);
     p.sharedWords = static_cast<uint8_t>(g.sharedWords);
     p.spillSlots = static_cast<uint8_t>(alloc.slots);
-    return {Finalized{std::move(p), alloc.maxLive, alloc.slots, std::move(emitted->locs)}};
+    return {Finalized{std::move(p), alloc.maxLive, spills, std::move(emitted->locs)}};
   }
   // Budgets only shrink (to 2 ops, whose spill code fits 16), so this is an allocator bug.
   return {makeDiag(ErrorKind::Internal,

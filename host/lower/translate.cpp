@@ -152,10 +152,11 @@ Expected<VFunc> translate(const FlatFunction& flat, TranslateInfo* info) {
   VFunc out;
   QGPU_TRY(shared, tr::layoutShared(flat));
   out.sharedWords = shared.words;
+  out.localWords = shared.localWords;
   tr::ValueMap vals;
   vals.init(flat, out);
   tr::Emitter em(out);
-  Ctx c{flat, em, vals, shared, {}, nullptr};
+  Ctx c{flat, em, vals, shared, {}, nullptr, tr::frameConstants(flat, shared.localOffset)};
   for (const auto& i : flat.body) {
     for (const auto& s : i.srcs)
       if (s.kind == OperandKind::Reg) c.usedPreds.insert(s.reg);

@@ -10,8 +10,9 @@
 //   translate_convert.cpp  predicate logic, setp, cvt, cvta, mov, selp
 //   translate_64.cpp       64-bit arithmetic (both halves where the high half is demanded)
 //   translate_32.cpp       16- and 32-bit arithmetic; one-to-one opcodes come from a table
-//   translate_memory.cpp   ld, st, atom, ld.param, and the 64-bit address check
-//   translate_generic.cpp  where generic addresses can point (static or dynamic space choice)
+//   translate_memory.cpp   ld, st, atom, ld.param, the 64-bit address check, local memory
+//   translate_generic.cpp  where generic addresses can point (static or dynamic space choice),
+//                          and which registers hold known local-frame addresses
 //   translate_warp.cpp     shfl, vote, bar.red, bar.warp
 //
 // Value representation (docs/lowering.md §2):
@@ -52,6 +53,7 @@ inline constexpr uint32_t kSharedWindowSpan = 1u << 20;
 inline constexpr uint8_t kGenShared = 1;   // may be a shared-window pointer (cvta.shared of something, plus offsets)
 inline constexpr uint8_t kGenOther = 2;    // may be another pointer (cvta.global, cvta.to.*, a .shared symbol's own address)
 inline constexpr uint8_t kGenInteger = 4;  // may be an integer with no pointer in it (a raw parameter, an index): global
+inline constexpr uint8_t kGenLocal = 8;    // may be a local-window pointer (cvta.local of something, plus offsets)
 // kind[r] for every register: the union over its definitions, to a fixed point.
 std::vector<uint8_t> genericSpaces(const FlatFunction& f);
 // For a register that is only ever a shared-window pointer (kind == kGenShared): k such that
@@ -83,9 +85,27 @@ struct SharedLayout {
   std::map<std::string, uint32_t> offset;  // .shared symbol -> byte offset
   int hiddenCounter = -1;                  // byte offset of the bar.red counter word, -1: none
   uint32_t words = 0;                      // user words plus the counter
+  // The kernel's .local frame (docs/lowering.md, "Local memory"): each thread's own, frame byte
+  // offsets from 0 in declaration order, each variable aligned to max(.align, 4); word w of thread
+  // t's frame is spill slot w, shared word words + w * blockX + t.
+  std::map<std::string, uint32_t> localOffset;  // .local symbol -> frame byte offset
+  uint32_t localWords = 0;                      // frame size in words
 };
-// Declaration order from word 0, each variable aligned (at least to a word); OverLimit past 126.
+// Declaration order from word 0, each variable aligned (at least to a word); OverLimit past 126,
+// counting the local frame's words (one thread's).
 Expected<SharedLayout> layoutShared(const FlatFunction& f);
+
+// ---- Local memory (translate_memory.cpp; docs/lowering.md, "Local memory") ----
+// The generic window of the local space, ptxeval's (ptxeval/eval.h kLocalGenericBase/Span):
+// cvta.local adds kLocalWindow to a frame offset, cvta.to.local subtracts it.
+inline constexpr uint32_t kLocalWindow = 0xc0000000u;
+inline constexpr uint32_t kLocalWindowSpan = 1u << 20;
+// frame[r]: the value of register r when it is a known local address — defined exactly once,
+// unguarded, by `mov` of a .local symbol (its frame offset) or of such a register, `add`/`sub`
+// of such a register and an immediate, `cvta.local` (+kLocalWindow) or `cvta.to.local`
+// (-kLocalWindow) of one — and the value is below 2^32. So the depots' `add.u64 %rd6, %SPL, 0`
+// and `[%rd6+4]` are constant frame offsets, one ldl/stl each (translate_memory.cpp).
+std::vector<std::optional<uint64_t>> frameConstants(const FlatFunction& f, const std::map<std::string, uint32_t>& localOffset);
 
 // ---- Emitter (translate_emit.cpp) ----
 // Appends VIR ops to the current block; every op carries the guard and source location of the
@@ -187,6 +207,7 @@ struct Ctx {
   const SharedLayout& shared;
   std::set<uint32_t> usedPreds;  // predicate registers read anywhere (sources, guards)
   const ptx::Instruction* in = nullptr;
+  std::vector<std::optional<uint64_t>> frame;  // frameConstants, for local accesses
 
   Diag unsupported(const std::string& why) const;
   Diag invalid(const std::string& why) const;

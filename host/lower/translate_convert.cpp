@@ -127,9 +127,9 @@ Status cvta(Ctx& c) {
   const auto& in = *c.in;
   QGPU_CHECK(need(c, 1, 1));
   const auto space = in.mods.space;
-  if (space != ptx::StateSpace::Global && space != ptx::StateSpace::Shared)
-    return c.unsupported(std::string("cvta of the .") + (space == ptx::StateSpace::Local ? "local" : space == ptx::StateSpace::Const ? "const" : "param") +
-                         " space (only .global and .shared have a generic window here)");
+  if (space != ptx::StateSpace::Global && space != ptx::StateSpace::Shared && space != ptx::StateSpace::Local)
+    return c.unsupported(std::string("cvta of the .") + (space == ptx::StateSpace::Const ? "const" : "param") +
+                         " space (only .global, .shared and .local have a generic window here)");
   QGPU_TRY(d, c.dest(in.dsts[0]));
   QGPU_TRY(a, c.val(in.srcs[0], 64));
   QGPU_TRY(ah, c.valHi(in.srcs[0]));
@@ -138,11 +138,13 @@ Status cvta(Ctx& c) {
     if (d.wantsHi()) c.writeHi(d, ah);
     return Ok{};
   }
+  // The window base of the space: shared 2^31, local kLocalWindow (docs/lowering.md, "Local memory").
+  const uint32_t base = space == ptx::StateSpace::Local ? kLocalWindow : kSharedWindow;
   if (c.regBits(in.dsts[0]) != 64) {  // 32-bit generic addresses: the low word alone
-    c.em.alu(Op::Add, d.lo, a, VOperand::i(kSharedWindow));  // -2^31 = +2^31 (mod 2^32)
+    c.em.alu(Op::Add, d.lo, a, VOperand::i(in.mods.toSpace ? 0u - base : base));  // mod 2^32
     return Ok{};
   }
-  const uint64_t k = in.mods.toSpace ? ~uint64_t{kSharedWindow} + 1 : uint64_t{kSharedWindow};
+  const uint64_t k = in.mods.toSpace ? ~uint64_t{base} + 1 : uint64_t{base};
   addConstant64(c, d, a, ah, k);
   return Ok{};
 }

@@ -38,6 +38,7 @@ using ptx::OperandKind;
 namespace {
 
 bool inWindow(uint64_t v) { return v >= kSharedWindow && v - kSharedWindow < kSharedWindowSpan; }
+bool inLocalWindow(uint64_t v) { return v >= kLocalWindow && v - kLocalWindow < kLocalWindowSpan; }
 
 // A flow-insensitive fixed point over the register definitions: visit(in, dreg) runs for every
 // instruction whose first destination is a register, once each, then again whenever a register
@@ -70,10 +71,17 @@ void registerFixpoint(const FlatFunction& f, Visit visit) {
 }  // namespace
 
 std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
-  constexpr uint8_t kAnyPointer = kGenShared | kGenOther;
+  // A pointer of unknown origin (combined pointers, a 64-bit load) may be a local-window one only
+  // where the function makes one: without cvta.local no value is a local-window pointer.
+  const bool makesLocal = std::any_of(f.body.begin(), f.body.end(), [](const ptx::Instruction& in) {
+    return in.op == Opcode::Cvta && in.mods.space == ptx::StateSpace::Local && !in.mods.toSpace;
+  });
+  const uint8_t kAnyPointer = kGenShared | kGenOther | (makesLocal ? kGenLocal : 0);
   std::vector<uint8_t> kind(f.regs.size(), 0);  // 0: no definition seen yet
   auto isShared = [&](const std::string& name) {
     for (const auto& v : f.shared)
+      if (v.name == name) return true;
+    for (const auto& v : f.locals)  // a .local symbol's own (non-generic) frame offset
       if (v.name == name) return true;
     return false;
   };
@@ -81,7 +89,9 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
     switch (o.kind) {
       case OperandKind::Reg:
         return o.reg < f.regs.size() && kind[o.reg] != 0 ? kind[o.reg] : kGenInteger;
-      case OperandKind::Imm: return inWindow(static_cast<uint64_t>(o.imm)) ? kGenShared : kGenInteger;
+      case OperandKind::Imm:
+        return inWindow(static_cast<uint64_t>(o.imm)) ? kGenShared
+               : inLocalWindow(static_cast<uint64_t>(o.imm)) ? kGenLocal : kGenInteger;
       case OperandKind::Symbol: return isShared(o.name) ? kGenOther : kGenInteger;
       default: return kGenInteger;
     }
@@ -105,7 +115,9 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
     uint8_t k = 0;
     switch (in.op) {
       case Opcode::Cvta:
-        k = in.mods.space == ptx::StateSpace::Shared && !in.mods.toSpace ? kGenShared : kGenOther;
+        k = in.mods.toSpace ? kGenOther
+            : in.mods.space == ptx::StateSpace::Shared ? kGenShared
+            : in.mods.space == ptx::StateSpace::Local ? kGenLocal : kGenOther;
         break;
       case Opcode::Mov: case Opcode::Cvt:
         k = src(0);
@@ -123,7 +135,7 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
       case Opcode::Ld:
         if (in.mods.space == ptx::StateSpace::Param) {
           auto v = paramValue(f, in);
-          k = v && inWindow(*v) ? kGenShared : kGenInteger;
+          k = v && inWindow(*v) ? kGenShared : v && inLocalWindow(*v) ? kGenLocal : kGenInteger;
         } else {
           k = tb == 64 ? kAnyPointer : kGenInteger;
         }
@@ -208,6 +220,47 @@ std::vector<bool> windowExactAddresses(const FlatFunction& f, const std::vector<
     exact[i] = r < f.regs.size() && ptx::bits(f.regs[r].type) == 64 && kind[r] == kGenShared && window[r] <= 30;
   }
   return exact;
+}
+
+std::vector<std::optional<uint64_t>> frameConstants(const FlatFunction& f,
+                                                    const std::map<std::string, uint32_t>& localOffset) {
+  std::vector<std::optional<uint64_t>> frame(f.regs.size());
+  if (localOffset.empty()) return frame;
+  std::vector<int> defs(f.regs.size(), 0);
+  for (const auto& in : f.body)
+    for (const auto& o : in.dsts)
+      if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) ++defs[o.reg];
+  auto value = [&](const ptx::Operand& o) -> std::optional<uint64_t> {
+    if (o.kind == OperandKind::Reg && o.reg < f.regs.size()) return frame[o.reg];
+    if (o.kind == OperandKind::Symbol) {
+      auto it = localOffset.find(o.name);
+      if (it != localOffset.end()) return it->second;
+    }
+    return std::nullopt;
+  };
+  for (const auto& in : f.body) {  // in order: a definition follows the one it reads
+    if (in.guarded || in.dsts.size() != 1 || in.dsts[0].kind != OperandKind::Reg) continue;
+    const uint32_t r = in.dsts[0].reg;
+    if (r >= f.regs.size() || defs[r] != 1 || ptx::bits(f.regs[r].type) < 32) continue;
+    const auto& s = in.srcs;
+    std::optional<uint64_t> v;
+    if (in.op == Opcode::Mov && s.size() == 1) {
+      v = value(s[0]);
+    } else if ((in.op == Opcode::Add || in.op == Opcode::Sub) && s.size() == 2) {
+      const bool immSecond = s[1].kind == OperandKind::Imm;
+      std::optional<uint64_t> base = value(immSecond ? s[0] : s[1]);
+      if (base && (immSecond || (in.op == Opcode::Add && s[0].kind == OperandKind::Imm))) {
+        const uint64_t k = static_cast<uint64_t>(immSecond ? s[1].imm : s[0].imm);
+        v = in.op == Opcode::Add ? *base + k : *base - k;
+      }
+    } else if (in.op == Opcode::Cvta && s.size() == 1 && in.mods.space == ptx::StateSpace::Local) {
+      v = value(s[0]);
+      if (v) *v = in.mods.toSpace ? *v - kLocalWindow : *v + kLocalWindow;
+    }
+    if (v && ptx::bits(f.regs[r].type) == 32) *v &= 0xffffffffu;
+    if (v && *v >> 32 == 0) frame[r] = v;
+  }
+  return frame;
 }
 
 }  // namespace qgpu::lower::tr

@@ -3,7 +3,9 @@
 // word is not zero, the access goes to kFaultAddress, which the machine's bounds check rejects
 // (docs/lowering.md, "Sound narrowing"). A generic access goes to one space when the address's
 // provenance (genericSpaces) says which, and otherwise to both, each copy guarded by the window
-// test (docs/lowering.md, "Generic addresses").
+// test (docs/lowering.md, "Generic addresses"). A .local access (ld/st.local, or generic through
+// a local-window pointer) reads and writes the thread's frame words, which are its first spill
+// slots (ldl/stl; docs/lowering.md, "Local memory").
 #include <algorithm>
 
 #include "host/lower/translate.h"
@@ -26,9 +28,18 @@ Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
     if (a.name.empty()) return std::make_pair(VOperand::i(0), off);
     auto it = c.shared.offset.find(a.name);
     if (it != c.shared.offset.end()) return std::make_pair(VOperand::i(it->second), off);
+    auto lit = c.shared.localOffset.find(a.name);  // ld/st.local [depot+off]: the frame offset
+    if (lit != c.shared.localOffset.end()) return std::make_pair(VOperand::i(lit->second), off);
     return c.unsupported("address of `" + a.name + "`");
   }
   if (c.regBits(a) < 32) return c.invalid("address register narrower than 32 bits");
+  // A known local address (frameConstants) in a local access: decided at lowering time.
+  const auto space = c.in->mods.space;
+  const bool local = space == ptx::StateSpace::Local ||
+                     ((space == ptx::StateSpace::None || space == ptx::StateSpace::Generic) &&
+                      c.vals.generic(a.reg) == kGenLocal);
+  if (local && a.reg < c.frame.size() && c.frame[a.reg])
+    return std::make_pair(VOperand::i(static_cast<uint32_t>(*c.frame[a.reg])), off);
   VOperand l = VOperand::r(c.vals.srcLo(a.reg));
   int b = c.regBits(a) == 64 ? c.vals.bound(a.reg) : 0;
   // Below 2^31, the 32-bit sum with a 32-bit offset wraps exactly when the 64-bit one is negative.
@@ -96,6 +107,11 @@ struct Where {
   Space space = Space::Global;
   uint32_t adjust = 0;
   bool dynamic = false;
+  // A .local access (ld/st.local, or generic through a local-window pointer): every op's address
+  // minus localAdjust (kLocalWindow for a generic one) is a frame byte offset, whose word is
+  // the thread's spill slot (localAccess).
+  bool local = false;
+  uint32_t localAdjust = 0;
   int sharedGuard = kNone, globalGuard = kNone;
   bool sharedNeg = false, globalNeg = false;
 };
@@ -144,23 +160,40 @@ Where dynamicWhere(Ctx& c, std::pair<VOperand, int32_t> a) {
 // provenance of its address register (genericSpaces): shared-window pointers only -> shared,
 // no shared-window pointer -> global (integers included), either -> dynamic. [sym] of a .shared
 // variable is a shared address in every space; [imm] is decided by its value.
-Where where(Ctx& c, std::pair<VOperand, int32_t> a) {
+Expected<Where> where(Ctx& c, std::pair<VOperand, int32_t> a) {
   const auto& in = *c.in;
   const ptx::Operand& o = in.srcs[0];
   Where w;
   if (in.mods.space == ptx::StateSpace::Shared) w.space = Space::Shared;
+  if (in.mods.space == ptx::StateSpace::Local) {
+    w.space = Space::Shared;
+    w.local = true;
+    return w;
+  }
   if (in.mods.space != ptx::StateSpace::Generic && in.mods.space != ptx::StateSpace::None) return w;
   uint8_t kind = 0;
   if (!o.addrIsReg) {
-    if (!o.name.empty()) {  // address() accepts only .shared symbols
+    if (!o.name.empty()) {  // address() accepts only .shared symbols here (ptx::verify: generic [sym])
       w.space = Space::Shared;
       return w;
     }
     const uint64_t g = static_cast<uint64_t>(o.imm);
-    kind = g >= kSharedWindow && g - kSharedWindow < kSharedWindowSpan ? kGenShared : kGenInteger;
+    kind = g >= kSharedWindow && g - kSharedWindow < kSharedWindowSpan ? kGenShared
+           : g >= kLocalWindow && g - kLocalWindow < kLocalWindowSpan  ? kGenLocal
+                                                                       : kGenInteger;
   } else {
     kind = c.vals.generic(o.reg);
   }
+  if (kind == kGenLocal) {
+    w.space = Space::Shared;
+    w.local = true;
+    w.localAdjust = kLocalWindow;
+    return w;
+  }
+  if (kind & kGenLocal)
+    return c.unsupported("generic address `" + (o.addrIsReg ? c.f.regs[o.reg].name : std::to_string(o.imm)) +
+                         "` may be a .local pointer or another one (a local generic access must be local "
+                         "on every path)");
   if ((kind & kGenShared) == 0) return w;
   if (kind == kGenShared) {
     w.space = Space::Shared;
@@ -170,8 +203,100 @@ Where where(Ctx& c, std::pair<VOperand, int32_t> a) {
   return dynamicWhere(c, a);
 }
 
+// A local access (docs/lowering.md, "Local memory"): frame byte a = v's base + offset -
+// localAdjust; frame word a / 4 of the executing thread is its spill slot a / 4, which only the
+// machine's ldl/stl reach (shared-memory ops are bounded by sharedWords). A frame offset that is
+// not word-aligned or lies at or past the frame's end (negative ones included, mod 2^32) faults:
+// a load from kFaultAddress runs first, under the instruction's guard and the test, so nothing
+// moves, as ptxeval's out-of-range or misaligned access ends its run. A constant offset is
+// decided here: one ldl/stl (or the fault). A register offset selects among the F slots: a load
+// reads every slot and keeps the matching one (3F ops), a store writes the matching slot under
+// (a == 4w) (2F ops; 3F guarded), exact per thread since slots are per lane.
+void localAccess(Ctx& c, const Where& w, const VInstr& v) {
+  Emitter& em = c.em;
+  const uint32_t slots = c.shared.localWords;
+  const uint32_t k = static_cast<uint32_t>(v.offset) - w.localAdjust;
+  const bool isLoad = v.op == Op::Ld;
+  auto fault = [&](int guard, bool neg) {
+    VInstr f;
+    f.op = Op::Ld;
+    f.dst = em.tmp();
+    f.src = {VOperand::i(kFaultAddress), {}, {}};
+    f.space = Space::Shared;
+    em.emitGuarded(f, guard, neg);
+  };
+  auto slotOp = [&](uint32_t slot, int guard, bool neg, int dst) {
+    VInstr l;
+    l.op = isLoad ? Op::LdLocal : Op::StLocal;
+    l.dst = isLoad ? dst : kNone;
+    if (!isLoad) l.src = {v.src[1], {}, {}};
+    l.offset = static_cast<int32_t>(slot);
+    em.emitGuarded(l, guard, neg);
+  };
+  if (v.src[0].isImm()) {
+    const uint32_t a = v.src[0].imm + k;
+    if (a % 4 != 0 || a >= 4 * slots) fault(em.guard(), em.guardNeg());
+    else slotOp(a / 4, em.guard(), em.guardNeg(), v.dst);
+    return;
+  }
+  VOperand a = v.src[0];
+  if (k != 0) {
+    int sum = em.tmp();
+    em.alu(Op::Add, sum, a, VOperand::i(k));
+    a = VOperand::r(sum);
+  }
+  // Unguarded pure tests, and'ed with the instruction's guard (as dynamicWhere does).
+  auto pop = [&](Op op, int x, int y) {
+    VInstr p;
+    p.op = op;
+    p.dstPred = em.newPred();
+    p.psrc = {x, y};
+    em.emitGuarded(p, kNone, false);
+    return p.dstPred;
+  };
+  auto cmp = [&](Op op, VOperand x, VOperand y) {
+    VInstr t;
+    t.op = op;
+    t.dstPred = em.newPred();
+    t.src = {x, y, {}};
+    em.emitGuarded(t, kNone, false);
+    return t.dstPred;
+  };
+  auto withGuard = [&](int p) {
+    if (em.guard() == kNone) return p;
+    return pop(Op::PAnd, em.guardNeg() ? pop(Op::PNot, em.guard(), kNone) : em.guard(), p);
+  };
+  int low = em.tmp();
+  VInstr andLow;
+  andLow.op = Op::And;
+  andLow.dst = low;
+  andLow.src = {a, VOperand::i(3), {}};
+  em.emitGuarded(andLow, kNone, false);
+  int bad = pop(Op::POr, cmp(Op::SetNe, VOperand::r(low), VOperand::i(0)),
+                cmp(Op::SetGeU, a, VOperand::i(4 * slots)));
+  fault(withGuard(bad), false);
+  if (isLoad) {
+    int value = em.tmp();
+    slotOp(0, em.guard(), em.guardNeg(), value);
+    for (uint32_t s = 1; s < slots; ++s) {
+      int t = em.tmp(), next = em.tmp();
+      slotOp(s, em.guard(), em.guardNeg(), t);
+      int hit = cmp(Op::SetEq, a, VOperand::i(4 * s));
+      em.selp(next, VOperand::r(t), VOperand::r(value), hit);
+      value = next;
+    }
+    em.alu(Op::Mov, v.dst, VOperand::r(value));
+    return;
+  }
+  for (uint32_t s = 0; s < slots; ++s) slotOp(s, withGuard(cmp(Op::SetEq, a, VOperand::i(4 * s))), false, kNone);
+}
+
 // Emits memory op v where w says. sharedOnly: only its shared copy (a probe of shared memory).
 void access(Ctx& c, const Where& w, VInstr v, bool sharedOnly = false) {
+  if (w.local) {  // word ld/st only: load() and store() refuse sub-word local accesses
+    localAccess(c, w, v);
+    return;
+  }
   if (!w.dynamic) {
     if (sharedOnly && w.space != Space::Shared) return;
     v.space = w.space;
@@ -224,7 +349,8 @@ VInstr memOp(Op op, int dst, std::pair<VOperand, int32_t> a, VOperand b = {}) {
 // number of words the last word's partner lies outside, so the high word is first probed by a
 // load (no effect; it faults before anything moved).
 void probeHigh(Ctx& c, const Where& w, std::pair<VOperand, int32_t> a) {
-  if (c.shared.words % 2 == 0) return;
+  // A local frame of an odd number of words: its last word's partner lies past the frame.
+  if ((w.local ? c.shared.localWords : c.shared.words) % 2 == 0) return;
   access(c, w, memOp(Op::Ld, c.em.tmp(), highWord(a)), /*sharedOnly=*/true);
 }
 
@@ -273,7 +399,7 @@ Status load(Ctx& c, Type t) {
   if (in.dsts.size() != 1 || in.srcs.size() != 1) return c.invalid("ld needs one destination and one address");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
-  const Where w = where(c, a);
+  QGPU_TRY(w, where(c, a));
   QGPU_TRY(d, c.dest(in.dsts[0]));
   if (typeBits(t) == 64) return load64(c, d, a, w);
   if (typeBits(t) == 8 || typeBits(t) == 16) {
@@ -316,6 +442,30 @@ Status load(Ctx& c, Type t) {
   return Ok{};
 }
 
+// An 8/16-bit local store: the thread's own slot is read, the field replaced, the slot written
+// (exact: no other lane shares a slot, unlike shared words, which need the lane-serial st.b8).
+// An odd halfword address keeps bit 0 in the word address, so the slot load faults (misaligned),
+// as a sub-word shared store does.
+Status localSubWordStore(Ctx& c, const Where& w, std::pair<VOperand, int32_t> a, VOperand value, int bits) {
+  Emitter& em = c.em;
+  const uint32_t mask = bits == 8 ? 0xffu : 0xffffu;
+  int addr = em.tmp(), aligned = em.tmp(), low = em.tmp(), pos = em.tmp(), word = em.tmp();
+  int field = em.tmp(), shifted = em.tmp(), hole = em.tmp(), inverse = em.tmp(), kept = em.tmp(), merged = em.tmp();
+  em.alu(Op::Add, addr, a.first, VOperand::i(static_cast<uint32_t>(a.second)));
+  em.alu(Op::And, aligned, VOperand::r(addr), VOperand::i(bits == 16 ? ~2u : ~3u));
+  em.alu(Op::And, low, VOperand::r(addr), VOperand::i(3));
+  em.alu(Op::Shl, pos, VOperand::r(low), VOperand::i(3));
+  access(c, w, memOp(Op::Ld, word, {VOperand::r(aligned), 0}));
+  em.alu(Op::And, field, value, VOperand::i(mask));
+  em.alu(Op::Shl, shifted, VOperand::r(field), VOperand::r(pos));
+  em.alu(Op::Shl, hole, VOperand::i(mask), VOperand::r(pos));
+  em.alu(Op::Not, inverse, VOperand::r(hole));
+  em.alu(Op::And, kept, VOperand::r(word), VOperand::r(inverse));
+  em.alu(Op::Or, merged, VOperand::r(kept), VOperand::r(shifted));
+  access(c, w, memOp(Op::St, kNone, {VOperand::r(aligned), 0}, VOperand::r(merged)));
+  return Ok{};
+}
+
 Status store(Ctx& c, Type t) {
   const auto& in = *c.in;
   const int bits = typeBits(t);
@@ -324,8 +474,9 @@ Status store(Ctx& c, Type t) {
   if (in.srcs.size() != 2) return c.invalid("st needs an address and a value");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, alignment(in, t)));
-  const Where w = where(c, a);
+  QGPU_TRY(w, where(c, a));
   QGPU_TRY(value, c.val(in.srcs[1], 32));
+  if (w.local && bits < 32) return localSubWordStore(c, w, a, value, bits);
   if (bits == 64) {  // the low word at the lower address, then the high word
     if (in.srcs[1].kind == OperandKind::Reg && c.regBits(in.srcs[1]) != 64)
       return c.invalid("64-bit store of a register narrower than 64 bits");
@@ -368,7 +519,8 @@ Status atom64(Ctx& c) {
   if (c.regBits(in.dsts[0]) != 64) return c.invalid("64-bit atom into a register narrower than 64 bits");
   QGPU_TRY(a0, address(c, in.srcs[0]));
   QGPU_TRY(a, alignVector(c, a0, 8));
-  const Where w = where(c, a);
+  QGPU_TRY(w, where(c, a));
+  if (w.local) return c.unsupported("atomic on a .local address (PTX has atomics on .global and .shared only)");
   QGPU_TRY(d, c.dest(in.dsts[0]));
   QGPU_TRY(bl, c.val(in.srcs[1], 32));
   QGPU_TRY(bh, c.valHi(in.srcs[1]));
@@ -413,7 +565,8 @@ Status atom(Ctx& c, Type t) {
   }
   if (in.dsts.size() != 1 || static_cast<int>(in.srcs.size()) != nsrc) return c.invalid("wrong operand count for atom");
   QGPU_TRY(a, address(c, in.srcs[0]));
-  const Where w = where(c, a);
+  QGPU_TRY(w, where(c, a));
+  if (w.local) return c.unsupported("atomic on a .local address (PTX has atomics on .global and .shared only)");
   QGPU_TRY(d, c.dest(in.dsts[0]));
   VInstr v;
   v.op = op;
@@ -439,11 +592,10 @@ Status translateMemory(Ctx& c) {
   Type t = in.types[0];
   switch (m.space) {
     case ptx::StateSpace::Global: case ptx::StateSpace::Generic: case ptx::StateSpace::None:
-    case ptx::StateSpace::Shared:
+    case ptx::StateSpace::Shared: case ptx::StateSpace::Local:
       break;  // where() picks the machine space
     default:
-      return c.unsupported(std::string("state space .") +
-                           (m.space == ptx::StateSpace::Local ? "local" : m.space == ptx::StateSpace::Const ? "const" : "param"));
+      return c.unsupported(std::string("state space .") + (m.space == ptx::StateSpace::Const ? "const" : "param"));
   }
   if (in.op == Opcode::Ld) return load(c, t);
   if (in.op == Opcode::St) return store(c, t);

@@ -68,7 +68,7 @@ std::vector<int> valueBounds(const FlatFunction& f) {
         auto it = kBits.find(o.name);
         return it == kBits.end() ? w : std::min(it->second, w);
       }
-      case OperandKind::Symbol:  // a .shared variable's byte offset, or WARP_SZ
+      case OperandKind::Symbol:  // a .shared or .local variable's byte offset, or WARP_SZ
         return std::min(bitsOf(4 * machine::kSharedWords), w);
       default:
         return w;
@@ -105,8 +105,10 @@ std::vector<int> valueBounds(const FlatFunction& f) {
       switch (in.op) {
         case Opcode::Mov: b = src(0, w); break;
         case Opcode::Cvta:  // global: the identity; shared: +2^31, or -2^31 (which may wrap)
-          if (m.space != ptx::StateSpace::Shared) b = src(0, w);
-          else if (!m.toSpace) b = std::max(src(0, w), 31) + 1;
+          if (m.space == ptx::StateSpace::Global) b = src(0, w);
+          else if (m.space == ptx::StateSpace::Shared && !m.toSpace) b = std::max(src(0, w), 31) + 1;
+          // local: + 0xc0000000, below 2^32 for a source below 2^30; cvta.to.local may wrap
+          else if (m.space == ptx::StateSpace::Local && !m.toSpace && src(0, w) <= 30) b = 32;
           break;
         case Opcode::Ld:
           if (m.space == ptx::StateSpace::Param) {
@@ -413,7 +415,9 @@ Expected<VOperand> Ctx::val(const ptx::Operand& o, int width) {
       if (o.name == "WARP_SZ") return special(o.name);
       auto it = shared.offset.find(o.name);
       if (it != shared.offset.end()) return VOperand::i(it->second);
-      return unsupported("the address of `" + o.name + "` (only .shared variables have one)");
+      auto lit = shared.localOffset.find(o.name);  // a .local variable: its frame offset
+      if (lit != shared.localOffset.end()) return VOperand::i(lit->second);
+      return unsupported("the address of `" + o.name + "` (only .shared and .local variables have one)");
     }
     default:
       return invalid("unexpected operand");

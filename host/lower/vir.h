@@ -90,6 +90,8 @@ struct VFunc {
   int numRegs = 0;             // general vregs 0..numRegs-1
   int numPreds = 0;            // predicate vregs 0..numPreds-1
   uint32_t sharedWords = 0;    // user shared memory plus hidden words (bar.red counter)
+  uint32_t localWords = 0;     // per-thread local-memory words: spill slots 0..localWords-1
+                               // (docs/lowering.md, "Local memory"); spills take the next slots
   std::vector<bool> noSpill;   // per vreg: a spill temporary (never spilled again)
 
   int newReg() { noSpill.push_back(false); return numRegs++; }
@@ -106,6 +108,7 @@ struct FlatFunction {
   std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
   std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees,
                                            // then the module-scope ones the body names
+  std::vector<ptx::Variable> locals;       // the entry's .local declarations (its stack frame)
   uint32_t dynamicSharedWords = 0;         // LowerOptions::dynamicSharedWords
   std::map<std::string, uint64_t> params;  // entry param name -> value
   std::map<std::string, int> paramBits;    // entry param name -> declared width

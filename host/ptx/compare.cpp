@@ -77,6 +77,7 @@ Diff function(const Function& a, const Function& b) {
   if (auto d = variables(a.params, b.params, w + ": params")) return d;
   if (auto d = variables(a.returns, b.returns, w + ": returns")) return d;
   if (auto d = variables(a.shared, b.shared, w + ": shared")) return d;
+  if (auto d = variables(a.locals, b.locals, w + ": local")) return d;
   if (auto d = variables(a.callParams, b.callParams, w + ": callParams")) return d;
   QGPU_FIELD(a, b, regs.size(), w);
   for (size_t i = 0; i < a.regs.size(); ++i) {

@@ -130,7 +130,7 @@ struct Scope {
   uint32_t end = 0;
 };
 
-struct Variable {    // a `.param` or `.shared` declaration
+struct Variable {    // a `.param`, `.shared` or function-body `.local` declaration
   std::string name;
   Type type = Type::None;
   uint32_t align = 0;
@@ -149,6 +149,8 @@ struct Function {
   std::vector<Variable> params;    // entry/func parameters in order
   std::vector<Variable> returns;   // .func return parameters
   std::vector<Variable> shared;    // .shared declarations in the body
+  std::vector<Variable> locals;    // .local declarations in the body (per-thread memory: the
+                                   // compilers' __local_depotN stack frames)
   std::vector<Variable> callParams;  // `.param` declared inside call-sequence scopes
   std::vector<RegInfo> regs;       // every register, id = index
   std::vector<Instruction> body;   // instructions in order

@@ -541,7 +541,7 @@ class Parser {
       skipLine();
       return Ok{};
     }
-    if (w == ".shared" || w == ".param") {
+    if (w == ".shared" || w == ".param" || w == ".local") {
       // Variables print at the top of their scope, before its nested scopes (as both compilers
       // write them); one declared after a nested scope would not survive print() + parse().
       if (scopes_.back().hasNested)
@@ -551,10 +551,10 @@ class Parser {
       next();
       QGPU_TRY(v, variable(tok));
       v.scope = scopes_.back().id;
-      (w == ".shared" ? fn_->shared : fn_->callParams).push_back(std::move(v));
+      (w == ".shared" ? fn_->shared : w == ".local" ? fn_->locals : fn_->callParams).push_back(std::move(v));
       return expect(';', "after a variable declaration");
     }
-    if (w == ".local" || w == ".global" || w == ".const")
+    if (w == ".global" || w == ".const")
       return err(ErrorKind::PtxUnsupported, tok,
                  "'" + std::string(w) + "' variable at line " + std::to_string(tok.line));
     return err(ErrorKind::PtxUnsupported, tok,

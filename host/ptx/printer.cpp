@@ -100,7 +100,7 @@ class Printer {
   // Per scope: its child scopes, registers, shared and call variables, each in order.
   struct ScopeItems {
     std::vector<uint32_t> children, regs;
-    std::vector<const Variable*> shared, params;
+    std::vector<const Variable*> shared, locals, params;
   };
   std::vector<ScopeItems> items_;
 
@@ -113,6 +113,8 @@ class Printer {
       if (valid(f.regs[i].scope)) items_[f.regs[i].scope].regs.push_back(i);
     for (const Variable& v : f.shared)
       if (valid(v.scope)) items_[v.scope].shared.push_back(&v);
+    for (const Variable& v : f.locals)
+      if (valid(v.scope)) items_[v.scope].locals.push_back(&v);
     for (const Variable& v : f.callParams)
       if (valid(v.scope)) items_[v.scope].params.push_back(&v);
   }
@@ -139,6 +141,7 @@ class Printer {
       k += run;
     }
     for (const Variable* v : items_[id].shared) out_ += indent + variable(".shared", *v) + ";\n";
+    for (const Variable* v : items_[id].locals) out_ += indent + variable(".local", *v) + ";\n";
     for (const Variable* v : items_[id].params) out_ += indent + variable(".param", *v) + ";\n";
   }
 

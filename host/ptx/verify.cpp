@@ -14,6 +14,7 @@
 #include <string>
 
 #include "host/ptx/ir.h"
+#include "host/ptx/names.h"
 
 namespace qgpu::ptx {
 namespace {
@@ -270,6 +271,7 @@ class Verifier {
       for (const auto* list : {&f.params, &f.returns, &f.callParams})
         for (const Variable& v : *list) variables_.emplace(v.name, StateSpace::Param);
       for (const Variable& v : f.shared) variables_.emplace(v.name, StateSpace::Shared);
+      for (const Variable& v : f.locals) variables_.emplace(v.name, StateSpace::Local);
       for (const Variable& v : m_.shared) variables_.emplace(v.name, StateSpace::Shared);
       QGPU_CHECK(function(f));
     }
@@ -374,7 +376,7 @@ class Verifier {
     if (it == variables_.end()) return bad(in, o.loc, "address of undeclared variable '" + o.name + "'");
     bool ok = space == it->second || (space == StateSpace::None && it->second == StateSpace::Shared);
     if (!ok)
-      return bad(in, o.loc, "'" + o.name + "' is a ." + (it->second == StateSpace::Param ? "param" : "shared") +
+      return bad(in, o.loc, "'" + o.name + "' is a ." + std::string(spaceName(it->second)) +
                                 " variable, addressed in another state space");
     return Ok{};
   }

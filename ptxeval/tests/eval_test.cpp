@@ -389,6 +389,35 @@ TEST(PtxEval, AWarpOpOfTheLanesLeftIsFine) {
   EXPECT_EQ(r.global[1], 1u);
 }
 
+TEST(PtxEval, LocalMemoryIsPerThreadAndReachableGenerically) {
+  // Each thread writes 10t + 1 to d[1] (st.local through %SPL+4) and reads it back generically
+  // through cvta.local, plus byte 1 of d[1] (0 for 10t + 1 < 256); 3 threads: out[t] = 1, 11, 21.
+  const std::string decls = "\t.local .align 4 .b8 __local_depot0[8];\n\t.reg .b64 %SPL;\n";
+  const std::string body =
+      "\tmov.u64 %SPL, __local_depot0;\n\tmul.lo.s32 %r2, %r1, 10;\n\tadd.s32 %r2, %r2, 1;\n"
+      "\tst.local.u32 [%SPL+4], %r2;\n\tcvta.local.u64 %rd5, %SPL;\n\tld.u32 %r3, [%rd5+4];\n"
+      "\tld.local.u8 %r4, [__local_depot0+5];\n\tadd.s32 %r3, %r3, %r4;\n\tst.global.u32 [%rd4], %r3;\n";
+  auto r = evalOk(kernel(body, decls), 3);
+  EXPECT_EQ(r.global[0], 1u);
+  EXPECT_EQ(r.global[1], 11u);
+  EXPECT_EQ(r.global[2], 21u);
+}
+
+TEST(PtxEval, LocalAccessPastTheFrameFaults) {
+  // An 8-byte frame: ld.local [%SPL+8] is out of range; [%SPL+4] is its twin that runs.
+  const std::string decls = "\t.local .align 4 .b8 __local_depot0[8];\n\t.reg .b64 %SPL;\n";
+  for (const int off : {8, 4}) {
+    auto r = evalText(kernel("\tmov.u64 %SPL, __local_depot0;\n\tld.local.u32 %r2, [%SPL+" +
+                                 std::to_string(off) + "];\n\tst.global.u32 [%rd4], %r2;\n",
+                             decls));
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_EQ(r->status, off == 8 ? EvalStatus::Fault : EvalStatus::Finished) << off;
+    if (off == 8) {
+      EXPECT_NE(r->fault.message.find("local"), std::string::npos) << r->fault.str();
+    }
+  }
+}
+
 TEST(PtxEval, RefusesWhatHasNoMeaningHere) {
   struct Case {
     const char* what;
@@ -398,7 +427,7 @@ TEST(PtxEval, RefusesWhatHasNoMeaningHere) {
       {"named barrier", "\tbar.sync 1;\n"},
       {"clock", "\tmov.u32 %r2, %clock;\n"},
       {"activemask", "\tactivemask.b32 %r2;\n"},
-      {"cvta.local", "\tcvta.local.u64 %rd5, %rd1;\n"},
+      {"cvta.const", "\tcvta.const.u64 %rd5, %rd1;\n"},
   };
   for (const Case& c : cases) {
     auto r = evalText(kernel(c.body), 2);

@@ -489,6 +489,22 @@ TEST(PtxParser, RejectsGarbageBytes) {
   expectError(std::string("\xff\xfe.version", 10), ErrorKind::PtxSyntax, 1, 1, "'\\xff'");
 }
 
+TEST(PtxParser, ReadsFunctionLocalDepotsAndPrintsThem) {
+  // clang-14 and nvcc's stack frame: a `.local` array in the body, addressed through %SPL.
+  const Module m = mustParse(
+      ".version 6.4\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n"
+      ".local .align 16 .b8 __local_depot0[32];\n.reg .b64 %SPL;\n.reg .b32 %r<2>;\n"
+      "mov.u64 %SPL, __local_depot0;\nst.local.u32 [%SPL+4], %r1;\nld.local.u32 %r1, [__local_depot0+4];\nret;\n}\n");
+  ASSERT_EQ(m.functions.size(), 1u);
+  ASSERT_EQ(m.functions[0].locals.size(), 1u);
+  EXPECT_EQ(m.functions[0].locals[0].name, "__local_depot0");
+  EXPECT_EQ(m.functions[0].locals[0].bytes, 32u);
+  EXPECT_EQ(m.functions[0].locals[0].align, 16u);
+  const std::string printed = print(m);
+  EXPECT_THAT(printed, HasSubstr(".local .align 16 .b8 __local_depot0[32];"));
+  EXPECT_EQ(firstDifference(m, mustParse(printed)), std::nullopt);
+}
+
 TEST(PtxParser, RejectsModuleLevelVariables) {
   const char* head = ".version 6.4\n.target sm_75\n.address_size 64\n";
   // .global and .const variables parse (ReadsModuleGlobalsAndRefusesTheirUse below); .local not.
