@@ -19,6 +19,17 @@ using ptx::Opcode;
 using ptx::OperandKind;
 using ptx::Type;
 
+// An unguarded predicate op (pand, pnot, ...) into a new predicate: the pure tests that are later
+// and'ed with the instruction's guard. Returns the predicate.
+int predOp(Emitter& em, Op op, int x, int y) {
+  VInstr p;
+  p.op = op;
+  p.dstPred = em.newPred();
+  p.psrc = {x, y};
+  em.emitGuarded(p, kNone, false);
+  return p.dstPred;
+}
+
 // The address of a memory access as (base, byte offset) for the machine's `[base+offset]`.
 Expected<std::pair<VOperand, int32_t>> address(Ctx& c, const ptx::Operand& a) {
   if (a.kind != OperandKind::Address) return c.invalid("expected an address operand");
@@ -142,14 +153,7 @@ Where dynamicWhere(Ctx& c, std::pair<VOperand, int32_t> a) {
     w.globalNeg = true;
     return w;
   }
-  auto pop = [&](Op op, int x, int y) {
-    VInstr v;
-    v.op = op;
-    v.dstPred = em.newPred();
-    v.psrc = {x, y};
-    em.emitGuarded(v, kNone, false);
-    return v.dstPred;
-  };
+  auto pop = [&](Op op, int x, int y) { return predOp(em, op, x, y); };
   int g = em.guardNeg() ? pop(Op::PNot, em.guard(), kNone) : em.guard();
   w.sharedGuard = pop(Op::PAnd, g, inside);
   w.globalGuard = pop(Op::PAnd, g, pop(Op::PNot, inside, kNone));
@@ -246,14 +250,7 @@ void localAccess(Ctx& c, const Where& w, const VInstr& v) {
     a = VOperand::r(sum);
   }
   // Unguarded pure tests, and'ed with the instruction's guard (as dynamicWhere does).
-  auto pop = [&](Op op, int x, int y) {
-    VInstr p;
-    p.op = op;
-    p.dstPred = em.newPred();
-    p.psrc = {x, y};
-    em.emitGuarded(p, kNone, false);
-    return p.dstPred;
-  };
+  auto pop = [&](Op op, int x, int y) { return predOp(em, op, x, y); };
   auto cmp = [&](Op op, VOperand x, VOperand y) {
     VInstr t;
     t.op = op;

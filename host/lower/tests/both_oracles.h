@@ -8,6 +8,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/lower/lower.h"
@@ -29,18 +30,31 @@ inline std::string bufKernel(const std::string& prologue, const std::string& bod
          prologue + body + "ret;\n}\n";
 }
 
+// buf[w + t] = %rK for each (w, K): PTX that stores each listed register at word w past the
+// thread's own, %rd4 = 4 × tid.x (the body's to set), %rd14 a scratch register.
+inline std::string outputs(const std::vector<std::pair<int, int>>& wordReg) {
+  std::string s;
+  for (auto [w, reg] : wordReg) {
+    s += "add.s64 %rd14, %rd1, " + std::to_string(4 * w) + ";\n";
+    s += "add.s64 %rd14, %rd14, %rd4;\n";
+    s += "st.global.u32 [%rd14], %r" + std::to_string(reg) + ";\n";
+  }
+  return s;
+}
+
 struct Both {
   machine::Program program;
   oracle::RunResult machine;
   ptxeval::EvalResult ptx;
 };
 
-// Lowers and runs `ptx` (buffer at byte 0, `threads` threads in `grid` CTAs, memory `initial`)
-// on the interpreter and on ptxeval.
-inline Expected<Both> runBoth(const std::string& ptx, uint32_t threads, const Memory& initial, uint32_t grid) {
+// Lowers and runs `ptx` (`threads` threads in `grid` CTAs, memory `initial`, the parameters'
+// byte addresses `params`: by default the one buffer at byte 0) on the interpreter and on ptxeval.
+inline Expected<Both> runBoth(const std::string& ptx, uint32_t threads, const Memory& initial, uint32_t grid,
+                              const std::vector<uint32_t>& params = {0}) {
   QGPU_TRY(module, ptx::parse(ptx, "t.ptx"));
   LowerOptions options;
-  options.params = {0};
+  options.params = params;
   Both out;
   QGPU_TRY(program, lower(module, options));
   out.program = program;
@@ -54,7 +68,7 @@ inline Expected<Both> runBoth(const std::string& ptx, uint32_t threads, const Me
   pl.blockX = threads;
   pl.gridX = grid;
   pl.global = initial;
-  pl.params = {0};
+  pl.params.assign(params.begin(), params.end());
   QGPU_TRY(p, ptxeval::evaluate(module, pl));
   out.ptx = p;
   return out;

@@ -19,6 +19,7 @@ namespace {
 using both::bufKernel;
 using both::expectBothWords;
 using both::Memory;
+using both::outputs;
 using both::runBoth;
 
 Memory initial() {
@@ -46,17 +47,6 @@ const char* kSharedSetup =
     "add.s32 %r1, %r7, 100;\n"
     "st.shared.u32 [%rd6], %r1;\n"
     "bar.sync 0;\n";
-
-// buf[w + t] = %rK for each (w, K).
-std::string outputs(const std::vector<std::pair<int, int>>& wordReg) {
-  std::string s;
-  for (auto [w, reg] : wordReg) {
-    s += "add.s64 %rd14, %rd1, " + std::to_string(4 * w) + ";\n";
-    s += "add.s64 %rd14, %rd14, %rd4;\n";
-    s += "st.global.u32 [%rd14], %r" + std::to_string(reg) + ";\n";
-  }
-  return s;
-}
 
 TEST(LowerGeneric, LoadStoreAtomThroughCvtaSharedGoToSharedMemory) {
   // %rd5 = cvta.shared(sb + 4t): generic st sb[t] = t + 10, generic atom.add of t on sb[1] (lanes

@@ -25,6 +25,7 @@ namespace {
 
 using both::expectBothWords;
 using both::Memory;
+using both::outputs;
 using both::runBoth;
 
 const char* kClangDepot = R"PTX(//
@@ -387,29 +388,6 @@ const char* kNvccHist = R"PTX(//
 
 )PTX";
 
-// Both oracles on `ptx` with the given parameters (byte addresses).
-Expected<both::Both> runParams(const std::string& ptx, uint32_t threads, const Memory& initial,
-                               const std::vector<uint32_t>& params) {
-  QGPU_TRY(module, ptx::parse(ptx, "t.ptx"));
-  LowerOptions options;
-  options.params = params;
-  both::Both out;
-  QGPU_TRY(program, lower(module, options));
-  out.program = program;
-  machine::Launch launch;
-  launch.blockX = threads;
-  launch.global = initial;
-  QGPU_TRY(m, oracle::run(program, launch, oracle::RunOptions{100000, false}));
-  out.machine = m;
-  ptxeval::Launch pl;
-  pl.blockX = threads;
-  pl.global = initial;
-  pl.params.assign(params.begin(), params.end());
-  QGPU_TRY(p, ptxeval::evaluate(module, pl));
-  out.ptx = p;
-  return out;
-}
-
 // `k(.param .u64 buf)` with `decls` (.local and extra .reg declarations) before the first
 // instruction: %rd1 = buf (global), %r7 = tid.x, %SPL = the frame, %rd4 = 4t, then `body`.
 std::string localKernel(const std::string& decls, const std::string& body) {
@@ -424,17 +402,6 @@ std::string localKernel(const std::string& decls, const std::string& body) {
          body + "ret;\n}\n";
 }
 const char* kDepot16 = ".local .align 4 .b8 __local_depot0[16];\n";
-
-// buf[w + t] = %rK for each (w, K).
-std::string outputs(const std::vector<std::pair<int, int>>& wordReg) {
-  std::string s;
-  for (auto [w, reg] : wordReg) {
-    s += "add.s64 %rd14, %rd1, " + std::to_string(4 * w) + ";\n";
-    s += "add.s64 %rd14, %rd14, %rd4;\n";
-    s += "st.global.u32 [%rd14], %r" + std::to_string(reg) + ";\n";
-  }
-  return s;
-}
 
 Memory counting() {
   Memory m{};
@@ -461,7 +428,7 @@ TEST(LowerLocal, ClangAndNvccDepotIndexedByData) {
   Memory m = counting();
   m[0] = 5, m[1] = 2, m[2] = 7, m[3] = 8;
   for (const char* ptx : {kClangDepot, kNvccDepot}) {
-    auto r = runParams(ptx, 4, m, {0, 256});
+    auto r = runBoth(ptx, 4, m, 1, {0, 256});
     ASSERT_TRUE(r.ok()) << r.error().str();
     std::vector<uint32_t> want(m.begin(), m.begin() + 68);
     want[64] = 1020, want[65] = 1009, want[66] = 1030, want[67] = 8;
@@ -483,7 +450,7 @@ TEST(LowerLocal, ClangAndNvccByteHistogramInTheFrame) {
   const uint32_t in[16] = {0, 1, 2, 3, 1, 1, 2, 3, 2, 2, 2, 3, 3, 3, 3, 3};
   for (int i = 0; i < 16; ++i) m[static_cast<size_t>(i)] = in[i];
   for (const char* ptx : {kClangHist, kNvccHist}) {
-    auto r = runParams(ptx, 4, m, {0, 64});
+    auto r = runBoth(ptx, 4, m, 1, {0, 64});
     std::vector<uint32_t> want(in, in + 16);
     for (uint32_t h : {1, 1, 1, 1, 0, 2, 1, 1, 0, 0, 3, 1, 0, 0, 0, 4}) want.push_back(h);
     expectBothWords(r, want);
