@@ -33,6 +33,11 @@ DataMemoryShape dataMemoryShape() {
   return s;
 }
 
+std::array<int, 5> dataMemoryHeads(int banks, int spaces) {
+  const DataMemoryShape sh = dataMemoryShape();
+  return {3, 5, sh.thresholds, 1, spaces * sh.lanes * banks};
+}
+
 Expected<int> dataMemoryBanks(int64_t keyHeadDim, ReadHeight read) {
   auto plan = planOneRowRead(keyHeadDim, 256, read, 128);
   if (!plan.ok()) return plan.error();
@@ -77,8 +82,9 @@ Expected<DataMemory> buildDataMemory(CircuitWeights& w, FieldAllocator& alloc,
   dm.banks = banks;
   const int spaces = (s.spaces[0] ? 1 : 0) + (s.spaces[1] ? 1 : 0);
   const std::array<int, 5>& fh = s.firstHead;
-  const int heads = std::max({fh[0] + 3, fh[1] + 5, fh[2] + sh.thresholds, fh[3] + 1,
-                              fh[4] + spaces * sh.lanes * banks});
+  const std::array<int, 5> own = dataMemoryHeads(banks, spaces);
+  int heads = 0;
+  for (size_t i = 0; i < own.size(); ++i) heads = std::max(heads, fh[i] + own[i]);
   if (c.linearNumValueHeads < heads || c.linearNumKeyHeads != c.linearNumValueHeads)
     return dataMemUsage("needs " + std::to_string(heads) +
                         " value heads per layer, each with its own "

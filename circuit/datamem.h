@@ -82,6 +82,11 @@ DataMemoryShape dataMemoryShape();
 // per cell). Usage diag when the key head dim holds no power-of-two number of cells ≥ 2.
 Expected<int> dataMemoryBanks(int64_t keyHeadDim, ReadHeight read);
 
+// The gadget's own heads per layer L..L+4 for `banks` heads per port and `spaces` spaces: the
+// assembler's taps (3), the tag latch and counter with the assembler's next taps (5), the
+// thresholds, the address latch (1), the memory heads (spaces × lanes × banks).
+std::array<int, 5> dataMemoryHeads(int banks, int spaces);
+
 // Failing-twin knobs: each breaks one rule of the construction and must corrupt reads.
 enum class DataMemoryTwin : uint8_t {
   None,        // the gadget

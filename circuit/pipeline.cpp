@@ -170,9 +170,8 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory) {
     // The data memories (datamem.h): the assembler's taps, the tag latch and counter, the
     // thresholds, the address latch, the memory heads (2 spaces × 4 lanes × banks).
     const Expected<int> banks = dataMemoryBanks(keyHeadDim, ReadHeight::Nominal);
-    const int dm[kMemoryDataLayers] = {3, 5, dataMemoryShape().thresholds, 1,
-                                       2 * kRecordLanes * (banks ? *banks : 0)};
-    for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[i];
+    const std::array<int, kMemoryDataLayers> dm = dataMemoryHeads(banks ? *banks : 0, 2);
+    for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
   return h;
 }

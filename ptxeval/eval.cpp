@@ -718,27 +718,23 @@ class Evaluator {
       }
       case Opcode::Cvta: {
         // PTX: cvta.space converts a space address to a generic one, cvta.to.space the reverse.
-        // Global addresses are generic addresses here; the shared window is at kSharedGenericBase.
+        // Global addresses are generic addresses here; the shared window is at kSharedGenericBase,
+        // the thread's local window at kLocalGenericBase.
         uint64_t a = src(0, w);
         if (in.mods.space == StateSpace::Global || in.mods.space == StateSpace::None) {
           dst(a);
-        } else if (in.mods.space == StateSpace::Shared) {
+        } else if (in.mods.space == StateSpace::Shared || in.mods.space == StateSpace::Local) {
+          const bool shared = in.mods.space == StateSpace::Shared;
+          const uint64_t base = shared ? kSharedGenericBase : kLocalGenericBase;
+          const uint64_t span = shared ? kSharedGenericSpan : kLocalGenericSpan;
+          const char* name = shared ? "shared" : "local";
           if (!in.mods.toSpace) {
-            dst(a + kSharedGenericBase);
+            dst(a + base);
           } else {
-            if (a < kSharedGenericBase || a - kSharedGenericBase >= kSharedGenericSpan)
-              noteUnspecified(in, "cvta.to.shared of generic address " + std::to_string(a) +
-                                      ", which is not in the shared window");
-            dst(a - kSharedGenericBase);
-          }
-        } else if (in.mods.space == StateSpace::Local) {
-          if (!in.mods.toSpace) {
-            dst(a + kLocalGenericBase);
-          } else {
-            if (a < kLocalGenericBase || a - kLocalGenericBase >= kLocalGenericSpan)
-              noteUnspecified(in, "cvta.to.local of generic address " + std::to_string(a) +
-                                      ", which is not in the local window");
-            dst(a - kLocalGenericBase);
+            if (a < base || a - base >= span)
+              noteUnspecified(in, std::string("cvta.to.") + name + " of generic address " + std::to_string(a) +
+                                      ", which is not in the " + name + " window");
+            dst(a - base);
           }
         } else {
           return unsupported(in, "cvta of the .const state space");
