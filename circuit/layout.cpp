@@ -163,4 +163,106 @@ LayoutReport LayoutPlan::report() const {
   return rep;
 }
 
+Point pointOfKey(int key) {
+  if (key < 0) return kEmbedding;
+  return Point{key / 2, key % 2 == 1 ? Block::Mlp : Block::Attention};
+}
+
+namespace {
+
+// The live range of one dim (keys); {lm_head, lm_head + 1} for an untouched dim.
+struct DimRange {
+  int start = 0, end = 0;
+  bool touched = false;
+  bool fromEmbedding = false;
+};
+
+DimRange dimRange(const ResidualTouches& t, int d) {
+  DimRange r;
+  int firstWrite = -2, firstRead = -2, lastWrite = -2, lastRead = -2;
+  const bool embedded = t.writes(d, -1);
+  for (int k = 0; k <= t.lastKey(); ++k) {
+    if (t.writes(d, k)) {
+      if (firstWrite == -2) firstWrite = k;
+      lastWrite = k;
+    }
+    if (t.reads(d, k)) {
+      if (firstRead == -2) firstRead = k;
+      lastRead = k;
+    }
+  }
+  r.touched = embedded || firstWrite != -2 || firstRead != -2;
+  if (!r.touched) {
+    r.start = t.lastKey();
+    r.end = t.lastKey() + 1;
+    return r;
+  }
+  const bool replaces = firstWrite >= 0 && firstWrite % 2 == 1 && t.reads(d, firstWrite);
+  const bool readEarly = firstRead != -2 && (firstWrite == -2 || firstRead < firstWrite);
+  r.fromEmbedding = embedded || !replaces || readEarly;
+  r.start = r.fromEmbedding ? -1 : firstWrite;
+  r.end = std::max(lastRead, lastWrite + 1);
+  r.end = std::max(r.end, r.start + 1);
+  if (t.offNorm(d)) r.end = t.lastKey() + 1;
+  return r;
+}
+
+}  // namespace
+
+Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
+                                      const ResidualTouches& touches, int pinnedDims) {
+  const int hidden = touches.hidden();
+  std::vector<int> owner(static_cast<size_t>(hidden), -1);
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const Field& f = taken[i];
+    if (f.offset < 0 || f.offset + f.dims > hidden)
+      return makeDiag(ErrorKind::Internal, "layout: field '" + f.name + "' lies outside the " +
+                                               std::to_string(hidden) + " recorded dims");
+    for (int d = f.offset; d < f.offset + f.dims; ++d) {
+      int& o = owner[static_cast<size_t>(d)];
+      if (o >= 0)
+        return makeDiag(ErrorKind::Internal, "layout: fields '" + taken[static_cast<size_t>(o)].name +
+                                                 "' and '" + f.name + "' were both taken on dim " +
+                                                 std::to_string(d));
+      o = static_cast<int>(i);
+    }
+  }
+  LivenessPlan plan;
+  LayoutPlan layout;
+  std::vector<DimRange> dims(static_cast<size_t>(hidden));
+  for (int d = 0; d < hidden; ++d) {
+    dims[static_cast<size_t>(d)] = dimRange(touches, d);
+    if (dims[static_cast<size_t>(d)].touched && owner[static_cast<size_t>(d)] < 0)
+      return makeDiag(ErrorKind::Internal, "layout: dim " + std::to_string(d) +
+                                               " is touched by the weights but no field holds it");
+  }
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const Field& f = taken[i];
+    DimRange r{touches.lastKey(), touches.lastKey() + 1, false, false};
+    bool any = false;
+    for (int d = f.offset; d < f.offset + f.dims; ++d) {
+      const DimRange& x = dims[static_cast<size_t>(d)];
+      if (!x.touched) continue;
+      r.start = any ? std::min(r.start, x.start) : x.start;
+      r.end = any ? std::max(r.end, x.end) : x.end;
+      r.fromEmbedding = r.fromEmbedding || x.fromEmbedding;
+      any = true;
+    }
+    const LiveRange range{pointOfKey(r.start), pointOfKey(r.end)};
+    const std::string name = f.name + "#" + std::to_string(i);  // names need not be unique
+    if (f.offset + f.dims <= pinnedDims)
+      layout.pin(name, f.dims, range, f.offset);
+    else
+      layout.add(name, f.dims, range);
+    plan.ranges.push_back(range);
+    plan.fromEmbedding.push_back(r.fromEmbedding);
+  }
+  QGPU_CHECK(layout.solve(hidden));
+  for (size_t i = 0; i < taken.size(); ++i)
+    plan.fields.push_back(Field{taken[i].name, layout.placements()[i].field.offset, taken[i].dims});
+  plan.report = layout.report();
+  plan.hidden = plan.report.span;
+  return plan;
+}
+
 }  // namespace qgpu::circuit

@@ -1,8 +1,9 @@
 // qgpu/circuit/layout.h — the residual-dim allocator by liveness (docs/circuit.md §3.2, §7 pass 4).
 //
-// FieldAllocator (weights.h) hands out dims in order and never reuses one: one field per value.
+// FieldAllocator (weights.h) in order hands out dims and never reuses one: one field per value.
 // A `LayoutPlan` instead takes every field with its live range — the block that writes it and
 // the last block that reads it — and lets fields whose ranges do not overlap share dims.
+// planByLiveness (below) finds those ranges in a build's own weights, for a whole pipeline.
 //
 // Points. A decoder layer has two blocks, attention then MLP; each reads its whole input
 // (the pre-norm of the residual) before it adds anything to the residual. A point is
@@ -117,5 +118,42 @@ class LayoutPlan {
   std::vector<Placement> placed_;
   std::optional<Diag> badRequest_;  // the first bad add/pin, reported by solve()
 };
+
+// ---- A build's layout by liveness ----
+//
+// planByLiveness: the live range of each field a build took (FieldAllocator::taken of a build in
+// order over a scratch hidden size) from the weights that build wrote (CircuitWeights::
+// recordTouches), then a LayoutPlan of them — so that a stage states no live ranges: its weights
+// do. Per dim d of a field:
+//   - its writers are the blocks whose output rows touch d, its readers the blocks whose input
+//     columns touch d, and lm_head;
+//   - d starts at its first block writer w if that writer replaces (an MLP that also reads d at
+//     w: Prior::Replace's cancel, circuit/logic.h) and nothing reads d before w. Otherwise — an
+//     embedding value, an attention writer (it writes onto the +u pad: tap.h HeadPrior::Pad), an
+//     MLP writer that adds onto what d holds, a read before any write — d starts at the
+//     embedding, so that it holds the embedding's pad or value until its writer;
+//   - d ends at its last reader, or one point after its last writer if that is later; a dim off
+//     the norm (ResidualTouches: the embedding sets it to neither ±u, e.g. a counter's quiet 0
+//     and heavy 2u) lives to the end, since a field on it would write ±u and change Σx².
+// A field lives from its dims' earliest start to their latest end. A field nothing touches lives
+// at lm_head's point alone (it may share any dim). Fields within the first `pinnedDims` dims keep
+// their offsets (the token layout: writeTokenEmbeddings pads every dim after it).
+//
+// The plan is sound for a build whose every writer replaces or starts at the embedding (the
+// rule above decides which, from the weights), and whose second build takes the same fields in
+// the same order (FieldAllocator's planned mode checks it). Internal diags: a touched dim that no
+// field holds, two taken fields on one dim, a field outside the touches' hidden size.
+struct LivenessPlan {
+  std::vector<Field> fields;       // the takes at their planned offsets: FieldAllocator(hidden, fields)
+  std::vector<LiveRange> ranges;   // per take
+  std::vector<bool> fromEmbedding; // per take: starts at the embedding by the rule above
+  int hidden = 0;                  // the span of the plan: the hidden size it needs
+  LayoutReport report;
+};
+Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
+                                      const ResidualTouches& touches, int pinnedDims);
+
+// The point of a key (−1 the embedding, 2i layer i's attention, 2i + 1 its MLP).
+Point pointOfKey(int key);
 
 }  // namespace qgpu::circuit

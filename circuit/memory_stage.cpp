@@ -102,7 +102,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   QGPU_TRY(spaceField, memoryHeadField(s.head, "space", 1));
 
   MemoryStage r;
-  const int before = alloc.used();
+  const int before = alloc.takenDims();
   auto take = [&](const std::string& name, int dims) { return alloc.take("mem." + name, dims); };
   {
     QGPU_TRY(f, take("kind", kMemoryKinds)); r.kind = f;
@@ -201,7 +201,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     QGPU_TRY(f, take("memrec.tag", kMemoryWord)); r.memrec.tag = f;
   }
-  r.dims = alloc.used() - before;
+  r.dims = alloc.takenDims() - before;
 
   // The data memories, reading at the stage's addresses.
   DataMemorySpec ds;

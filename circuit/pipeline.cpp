@@ -184,6 +184,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));
   ExecutePipeline p;
+  p.tokens = s.tokens;
   p.aluLayer = E + 5;
   p.resultLayer = p.aluLayer + kAluStageLayers;
   p.emitLayer = p.resultLayer + kResultStageLayers + (s.memory ? 1 : 0);
@@ -313,13 +314,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   p.resultIn = rs.lanes;
   for (int i = 0; i < kResultStageLayers; ++i)
     rs.firstUnit[static_cast<size_t>(i)] = controlUnits(p.resultLayer + i);
-  // The result stage's fields reuse the ALU bus's dims: the bus is last read by S3 (layer
-  // F − 1) and every result field is cancelled before it is written (result_stage.h), the
-  // replace rule of circuit/layout.h.
-  FieldAllocator onBus(p.aluBus.offset + p.aluBus.dims);
-  QGPU_TRY(below, onBus.take("below the bus", p.aluBus.offset));
-  (void)below;
-  QGPU_TRY(result, buildResultStage(w, onBus, rs));
+  QGPU_TRY(result, buildResultStage(w, alloc, rs));
   p.result = result;
   for (int i = 0; i < kResultStageLayers; ++i) at(p.resultLayer + i) += result.units[static_cast<size_t>(i)];
 
@@ -334,7 +329,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   es.tokens = s.tokens;
   es.firstLayer = p.emitLayer;
   es.outcomeFrom = outcome;
-  es.firstDim = alloc.used();
+  es.into = &alloc;
   es.execFrom = p.fe.exec;
   // Without memory R is the control stage's emit layer: its fault latch is head 0.
   es.firstHead = s.memory ? 0 : 1;
@@ -342,13 +337,32 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   QGPU_TRY(emitter, buildRecordEmitter(w, es));
   p.emitter = emitter;
   QGPU_CHECK(writeRecordExtras(w, p.emitter));
-  QGPU_TRY(taken, alloc.take("rec", emitter.dims - alloc.used()));
-  (void)taken;
   for (int i = 0; i < kRecordLayers; ++i) {
     p.heads[static_cast<size_t>(p.emitLayer - E + i)] += emitter.heads[static_cast<size_t>(i)];
     at(p.emitLayer + i) += emitter.units[static_cast<size_t>(i)];
   }
   return p;
+}
+
+Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& w, FieldAllocator& alloc,
+                                            ExecuteSpec s, const ExecuteExtra& extra) {
+  const int hidden = static_cast<int>(w.config().hiddenSize);
+  QGPU_TRY(tokens, planTokenLayout(alloc, hidden, s.tokens.rowOffset));
+  s.tokens = tokens;
+  QGPU_CHECK(writeTokenEmbeddings(w, s.tokens));
+  QGPU_TRY(pipe, buildExecutePipeline(w, alloc, s));
+  if (extra) QGPU_CHECK(extra(w, pipe));
+  return pipe;
+}
+
+Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& s,
+                                         const ExecuteExtra& extra, int scratchHidden) {
+  config.hiddenSize = scratchHidden;
+  CircuitWeights w(config, WeightStorage::CountOnly);
+  w.recordTouches(s.tokens.unit);  // the pads: +unit
+  FieldAllocator alloc(scratchHidden);
+  QGPU_TRY(pipe, buildExecuteModel(w, alloc, s, extra));
+  return planByLiveness(alloc.taken(), w.touches(), pipe.tokens.fieldDims());
 }
 
 }  // namespace qgpu::circuit

@@ -22,8 +22,7 @@
 //                    (headInverted), mask = m, r_l, s_l the ALU's, old_l = the front end's
 //                    oldDst[l] (+u = 1), guard_l = lane l of predPort[0] (the guard predicate's raw
 //                    bit: the result stage decodes the head word's code and negate itself, g_l),
-//                    oldPred_l = lane l of predPort[3] (dstPred); its fields on the ALU bus's dims
-//                    (the bus is dead after A+3, each result field is cancelled first)
+//                    oldPred_l = lane l of predPort[3] (dstPred)
 //   layer  E+13      the control stage's emit: the token at every reset, terminator and EX
 //                    position (EX, WM, CTA, END, LIMIT) and `decides` there
 //   layers R..R+3    the record emitter (circuit/record_emit.h), R = F + 4 = E + 13 (its heads
@@ -73,16 +72,24 @@
 // values: the memory stage's prefix atomics would need layers up to M+9), spill ops, MUL, warp
 // ops, the step ticks (the control stage's limit is a build-time ≤ 105).
 //
+// The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
+// a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
+// instead derives every field's live range from a count-only build's weights and lets fields
+// that are never live together share dims (layout.h planByLiveness: 3,341 and 3,921 dims); the
+// model is built on that plan (buildExecuteModel with a planned FieldAllocator).
+//
 // Failing twins (ExecuteTwin): each wires one input wrong and must write wrong results.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "circuit/alu_stage.h"
 #include "circuit/control.h"
 #include "circuit/frontend.h"
+#include "circuit/layout.h"
 #include "circuit/memory_stage.h"
 #include "circuit/operands.h"
 #include "circuit/record_emit.h"
@@ -120,6 +127,7 @@ struct ExecuteSpec {
 };
 
 struct ExecutePipeline {
+  TokenLayout tokens;  // the spec's
   FrontEnd fe;
   Operands operands;
   Control control;
@@ -145,6 +153,26 @@ struct ExecutePipeline {
 // Builds the pipeline into `weights` (fields from `alloc`, after the token layout).
 Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& weights, FieldAllocator& alloc,
                                                const ExecuteSpec& spec);
+
+// ---- The model: the pipeline on a layout by liveness ----
+//
+// What a caller adds after the pipeline in both builds below (e.g. probes: lm_head rows reading
+// fields, which keeps those fields live to the end); may be empty.
+using ExecuteExtra = std::function<Status(CircuitWeights&, const ExecutePipeline&)>;
+
+// The whole model on `alloc` (fresh, or planned): the token layout over the config's hidden size,
+// the token embeddings, the pipeline (`spec` without its tokens), then `extra`.
+Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& weights, FieldAllocator& alloc,
+                                            ExecuteSpec spec, const ExecuteExtra& extra = {});
+
+// The layout by liveness of that model (circuit/layout.h planByLiveness): built once with
+// count-only weights over `scratchHidden` dims, one field per value, recording which block touches
+// which dim; then planned. Build the model itself with `config.hiddenSize = plan.hidden` and
+// FieldAllocator(plan.hidden, plan.fields). `config` gives everything but the hidden size.
+// Without memory ops the fields live a few layers each: hidden 3,855 one field per value, the
+// plan's span in docs/circuit.md (pipeline_spec_test).
+Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& spec,
+                                         const ExecuteExtra& extra = {}, int scratchHidden = 16384);
 
 inline constexpr int executeLayers(bool memory) { return memory ? kExecuteMemoryLayers : kExecuteLayers; }
 

@@ -167,40 +167,50 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim) {
   return plan;
 }
 
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim) {
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory) {
   QGPU_CHECK(checkKeyHeadDim(keyHeadDim));
   // A scratch config as wide as any stage needs (count-only: the size costs nothing).
-  model::Qwen35Config c = scratchConfig(kExecuteLayers, keyHeadDim);
-  c.hiddenSize = 2 * kScratchHidden;
-  CircuitWeights w(c, WeightStorage::CountOnly);
-  FieldAllocator alloc(static_cast<int>(c.hiddenSize));
+  const int layers = executeLayers(memory);
+  model::Qwen35Config c = scratchConfig(layers, keyHeadDim);
   ExecuteSpec s;
-  QGPU_TRY(tokens, planTokenLayout(alloc, static_cast<int>(c.hiddenSize)));
-  s.tokens = tokens;
-  QGPU_TRY(pipe, buildExecutePipeline(w, alloc, s));
+  s.memory = memory;
+  QGPU_TRY(layout, planExecuteLayout(c, s, {}, 2 * kScratchHidden));
+  c.hiddenSize = layout.hidden;
+  CircuitWeights w(c, WeightStorage::CountOnly);
+  FieldAllocator alloc(layout.hidden, layout.fields);
+  QGPU_TRY(pipe, buildExecuteModel(w, alloc, s));
   CircuitPlan plan;
+  plan.pipelineLayout = layout.report;
   plan.keyHeadDim = keyHeadDim;
   plan.valueHeadDim = 128;
   QGPU_CHECK(planAluBus(plan));
   // The stages of each layer, from the pipeline's own placement (pipeline.h).
   const int alu = pipe.aluLayer, result = pipe.resultLayer, emit = pipe.emitLayer;
-  for (int l = 0; l < kExecuteLayers; ++l) {
+  const std::string withMemory = memory ? "+memory" : "";
+  for (int l = 0; l < layers; ++l) {
     std::string stage;
     int stageLayer = l;
     if (l < alu) {
       stage = "front end+select+control";
     } else if (l < result) {
-      stage = "control+alu";
+      stage = "control+alu" + withMemory;
       stageLayer = l - alu;
-    } else if (l < emit) {
-      stage = "control+result";
+    } else if (l < pipe.resultLayer + kResultStageLayers) {
+      stage = "control+result" + withMemory;
       stageLayer = l - result;
+    } else if (l < emit) {
+      stage = "control+select";  // with memory: the outcome select at E+13
+      stageLayer = 0;
     } else {
-      stage = l == emit ? "control+emitter" : "emitter";
+      stage = l == emit && !memory ? "control+emitter" : "emitter";
       stageLayer = l - emit;
     }
+    const size_t i = static_cast<size_t>(l - layout.report.firstLayer);
+    const int live = i < layout.report.liveAfterMlp.size()
+                         ? std::max(layout.report.liveAfterAttention[i], layout.report.liveAfterMlp[i])
+                         : 0;
     plan.layers.push_back({stage, stageLayer, pipe.heads[static_cast<size_t>(l)],
-                           pipe.units[static_cast<size_t>(l)], alloc.used()});
+                           pipe.units[static_cast<size_t>(l)], alloc.used(), live});
   }
   return plan;
 }

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "circuit/layout.h"
 #include "common/diag.h"
 
 namespace qgpu::circuit {
@@ -46,6 +47,7 @@ struct LayerBudget {
   int heads = 0;
   int units = 0;
   int dims = 0;       // residual dims the stage's fields need at this layer
+  int live = 0;       // the pipeline's: dims live after the layer's attention or MLP (0: not planned)
 };
 
 struct CircuitPlan {
@@ -53,6 +55,7 @@ struct CircuitPlan {
   std::vector<LayerBudget> layers;           // layer i of the circuit
   int aluBusPeak = 0, aluBusSpan = 0;        // the ALU bus by liveness (layout.h report)
   int aluBusOneFieldPerValue = 0;            // the same fields without reuse
+  LayoutReport pipelineLayout;               // the pipeline's layout by liveness (planExecutePipeline)
 };
 
 // The named shapes (the one table): "2b".
@@ -65,12 +68,14 @@ ShapeLimits compactShape(const CircuitPlan& plan);
 Expected<CircuitPlan> planCircuit(int keyHeadDim = 128);
 
 // The execute pipeline as the model runs it (circuit/pipeline.h: front end, operand select,
-// control, ALU, result stage, record emitter in 17 layers), built count-only: per layer its heads
-// and units as buildExecutePipeline returns them (every stage in that layer together), its stages
-// by name ("front end+select+control", "control+alu", …), and dims = the residual the one layout
-// takes (every field live at every layer, the result stage on the ALU bus's dims: the whole
-// hidden size a config needs today). The ALU bus figures are the stage plan's.
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128);
+// control, ALU, result stage, record emitter in 17 layers; with `memory` the memory stage and the
+// outcome select too, 18), built count-only on its layout by liveness (pipeline.h
+// planExecuteLayout): per layer its heads and units as buildExecutePipeline returns them (every
+// stage in that layer together), its stages by name ("front end+select+control", "control+alu",
+// …), dims = the layout's span at every layer (the hidden size a config needs: dims are shared
+// across layers, not per layer) and live = the dims live there. The ALU bus figures are the
+// stage plan's.
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, bool memory = false);
 
 Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape);
 

@@ -70,19 +70,12 @@ Expected<RecordEmitter> buildRecordEmitter(CircuitWeights& w, const RecordEmitSp
     return makeDiag(ErrorKind::Internal, "record emitter: the emit encoding needs " +
                                              std::to_string(trace::kNumFamilies + tokenIndexBits()) +
                                              " of a latch's 31 free bits");
-  FieldAllocator alloc(hidden);
-  QGPU_TRY(again, planTokenLayout(alloc, hidden, t.rowOffset));
+  FieldAllocator own(hidden);
+  QGPU_TRY(again, planTokenLayout(own, hidden, t.rowOffset));
   if (t.hidden != hidden || again.isTerminal.offset != t.isTerminal.offset)
     return makeDiag(ErrorKind::Usage, "record emitter: the token layout must be planned over this "
                                       "config's hidden size from a fresh allocator");
-  if (s.firstDim != 0) {
-    if (s.firstDim < alloc.used())
-      return makeDiag(ErrorKind::Usage, "record emitter: firstDim " + std::to_string(s.firstDim) +
-                                            " lies inside the token layout (" +
-                                            std::to_string(alloc.used()) + " dims)");
-    QGPU_TRY(callers, alloc.take("rec.callers", s.firstDim - alloc.used()));
-    (void)callers;
-  }
+  FieldAllocator& alloc = s.into ? *s.into : own;
   if (s.overrideFrom) {
     const RecordEmitSpec::Override& o = *s.overrideFrom;
     if (o.when.dims != 1 || o.emit.family.dims != trace::kNumFamilies ||

@@ -140,9 +140,9 @@ struct RecordEmitSpec {
   // inValue / inWordMask / inTag are not allocated (writeCarrier then writes exec and inNext
   // only). The next token stays a test field (the scheduler's, not connected yet).
   std::optional<RecordOutcomeFields> outcomeFrom;
-  // 0: the emitter's fields follow the token layout; else they start at this dim (the dims from
-  // the token layout up to it are the caller's, e.g. the result stage's).
-  int firstDim = 0;
+  // Null: the emitter's fields follow the token layout, from an allocator of its own; else it
+  // takes them from this one (the caller's, after the caller's own fields, or a planned layout).
+  FieldAllocator* into = nullptr;
   // Set: exec is this 1-dim residual field (±u, +u = a record position: the front end's exec,
   // circuit/frontend.h), computed before firstLayer; no exec embedding dim is allocated and
   // writeRecordExtras / writeCarrier leave exec alone (RecordEmitter::exec is this field).
@@ -182,7 +182,7 @@ struct RecordEmitter {
   EmitField emit;
   std::array<int, kRecordLayers> heads{};  // per layer (from firstLayer)
   std::array<int, kRecordLayers> units{};  // per layer, incl. the cancels
-  int dims = 0;                            // residual dims used in all
+  int dims = 0;                            // residual dims used in all (the allocator's span)
   int maxFanIn = 0;                        // literals of the widest AND
   double logitMargin = 0;                  // 2·W·λf
 };

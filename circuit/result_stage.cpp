@@ -52,7 +52,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   QGPU_TRY(negateField, resultHeadField(s.head, "guard negate", 1));
 
   ResultStage r;
-  const int before = alloc.used();
+  const int before = alloc.takenDims();
   auto take = [&](const std::string& name, int dims) { return alloc.take("res." + name, dims); };
   {
     QGPU_TRY(f, take("guardTrue", kRecordLanes)); r.guardTrue = f;
@@ -73,7 +73,7 @@ Expected<ResultStage> buildResultStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     QGPU_TRY(f, take("tag", kWord)); r.outcome.tag = f;
   }
-  r.dims = alloc.used() - before;
+  r.dims = alloc.takenDims() - before;
 
   const double one = t.unit, two = 2.0 * t.unit;
   const MlpContext cancelCtx{t.ballast, t.lambda, 128, t.unit};

@@ -22,7 +22,7 @@ int tokenIndexBits() {
 }
 
 Expected<TokenLayout> planTokenLayout(FieldAllocator& alloc, int hidden, int64_t rowOffset) {
-  if (alloc.used() != 0 || hidden <= 0)
+  if (!alloc.taken().empty() || hidden <= 0)
     return makeDiag(ErrorKind::Usage, "token layout: needs a fresh allocator over a positive "
                                       "hidden size, got hidden " + std::to_string(hidden));
   const int fieldDims = trace::kNumFamilies + tokenIndexBits() + trace::kChunkBits + 2;

@@ -1,6 +1,7 @@
 // qgpu/circuit/weights.cpp — see weights.h.
 #include "circuit/weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "model/safetensors.h"
@@ -9,14 +10,45 @@
 namespace qgpu::circuit {
 
 Expected<Field> FieldAllocator::take(const std::string& name, int dims) {
-  if (dims <= 0 || next_ + dims > hidden_)
+  Field f{name, span_, dims};
+  if (planned()) {
+    const size_t i = taken_.size();
+    if (i >= plan_.size() || plan_[i].name != name || plan_[i].dims != dims)
+      return makeDiag(ErrorKind::Internal,
+                      "residual field '" + name + "' (" + std::to_string(dims) + " dims) is take " +
+                          std::to_string(i) + " of this build, the layout plan's is " +
+                          (i < plan_.size() ? "'" + plan_[i].name + "' (" +
+                                                  std::to_string(plan_[i].dims) + " dims)"
+                                            : "past its " + std::to_string(plan_.size()) + " fields"));
+    f.offset = plan_[i].offset;
+  }
+  if (dims <= 0 || f.offset + dims > hidden_)
     return makeDiag(ErrorKind::OverLimit, "residual field '" + name + "' needs " +
-                                              std::to_string(dims) + " dims, " +
-                                              std::to_string(hidden_ - next_) + " of " +
-                                              std::to_string(hidden_) + " are left");
-  Field f{name, next_, dims};
-  next_ += dims;
+                                              std::to_string(dims) + " dims at " +
+                                              std::to_string(f.offset) + ", the hidden size is " +
+                                              std::to_string(hidden_));
+  span_ = std::max(span_, f.offset + dims);
+  takenDims_ += dims;
+  taken_.push_back(f);
   return f;
+}
+
+ResidualTouches::ResidualTouches(int hidden, int layers)
+    : hidden_(hidden), layers_(layers), words_((2 * layers + 2 + 63) / 64),
+      reads_(static_cast<size_t>(hidden) * static_cast<size_t>(words_), 0),
+      writes_(reads_), offNorm_(static_cast<size_t>(hidden), false) {}
+
+void ResidualTouches::mark(std::vector<uint64_t>& bits, int dim, int key) {
+  const int b = key + 1;  // the embedding's −1 is bit 0
+  bits[static_cast<size_t>(dim) * static_cast<size_t>(words_) + static_cast<size_t>(b / 64)] |=
+      uint64_t{1} << (b % 64);
+}
+
+bool ResidualTouches::test(const std::vector<uint64_t>& bits, int dim, int key) const {
+  const int b = key + 1;
+  if (dim < 0 || dim >= hidden_ || b < 0 || b > lastKey() + 1) return false;
+  return (bits[static_cast<size_t>(dim) * static_cast<size_t>(words_) + static_cast<size_t>(b / 64)] >>
+          (b % 64)) & 1;
 }
 
 CircuitWeights::CircuitWeights(model::Qwen35Config config, WeightStorage storage)
@@ -26,7 +58,79 @@ CircuitWeights::CircuitWeights(model::Qwen35Config config, WeightStorage storage
     for (int64_t d : spec.shape) numel *= d;
     if (storage_ == WeightStorage::CountOnly) numel = 0;
     order_.push_back(spec.name);
-    tensors_[spec.name] = Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
+    Tensor t{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
+    classifyTouch(config_, spec.name, t.touch, t.key);
+    tensors_[spec.name] = std::move(t);
+  }
+}
+
+void CircuitWeights::classifyTouch(const model::Qwen35Config& c, const std::string& name,
+                                   Touch& touch, int& key) {
+  touch = Touch::None;
+  if (name == c.prefix() + "embed_tokens.weight") {
+    touch = Touch::Embedding;
+    key = -1;
+    return;
+  }
+  if (name == "lm_head.weight") {
+    touch = Touch::LmHead;
+    key = 2 * c.numLayers();
+    return;
+  }
+  const std::string layers = c.prefix() + "layers.";
+  if (name.rfind(layers, 0) != 0) return;
+  size_t end = layers.size();
+  int layer = 0;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') layer = 10 * layer + (name[end++] - '0');
+  const std::string suffix = name.substr(end);
+  struct Role {
+    const char* suffix;
+    Touch touch;
+    int block;  // 0 attention, 1 MLP
+  };
+  static const Role kRoles[] = {
+      {".linear_attn.in_proj_qkv.weight", Touch::ReadsColumns, 0},
+      {".linear_attn.in_proj_z.weight", Touch::ReadsColumns, 0},
+      {".linear_attn.in_proj_b.weight", Touch::ReadsColumns, 0},
+      {".linear_attn.in_proj_a.weight", Touch::ReadsColumns, 0},
+      {".linear_attn.out_proj.weight", Touch::WritesRows, 0},
+      {".self_attn.q_proj.weight", Touch::ReadsColumns, 0},
+      {".self_attn.k_proj.weight", Touch::ReadsColumns, 0},
+      {".self_attn.v_proj.weight", Touch::ReadsColumns, 0},
+      {".self_attn.o_proj.weight", Touch::WritesRows, 0},
+      {".mlp.gate_proj.weight", Touch::ReadsColumns, 1},
+      {".mlp.up_proj.weight", Touch::ReadsColumns, 1},
+      {".mlp.down_proj.weight", Touch::WritesRows, 1},
+  };
+  for (const Role& r : kRoles)
+    if (suffix == r.suffix) {
+      touch = r.touch;
+      key = 2 * layer + r.block;
+      return;
+    }
+}
+
+void CircuitWeights::recordTouches(float pad) {
+  recording_ = true;
+  pad_ = pad;
+  touches_ = ResidualTouches(static_cast<int>(config_.hiddenSize), config_.numLayers());
+}
+
+void CircuitWeights::touch(const Tensor& t, int64_t row, int64_t col, float value) {
+  switch (t.touch) {
+    case Touch::None:
+      return;
+    case Touch::ReadsColumns:
+    case Touch::LmHead:
+      if (value != 0) touches_.read(static_cast<int>(col), t.key);
+      return;
+    case Touch::WritesRows:
+      if (value != 0) touches_.write(static_cast<int>(row), t.key);
+      return;
+    case Touch::Embedding:
+      if (value != pad_) touches_.write(static_cast<int>(col), t.key);
+      if (value != pad_ && value != -pad_) touches_.markOffNorm(static_cast<int>(col));
+      return;
   }
 }
 
@@ -60,6 +164,7 @@ Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, i
 Status CircuitWeights::set(const std::string& name, int64_t row, int64_t col, float value) {
   QGPU_TRY(p, element(name, row, col));
   *p = value;
+  if (recording_) touch(tensors_.at(name), row, col, value);
   return Ok{};
 }
 
@@ -73,6 +178,11 @@ Status CircuitWeights::fill(const std::string& name, float value) {
   if (it == tensors_.end())
     return makeDiag(ErrorKind::Usage, "no tensor '" + name + "' in this config");
   for (float& x : it->second.data) x = value;
+  if (recording_ && it->second.touch != Touch::None) {
+    const std::vector<int64_t>& shape = it->second.shape;
+    for (int64_t r = 0; r < shape[0]; ++r)
+      for (int64_t c = 0; c < (shape.size() == 1 ? 1 : shape.back()); ++c) touch(it->second, r, c, value);
+  }
   return Ok{};
 }
 

@@ -37,22 +37,67 @@ struct Field {
   }
 };
 
-// Hands out residual dims in order; refuses to pass the hidden size.
+// Hands out residual dims: in order (one field per value), or by a plan (circuit/layout.h
+// planByLiveness: fields whose live ranges do not overlap share dims). Refuses to pass the hidden
+// size. Keeps every field it handed out, in order, so that a build can be planned from them.
+//
+// Planned: the i-th take gets the plan's i-th field, which must have the same name and dims (the
+// plan was made from a build that took the same fields in the same order; a build that takes
+// others is an Internal diag naming both).
 class FieldAllocator {
  public:
   explicit FieldAllocator(int hidden) : hidden_(hidden) {}
+  FieldAllocator(int hidden, std::vector<Field> plan) : hidden_(hidden), plan_(std::move(plan)) {}
   Expected<Field> take(const std::string& name, int dims);
-  int used() const { return next_; }
+  // The highest dim handed out + 1 (in order: the next free dim).
+  int used() const { return span_; }
+  // Σ dims handed out (in order: used()).
+  int takenDims() const { return takenDims_; }
+  const std::vector<Field>& taken() const { return taken_; }
+  bool planned() const { return !plan_.empty(); }
 
  private:
   int hidden_;
-  int next_ = 0;
+  std::vector<Field> plan_;
+  std::vector<Field> taken_;
+  int span_ = 0;
+  int takenDims_ = 0;
 };
 
 // Dense: every tensor's array. CountOnly: shapes only (circuit/plan.h counts a stage's heads,
 // units and dims without its weights): set() checks the index and discards the value, get()
 // reads 0, write() is refused.
 enum class WeightStorage : uint8_t { Dense, CountOnly };
+
+// Which residual dims each block of a build touched (CircuitWeights::recordTouches): a dim is
+// read by a block whose input projections (DeltaNet's in_proj_qkv / z / b / a, attention's
+// q / k / v, the MLP's gate and up) have a nonzero weight in its column, written by one whose
+// output projection (out_proj, o_proj, down_proj) has a nonzero weight in its row; the
+// embedding writes it where a row holds anything but the pad, lm_head reads it where a row has a
+// nonzero weight; a dim the embedding sets to anything but ±pad (a counter's quiet 0 and heavy 2u,
+// which keep Σx² as the full layout's) is *off the norm*. Points are circuit/layout.h's keys: −1 the embedding, 2i layer i's
+// attention, 2i + 1 its MLP, 2·layers lm_head. (The pre-norms read every dim alike; with every
+// dim at ±u they cannot tell one layout from another.)
+class ResidualTouches {
+ public:
+  ResidualTouches() = default;
+  ResidualTouches(int hidden, int layers);
+  int hidden() const { return hidden_; }
+  int lastKey() const { return 2 * layers_; }  // lm_head
+  void read(int dim, int key) { mark(reads_, dim, key); }
+  void write(int dim, int key) { mark(writes_, dim, key); }
+  bool reads(int dim, int key) const { return test(reads_, dim, key); }
+  bool writes(int dim, int key) const { return test(writes_, dim, key); }
+  void markOffNorm(int dim) { offNorm_[static_cast<size_t>(dim)] = true; }
+  bool offNorm(int dim) const { return offNorm_[static_cast<size_t>(dim)]; }
+
+ private:
+  void mark(std::vector<uint64_t>& bits, int dim, int key);
+  bool test(const std::vector<uint64_t>& bits, int dim, int key) const;
+  int hidden_ = 0, layers_ = 0, words_ = 0;  // words_ 64-bit words per dim
+  std::vector<uint64_t> reads_, writes_;
+  std::vector<bool> offNorm_;
+};
 
 class CircuitWeights {
  public:
@@ -74,6 +119,11 @@ class CircuitWeights {
   // Sets every element of a tensor.
   Status fill(const std::string& name, float value);
 
+  // From now on every set() and fill() of a nonzero weight marks the residual dims it touches
+  // (ResidualTouches above; `pad` is the embedding's pad value, not a write).
+  void recordTouches(float pad);
+  const ResidualTouches& touches() const { return touches_; }
+
   // Rule R4: the first weight that a bf16 cast would change, as an Internal diag.
   Status checkBf16Exact() const;
 
@@ -81,16 +131,26 @@ class CircuitWeights {
   Status write(const std::string& dir) const;
 
  private:
+  // How a tensor touches the residual: its columns are read, its rows written, at `key`.
+  enum class Touch : uint8_t { None, ReadsColumns, WritesRows, Embedding, LmHead };
   struct Tensor {
     std::vector<int64_t> shape;
     std::vector<float> data;
+    Touch touch = Touch::None;
+    int key = 0;
   };
   Expected<float*> element(const std::string& name, int64_t row, int64_t col);
+  static void classifyTouch(const model::Qwen35Config& c, const std::string& name, Touch& touch,
+                            int& key);
+  void touch(const Tensor& t, int64_t row, int64_t col, float value);
   model::Qwen35Config config_;
   WeightStorage storage_ = WeightStorage::Dense;
   float scratch_ = 0;  // CountOnly: what element() points at
   std::vector<std::string> order_;  // languageTensors order, kept for writing
   std::map<std::string, Tensor> tensors_;
+  bool recording_ = false;
+  float pad_ = 0;
+  ResidualTouches touches_;
 };
 
 }  // namespace qgpu::circuit

@@ -194,5 +194,158 @@ TEST(LayoutPlan, OneDimFieldsAlwaysSpanExactlyThePeak) {
   }
 }
 
+
+// ---- planByLiveness: live ranges from the weights' touches ----
+
+// Three layers; keys −1 (embedding), 0..5, 6 (lm_head).
+ResidualTouches touches(int hidden) { return ResidualTouches(hidden, 3); }
+
+// Marks dims [offset, offset + dims) read or written at a key.
+void reads(ResidualTouches& t, const Field& f, int key) {
+  for (int i = 0; i < f.dims; ++i) t.read(f.at(i), key);
+}
+void writes(ResidualTouches& t, const Field& f, int key) {
+  for (int i = 0; i < f.dims; ++i) t.write(f.at(i), key);
+}
+
+// A: an embedding value read by L0's MLP. B: written by L1's MLP, which also reads B's dims (the
+// Replace writer's cancel), read by L2's MLP. B may take A's dims.
+struct TwoFields {
+  Field a{"a", 0, 4}, b{"b", 4, 4};
+  ResidualTouches t = touches(8);
+  TwoFields() {
+    writes(t, a, -1);
+    reads(t, a, 1);
+    writes(t, b, 3);
+    reads(t, b, 3);
+    reads(t, b, 5);
+  }
+  Expected<LivenessPlan> plan() const { return planByLiveness({a, b}, t, 0); }
+};
+
+TEST(LayoutByLiveness, AReplacingMlpWriterTakesTheDimsOfAFieldReadBeforeIt) {
+  const TwoFields f;
+  auto p = f.plan();
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->hidden, 4);
+  EXPECT_EQ(p->fields[1].offset, p->fields[0].offset);
+  EXPECT_EQ(p->ranges[0].write.key(), -1);
+  EXPECT_EQ(p->ranges[0].lastRead.key(), 1);
+  EXPECT_EQ(p->ranges[1].write.key(), 3);
+  EXPECT_EQ(p->ranges[1].lastRead.key(), 5);
+  EXPECT_TRUE(p->fromEmbedding[0]);
+  EXPECT_FALSE(p->fromEmbedding[1]);
+  EXPECT_EQ(p->fields[1].name, "b");  // the takes' own names, for FieldAllocator's check
+}
+
+// The twins: each makes B start at the embedding (it needs the pad or the embedding's value up to
+// its writer), so it cannot share A's dims.
+TEST(LayoutByLiveness, WritersThatDoNotReplaceStartAtTheEmbedding) {
+  {
+    TwoFields f;  // an MLP writer that adds onto what the dims hold: no read at its own point
+    f.t = touches(8);
+    writes(f.t, f.a, -1);
+    reads(f.t, f.a, 1);
+    writes(f.t, f.b, 3);
+    reads(f.t, f.b, 5);
+    auto p = f.plan();
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->hidden, 8);
+    EXPECT_TRUE(p->fromEmbedding[1]);
+  }
+  {
+    TwoFields f;  // an attention writer (onto the +u pad)
+    f.t = touches(8);
+    writes(f.t, f.a, -1);
+    reads(f.t, f.a, 1);
+    writes(f.t, f.b, 2);
+    reads(f.t, f.b, 2);
+    reads(f.t, f.b, 5);
+    auto p = f.plan();
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->hidden, 8);
+  }
+  {
+    TwoFields f;  // read before its writer: it reads the embedding's value
+    reads(f.t, f.b, 2);
+    auto p = f.plan();
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->hidden, 8);
+  }
+  {
+    TwoFields f;  // one dim of B written by attention is enough
+    f.t.write(f.b.at(2), 2);
+    auto p = f.plan();
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->hidden, 8);
+  }
+}
+
+TEST(LayoutByLiveness, ADimOffTheNormLivesToTheEnd) {
+  TwoFields f;
+  f.t.markOffNorm(f.a.at(3));  // e.g. a counter's quiet dim: 0 in the embedding
+  auto p = f.plan();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hidden, 8);
+  EXPECT_EQ(p->ranges[0].lastRead.key(), 7);  // after lm_head's point
+}
+
+TEST(LayoutByLiveness, AWriteAfterTheLastReadKeepsTheFieldOneMorePoint) {
+  TwoFields f;
+  f.t.write(f.a.at(0), 2);  // A written again at L1's attention, never read after
+  auto p = f.plan();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ranges[0].lastRead.key(), 3);
+  EXPECT_EQ(p->hidden, 4);  // B's writer at key 3 may still take the dims
+  f.t.write(f.a.at(0), 3);  // at L1's MLP, B's own point: now they overlap
+  p = f.plan();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hidden, 8);
+}
+
+TEST(LayoutByLiveness, UntouchedFieldsShareAnyDimsAndPinnedOnesStay) {
+  TwoFields f;
+  const Field c{"c", 8, 4};  // nothing touches it
+  ResidualTouches t = touches(12);
+  writes(t, f.a, -1);
+  reads(t, f.a, 1);
+  writes(t, f.b, 3);
+  reads(t, f.b, 3);
+  reads(t, f.b, 6);  // lm_head
+  auto p = planByLiveness({f.a, f.b, c}, t, 0);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->hidden, 4);
+  // A pinned at its offset: the token layout's fields stay where writeTokenEmbeddings expects them.
+  const Field pinned{"a", 2, 4};
+  ResidualTouches t2 = touches(12);
+  writes(t2, pinned, -1);
+  reads(t2, pinned, 1);
+  const Field late{"late", 6, 2};
+  writes(t2, late, 3);
+  reads(t2, late, 3);
+  reads(t2, late, 5);
+  // Dims 0..5 pinned: x (untouched) and `pinned` keep theirs; `late` takes the first free fit.
+  auto q = planByLiveness({Field{"x", 0, 2}, pinned, late}, t2, 6);
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->fields[0].offset, 0);
+  EXPECT_EQ(q->fields[1].offset, 2);
+  EXPECT_EQ(q->fields[2].offset, 0);
+  EXPECT_EQ(q->hidden, 6);
+}
+
+TEST(LayoutByLiveness, DimsNoFieldHoldsAndOverlappingTakesAreInternal) {
+  TwoFields f;
+  ResidualTouches stray = touches(10);
+  stray.read(9, 2);  // no field holds dim 9
+  auto p = planByLiveness({f.a, f.b}, stray, 0);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::Internal);
+  EXPECT_NE(p.error().message.find("dim 9"), std::string::npos);
+  auto q = planByLiveness({f.a, Field{"over", 2, 4}}, f.t, 0);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.error().kind, ErrorKind::Internal);
+  EXPECT_NE(q.error().message.find("'over'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace qgpu::circuit

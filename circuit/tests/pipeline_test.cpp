@@ -58,7 +58,9 @@ using harness::Path;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 3855;  // what the pipeline takes (pipeline_spec_test's hand count)
+// The hidden size is the layout plan's (pipeline.h planExecuteLayout; pipeline_spec_test); this
+// is the config's before the plan replaces it.
+constexpr int kHidden = 4096;
 constexpr int kUnits = 4957;   // the widest layer: the control stage's S+2 and the ALU's S2
 constexpr int kLanes = 4;
 constexpr int kStepLimit = 64;  // the control stage's LIMIT and the interpreter's maxSteps
@@ -69,12 +71,11 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 
 // Layers E..E+6 and R, R+1 hold heads; the others are full_attention layers with zero weights
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
-// With memory ops (ExecuteSpec::memory): pipeline_spec_test's kMemoryHidden, and the widest layer.
-constexpr int kMemoryHidden = 5471;
+// With memory ops (ExecuteSpec::memory): the widest layer.
 constexpr int kMemoryUnits = 6717;  // E+5: the scheduler, the ALU's S0, e and the memory stage's L
 
 model::Qwen35Config config(bool memory = false) {
-  model::Qwen35Config c = memory ? harness::config(kMemoryHidden, kExecuteMemoryLayers, kMemoryUnits, kVocab)
+  model::Qwen35Config c = memory ? harness::config(kHidden, kExecuteMemoryLayers, kMemoryUnits, kVocab)
                                  : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
   const std::vector<int> heads = executePipelineHeads(64, memory);
   int most = 0;
@@ -286,6 +287,7 @@ std::vector<Case> cases(int count, size_t maxTokens) {
 
 struct Bench {
   std::string dir;
+  int hidden = 0;  // the plan's
   ExecutePipeline pipe;
   std::vector<Case> cases;
 };
@@ -293,25 +295,34 @@ struct Bench {
 Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = ExecuteTwin::None,
             bool memory = false) {
   Bench b;
-  auto w = std::make_unique<CircuitWeights>(config(memory));
-  const int hidden = memory ? kMemoryHidden : kHidden;
-  FieldAllocator alloc(hidden);
-  const TokenLayout tokens = planTokenLayout(alloc, hidden).value();
-  EXPECT_TRUE(writeTokenEmbeddings(*w, tokens).ok());
   ExecuteSpec s;
-  s.tokens = tokens;
   s.stepLimit = kStepLimit;
   s.twin = twin;
   s.memory = memory;
-  auto pipe = buildExecutePipeline(*w, alloc, s);
+  // The probes (lm_head rows reading r_l, s_l and the head word) are built in both passes, so the
+  // plan keeps those fields live to the end.
+  const ExecuteExtra probes = [](CircuitWeights& w, const ExecutePipeline& p) -> Status {
+    for (int l = 0; l < kLanes; ++l) {
+      harness::probe(w, static_cast<int>(kProbeBase) + l * 33, p.lanes[static_cast<size_t>(l)].r);
+      harness::probe(w, static_cast<int>(kProbeBase) + l * 33 + 32, p.lanes[static_cast<size_t>(l)].s);
+    }
+    harness::probe(w, static_cast<int>(kHeadProbe), p.fe.headWord);
+    return Ok{};
+  };
+  auto plan = planExecuteLayout(config(memory), s, probes);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  if (!plan.ok()) return b;
+  model::Qwen35Config c = config(memory);
+  c.hiddenSize = plan->hidden;
+  std::cout << "[pipeline] " << name << ": hidden " << plan->hidden << " by liveness (one field per value "
+            << plan->report.oneFieldPerValue << ")" << std::endl;
+  auto w = std::make_unique<CircuitWeights>(c);
+  FieldAllocator alloc(plan->hidden, plan->fields);
+  auto pipe = buildExecuteModel(*w, alloc, s, probes);
   EXPECT_TRUE(pipe.ok()) << pipe.error().message;
   if (!pipe.ok()) return b;
   b.pipe = pipe.value();
-  for (int l = 0; l < kLanes; ++l) {
-    harness::probe(*w, static_cast<int>(kProbeBase) + l * 33, b.pipe.lanes[static_cast<size_t>(l)].r);
-    harness::probe(*w, static_cast<int>(kProbeBase) + l * 33 + 32, b.pipe.lanes[static_cast<size_t>(l)].s);
-  }
-  harness::probe(*w, static_cast<int>(kHeadProbe), b.pipe.fe.headWord);
+  b.hidden = plan->hidden;
   b.cases = std::move(cs);
   b.dir = harness::write(*w, "pipeline_" + name);
   return b;
@@ -633,7 +644,7 @@ TEST(ExecutePipeline, CasesReachEveryRecordKindGuardsPredicateSourcesR0AndPartia
 TEST(ExecutePipeline, BudgetPerLayer) {
   const Bench& b = exact();
   ASSERT_FALSE(b.dir.empty());
-  std::cout << "[pipeline] hidden " << kHidden << "; heads / units per layer:";
+  std::cout << "[pipeline] hidden " << b.hidden << "; heads / units per layer:";
   for (size_t l = 0; l < b.pipe.heads.size(); ++l)
     std::cout << " L" << l << " " << b.pipe.heads[l] << "/" << b.pipe.units[l];
   std::cout << std::endl;

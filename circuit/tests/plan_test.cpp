@@ -53,8 +53,9 @@ TEST(CircuitPlan, StagesCountTheirSpecTestsHandSums) {
 }
 
 // The execute pipeline's plan is the pipeline as built: its heads and units per layer
-// (pipeline_spec_test's hand counts at dk 64), one layout of 3,855 dims at every layer, and 2b
-// refused at layer 0 on the residual.
+// (pipeline_spec_test's hand counts at dk 64), its layout by liveness (3,341 dims: the span at
+// every layer, the live dims per layer below it and highest in the ALU's layers), and 2b refused at
+// layer 0 on the residual.
 TEST(CircuitPlan, ThePipelinePlanIsTheBuiltPipeline) {
   auto plan = planExecutePipeline(64);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
@@ -62,8 +63,15 @@ TEST(CircuitPlan, ThePipelinePlanIsTheBuiltPipeline) {
   const std::vector<int> heads = executePipelineHeads(64);
   for (size_t l = 0; l < plan->layers.size(); ++l) {
     EXPECT_EQ(plan->layers[l].heads, heads[l]) << l;
-    EXPECT_EQ(plan->layers[l].dims, 3855) << l;
+    EXPECT_EQ(plan->layers[l].dims, plan->pipelineLayout.span) << l;
+    EXPECT_GT(plan->layers[l].live, 0) << l;
+    EXPECT_LE(plan->layers[l].live, plan->pipelineLayout.peak) << l;
   }
+  EXPECT_LT(plan->pipelineLayout.span, plan->pipelineLayout.oneFieldPerValue);
+  EXPECT_EQ(plan->pipelineLayout.oneFieldPerValue, 3855 + 391);  // pipeline_spec_test's hand count
+  const auto widest = std::max_element(plan->layers.begin(), plan->layers.end(),
+                                       [](const LayerBudget& a, const LayerBudget& b) { return a.live < b.live; });
+  EXPECT_EQ(widest->stage, "control+alu");
   EXPECT_EQ(plan->layers[5].units, 278 + 4349);  // the control stage's S and the ALU's S0
   EXPECT_EQ(plan->layers[7].units, 13 + 4944);
   EXPECT_EQ(plan->layers[0].stage, "front end+select+control");
@@ -77,10 +85,20 @@ TEST(CircuitPlan, ThePipelinePlanIsTheBuiltPipeline) {
   const Status st = checkFits(*at128, shapeByName("2b", *at128).value());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind, ErrorKind::OverLimit);
-  EXPECT_NE(st.error().message.find("layer 0 (front end+select+control layer 0) needs 3855 residual dims"),
+  EXPECT_NE(st.error().message.find("layer 0 (front end+select+control layer 0) needs " +
+                                    std::to_string(at128->pipelineLayout.span) + " residual dims"),
             std::string::npos)
       << st.error().message;
   EXPECT_FALSE(planExecutePipeline(96).ok());
+  // With memory ops: 18 layers, the outcome select at E+13.
+  auto memory = planExecutePipeline(64, true);
+  ASSERT_TRUE(memory.ok()) << memory.error().message;
+  ASSERT_EQ(memory->layers.size(), static_cast<size_t>(kExecuteMemoryLayers));
+  EXPECT_EQ(memory->layers[13].stage, "control+select");
+  EXPECT_EQ(memory->layers[5].stage, "control+alu+memory");
+  EXPECT_EQ(memory->layers[14].stage, "emitter");
+  for (size_t l = 0; l < memory->layers.size(); ++l)
+    EXPECT_EQ(memory->layers[l].heads, executePipelineHeads(64, true)[l]) << l;
 }
 
 TEST(CircuitShapes, TwoBIsQwen35TwoB) {

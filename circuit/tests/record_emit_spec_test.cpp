@@ -98,7 +98,7 @@ TEST(RecordEmitterSpec, OverrideFromDropsTheNextLatchAndRefusesWrongWidths) {
     const Field index = alloc.take("ctl.index", indexDims).value();
     const Field when = alloc.take("ctl.when", whenDims).value();
     s.overrideFrom = RecordEmitSpec::Override{{family, index}, when};
-    s.firstDim = alloc.used();
+    s.into = &alloc;
     return buildRecordEmitter(w, s);
   };
   auto ok = withOverride(1, tokenIndexBits());

@@ -67,7 +67,7 @@ inline Expected<Stack> buildStack(CircuitWeights& w,
   e.tokens = tokens;
   e.firstLayer = kResultStageLayers;
   e.outcomeFrom = stage.outcome;
-  e.firstDim = alloc.used();
+  e.into = &alloc;
   QGPU_TRY(emitter, buildRecordEmitter(w, e));
   s.emitter = emitter;
   return s;

@@ -51,6 +51,63 @@ TEST(FieldAllocator, RefusesToPassTheHiddenSize) {
   EXPECT_TRUE(a.take("z", 4).ok());
 }
 
+TEST(FieldAllocator, APlannedAllocatorHandsOutThePlansOffsetsAndRefusesAnotherBuild) {
+  FieldAllocator a(8, {Field{"x", 4, 4}, Field{"y", 0, 4}, Field{"z", 0, 2}});
+  EXPECT_TRUE(a.planned());
+  EXPECT_EQ(a.take("x", 4).value().offset, 4);
+  EXPECT_EQ(a.take("y", 4).value().offset, 0);  // y shares nothing with x
+  EXPECT_EQ(a.used(), 8);
+  EXPECT_EQ(a.takenDims(), 8);
+  auto wrongName = a.take("w", 2);
+  ASSERT_FALSE(wrongName.ok());
+  EXPECT_EQ(wrongName.error().kind, ErrorKind::Internal);
+  EXPECT_NE(wrongName.error().message.find("'z'"), std::string::npos);
+  FieldAllocator b(8, {Field{"x", 0, 4}});
+  EXPECT_EQ(b.take("x", 3).error().kind, ErrorKind::Internal);  // other dims
+  FieldAllocator c(8, {Field{"x", 0, 4}});
+  ASSERT_TRUE(c.take("x", 4).ok());
+  EXPECT_EQ(c.take("more", 1).error().kind, ErrorKind::Internal);  // past the plan
+  FieldAllocator d(6, {Field{"x", 4, 4}});
+  EXPECT_EQ(d.take("x", 4).error().kind, ErrorKind::OverLimit);  // a plan past the hidden size
+}
+
+TEST(CircuitWeights, RecordedTouchesNameTheBlockThatReadsOrWritesEachDim) {
+  model::Qwen35Config c = testing::linearConfig(64, 2, 8, 16);
+  c.tieWordEmbeddings = false;
+  CircuitWeights w(c, WeightStorage::CountOnly);
+  w.recordTouches(16);
+  ASSERT_TRUE(w.set(w.layerTensor(1, "linear_attn.in_proj_qkv.weight"), 0, 3, 1).ok());
+  ASSERT_TRUE(w.set(w.layerTensor(1, "linear_attn.in_proj_b.weight"), 0, 4, 1).ok());
+  ASSERT_TRUE(w.set(w.layerTensor(1, "linear_attn.out_proj.weight"), 5, 0, 1).ok());
+  ASSERT_TRUE(w.set(w.layerTensor(0, "mlp.up_proj.weight"), 0, 6, -2).ok());
+  ASSERT_TRUE(w.set(w.layerTensor(0, "mlp.down_proj.weight"), 7, 1, 1).ok());
+  ASSERT_TRUE(w.set(w.layerTensor(0, "mlp.gate_proj.weight"), 1, 8, 0).ok());  // zero: no touch
+  const std::string embed = w.globalTensor("embed_tokens.weight");
+  ASSERT_TRUE(w.set(embed, 0, 9, 16).ok());    // the pad: no touch
+  ASSERT_TRUE(w.set(embed, 0, 10, -16).ok());  // a value
+  ASSERT_TRUE(w.set(embed, 0, 11, 0).ok());    // a value off the norm
+  ASSERT_TRUE(w.set(w.globalTensor("lm_head.weight"), 2, 12, 1).ok());
+  const ResidualTouches& t = w.touches();
+  EXPECT_TRUE(t.reads(3, 2));
+  EXPECT_TRUE(t.reads(4, 2));
+  EXPECT_TRUE(t.writes(5, 2));
+  EXPECT_TRUE(t.reads(6, 1));
+  EXPECT_TRUE(t.writes(7, 1));
+  EXPECT_FALSE(t.reads(8, 1));
+  EXPECT_FALSE(t.writes(9, -1));
+  EXPECT_TRUE(t.writes(10, -1));
+  EXPECT_FALSE(t.offNorm(10));
+  EXPECT_TRUE(t.writes(11, -1));
+  EXPECT_TRUE(t.offNorm(11));
+  EXPECT_TRUE(t.reads(12, t.lastKey()));
+  EXPECT_EQ(t.lastKey(), 4);
+  // Nothing else: a read is not a write, and no other point is marked.
+  int marks = 0;
+  for (int d = 0; d < 64; ++d)
+    for (int k = -1; k <= t.lastKey(); ++k) marks += t.reads(d, k) + t.writes(d, k);
+  EXPECT_EQ(marks, 8);  // reads of 3, 4, 6, 12; writes of 5, 7, 10, 11
+}
+
 MemorySpec smallSpec() {
   FieldAllocator a(64);
   MemorySpec s;

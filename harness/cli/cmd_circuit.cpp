@@ -34,7 +34,8 @@ struct CircuitPlanOptions {
 };
 
 int runPlan(const CircuitPlanOptions& o) {
-  auto plan = o.of == "stages" ? circuit::planCircuit() : circuit::planExecutePipeline();
+  auto plan = o.of == "stages" ? circuit::planCircuit()
+                               : circuit::planExecutePipeline(128, o.of == "memory-pipeline");
   if (!plan.ok()) return reportError(plan.error());
   auto shape = circuit::shapeByName(o.shape, *plan);
   if (!shape.ok()) return reportError(shape.error());
@@ -63,7 +64,7 @@ int runPlan(const CircuitPlanOptions& o) {
       const circuit::LayerBudget& l = plan->layers[i];
       layers.push_back({{"layer", i}, {"stage", l.stage}, {"stageLayer", l.stageLayer},
                         {"heads", l.heads}, {"units", l.units}, {"dims", l.dims},
-                        {"over", overs(l)}});
+                        {"live", l.live}, {"over", overs(l)}});
     }
     nlohmann::json out = {
         {"of", o.of},
@@ -76,28 +77,37 @@ int runPlan(const CircuitPlanOptions& o) {
          {{"peak", plan->aluBusPeak}, {"span", plan->aluBusSpan},
           {"oneFieldPerValue", plan->aluBusOneFieldPerValue}}},
         {"fits", fits.ok()}};
+    if (o.of != "stages")
+      out["layout"] = {{"span", plan->pipelineLayout.span}, {"peak", plan->pipelineLayout.peak},
+                       {"oneFieldPerValue", plan->pipelineLayout.oneFieldPerValue}};
     if (!fits.ok()) out["error"] = errorJson(fits.error());
     std::cout << dumpJson(out) << "\n";
     return fits.ok() ? kExitOk : exitCode(fits.error());
   }
   std::printf("shape %s: hidden %d, %d heads of %d/%d, MLP %d (%s)\n", s.name.c_str(), s.hidden,
               s.heads, s.keyHeadDim, s.valueHeadDim, s.mlpUnits, s.source.c_str());
-  std::printf("%-6s %-24s %-6s %6s %7s %6s  %s\n", "layer", "stage", "sl", "heads", "units",
-              "dims", "over");
+  // live: the pipeline's (its layout by liveness); a stage plan has none.
+  const bool live = o.of != "stages";
+  std::printf("%-6s %-24s %-6s %6s %7s %6s%s  %s\n", "layer", "stage", "sl", "heads", "units",
+              "dims", live ? "   live" : "", "over");
   for (size_t i = 0; i < plan->layers.size(); ++i) {
     const circuit::LayerBudget& l = plan->layers[i];
     std::string over;
     for (const std::string& b : overs(l)) over += (over.empty() ? "" : ", ") + b;
-    std::printf("%-6zu %-24s %-6d %6d %7d %6d  %s\n", i, l.stage.c_str(), l.stageLayer, l.heads,
-                l.units, l.dims, over.c_str());
+    char liveCell[16] = "";
+    if (live) std::snprintf(liveCell, sizeof liveCell, " %6d", l.live);
+    std::printf("%-6zu %-24s %-6d %6d %7d %6d%s  %s\n", i, l.stage.c_str(), l.stageLayer, l.heads,
+                l.units, l.dims, liveCell, over.c_str());
   }
   std::printf("alu bus by liveness: peak %d, span %d dims (one field per value: %d)\n",
               plan->aluBusPeak, plan->aluBusSpan, plan->aluBusOneFieldPerValue);
   if (o.of == "stages")
     std::printf("each stage's dims are its own fields (the stages' layouts are not joined yet)\n");
   else
-    std::printf("dims: the pipeline's one layout, every field live at every layer (no liveness "
-                "across stages yet)\n");
+    std::printf("dims: the pipeline's layout by liveness, span %d (peak live %d; one field per "
+                "value %d); live: the dims live at that layer\n",
+                plan->pipelineLayout.span, plan->pipelineLayout.peak,
+                plan->pipelineLayout.oneFieldPerValue);
   if (!fits.ok()) return reportError(fits.error());
   std::printf("fits %s\n", s.name.c_str());
   return kExitOk;
@@ -111,8 +121,10 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
   app->require_subcommand(1);
   CLI::App* plan =
       app->add_subcommand("plan", "Per-layer budget of the built circuit against a shape");
-  plan->add_option("--of", o.of, "pipeline (the execute pipeline) or stages (each stage alone)")
-      ->check(CLI::IsMember({"pipeline", "stages"}))
+  plan->add_option("--of", o.of,
+                   "pipeline (the execute pipeline), memory-pipeline (with memory ops) or stages "
+                   "(each stage alone)")
+      ->check(CLI::IsMember({"pipeline", "memory-pipeline", "stages"}))
       ->capture_default_str();
   plan->add_option("--shape", o.shape, "2b or compact")->capture_default_str();
   plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");

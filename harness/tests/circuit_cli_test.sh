@@ -29,13 +29,19 @@ expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of 
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default): one layout of 3,855 dims (pipeline_spec_test), so 2b's 2,048
-# is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3855 residual dims, the shape has 2048' -- \
+# The execute pipeline (the default) on its layout by liveness: 3,341 dims (4,246 one field per
+# value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3341 residual dims, the shape has 2048' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 3855, 35 heads of 128/128, MLP 4957' -- \
+expect pipeline-compact 0 'shape compact: hidden 3341, 35 heads of 128/128, MLP 4957' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3855' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3341 +3031' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 3341 \(peak live 3195; one field per value 4246\)' -- \
+  "$qgpu" circuit plan --shape compact
+# With memory ops: 18 layers, 3,921 dims (5,862 one field per value).
+expect memory-pipeline 0 'span 3921 \(peak live 3879; one field per value 5862\)' -- \
+  "$qgpu" circuit plan --of memory-pipeline --shape compact
+expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 
