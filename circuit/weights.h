@@ -131,8 +131,14 @@ class CircuitWeights {
   Status write(const std::string& dir) const;
 
  private:
-  // How a tensor touches the residual: its columns are read, its rows written, at `key`.
-  enum class Touch : uint8_t { None, ReadsColumns, WritesRows, Embedding, LmHead };
+  // How a tensor touches the residual, at its block's `key`.
+  enum class Touch : uint8_t {
+    None,          // not at all (conv1d, norms, A_log, dt_bias)
+    ReadsColumns,  // an input projection: column d reads dim d
+    WritesRows,    // an output projection: row d writes dim d
+    Embedding,     // column d writes dim d where the value is not the pad
+    LmHead,        // column d reads dim d after the last layer
+  };
   struct Tensor {
     std::vector<int64_t> shape;
     std::vector<float> data;

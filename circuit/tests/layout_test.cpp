@@ -210,14 +210,15 @@ void writes(ResidualTouches& t, const Field& f, int key) {
 
 // A: an embedding value read by L0's MLP. B: written by L1's MLP, which also reads B's dims (the
 // Replace writer's cancel), read by L2's MLP. B may take A's dims.
+// (The twins below move B's writer or drop its cancel.)
 struct TwoFields {
   Field a{"a", 0, 4}, b{"b", 4, 4};
   ResidualTouches t = touches(8);
-  TwoFields() {
+  explicit TwoFields(int bWriter = 3, bool bCancels = true) {
     writes(t, a, -1);
     reads(t, a, 1);
-    writes(t, b, 3);
-    reads(t, b, 3);
+    writes(t, b, bWriter);
+    if (bCancels) reads(t, b, bWriter);
     reads(t, b, 5);
   }
   Expected<LivenessPlan> plan() const { return planByLiveness({a, b}, t, 0); }
@@ -241,44 +242,20 @@ TEST(LayoutByLiveness, AReplacingMlpWriterTakesTheDimsOfAFieldReadBeforeIt) {
 // The twins: each makes B start at the embedding (it needs the pad or the embedding's value up to
 // its writer), so it cannot share A's dims.
 TEST(LayoutByLiveness, WritersThatDoNotReplaceStartAtTheEmbedding) {
-  {
-    TwoFields f;  // an MLP writer that adds onto what the dims hold: no read at its own point
-    f.t = touches(8);
-    writes(f.t, f.a, -1);
-    reads(f.t, f.a, 1);
-    writes(f.t, f.b, 3);
-    reads(f.t, f.b, 5);
+  auto expectApart = [](const TwoFields& f, const char* what) {
     auto p = f.plan();
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->hidden, 8);
-    EXPECT_TRUE(p->fromEmbedding[1]);
-  }
-  {
-    TwoFields f;  // an attention writer (onto the +u pad)
-    f.t = touches(8);
-    writes(f.t, f.a, -1);
-    reads(f.t, f.a, 1);
-    writes(f.t, f.b, 2);
-    reads(f.t, f.b, 2);
-    reads(f.t, f.b, 5);
-    auto p = f.plan();
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->hidden, 8);
-  }
-  {
-    TwoFields f;  // read before its writer: it reads the embedding's value
-    reads(f.t, f.b, 2);
-    auto p = f.plan();
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->hidden, 8);
-  }
-  {
-    TwoFields f;  // one dim of B written by attention is enough
-    f.t.write(f.b.at(2), 2);
-    auto p = f.plan();
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ(p->hidden, 8);
-  }
+    ASSERT_TRUE(p.ok()) << what;
+    EXPECT_EQ(p->hidden, 8) << what;
+    EXPECT_TRUE(p->fromEmbedding[1]) << what;
+  };
+  expectApart(TwoFields(3, false), "an MLP writer that adds onto what the dims hold");
+  expectApart(TwoFields(2, true), "an attention writer (onto the +u pad)");
+  TwoFields early;
+  reads(early.t, early.b, 2);
+  expectApart(early, "a read before its writer (the embedding's value)");
+  TwoFields oneDim;
+  oneDim.t.write(oneDim.b.at(2), 2);
+  expectApart(oneDim, "one dim of B written by attention");
 }
 
 TEST(LayoutByLiveness, ADimOffTheNormLivesToTheEnd) {
