@@ -195,7 +195,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory) {
     } else if (l < result) {
       stage = "control+alu" + withMemory;
       stageLayer = l - alu;
-    } else if (l < pipe.resultLayer + kResultStageLayers) {
+    } else if (l < result + kResultStageLayers) {
       stage = "control+result" + withMemory;
       stageLayer = l - result;
     } else if (l < emit) {

@@ -58,56 +58,42 @@ CircuitWeights::CircuitWeights(model::Qwen35Config config, WeightStorage storage
     for (int64_t d : spec.shape) numel *= d;
     if (storage_ == WeightStorage::CountOnly) numel = 0;
     order_.push_back(spec.name);
-    Tensor t{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
-    classifyTouch(config_, spec.name, t.touch, t.key);
-    tensors_[spec.name] = std::move(t);
+    tensors_[spec.name] = Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
   }
+  classifyTouches();
 }
 
-void CircuitWeights::classifyTouch(const model::Qwen35Config& c, const std::string& name,
-                                   Touch& touch, int& key) {
-  touch = Touch::None;
-  if (name == c.prefix() + "embed_tokens.weight") {
-    touch = Touch::Embedding;
-    key = -1;
-    return;
-  }
-  if (name == "lm_head.weight") {
-    touch = Touch::LmHead;
-    key = 2 * c.numLayers();
-    return;
-  }
-  const std::string layers = c.prefix() + "layers.";
-  if (name.rfind(layers, 0) != 0) return;
-  size_t end = layers.size();
-  int layer = 0;
-  while (end < name.size() && name[end] >= '0' && name[end] <= '9') layer = 10 * layer + (name[end++] - '0');
-  const std::string suffix = name.substr(end);
+// Each tensor's role by the names layerTensor / globalTensor give it (no name is parsed back).
+void CircuitWeights::classifyTouches() {
+  auto mark = [&](const std::string& name, Touch touch, int key) {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) return;  // e.g. lm_head with tied embeddings; the other layer type
+    it->second.touch = touch;
+    it->second.key = key;
+  };
   struct Role {
     const char* suffix;
     Touch touch;
     int block;  // 0 attention, 1 MLP
   };
   static const Role kRoles[] = {
-      {".linear_attn.in_proj_qkv.weight", Touch::ReadsColumns, 0},
-      {".linear_attn.in_proj_z.weight", Touch::ReadsColumns, 0},
-      {".linear_attn.in_proj_b.weight", Touch::ReadsColumns, 0},
-      {".linear_attn.in_proj_a.weight", Touch::ReadsColumns, 0},
-      {".linear_attn.out_proj.weight", Touch::WritesRows, 0},
-      {".self_attn.q_proj.weight", Touch::ReadsColumns, 0},
-      {".self_attn.k_proj.weight", Touch::ReadsColumns, 0},
-      {".self_attn.v_proj.weight", Touch::ReadsColumns, 0},
-      {".self_attn.o_proj.weight", Touch::WritesRows, 0},
-      {".mlp.gate_proj.weight", Touch::ReadsColumns, 1},
-      {".mlp.up_proj.weight", Touch::ReadsColumns, 1},
-      {".mlp.down_proj.weight", Touch::WritesRows, 1},
+      {"linear_attn.in_proj_qkv.weight", Touch::ReadsColumns, 0},
+      {"linear_attn.in_proj_z.weight", Touch::ReadsColumns, 0},
+      {"linear_attn.in_proj_b.weight", Touch::ReadsColumns, 0},
+      {"linear_attn.in_proj_a.weight", Touch::ReadsColumns, 0},
+      {"linear_attn.out_proj.weight", Touch::WritesRows, 0},
+      {"self_attn.q_proj.weight", Touch::ReadsColumns, 0},
+      {"self_attn.k_proj.weight", Touch::ReadsColumns, 0},
+      {"self_attn.v_proj.weight", Touch::ReadsColumns, 0},
+      {"self_attn.o_proj.weight", Touch::WritesRows, 0},
+      {"mlp.gate_proj.weight", Touch::ReadsColumns, 1},
+      {"mlp.up_proj.weight", Touch::ReadsColumns, 1},
+      {"mlp.down_proj.weight", Touch::WritesRows, 1},
   };
-  for (const Role& r : kRoles)
-    if (suffix == r.suffix) {
-      touch = r.touch;
-      key = 2 * layer + r.block;
-      return;
-    }
+  for (int layer = 0; layer < config_.numLayers(); ++layer)
+    for (const Role& r : kRoles) mark(layerTensor(layer, r.suffix), r.touch, 2 * layer + r.block);
+  mark(globalTensor("embed_tokens.weight"), Touch::Embedding, -1);
+  mark(globalTensor("lm_head.weight"), Touch::LmHead, 2 * config_.numLayers());
 }
 
 void CircuitWeights::recordTouches(float pad) {

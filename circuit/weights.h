@@ -146,8 +146,7 @@ class CircuitWeights {
     int key = 0;
   };
   Expected<float*> element(const std::string& name, int64_t row, int64_t col);
-  static void classifyTouch(const model::Qwen35Config& c, const std::string& name, Touch& touch,
-                            int& key);
+  void classifyTouches();
   void touch(const Tensor& t, int64_t row, int64_t col, float value);
   model::Qwen35Config config_;
   WeightStorage storage_ = WeightStorage::Dense;

@@ -236,6 +236,13 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, LivenessPlan* ou
   auto plan = planByLiveness(a1.taken(), w1.touches(), p1->tokens.fieldDims());
   EXPECT_TRUE(plan.ok()) << plan.error().message;
   if (!plan.ok()) return a;
+  // The pass above is planExecuteLayout's, written out for its touches: the same plan.
+  auto real = planExecuteLayout(base, s, {}, kScratch);
+  EXPECT_TRUE(real.ok()) << real.error().message;
+  if (!real.ok()) return a;
+  EXPECT_EQ(real->hidden, plan->hidden);
+  for (size_t i = 0; i < plan->fields.size() && i < real->fields.size(); ++i)
+    EXPECT_EQ(real->fields[i].offset, plan->fields[i].offset) << plan->fields[i].name;
   model::Qwen35Config c2 = base;
   c2.hiddenSize = plan->hidden;
   CircuitWeights w2(c2, WeightStorage::CountOnly);
