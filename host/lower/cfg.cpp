@@ -2,8 +2,29 @@
 //
 // cleanup:  propagates vregs defined once by `mov v, imm|special` into their uses (immediates and
 //           special registers are the same value wherever they are read), folds constant ALU
-//           ops, folds `v = x + imm` into the offset of a memory access in the same block, and
-//           removes side-effect-free ops whose results are never read.
+//           ops, reduces multiplies by an immediate factor to a mov or a shift (below), folds
+//           `v = x + imm` into the offset of a memory access in the same block, and removes
+//           side-effect-free ops whose results are never read.
+//
+//           Strength reduction (reduceStrength): with m the immediate factor, src[0] or src[1]
+//           (as uint32), and x the other factor, an op whose result is one op without a multiply
+//           becomes that op; the op keeps its guard, destinations and every other field, only
+//           op and sources change (x becomes src[0], a shift amount src[1]):
+//             mul x, 0 -> mov 0        mul x, 1 -> mov x    mul x, 2^k -> shl x, k        (1<=k<=31)
+//             mulhi.u x, 0|1 -> mov 0                       mulhi.u x, 2^k -> shr.u x, 32-k (1<=k<=31)
+//             mulhi.s x, 0 -> mov 0    mulhi.s x, 1 -> shr.s x, 31
+//                                                           mulhi.s x, 2^k -> shr.s x, 32-k (1<=k<=30)
+//             mad x, 0, c -> mov c     mad x, 1, c -> add x, c
+//           Each is exact for every x and c by the machine's semantics (oracle/semantics.h): the
+//           low word of x * 2^k is x << k; the high word of the 64-bit product x * 2^k is x
+//           shifted right by 32 - k, logically for the unsigned product and arithmetically (the
+//           sign-extended x) for the signed one, which for m = 1 is the sign word x >>s 31. Where
+//           no one op does it the op stays: mulhi.s by 2^31 (INT_MIN as a signed factor: the high
+//           word is floor(-x / 2): a negation and a shift) and mad by 2^k (a shift and an add).
+//           Why: the model leg's pipeline has no multiplier yet (docs/circuit.md), and a shift is
+//           also one op and needs none, so the catalog's address arithmetic (`mul.wide.s32 d, i,
+//           4`: `shl`, `shr.s`) runs without one.
+//           host/lower/tests/cfg_test.cpp checks every rule against evalAlu of the original op.
 // simplify: removes unreachable blocks, turns jumps to empty Exit blocks into Exit, threads
 //           jumps through empty blocks, turns branches with equal targets into jumps, and merges
 //           a block into its single predecessor when that predecessor jumps to it (never across a
@@ -15,6 +36,7 @@
 //           finish early wait (at a higher block index) for the others. Irreducible control flow
 //           (a retreating edge whose target does not dominate its source) is refused.
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -106,6 +128,47 @@ void forEachSrcReg(VInstr& i, const std::function<void(VOperand&)>& fn) {
 
 }  // namespace
 
+bool reduceStrength(VInstr& i) {
+  if (i.op != Op::Mul && i.op != Op::MulHiU && i.op != Op::MulHiS && i.op != Op::Mad) return false;
+  auto become = [&](Op op, const VOperand& a, const VOperand& b = {}) {
+    i.op = op;
+    i.src = {a, b, {}};
+    return true;
+  };
+  // The factor in src[1] first (where translation puts a constant), then the one in src[0]: a mad
+  // with two immediate factors is reduced when either is 0 or 1.
+  for (int side : {1, 0}) {
+    if (!i.src[side].isImm()) continue;
+    const uint32_t m = i.src[side].imm;
+    const VOperand x = i.src[1 - side];
+    const int k = std::has_single_bit(m) ? std::countr_zero(m) : -1;  // m = 2^k
+    auto amount = [](int n) { return VOperand::i(static_cast<uint32_t>(n)); };
+    switch (i.op) {
+      case Op::Mul:
+        if (m == 0) return become(Op::Mov, VOperand::i(0));
+        if (m == 1) return become(Op::Mov, x);
+        if (k >= 1) return become(Op::Shl, x, amount(k));
+        break;
+      case Op::MulHiU:
+        if (m <= 1) return become(Op::Mov, VOperand::i(0));
+        if (k >= 1) return become(Op::ShrU, x, amount(32 - k));
+        break;
+      case Op::MulHiS:
+        if (m == 0) return become(Op::Mov, VOperand::i(0));
+        if (m == 1) return become(Op::ShrS, x, amount(31));
+        if (k >= 1 && k <= 30) return become(Op::ShrS, x, amount(32 - k));
+        break;
+      case Op::Mad:
+        if (m == 0) return become(Op::Mov, i.src[2]);
+        if (m == 1) return become(Op::Add, x, i.src[2]);
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 void cleanup(VFunc& f) {
   for (int round = 0; round < 8; ++round) {
     bool changed = false;
@@ -140,6 +203,8 @@ void cleanup(VFunc& f) {
           i.op = Op::Mov;
           i.src = {VOperand::i(value), {}, {}};
           changed = true;
+        } else if (reduceStrength(i)) {
+          changed = true;  // a mov it left is propagated in the next round
         }
       }
     // Address folding inside a block: v = x + k (x an immediate, a special or a vreg not redefined

@@ -7,7 +7,8 @@
 //   flatten      ptx::Module -> FlatFunction  entry picked, calls inlined, params resolved
 //   translate    FlatFunction -> VFunc        basic blocks, 64/16-bit narrowing, one PTX op ->
 //                                             one or more machine ops on vregs
-//   cleanup      VFunc -> VFunc               constant propagation, address folding, dead code
+//   cleanup      VFunc -> VFunc               constant propagation, strength reduction of
+//                                             multiplies by 0/1/2^k, address folding, dead code
 //   simplify     VFunc -> VFunc               jump threading, ret -> Exit, block merging
 //   layout       VFunc -> VFunc               loop-contiguous reverse post-order, entry first;
 //                                             refuses irreducible control flow
@@ -127,7 +128,12 @@ Expected<VFunc> translate(const FlatFunction& flat, TranslateInfo* info = nullpt
 std::vector<std::string> warp32Assumptions(const FlatFunction& flat);
 
 // ---- Pass 3/4/5: cleanup, simplify, layout (cfg.cpp) ----
-void cleanup(VFunc& f);                 // constant propagation, address folding, DCE
+void cleanup(VFunc& f);                 // constant propagation, strength reduction, address
+                                        // folding, DCE
+// A multiply (mul, mulhi.u/s, mad) by an immediate factor 0, 1 or 2^k rewritten in place to the
+// one op without a multiply that computes the same value (a mov, shl, shr.u/s or add; the rules
+// are in cfg.cpp's header); only op and sources change. False, and `i` untouched, if none applies.
+bool reduceStrength(VInstr& i);
 void simplifyCfg(VFunc& f);             // threading, ret -> Exit, merging, unreachable removal
 // Folds one small branch arm (a triangle or diamond of blocks reached only from the branch) into
 // the branching block as guarded ops; false if there is none. Used only when a program would

@@ -389,7 +389,8 @@ TEST(LowerErrors, RefusesRecursion) {
 
 // ---- Golden listing ----
 TEST(LowerGolden, PrintOfASmallKernelIsStable) {
-  // out[t] = t < n ? in[t] * 3 : -1, with in at byte 0, out at byte 64, n = 3.
+  // out[t] = t < n ? in[t] * 3 : -1, with in at byte 0, out at byte 64, n = 3. The addresses'
+  // `mul.wide.u32 .., 4` are `shl .., 2` (cleanup's strength reduction); `* 3` stays a mul.
   std::string text = kernel(
       "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\nsetp.ge.u32 %p1, %r1, 3;\n"
       "mov.u32 %r3, -1;\n@%p1 bra DONE;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
@@ -404,12 +405,12 @@ B0:
   mov r2, -1
   br p0 ? B2 : B1
 B1:
-  mul r1, %tid.x, 4
+  shl r1, %tid.x, 2
   ld.global r1, [r1]
   mul r2, r1, 3
   jmp B2
 B2:
-  mul r1, %tid.x, 4
+  shl r1, %tid.x, 2
   st.global [r1+64], r2
   exit
 )";
