@@ -3,6 +3,12 @@
 // against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
 //
 //   qgpu circuit plan [--of pipeline|stages] [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
+//   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
+//
+// build: the model leg's checkpoint (circuit/leg.h writeLegCheckpoint: config.json,
+// model.safetensors, circuit.json), which `qgpu run K --backend model --checkpoint DIR` loads and
+// model/ and transformers load like any Qwen3.5 checkpoint. A shape other than compact is refused
+// (OverLimit naming the budget: the circuit does not fit 2b yet).
 //
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of stages: the
@@ -20,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "circuit/leg.h"
 #include "circuit/plan.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
@@ -113,6 +120,29 @@ int runPlan(const CircuitPlanOptions& o) {
   return kExitOk;
 }
 
+struct CircuitBuildOptions {
+  std::string out;
+  std::string shape = "compact";
+  int stepLimit = circuit::kLegMaxStepLimit;
+};
+
+// `circuit build`: the model leg's checkpoint (circuit/leg.h). Only `compact` holds it today; any
+// other shape is refused by the plan's own check, naming the budget that does not fit.
+int runBuild(const CircuitBuildOptions& o) {
+  if (o.shape != "compact") {
+    auto plan = circuit::planExecutePipeline(128, /*memory=*/true);
+    if (!plan.ok()) return reportError(plan.error());
+    auto shape = circuit::shapeByName(o.shape, *plan);
+    if (!shape.ok()) return reportError(shape.error());
+    if (Status fits = circuit::checkFits(*plan, *shape); !fits.ok()) return reportError(fits.error());
+    return reportError(makeDiag(ErrorKind::OverLimit,
+                                "shape " + o.shape + ": only compact checkpoints are built so far"));
+  }
+  if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
+  std::printf("wrote %s (the memory pipeline, step limit %d)\n", o.out.c_str(), o.stepLimit);
+  return kExitOk;
+}
+
 }  // namespace
 
 Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
@@ -130,7 +160,16 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
   plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");
   plan->add_option("--heads", o.heads, "Override the shape's heads per layer");
   plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
-  return {app, [] { return runPlan(o); }};
+  static CircuitBuildOptions b;
+  CLI::App* build = app->add_subcommand(
+      "build", "Write the model leg's checkpoint (the memory pipeline) for `run --backend model`");
+  build->add_option("--out", b.out, "Checkpoint directory to write")->required();
+  build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
+      ->capture_default_str();
+  build->add_option("--step-limit", b.stepLimit, "Steps before the model writes LIMIT")
+      ->check(CLI::Range(1, circuit::kLegMaxStepLimit))
+      ->capture_default_str();
+  return {app, [plan] { return plan->parsed() ? runPlan(o) : runBuild(b); }};
 }
 
 }  // namespace qgpu::cli

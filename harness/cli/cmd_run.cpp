@@ -4,7 +4,9 @@
 // docs/reports.md) of its one or two cases, plus `arrays` (and `trace` with --trace): a one-kernel
 // run whose plan's catalog is that kernel alone, readable by every reader of run reports.
 #include <chrono>
+#include <array>
 #include <iostream>
+#include <optional>
 
 #include "common/digest.h"
 #include "common/text.h"
@@ -15,6 +17,10 @@
 #include "harness/cli/util.h"
 #include "harness/report/json_report.h"
 #include "harness/report/provenance.h"
+#ifdef QGPU_HAVE_MODEL
+#include "circuit/leg.h"
+#include "harness/model_leg.h"
+#endif
 
 namespace qgpu::cli {
 
@@ -27,6 +33,11 @@ struct RunCmdOptions {
   bool trace = false;
   bool expandDivision = false;  // --expand-division: the circuit target's program
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
+  // --backend model (harness/model_leg.h)
+  std::string dtype = "fp32";
+  std::string checkpoint;  // empty: build the model into a temporary directory
+  size_t tokenBudget = 20000;
+  bool check = false;
 };
 
 void printArrays(const kernels::KernelSpec& spec, const kernels::LaunchImage& image,
@@ -45,9 +56,16 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   if (!compilers.ok()) return reportError(compilers.error());
   if (compilers->size() != 1)
     return reportError(makeDiag(ErrorKind::Usage, "run takes one compiler (clang or nvcc)"));
-  if (o.backend != "interp" && o.backend != "gpu")
-    return reportError(makeDiag(ErrorKind::Usage, "unknown backend '" + echo(o.backend) +
-                                                      "' (interp or gpu; the model leg is not built yet)"));
+  if (o.backend != "interp" && o.backend != "gpu" && o.backend != "model")
+    return reportError(
+        makeDiag(ErrorKind::Usage, "unknown backend '" + echo(o.backend) + "' (interp, gpu or model)"));
+#ifndef QGPU_HAVE_MODEL
+  if (o.backend == "model")
+    return reportError(makeDiag(ErrorKind::ToolMissing,
+                                "the model backend needs a LibTorch build (QGPU_WITH_TORCH)"));
+#endif
+  if (o.backend != "model" && (o.check || !o.checkpoint.empty()))
+    return reportError(makeDiag(ErrorKind::Usage, "--check and --checkpoint are --backend model's"));
   auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
   if (!spec.ok()) return reportError(spec.error());
 
@@ -79,6 +97,39 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
     g.blockX = interp.result.blockX;
     report.cases.push_back(std::move(g));
   }
+  // The model's final memory, shown instead of the interpreter's when it ran.
+  std::optional<std::array<uint32_t, machine::kGlobalWords>> modelGlobal;
+#ifdef QGPU_HAVE_MODEL
+  if (o.backend == "model") {
+    harness::ModelLegOptions mo;
+    mo.dtype = o.dtype == "bf16" ? model::ComputeDtype::BF16 : model::ComputeDtype::F32;
+    mo.checkpoint = o.checkpoint;
+    mo.tokenBudget = o.tokenBudget;
+    mo.check = o.check;
+    harness::CaseResult m;
+    if (Status executes = circuit::pipelineExecutes(interp.kernel->program); !executes.ok()) {
+      // Refused before any model is built: the program is beyond the compiled circuit.
+      m.kernel = spec->name;
+      m.compiler = o.compiler;
+      m.backend = harness::Backend::Model;
+      m.verdict = caseVerdict(executes.error());
+      m.error = executes.error().kind;
+      m.detail = executes.error().str();
+    } else {
+      auto session = harness::ModelSession::open(mo);
+      if (!session.ok()) return reportError(session.error());
+      std::cerr << "model: " << (*session)->description() << "\n";
+      std::array<uint32_t, machine::kGlobalWords> final{};
+      m = (*session)->compare(*spec, *interp.kernel, &final);
+      if (m.verdict == Verdict::Match || m.verdict == Verdict::Mismatch) modelGlobal = final;
+    }
+    m.programDigest = interp.result.programDigest;
+    m.inputDigest = interp.result.inputDigest;
+    m.gridX = interp.result.gridX;
+    m.blockX = interp.result.blockX;
+    report.cases.push_back(std::move(m));
+  }
+#endif
   for (const harness::CaseResult& c : report.cases)
     report.tallies[{c.backend, c.compiler}].add(c.verdict);
   const harness::CaseResult& shown = report.cases.back();
@@ -120,7 +171,9 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
     std::cout << dumpJson(out) << "\n";
   } else {
     if (o.expandDivision) std::cout << describeExpansion(interp.kernel->division) << "\n";
-    if (interp.run.ok()) {
+    if (modelGlobal) {
+      printArrays(*spec, interp.kernel->image, *modelGlobal);
+    } else if (interp.run.ok() && o.backend != "model") {  // a model that did not run shows none
       printArrays(*spec, interp.kernel->image, interp.run->global);
       if (o.trace) std::cout << trace::pretty(interp.run->trace);
       std::cout << "trace: " << interp.run->trace.size() << " tokens, " << interp.run->blockExecs
@@ -140,7 +193,18 @@ Command addRunCommand(CLI::App& root, const CommonOptions& common) {
   CLI::App* app = root.add_subcommand("run", "Run one kernel on a backend and print its arrays");
   app->add_option("kernel", o.kernel, "Catalog kernel name or .cu file")->required();
   app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
-  app->add_option("--backend,-b", o.backend, "interp or gpu")->capture_default_str();
+  app->add_option("--backend,-b", o.backend, "interp, gpu or model (the compiled Qwen3.5 model)")
+      ->capture_default_str();
+  app->add_option("--dtype", o.dtype, "model backend: fp32 or bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app->add_option("--checkpoint", o.checkpoint,
+                  "model backend: a checkpoint `qgpu circuit build` wrote (default: build one)");
+  app->add_option("--token-budget", o.tokenBudget, "model backend: most tokens to generate")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app->add_flag("--check", o.check,
+                "model backend: compare with the interpreter token for token (first difference)");
   app->add_flag("--trace", o.trace, "Print the token trace with its decoded meaning");
   addExpandDivisionFlag(app, o.expandDivision);
   addMaxStepsOption(app, o.maxSteps);

@@ -44,5 +44,19 @@ expect memory-pipeline 0 'span 3921 \(peak live 3879; one field per value 5862\)
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
+# `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
+# anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
+expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2048' -- \
+  "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
+[ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
+expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
+expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 106
+# `run --backend model`: a kernel with a register multiply is refused before any model is built
+# (inconclusive), naming the op and where it is; --check belongs to the model backend.
+expect run-model-refused 4 "inconclusive \[clang, model\].*does not execute 'mad' \(block B[0-9]+, op [0-9]+\): multiply" -- \
+  "$qgpu" run dot --backend model
+expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
+expect run-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
+  "$qgpu" run popcount --backend model --checkpoint "$tmp"
 
 finish circuit_cli_test

@@ -1,0 +1,162 @@
+// qgpu/circuit/leg.cpp — see leg.h.
+#include "circuit/leg.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "circuit/alu_stage.h"
+
+namespace qgpu::circuit {
+namespace {
+
+using machine::Op;
+namespace fs = std::filesystem;
+constexpr const char* kCircuitFile = "circuit.json";
+
+// Why the memory pipeline does not execute `op`, or null when it does.
+const char* notExecuted(Op op) {
+  switch (op) {
+    case Op::Ld: case Op::St: case Op::StB8: case Op::StB16:
+      return nullptr;
+    default:
+      break;
+  }
+  switch (machine::opInfo(op).cls) {
+    case machine::OpClass::Mem:
+      return "atomic: not in the pipeline yet (docs/circuit.md §9 \"Built: the execute pipeline\")";
+    case machine::OpClass::Local:
+      return "spill slot op: not in the pipeline yet";
+    default:
+      return aluStageExclusion(op);
+  }
+}
+
+// The memory pipeline's config before the plan fixes the hidden size and the MLP width.
+model::Qwen35Config legConfig(int hidden, int units) {
+  constexpr int kKeyHeadDim = 64;
+  model::Qwen35Config c;
+  c.vocabSize = trace::kVocabSize;
+  c.hiddenSize = hidden;
+  c.intermediateSize = units;
+  c.layerTypes.assign(static_cast<size_t>(kExecuteMemoryLayers), model::LayerType::Linear);
+  c.numAttentionHeads = c.numKeyValueHeads = 1;
+  c.headDim = 8;
+  const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, /*memory=*/true);
+  int most = 0;
+  for (size_t l = 0; l < heads.size(); ++l) {
+    most = std::max(most, heads[l]);
+    if (heads[l] == 0) c.layerTypes[l] = model::LayerType::Full;
+  }
+  c.linearNumKeyHeads = c.linearNumValueHeads = most;
+  c.linearKeyHeadDim = kKeyHeadDim;
+  c.linearValueHeadDim = 128;
+  c.linearConvKernelDim = 4;
+  c.tieWordEmbeddings = false;
+  c.maxPositionEmbeddings = 1 << 20;
+  c.dtype = "float32";
+  return c;
+}
+
+}  // namespace
+
+Status pipelineExecutes(const machine::Program& program) {
+  for (size_t b = 0; b < program.blocks.size(); ++b) {
+    const std::vector<machine::Instr>& ops = program.blocks[b].ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const char* why = notExecuted(ops[i].op);
+      if (why == nullptr) continue;
+      return makeDiag(ErrorKind::OverLimit,
+                      "the model leg's circuit does not execute '" +
+                          std::string(machine::opInfo(ops[i].op).mnemonic) + "' (block B" +
+                          std::to_string(b) + ", op " + std::to_string(i) + "): " + why);
+    }
+  }
+  return Ok{};
+}
+
+Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
+  if (stepLimit < 1 || stepLimit > kLegMaxStepLimit)
+    return makeDiag(ErrorKind::Usage, "model leg: step limit " + std::to_string(stepLimit) +
+                                          " (the control stage counts 1.." +
+                                          std::to_string(kLegMaxStepLimit) + ")");
+  constexpr int kScratchUnits = 16384;
+  ExecuteSpec spec;
+  spec.memory = true;
+  spec.stepLimit = stepLimit;
+  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kScratchUnits), spec));
+  // A count-only build on the plan gives the widest layer, the MLP every layer then has.
+  model::Qwen35Config config = legConfig(plan.hidden, kScratchUnits);
+  int units = 0;
+  {
+    CircuitWeights counted(config, WeightStorage::CountOnly);
+    FieldAllocator alloc(plan.hidden, plan.fields);
+    QGPU_TRY(pipe, buildExecuteModel(counted, alloc, spec));
+    for (int u : pipe.units) units = std::max(units, u);
+  }
+  config.intermediateSize = units;
+  LegModel m;
+  m.stepLimit = stepLimit;
+  m.weights = std::make_unique<CircuitWeights>(config, storage);
+  FieldAllocator alloc(plan.hidden, plan.fields);
+  QGPU_TRY(pipe, buildExecuteModel(*m.weights, alloc, spec));
+  m.pipeline = std::move(pipe);
+  return m;
+}
+
+Status writeLegCheckpoint(const std::string& dir, int stepLimit) {
+  QGPU_TRY(m, buildLegModel(stepLimit));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return makeDiag(ErrorKind::Io, dir + ": " + ec.message());
+  QGPU_CHECK(m.weights->write(dir));
+  nlohmann::json j = {{"pipeline", "memory"},
+                      {"stepLimit", stepLimit},
+                      {"hidden", m.weights->config().hiddenSize},
+                      {"layers", m.weights->config().layerTypes.size()},
+                      {"mlpUnits", m.weights->config().intermediateSize}};
+  std::ofstream out(fs::path(dir) / kCircuitFile);
+  out << j.dump(2) << "\n";
+  if (!out) return makeDiag(ErrorKind::Io, dir + "/" + kCircuitFile + ": cannot write");
+  return Ok{};
+}
+
+Expected<int> readLegStepLimit(const std::string& dir) {
+  const fs::path path = fs::path(dir) / kCircuitFile;
+  std::ifstream in(path);
+  if (!in)
+    return makeDiag(ErrorKind::Checkpoint,
+                    path.string() + ": missing (not a checkpoint `qgpu circuit build` wrote)");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const bool valid = j.is_object() && j.contains("pipeline") && j["pipeline"].is_string() &&
+                     j["pipeline"].get<std::string>() == "memory" && j.contains("stepLimit") &&
+                     j["stepLimit"].is_number_integer();
+  if (!valid)
+    return makeDiag(ErrorKind::Checkpoint,
+                    path.string() + ": expected {\"pipeline\": \"memory\", \"stepLimit\": N}");
+  const int limit = j["stepLimit"].get<int>();
+  if (limit < 1 || limit > kLegMaxStepLimit)
+    return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " + std::to_string(limit) +
+                                               " outside 1.." +
+                                               std::to_string(kLegMaxStepLimit));
+  return limit;
+}
+
+std::array<uint32_t, machine::kGlobalWords> finalGlobal(
+    const std::array<uint32_t, machine::kGlobalWords>& initial,
+    std::span<const trace::TraceEvent> run) {
+  std::array<uint32_t, machine::kGlobalWords> global = initial;
+  for (const trace::TraceEvent& e : run) {
+    const auto* write = std::get_if<trace::MemWrite>(&e);
+    if (write == nullptr || write->space != machine::Space::Global) continue;
+    for (const trace::WordValue& a : write->accesses)
+      if (a.word < global.size()) global[a.word] = a.value;
+  }
+  return global;
+}
+
+}  // namespace qgpu::circuit

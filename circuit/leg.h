@@ -1,0 +1,65 @@
+// qgpu/circuit/leg.h — what the model leg needs from the circuit compiler, torch-free: which
+// programs the compiled pipeline executes, the model that executes them (weights and config),
+// and the final memory a generated trace describes. The leg itself (prompt in, tokens out
+// through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
+//
+//   pipelineExecutes  the memory pipeline (circuit/pipeline.h, ExecuteSpec::memory) executes an
+//                     op iff the ALU stage computes it (aluStageExclusion is null) or it is a
+//                     load or a store (ld, st, st.b8, st.b16, global or shared); every block
+//                     terminator. The first op outside that set is refused: OverLimit naming the
+//                     block, the op's index and its mnemonic and why (mul, mad and mulhi: no
+//                     multiplier in the pipeline yet; atomics, spills, warp ops, divisions).
+//   buildLegModel     the memory pipeline on its layout by liveness (planExecuteLayout), with the
+//                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
+//                     layer's units, linear heads = the most any layer holds (key head dim 64:
+//                     docs/circuit.md §8, fp32 head reads are ulps off at 128), a layer without
+//                     heads a full-attention layer with zero weights (it adds exactly 0), the
+//                     vocabulary = the trace's (no probes). The control stage writes LIMIT after
+//                     `stepLimit` steps (≤ 105, ControlSpec::stepLimit): a run of more steps ends
+//                     in LIMIT, as the interpreter's with maxSteps = stepLimit does.
+//   finalGlobal       the launch's global memory with every global MemWrite of the decoded run
+//                     applied in order (a word's value after the access is what the record
+//                     carries, trace.h WordValue); shared memory is per CTA and not returned.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "circuit/pipeline.h"
+#include "circuit/weights.h"
+#include "common/diag.h"
+#include "oracle/machine.h"
+#include "oracle/trace.h"
+
+namespace qgpu::circuit {
+
+// The largest step limit the control stage counts to (counter.h thresholdRange).
+inline constexpr int kLegMaxStepLimit = 105;
+
+Status pipelineExecutes(const machine::Program& program);
+
+struct LegModel {
+  std::unique_ptr<CircuitWeights> weights;
+  ExecutePipeline pipeline;
+  int stepLimit = 0;
+};
+
+// `storage` CountOnly gives the shapes without arrays (what `qgpu circuit build` would write).
+Expected<LegModel> buildLegModel(int stepLimit = kLegMaxStepLimit,
+                                 WeightStorage storage = WeightStorage::Dense);
+
+// Builds that model and writes it to `dir` (created if missing): config.json and
+// model.safetensors (CircuitWeights::write), and circuit.json {"pipeline": "memory",
+// "stepLimit": N, …}, which readLegStepLimit reads back (Checkpoint error when it is missing or
+// malformed: a directory that is not a leg checkpoint).
+Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegMaxStepLimit);
+Expected<int> readLegStepLimit(const std::string& dir);
+
+std::array<uint32_t, machine::kGlobalWords> finalGlobal(
+    const std::array<uint32_t, machine::kGlobalWords>& initial,
+    std::span<const trace::TraceEvent> run);
+
+}  // namespace qgpu::circuit

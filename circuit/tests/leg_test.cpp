@@ -1,0 +1,137 @@
+// The model leg's torch-free side (circuit/leg.h): which programs the pipeline executes and the
+// refusal's location, the model's config, the checkpoint sidecar, the final memory of a run.
+#include "circuit/leg.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace qgpu::circuit {
+namespace {
+
+using machine::Op;
+using machine::Operand;
+
+machine::Instr alu(Op op, uint8_t dst, Operand a, Operand b = {}) {
+  machine::Instr in;
+  in.op = op;
+  in.dst = dst;
+  in.src = {a, b, {}};
+  return in;
+}
+
+machine::Program twoBlocks(const machine::Instr& second) {
+  machine::Program p;
+  machine::Block b0;
+  b0.ops = {alu(Op::Shl, 1, Operand::s(machine::Special::TidX), Operand::i(2))};
+  b0.term.kind = machine::TermKind::Jump;
+  b0.term.next = 1;
+  machine::Block b1;
+  machine::Instr ld;
+  ld.op = Op::Ld;
+  ld.dst = 2;
+  ld.src = {Operand::r(1), {}, {}};
+  b1.ops = {ld, second};
+  p.blocks = {b0, b1};
+  return p;
+}
+
+TEST(Leg, ExecutesAluLoadsAndStores) {
+  machine::Instr st;
+  st.op = Op::StB8;
+  st.space = machine::Space::Shared;
+  st.src = {Operand::r(1), Operand::r(2), {}};
+  EXPECT_TRUE(pipelineExecutes(twoBlocks(st)).ok());
+  EXPECT_TRUE(pipelineExecutes(twoBlocks(alu(Op::Prmt, 3, Operand::r(2), Operand::i(7)))).ok());
+}
+
+TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
+  struct Case {
+    Op op;
+    const char* mnemonic;
+    const char* why;
+  };
+  for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
+                        Case{Op::Mad, "mad", "multiply"}, Case{Op::AtomAdd, "atom.add", "atomic"},
+                        Case{Op::LdLocal, "ldl", "spill"}, Case{Op::ShflIdx, "shfl.idx", "warp op"},
+                        Case{Op::DivU, "div.u", "division"}}) {
+    machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
+    Status s = pipelineExecutes(twoBlocks(in));
+    ASSERT_FALSE(s.ok()) << c.mnemonic;
+    EXPECT_EQ(s.error().kind, ErrorKind::OverLimit);
+    const std::string& m = s.error().message;
+    EXPECT_NE(m.find(std::string("'") + machine::opInfo(c.op).mnemonic + "' (block B1, op 1)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find(c.why), std::string::npos) << m;
+  }
+}
+
+TEST(Leg, FinalGlobalAppliesTheRunsGlobalWritesInOrder) {
+  std::array<uint32_t, machine::kGlobalWords> initial{};
+  initial[3] = 7;
+  initial[9] = 1;
+  trace::MemWrite g1{machine::Space::Global, 0b0011, {{3, 10}, {4, 11}}};
+  trace::MemWrite sh{machine::Space::Shared, 0b0001, {{9, 99}}};  // shared: not global memory
+  trace::MemWrite g2{machine::Space::Global, 0b0001, {{3, 12}}};  // a later write of word 3 wins
+  const std::vector<trace::TraceEvent> run = {trace::Exec{0, 0, 15}, g1, sh, g2, trace::Finished{}};
+  const auto final = finalGlobal(initial, run);
+  EXPECT_EQ(final[3], 12u);
+  EXPECT_EQ(final[4], 11u);
+  EXPECT_EQ(final[9], 1u);
+  for (int w = 0; w < machine::kGlobalWords; ++w) {
+    if (w == 3 || w == 4) continue;
+    EXPECT_EQ(final[static_cast<size_t>(w)], initial[static_cast<size_t>(w)]) << w;
+  }
+}
+
+TEST(Leg, ModelShapesAndStepLimits) {
+  auto m = buildLegModel(kLegMaxStepLimit, WeightStorage::CountOnly);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const model::Qwen35Config& c = m->weights->config();
+  EXPECT_EQ(c.vocabSize, trace::kVocabSize);
+  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteMemoryLayers);
+  EXPECT_EQ(c.linearKeyHeadDim, 64);
+  int widest = 0;
+  for (int u : m->pipeline.units) widest = std::max(widest, u);
+  EXPECT_EQ(c.intermediateSize, widest);
+  const std::vector<int> heads = executePipelineHeads(64, true);
+  for (size_t l = 0; l < heads.size(); ++l)
+    EXPECT_EQ(c.layerTypes[l] == model::LayerType::Full, heads[l] == 0) << "layer " << l;
+  for (int bad : {0, -1, kLegMaxStepLimit + 1}) {
+    auto refused = buildLegModel(bad, WeightStorage::CountOnly);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
+  }
+}
+
+TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("qgpu_leg_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto expectCheckpointError = [&](const std::string& what) {
+    auto r = readLegStepLimit(dir.string());
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint) << what;
+    EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
+  };
+  expectCheckpointError("missing");
+  for (const char* text : {"not json", "{}", "{\"pipeline\": \"memory\"}",
+                           "{\"pipeline\": \"alu\", \"stepLimit\": 5}",
+                           "{\"pipeline\": \"memory\", \"stepLimit\": 0}",
+                           "{\"pipeline\": \"memory\", \"stepLimit\": 106}",
+                           "{\"pipeline\": \"memory\", \"stepLimit\": \"64\"}", "[1, 2]"}) {
+    std::ofstream(dir / "circuit.json") << text;
+    expectCheckpointError(text);
+  }
+  std::ofstream(dir / "circuit.json") << "{\"pipeline\": \"memory\", \"stepLimit\": 64}";
+  auto ok = readLegStepLimit(dir.string());
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*ok, 64);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace qgpu::circuit

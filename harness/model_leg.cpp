@@ -1,0 +1,192 @@
+// qgpu/harness/model_leg.cpp — see model_leg.h.
+#include "harness/model_leg.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+
+#include "circuit/leg.h"
+#include "common/digest.h"
+#include "host/cuda/compile.h"
+#include "oracle/interpreter.h"
+
+namespace qgpu::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using trace::Family;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Where two token sequences first differ, described by the interpreter's side: the step (EX
+// tokens before it) and the record in progress.
+std::string firstDifference(const std::vector<trace::Token>& want,
+                            const std::vector<trace::Token>& got, size_t prompt) {
+  size_t i = 0;
+  while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+  if (i == want.size() && i == got.size()) return "";
+  int steps = 0;
+  std::string record = "none";
+  for (size_t k = 0; k < i && k < want.size(); ++k) {
+    const Family f = trace::familyOf(want[k]);
+    if (f == Family::Ex) ++steps;
+    if (f != Family::C && f != Family::T) record = trace::tokenName(want[k]);
+  }
+  auto name = [](const std::vector<trace::Token>& t, size_t k) {
+    return k < t.size() ? trace::tokenName(t[k]) : std::string("(end)");
+  };
+  return "token " + std::to_string(prompt + i) + " (run token " + std::to_string(i) +
+         ", step " + std::to_string(steps) + ", after " + record + "): interpreter " +
+         name(want, i) + ", model " + name(got, i);
+}
+
+}  // namespace
+
+const char* legStopName(LegStop s) {
+  switch (s) {
+    case LegStop::End: return "END";
+    case LegStop::Fault: return "FAULT";
+    case LegStop::Limit: return "LIMIT";
+    case LegStop::Budget: return "token budget";
+  }
+  return "?";
+}
+
+Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
+                        const machine::Launch& launch, size_t tokenBudget) {
+  QGPU_CHECK(machine::verify(program, launch));
+  QGPU_CHECK(circuit::pipelineExecutes(program));
+  if (decoder.config().vocabSize != trace::kVocabSize)
+    return makeDiag(ErrorKind::Checkpoint,
+                    "model leg: the checkpoint's vocabulary has " +
+                        std::to_string(decoder.config().vocabSize) + " rows, the trace " +
+                        std::to_string(trace::kVocabSize));
+  LegRun r;
+  r.prompt = trace::encodePrompt(program, launch);
+  decoder.reset();
+  const std::vector<int64_t> ids(r.prompt.begin(), r.prompt.end());
+  Clock::time_point t0 = Clock::now();
+  QGPU_TRY(first, decoder.forward(ids));
+  r.prefillSeconds = since(t0);
+  t0 = Clock::now();
+  model::Logits logits = std::move(first);
+  while (r.run.size() < tokenBudget) {
+    const int64_t next = logits.argmax(0);
+    r.run.push_back(static_cast<trace::Token>(next));
+    const Family f = trace::familyOf(r.run.back());
+    if (f == Family::End || f == Family::FaultTok || f == Family::Limit) {
+      r.stop = f == Family::End ? LegStop::End : f == Family::FaultTok ? LegStop::Fault : LegStop::Limit;
+      break;
+    }
+    QGPU_TRY(more, decoder.forward(std::span<const int64_t>(&next, 1)));
+    logits = std::move(more);
+  }
+  r.decodeSeconds = since(t0);
+  r.global = launch.global;
+  if (r.stop == LegStop::Budget) return r;
+  QGPU_TRY(events, trace::decodeRun(r.run, r.prompt.size()));
+  r.global = circuit::finalGlobal(launch.global, events);
+  return r;
+}
+
+Expected<std::unique_ptr<ModelSession>> ModelSession::open(const ModelLegOptions& options) {
+  std::unique_ptr<ModelSession> s(new ModelSession());
+  s->options_ = options;
+  if (options.checkpoint.empty()) {
+    s->tempDir_ = (fs::temp_directory_path() / ("qgpu_leg_" + std::to_string(::getpid()))).string();
+    s->dir_ = s->tempDir_;
+    QGPU_CHECK(circuit::writeLegCheckpoint(s->dir_, circuit::kLegMaxStepLimit));
+  } else {
+    s->dir_ = options.checkpoint;
+  }
+  QGPU_TRY(limit, circuit::readLegStepLimit(s->dir_));
+  s->stepLimit_ = limit;
+  QGPU_TRY(dec, model::Decoder::load(s->dir_, {options.dtype, "cpu"}));
+  s->decoder_ = std::move(dec);
+  return s;
+}
+
+ModelSession::~ModelSession() {
+  if (tempDir_.empty()) return;
+  std::error_code ignored;  // best effort: the directory may be gone already
+  fs::remove_all(tempDir_, ignored);
+}
+
+std::string ModelSession::description() const {
+  const model::Qwen35Config& c = decoder_->config();
+  std::ostringstream os;
+  os << "the memory pipeline, " << c.layerTypes.size() << " layers, hidden " << c.hiddenSize
+     << ", MLP " << c.intermediateSize << ", " << model::computeDtypeName(options_.dtype)
+     << ", step limit " << stepLimit_ << (tempDir_.empty() ? ", from " + dir_ : ", built");
+  return os.str();
+}
+
+CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKernel& kernel,
+                                 std::array<uint32_t, machine::kGlobalWords>* final) {
+  const Clock::time_point started = Clock::now();
+  CaseResult r;
+  r.kernel = spec.name;
+  r.compiler = host::compilerName(kernel.compiler);
+  r.backend = Backend::Model;
+  r.ptxDigest = kernel.ptxDigest;
+  r.machineBlocks = static_cast<int>(kernel.program.blocks.size());
+  r.spillSlots = kernel.stats.spillSlots;
+  auto finish = [&](Verdict v, std::string detail, std::optional<ErrorKind> error = {}) {
+    r.verdict = v;
+    r.detail = std::move(detail);
+    r.error = error;
+    r.wallSeconds = since(started);
+    return r;
+  };
+  const machine::Launch launch = kernel.image.toMachineLaunch();
+  auto leg = runLeg(*decoder_, kernel.program, launch, options_.tokenBudget);
+  if (!leg.ok()) {
+    const Diag& d = leg.error();
+    // A run the model wrote that is no trace is the model's failure, not the input's.
+    const Verdict v = d.kind == ErrorKind::TraceInvalid ? Verdict::Mismatch : caseVerdict(d);
+    return finish(v, d.str(), d.kind);
+  }
+  r.traceDigest = digestString(trace::digest(leg->run));
+  r.traceTokens = leg->run.size();
+  if (final != nullptr) *final = leg->global;
+  std::string check;
+  if (options_.check) {
+    oracle::RunOptions o;
+    o.maxSteps = static_cast<uint64_t>(stepLimit_);
+    auto interp = oracle::run(kernel.program, launch, o);
+    if (!interp.ok()) return finish(Verdict::HarnessError, interp.error().str(), interp.error().kind);
+    const std::string diff = firstDifference(interp->trace, leg->run, leg->prompt.size());
+    if (!diff.empty()) return finish(Verdict::Mismatch, "--check: " + diff);
+    check = "; --check: " + std::to_string(leg->run.size()) + " run tokens, 0 differ";
+  }
+  switch (leg->stop) {
+    case LegStop::Budget:
+      return finish(Verdict::Inconclusive,
+                    "no END after " + std::to_string(leg->run.size()) + " tokens (token budget)" + check);
+    case LegStop::Limit:
+      return finish(Verdict::Inconclusive,
+                    "LIMIT: the model's step limit " + std::to_string(stepLimit_) + check,
+                    ErrorKind::StepLimit);
+    case LegStop::Fault:
+      return finish(Verdict::Mismatch, "the model wrote FAULT" + check, ErrorKind::MachineFault);
+    case LegStop::End:
+      break;
+  }
+  auto differences = kernels::checkOutputs(spec, kernel.image, leg->global);
+  if (!differences.ok()) return finish(Verdict::HarnessError, differences.error().str(), differences.error().kind);
+  for (std::string& d : writesOutsideArrays(kernel.image, kernel.image.global, leg->global))
+    differences->push_back(std::move(d));
+  if (!differences->empty()) {
+    std::string detail = differences->front();
+    if (differences->size() > 1) detail += " (and " + std::to_string(differences->size() - 1) + " more)";
+    return finish(Verdict::Mismatch, detail + check);
+  }
+  return finish(Verdict::Match, std::to_string(leg->run.size()) + " tokens generated" + check);
+}
+
+}  // namespace qgpu::harness

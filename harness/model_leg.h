@@ -1,0 +1,81 @@
+// qgpu/harness/model_leg.h — the model leg (docs/circuit.md §9 "The leg"): a kernel's lowered
+// program run token by token in the compiled Qwen3.5 model, through model/'s decoder like any
+// checkpoint, and its final memory compared with the kernel file's expected outputs.
+//
+//   runLeg       the prompt (trace::encodePrompt of the program and launch) prefilled, then one
+//                greedy token per forward until END, FAULT or LIMIT, or `tokenBudget` tokens.
+//                The run's tokens are decoded (trace::decodeRun: a malformed run is a
+//                TraceInvalid error naming the token) into the final global memory
+//                (circuit::finalGlobal). It never calls the interpreter: every token is the
+//                model's argmax.
+//   ModelSession the model: loaded from a checkpoint directory `qgpu circuit build` wrote
+//                (config.json, model.safetensors and circuit.json, the build's step limit), or
+//                built into a temporary directory (removed when the session ends).
+//   compare      the Backend::Model case of a built kernel: refused before running when the
+//                pipeline does not execute one of its ops (circuit::pipelineExecutes: an
+//                OverLimit error, verdict inconclusive); otherwise the leg's final memory against
+//                the expected outputs (kernels::checkOutputs, writesOutsideArrays), a FAULT or
+//                LIMIT as the interpreter's would be (mismatch, inconclusive). With `check`, the
+//                interpreter runs beside it at the model's step limit, and the first token that
+//                differs decides: its position, both tokens and the interpreter's decoded event
+//                there.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/diag.h"
+#include "harness/pipeline.h"
+#include "harness/verdict.h"
+#include "kernels/catalog.h"
+#include "model/decoder.h"
+#include "oracle/machine.h"
+#include "oracle/trace.h"
+
+namespace qgpu::harness {
+
+enum class LegStop : uint8_t { End, Fault, Limit, Budget };
+const char* legStopName(LegStop s);
+
+struct LegRun {
+  std::vector<trace::Token> prompt, run;  // run: the generated tokens
+  LegStop stop = LegStop::Budget;
+  std::array<uint32_t, machine::kGlobalWords> global{};  // the final global memory
+  double prefillSeconds = 0, decodeSeconds = 0;
+};
+
+Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
+                        const machine::Launch& launch, size_t tokenBudget);
+
+struct ModelLegOptions {
+  model::ComputeDtype dtype = model::ComputeDtype::F32;
+  std::string checkpoint;     // empty: build the model into a temporary directory
+  size_t tokenBudget = 20000;
+  bool check = false;         // --check: token for token against the interpreter
+};
+
+class ModelSession {
+ public:
+  static Expected<std::unique_ptr<ModelSession>> open(const ModelLegOptions& options);
+  ~ModelSession();
+  ModelSession(const ModelSession&) = delete;
+  ModelSession& operator=(const ModelSession&) = delete;
+
+  int stepLimit() const { return stepLimit_; }
+  std::string description() const;
+  // The case of a built kernel; `final` receives the model's final memory when it ran.
+  CaseResult compare(const kernels::KernelSpec& spec, const BuiltKernel& kernel,
+                     std::array<uint32_t, machine::kGlobalWords>* final = nullptr);
+
+ private:
+  ModelSession() = default;
+  ModelLegOptions options_;
+  std::string dir_, tempDir_;
+  int stepLimit_ = 0;
+  std::unique_ptr<model::Decoder> decoder_;
+};
+
+}  // namespace qgpu::harness
