@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "circuit/alu_stage.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -39,13 +40,7 @@ const char* notExecuted(Op op) {
 // The memory pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {
   constexpr int kKeyHeadDim = 64;
-  model::Qwen35Config c;
-  c.vocabSize = trace::kVocabSize;
-  c.hiddenSize = hidden;
-  c.intermediateSize = units;
-  c.layerTypes.assign(static_cast<size_t>(kExecuteMemoryLayers), model::LayerType::Linear);
-  c.numAttentionHeads = c.numKeyValueHeads = 1;
-  c.headDim = 8;
+  model::Qwen35Config c = linearConfig(hidden, kExecuteMemoryLayers, units, trace::kVocabSize);
   const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, /*memory=*/true);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
@@ -54,11 +49,6 @@ model::Qwen35Config legConfig(int hidden, int units) {
   }
   c.linearNumKeyHeads = c.linearNumValueHeads = most;
   c.linearKeyHeadDim = kKeyHeadDim;
-  c.linearValueHeadDim = 128;
-  c.linearConvKernelDim = 4;
-  c.tieWordEmbeddings = false;
-  c.maxPositionEmbeddings = 1 << 20;
-  c.dtype = "float32";
   return c;
 }
 

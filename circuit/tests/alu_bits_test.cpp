@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "circuit/alu_bits.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 struct Fixture {
-  CircuitWeights w{testing::linearConfig(256, 2, 4096, 16)};
+  CircuitWeights w{linearConfig(256, 2, 4096, 16)};
   FieldAllocator alloc{256};
   Field ballast = alloc.take("ballast", 4).value();
   Field a = alloc.take("a", 32).value(), b = alloc.take("b", 32).value();
@@ -52,7 +52,7 @@ TEST(AluBitsGadgets, UnitCountsPerGadget) {
 }
 
 TEST(AluBitsGadgets, LaneSharedShifterCostsAPrepAndAWindow) {
-  CircuitWeights w(testing::linearConfig(384, 2, 2048, 16));
+  CircuitWeights w(linearConfig(384, 2, 2048, 16));
   FieldAllocator al(384);
   const Field ballast = al.take("ballast", 4).value(), op = al.take("op", 5).value();
   const Field a = al.take("a", 32).value(), b = al.take("b", 32).value();
@@ -81,7 +81,7 @@ TEST(AluBitsGadgets, LaneSharedShifterCostsAPrepAndAWindow) {
 // ShiftPrepSpec::bfe (the ALU stage's bfe sh): a fifth detector group over b's low 8 bits, 32
 // detectors + the "pos ≥ 32" pair; a bfe op sets s = min(pos, 32) with W = {0, a}.
 TEST(AluBitsGadgets, ShiftPrepServesBfeForThirtyFourUnits) {
-  CircuitWeights w(testing::linearConfig(384, 1, 2048, 16));
+  CircuitWeights w(linearConfig(384, 1, 2048, 16));
   FieldAllocator al(384);
   const Field ballast = al.take("ballast", 4).value(), op = al.take("op", 5).value();
   const Field bfe = al.take("bfe", 2).value();
@@ -140,7 +140,7 @@ TEST(AluBitsGadgets, BfeCostsPerLevel) {
 }
 
 TEST(AluBitsGadgets, AbsIsTheAdderThenASignMux) {
-  CircuitWeights w(testing::linearConfig(256, 3, 1024, 16));
+  CircuitWeights w(linearConfig(256, 3, 1024, 16));
   Fixture f;
   UnitWriter l1(w, 0), l2(w, 1), l3(w, 2);
   const Field bus{"bus", f.bus.offset, adderBusDims(32)};
@@ -256,7 +256,7 @@ TEST(AluBitsGadgets, RefusesAGainBelowRuleR2AndAFullLayer) {
   auto r = buildPopc(u, {f.a, f.out, Prior::Zero}, low);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::OverLimit);
-  CircuitWeights small(testing::linearConfig(256, 1, 1000, 16));
+  CircuitWeights small(linearConfig(256, 1, 1000, 16));
   UnitWriter full(small, 0);
   auto shift = buildShift(full, *shiftSpecFor(machine::Op::Shl, f.a, f.b, f.c, f.out, Prior::Zero),
                           f.ctx);

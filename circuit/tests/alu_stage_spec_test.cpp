@@ -11,7 +11,7 @@
 
 #include "circuit/alu_stage.h"
 #include "circuit/alu_bits.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "oracle/machine.h"
 
 namespace qgpu::circuit {
@@ -71,7 +71,7 @@ TEST(AluStageOps, TheOpcodeFieldIsTheHeadWordsSevenBits) {
 
 struct Fixture {
   // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 2,913 dims; S2, the largest, 4,944 units.
-  explicit Fixture(int hidden = 2944, int units = 4944) : w(testing::linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
+  explicit Fixture(int hidden = 2944, int units = 4944) : w(linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
   CircuitWeights w;
   FieldAllocator alloc;
   Field ballast = alloc.take("ballast", 4).value();
@@ -232,7 +232,7 @@ TEST(AluStageSpecs, RefusesWhatDoesNotFit) {
   const AluLayer lowLayers[] = {{&u0, low}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
   EXPECT_EQ(kind(lowLayers, s), kOver);
   // A layer without room: S0 of one lane needs 85 + 1,066 units.
-  CircuitWeights small{testing::linearConfig(1024, kAluStageLayers, 1000, 16)};
+  CircuitWeights small{linearConfig(1024, kAluStageLayers, 1000, 16)};
   UnitWriter v0(small, 0), v1(small, 1), v2(small, 2), v3(small, 3);
   const AluLayer tight[] = {{&v0, f.ctx}, {&v1, f.ctx}, {&v2, f.ctx}, {&v3, f.ctx}};
   EXPECT_EQ(kind(tight, s), kUsage);

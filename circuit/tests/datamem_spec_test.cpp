@@ -7,7 +7,7 @@
 
 #include "circuit/datamem.h"
 #include "circuit/predfile.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -16,7 +16,7 @@ namespace {
 constexpr int kHidden = 512;
 
 model::Qwen35Config config(int heads, int keyHeadDim, int layers) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, layers, 512, trace::kVocabSize);
+  model::Qwen35Config c = linearConfig(kHidden, layers, 512, trace::kVocabSize);
   c.linearNumKeyHeads = c.linearNumValueHeads = heads;
   c.linearKeyHeadDim = keyHeadDim;
   return c;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "circuit/frontend.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/tokens.h"
 
 namespace qgpu::circuit {
@@ -13,7 +13,7 @@ namespace {
 constexpr int kHidden = 1088;  // the front end takes 1,054 dims
 
 model::Qwen35Config config(int layers, int heads, int keyHeadDim) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, layers, 1024, 512);
+  model::Qwen35Config c = linearConfig(kHidden, layers, 1024, 512);
   c.linearNumKeyHeads = c.linearNumValueHeads = heads;
   c.linearKeyHeadDim = keyHeadDim;
   return c;

@@ -29,7 +29,7 @@
 #include <system_error>
 #include <vector>
 
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/weights.h"
 #include "model/decoder.h"
 
@@ -49,7 +49,7 @@ inline int inputs(int perCommit, int full) { return fullInputs() ? full : perCom
 // All layers linear_attention, one 128/128 DeltaNet head (zero unless a gadget writes it), an MLP
 // of `units`, an untied lm_head.
 inline model::Qwen35Config config(int hidden, int layers, int units, int64_t vocab) {
-  return testing::linearConfig(hidden, layers, units, vocab);
+  return linearConfig(hidden, layers, units, vocab);
 }
 
 // The checkpoint directories this test process wrote; removed when the process exits (a gadget

@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "circuit/logic.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer(int units) {
-  model::Qwen35Config c = testing::linearConfig(256, 2, units, 16);
+  model::Qwen35Config c = linearConfig(256, 2, units, 16);
   c.tieWordEmbeddings = true;
   return c;
 }

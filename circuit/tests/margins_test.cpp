@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "circuit/margins.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -19,7 +19,7 @@ model::Activation tap(const char* name, int layer, int64_t rows, int64_t cols, s
 }
 
 CircuitWeights weights() {
-  CircuitWeights w(testing::linearConfig(8, 2, 4, 4));
+  CircuitWeights w(linearConfig(8, 2, 4, 4));
   EXPECT_TRUE(w.set(w.layerTensor(0, "mlp.gate_proj.weight"), 1, 2, 0.5f).ok());
   EXPECT_TRUE(w.set(w.layerTensor(0, "mlp.gate_proj.weight"), 3, 7, -1.0f).ok());
   return w;

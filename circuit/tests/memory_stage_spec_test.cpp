@@ -9,7 +9,7 @@
 #include <array>
 
 #include "circuit/memory_stage.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/tokens.h"
 #include "oracle/machine.h"
 #include "oracle/trace.h"
@@ -26,7 +26,7 @@ struct Built {
 
 Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, int headWidth = 32,
             const std::function<void(MemoryStageSpec&, FieldAllocator&)>& host = {}) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, layers, 8192, trace::kVocabSize);
+  model::Qwen35Config c = linearConfig(kHidden, layers, 8192, trace::kVocabSize);
   c.linearNumKeyHeads = c.linearNumValueHeads = 32;
   c.linearKeyHeadDim = keyHeadDim;
   CircuitWeights w(c, WeightStorage::CountOnly);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "circuit/multiply.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -50,7 +50,7 @@ struct Rig {
       stages.push_back({&u, MlpContext{ballast, 1.0, 128, kUnit, false}});
   }
   model::Qwen35Config config(int h, int units) const {
-    model::Qwen35Config c = testing::linearConfig(h, multiplyLayers(op), units, 16);
+    model::Qwen35Config c = linearConfig(h, multiplyLayers(op), units, 16);
     c.tieWordEmbeddings = true;
     return c;
   }

@@ -5,7 +5,7 @@
 
 #include "circuit/frontend.h"
 #include "circuit/operands.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/tokens.h"
 
 namespace qgpu::circuit {
@@ -14,7 +14,7 @@ namespace {
 constexpr int kHidden = 1152;  // the front end and the select take 1,094 dims
 
 model::Qwen35Config config(int heads, int keyHeadDim) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, 5, 1024, 512);
+  model::Qwen35Config c = linearConfig(kHidden, 5, 1024, 512);
   c.linearNumKeyHeads = c.linearNumValueHeads = heads;
   c.linearKeyHeadDim = keyHeadDim;
   return c;

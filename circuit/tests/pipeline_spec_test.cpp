@@ -9,7 +9,7 @@
 
 #include "circuit/layout.h"
 #include "circuit/pipeline.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -25,7 +25,7 @@ namespace {
 constexpr int kHidden = 3855 + 391;
 
 model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden, int units = 5000) {
-  model::Qwen35Config c = testing::linearConfig(hidden, layers, units, 1024);
+  model::Qwen35Config c = linearConfig(hidden, layers, units, 1024);
   c.linearNumKeyHeads = c.linearNumValueHeads = 51;  // E+3 (see below)
   c.linearKeyHeadDim = 64;
   return c;

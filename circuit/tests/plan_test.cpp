@@ -8,13 +8,13 @@
 #include "circuit/frontend.h"
 #include "circuit/pipeline.h"
 #include "circuit/plan.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 TEST(CountOnlyWeights, KeepShapesAndIndexChecksButNoArrays) {
-  CircuitWeights w(testing::linearConfig(64, 1, 8, 16), WeightStorage::CountOnly);
+  CircuitWeights w(linearConfig(64, 1, 8, 16), WeightStorage::CountOnly);
   const std::string gate = w.layerTensor(0, "mlp.gate_proj.weight");
   EXPECT_TRUE(w.set(gate, 7, 63, 2.0f).ok());
   EXPECT_EQ(w.get(gate, 7, 63).value(), 0.0f);  // discarded

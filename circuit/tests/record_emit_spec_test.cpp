@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "circuit/record_emit.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -14,7 +14,7 @@ namespace {
 constexpr int kHidden = 640;
 
 model::Qwen35Config config(int heads = 11, int layers = 4, int hidden = kHidden) {
-  model::Qwen35Config c = testing::linearConfig(hidden, layers, 2560, trace::kVocabSize + 8);
+  model::Qwen35Config c = linearConfig(hidden, layers, 2560, trace::kVocabSize + 8);
   c.linearNumKeyHeads = c.linearNumValueHeads = heads;
   c.linearKeyHeadDim = 64;
   return c;

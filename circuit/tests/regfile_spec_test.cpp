@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "circuit/regfile.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -16,7 +16,7 @@ constexpr int kHidden = 576;
 constexpr float kUnit = 16;
 
 model::Qwen35Config config(int heads = 12, int keyHeadDim = 64, int layers = 4) {
-  model::Qwen35Config c = testing::linearConfig(kHidden, layers, 512, trace::kVocabSize);
+  model::Qwen35Config c = linearConfig(kHidden, layers, 512, trace::kVocabSize);
   c.linearNumKeyHeads = c.linearNumValueHeads = heads;
   c.linearKeyHeadDim = keyHeadDim;
   return c;
@@ -172,7 +172,7 @@ TEST(RegisterFile, RefusesWhatDoesNotFit) {
 }
 
 TEST(MemoryReadout, PadInvertedReadsOnlyTheOneRailAtTwiceTheUnit) {
-  CircuitWeights w(testing::linearConfig(64, 1, 8, 4));
+  CircuitWeights w(linearConfig(64, 1, 8, 4));
   MemorySpec s;
   s.ballast = {"ballast", 0, 1};
   s.writeEnable = {"we", 1, 1};
@@ -189,7 +189,7 @@ TEST(MemoryReadout, PadInvertedReadsOnlyTheOneRailAtTwiceTheUnit) {
   EXPECT_EQ(at(w, out, 9, 2), -0.0625f);
   EXPECT_EQ(at(w, out, 9, 3), 0.0f);
   s.readout = MemoryReadout::Signed;  // the default: ±1/32 on both rails
-  CircuitWeights w2(testing::linearConfig(64, 1, 8, 4));
+  CircuitWeights w2(linearConfig(64, 1, 8, 4));
   ASSERT_TRUE(buildMemory(w2, s).ok());
   EXPECT_EQ(at(w2, out, 8, 0), 0.03125f);
   EXPECT_EQ(at(w2, out, 8, 1), -0.03125f);

@@ -9,7 +9,7 @@
 
 #include "circuit/record_emit.h"
 #include "circuit/result_stage.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/tokens.h"
 #include "common/diag.h"
 #include "oracle/trace.h"
@@ -22,7 +22,7 @@ inline constexpr int kUnits = 2560;
 inline constexpr int kLayers = kResultStageLayers + kRecordLayers;
 
 inline model::Qwen35Config stackConfig(int64_t vocab, int hidden = kHidden, int layers = kLayers) {
-  model::Qwen35Config c = testing::linearConfig(hidden, layers, kUnits, vocab);
+  model::Qwen35Config c = linearConfig(hidden, layers, kUnits, vocab);
   c.linearNumKeyHeads = kHeads;
   c.linearNumValueHeads = kHeads;
   c.linearKeyHeadDim = 64;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "circuit/scheduler.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 #include "circuit/tests/scheduler_events.h"
 #include "gen/program_gen.h"
 
@@ -210,7 +210,7 @@ struct Rig {
   SchedulerSpec spec;
   Rig(int heads, int layers)
       : w([&] {
-          model::Qwen35Config c = testing::linearConfig(384, layers, 512, 64);
+          model::Qwen35Config c = linearConfig(384, layers, 512, 64);
           c.linearNumKeyHeads = c.linearNumValueHeads = heads;
           c.linearKeyHeadDim = 64;
           return c;

@@ -8,13 +8,13 @@
 #include "circuit/assembler.h"
 #include "circuit/tap.h"
 #include "circuit/tokens.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer() {
-  return testing::linearConfig(64, 1, 8, 16);
+  return linearConfig(64, 1, 8, 16);
 }
 
 TapSpec spec() {
@@ -177,7 +177,7 @@ TEST(ClampedAnd, WritesTwoUnitsRefusesLowGainAndSkipsContradictions) {
 }
 
 TEST(Assembler, RefusesATokenLayoutPlannedForAnotherHiddenSize) {
-  CircuitWeights w(testing::linearConfig(64, 2, 8, 16));
+  CircuitWeights w(linearConfig(64, 2, 8, 16));
   FieldAllocator alloc(256);
   AssemblerSpec s;
   s.tokens = planTokenLayout(alloc, 256).value();  // the config has 64 dims

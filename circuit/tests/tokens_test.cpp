@@ -10,13 +10,13 @@
 #include <cmath>
 
 #include "circuit/tokens.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config config(int hidden, int64_t vocab) {
-  return testing::linearConfig(hidden, 1, 4, vocab);
+  return linearConfig(hidden, 1, 4, vocab);
 }
 
 float embed(const CircuitWeights& w, int64_t row, int dim) {

@@ -6,13 +6,13 @@
 #include <cmath>
 
 #include "circuit/units.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer() {
-  model::Qwen35Config c = testing::linearConfig(64, 1, 4, 16);
+  model::Qwen35Config c = linearConfig(64, 1, 4, 16);
   c.tieWordEmbeddings = true;
   return c;
 }

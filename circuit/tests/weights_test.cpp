@@ -5,13 +5,13 @@
 
 #include "circuit/memory.h"
 #include "circuit/weights.h"
-#include "circuit/tests/config.h"
+#include "circuit/config.h"
 
 namespace qgpu::circuit {
 namespace {
 
 model::Qwen35Config oneLayer() {
-  model::Qwen35Config c = testing::linearConfig(64, 1, 8, 16);
+  model::Qwen35Config c = linearConfig(64, 1, 8, 16);
   c.tieWordEmbeddings = true;
   return c;
 }
@@ -72,7 +72,7 @@ TEST(FieldAllocator, APlannedAllocatorHandsOutThePlansOffsetsAndRefusesAnotherBu
 }
 
 TEST(CircuitWeights, RecordedTouchesNameTheBlockThatReadsOrWritesEachDim) {
-  model::Qwen35Config c = testing::linearConfig(64, 2, 8, 16);
+  model::Qwen35Config c = linearConfig(64, 2, 8, 16);
   c.tieWordEmbeddings = false;
   CircuitWeights w(c, WeightStorage::CountOnly);
   w.recordTouches(16);

@@ -1,16 +1,17 @@
-// qgpu/circuit/tests/config.h — the one small checkpoint config the circuit tests build on
-// (torch-free, so the cpu tests share it with the torch ones).
+// qgpu/circuit/config.h — the one checkpoint config a circuit starts from: the model leg's
+// (circuit/leg.cpp) and every circuit test's (torch-free, so the cpu tests share it with the torch
+// ones).
 #pragma once
 
 #include <cstdint>
 
 #include "model/config.h"
 
-namespace qgpu::circuit::testing {
+namespace qgpu::circuit {
 
 // `layers` linear_attention layers of hidden size `hidden`, one 128/128 DeltaNet head (zero until
 // a gadget writes it), an MLP of `units`, a vocabulary of `vocab` rows and an untied lm_head (a
-// test's probe). Tests change what they need after the call (heads, tied embeddings).
+// test's probe). Callers change what they need after the call (heads, tied embeddings).
 inline model::Qwen35Config linearConfig(int hidden, int layers, int64_t units, int64_t vocab) {
   model::Qwen35Config c;
   c.vocabSize = vocab;
@@ -31,4 +32,4 @@ inline model::Qwen35Config linearConfig(int hidden, int layers, int64_t units, i
   return c;
 }
 
-}  // namespace qgpu::circuit::testing
+}  // namespace qgpu::circuit
