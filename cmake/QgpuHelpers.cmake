@@ -39,7 +39,8 @@ endfunction()
 # (clang-14/nvcc/ptxas), `torch` (LibTorch), `gpu` (an NVIDIA GPU; skips with a reason when none).
 # SERIAL_PART: the binary's tests matching the GoogleTest filter run as a CTest test of their own,
 # NAME_serial, alone (RUN_SERIAL: never beside another test under `ctest -j`, for a model that
-# needs most of the machine's memory); NAME runs the others.
+# needs most of the machine's memory); NAME runs the others. A test that runs alone gets the BLAS
+# threads of every core (qgpu_run_alone).
 function(qgpu_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT;SERIAL_PART" "LABELS;SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -54,7 +55,8 @@ function(qgpu_test name)
   if(ARG_SERIAL_PART)
     add_test(NAME ${name} COMMAND ${name} --gtest_filter=-${ARG_SERIAL_PART})
     add_test(NAME ${name}_serial COMMAND ${name} --gtest_filter=${ARG_SERIAL_PART})
-    set_tests_properties(${name}_serial PROPERTIES ${properties} RUN_SERIAL TRUE)
+    set_tests_properties(${name}_serial PROPERTIES ${properties})
+    qgpu_run_alone(${name}_serial)
   else()
     add_test(NAME ${name} COMMAND ${name})
   endif()
@@ -62,6 +64,18 @@ function(qgpu_test name)
   if("cpu" IN_LIST ARG_LABELS)
     qgpu_cpu_test_target(${name})
   endif()
+endfunction()
+
+# qgpu_run_alone(TEST): TEST never runs beside another under `ctest -j` (RUN_SERIAL), so its BLAS
+# may use every core: ci/test.sh gives the tests that run in pairs one OpenBLAS thread each, and
+# this test OPENBLAS_NUM_THREADS = the core count instead (measured: the memory pipeline's serial
+# part 244 -> 178 s, the model leg 222 -> 195 s on two cores; the decode is memory-bound).
+cmake_host_system_information(RESULT QGPU_CORES QUERY NUMBER_OF_LOGICAL_CORES)
+if(QGPU_CORES LESS 1)
+  set(QGPU_CORES 1)
+endif()
+function(qgpu_run_alone test)
+  set_tests_properties(${test} PROPERTIES RUN_SERIAL TRUE ENVIRONMENT "OPENBLAS_NUM_THREADS=${QGPU_CORES}")
 endfunction()
 
 # `qgpu_cpu_tests` builds what `ctest -L cpu` runs and nothing else (ci/sanitize.sh builds only

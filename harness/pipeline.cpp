@@ -44,6 +44,29 @@ Expected<BuiltKernel> compileKernel(const kernels::KernelSpec& spec, host::Compi
   return built;
 }
 
+Expected<machine::Program> expandProgram(machine::Program program, const BuildOptions& build,
+                                         const std::vector<std::vector<SourceLoc>>& opLocs,
+                                         lower::ExpandDivisionStats* division, lower::ExpandMultiplyStats* multiply) {
+  std::vector<std::vector<SourceLoc>> locs = opLocs;  // follows the program through the passes
+  if (build.expandDivision) {
+    const auto given = locs;
+    lower::ExpandDivisionOptions options;
+    options.opLocs = &given;
+    options.locsOut = &locs;
+    QGPU_TRY(expanded, lower::expandDivision(program, options, division));
+    program = std::move(expanded);
+  }
+  if (build.expandMultiply) {
+    const auto given = locs;
+    lower::ExpandMultiplyOptions options;
+    options.opLocs = &given;
+    options.locsOut = &locs;
+    QGPU_TRY(expanded, lower::expandMultiply(program, options, multiply));
+    program = std::move(expanded);
+  }
+  return program;
+}
+
 Status lowerKernel(BuiltKernel& built, const BuildOptions& build) {
   lower::LowerOptions lowerOptions;
   lowerOptions.entry = built.entry;
@@ -51,12 +74,8 @@ Status lowerKernel(BuiltKernel& built, const BuildOptions& build) {
   lowerOptions.dynamicSharedWords = built.image.dynamicSharedWords;
   QGPU_TRY(lowered, lower::lower(built.module, lowerOptions, &built.stats));
   machine::Program program = std::move(lowered);
-  if (build.expandDivision) {
-    lower::ExpandDivisionOptions expandOptions;
-    expandOptions.opLocs = &built.stats.opLocs;
-    QGPU_TRY(expanded, lower::expandDivision(program, expandOptions, &built.division));
-    program = std::move(expanded);
-  }
+  QGPU_TRY(expanded, expandProgram(std::move(program), build, built.stats.opLocs, &built.division, &built.multiply));
+  program = std::move(expanded);
   // lower() verified the program alone; the launch decides whether its spills fit (OverLimit).
   QGPU_CHECK(machine::verify(program, built.image.toMachineLaunch()));
   built.program = std::move(program);

@@ -14,6 +14,7 @@
 #include "harness/verdict.h"
 #include "host/cuda/compile.h"
 #include "host/lower/expand_division.h"
+#include "host/lower/expand_multiply.h"
 #include "host/lower/lower.h"
 #include "host/ptx/ir.h"
 #include "kernels/catalog.h"
@@ -31,6 +32,7 @@ struct BuiltKernel {
   machine::Program program;
   lower::LowerStats stats;
   lower::ExpandDivisionStats division;  // BuildOptions::expandDivision: what the pass did
+  lower::ExpandMultiplyStats multiply;  // BuildOptions::expandMultiply: what the pass did
   kernels::LaunchImage image;   // global memory, parameter values, launch shape
 };
 
@@ -39,7 +41,17 @@ struct BuildOptions {
   // Replace every div/rem by a shift-subtract loop after lowering (host/lower/expand_division.h),
   // as the circuit target needs: `--expand-division` on run, trace and compile.
   bool expandDivision = false;
+  // Replace every mul/mad/mulhi by a shift-add chain or loop after that
+  // (host/lower/expand_multiply.h): `--expand-multiply`. The model backend sets both.
+  bool expandMultiply = false;
 };
+
+// The circuit target's expansions `build` asks for, division first, on a lowered program whose op
+// locations `opLocs` gives (LowerStats::opLocs): errors name PTX lines through both passes.
+Expected<machine::Program> expandProgram(machine::Program program, const BuildOptions& build,
+                                         const std::vector<std::vector<SourceLoc>>& opLocs,
+                                         lower::ExpandDivisionStats* division = nullptr,
+                                         lower::ExpandMultiplyStats* multiply = nullptr);
 
 // Compiles, parses, lowers and verifies the program with its launch (machine::verify(program,
 // launch): spill slots × threads must fit in shared memory next to the program's shared words,

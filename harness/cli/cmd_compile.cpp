@@ -6,7 +6,7 @@
 #include "common/file.h"
 #include "common/text.h"
 #include "harness/cli/command.h"
-#include "harness/cli/expand_division_flag.h"
+#include "harness/cli/expand_flags.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
 #include "host/ptx/parser.h"
@@ -22,7 +22,7 @@ struct CompileCmdOptions {
   bool programOnly = false;
   std::string entry;                  // .ptx input: the kernel (default: the only one)
   std::vector<int64_t> params;        // .ptx input: parameter values
-  bool expandDivision = false;        // --expand-division: the circuit target's program
+  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
 };
 
 nlohmann::json statsJson(const lower::LowerStats& s) {
@@ -49,20 +49,21 @@ int compilePtxFile(const CompileCmdOptions& o, const CommonOptions& common) {
   auto program = lower::lower(*module, options, &stats);
   if (!program.ok()) return reportError(program.error());
   lower::ExpandDivisionStats division;
-  if (o.expandDivision) {
-    lower::ExpandDivisionOptions expandOptions;
-    expandOptions.opLocs = &stats.opLocs;
-    program = lower::expandDivision(*program, expandOptions, &division);
+  lower::ExpandMultiplyStats multiply;
+  if (o.expand.any()) {
+    harness::BuildOptions build;
+    o.expand.applyTo(build);
+    program = harness::expandProgram(std::move(*program), build, stats.opLocs, &division, &multiply);
     if (!program.ok()) return reportError(program.error());
   }
   if (common.json) {
     nlohmann::json out = {{"file", o.kernel}, {"stats", statsJson(stats)}, {"program", machine::print(*program)}};
-    if (o.expandDivision) out["expandDivision"] = expansionJson(division);
+    addExpansionJson(out, o.expand, division, multiply);
     std::cout << dumpJson(out) << "\n";
     return kExitOk;
   }
   printStats(stats);
-  if (o.expandDivision) std::cout << "// " << describeExpansion(division) << "\n";
+  for (const std::string& line : expansionLines(o.expand, division, multiply)) std::cout << "// " << line << "\n";
   std::cout << machine::print(*program);
   return kExitOk;
 }
@@ -79,7 +80,7 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
   nlohmann::json results = nlohmann::json::array();
   for (host::Compiler compiler : *compilers) {
     harness::BuildOptions build;
-    build.expandDivision = o.expandDivision;
+    o.expand.applyTo(build);
     auto built = harness::buildKernel(*spec, compiler, build);
     if (!built.ok()) {
       int c = exitCode(built.error());
@@ -100,7 +101,7 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
       if (!o.programOnly) r["ptx"] = built->ptx;
       if (!o.ptxOnly) {
         r["stats"] = statsJson(built->stats);
-        if (o.expandDivision) r["expandDivision"] = expansionJson(built->division);
+        addExpansionJson(r, o.expand, built->division, built->multiply);
         r["program"] = machine::print(built->program);
       }
       results.push_back(r);
@@ -114,7 +115,8 @@ int runCompile(const CompileCmdOptions& o, const CommonOptions& common) {
     if (!o.ptxOnly) {
       std::cout << "// ---- machine program (" << host::compilerName(compiler) << ") ----\n";
       printStats(built->stats);
-      if (o.expandDivision) std::cout << "// " << describeExpansion(built->division) << "\n";
+      for (const std::string& line : expansionLines(o.expand, built->division, built->multiply))
+        std::cout << "// " << line << "\n";
       std::cout << machine::print(built->program);
     }
   }
@@ -131,7 +133,7 @@ Command addCompileCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang, nvcc or both")->capture_default_str();
   app->add_flag("--ptx", o.ptxOnly, "Only the PTX");
   app->add_flag("--program", o.programOnly, "Only the machine program");
-  addExpandDivisionFlag(app, o.expandDivision);
+  addExpandFlags(app, o.expand);
   app->add_option("--entry", o.entry, ".ptx input: the kernel to lower");
   app->add_option("--param", o.params, ".ptx input: parameter values in order (pointers: byte "
                                        "addresses in machine memory)");

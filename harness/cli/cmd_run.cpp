@@ -12,7 +12,7 @@
 #include "common/text.h"
 #include "harness/check.h"
 #include "harness/cli/command.h"
-#include "harness/cli/expand_division_flag.h"
+#include "harness/cli/expand_flags.h"
 #include "harness/cli/steps.h"
 #include "harness/cli/util.h"
 #include "harness/report/json_report.h"
@@ -31,7 +31,7 @@ struct RunCmdOptions {
   std::string compiler = "clang";
   std::string backend = "interp";
   bool trace = false;
-  bool expandDivision = false;  // --expand-division: the circuit target's program
+  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
   // --backend model (harness/model_leg.h)
   std::string dtype = "fp32";
@@ -74,8 +74,12 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   oracle::RunOptions runOptions;
   runOptions.maxSteps = o.maxSteps;
   // The interpreter case always runs: it is the reference the GPU is compared with.
+  // The model runs the circuit target's program: division and multiplication expanded (the
+  // circuit has neither a divider nor a multiplier), and the interpreter beside it runs the same.
+  ExpandFlags expand = o.expand;
+  if (o.backend == "model") expand.division = expand.multiply = true;
   harness::BuildOptions build;
-  build.expandDivision = o.expandDivision;
+  expand.applyTo(build);
   harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions, build);
   // A kernel the user gave that does not build is bad input, reported with its location.
   if (!interp.built()) return reportError(interp.kernel.error());
@@ -153,7 +157,7 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
 #endif
     run.provenance = report::collectProvenance(common.sourceDir, torch);
     nlohmann::json out = report::toJson(run);
-    if (o.expandDivision) out["expandDivision"] = expansionJson(interp.kernel->division);
+    addExpansionJson(out, expand, interp.kernel->division, interp.kernel->multiply);
     // No run (the interpreter's self-check failed): no arrays to show, only the verdict.
     if (interp.run.ok()) {
       nlohmann::json arrays = nlohmann::json::object();
@@ -170,7 +174,8 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
     }
     std::cout << dumpJson(out) << "\n";
   } else {
-    if (o.expandDivision) std::cout << describeExpansion(interp.kernel->division) << "\n";
+    for (const std::string& line : expansionLines(expand, interp.kernel->division, interp.kernel->multiply))
+      std::cout << line << "\n";
     if (modelGlobal) {
       printArrays(*spec, interp.kernel->image, *modelGlobal);
     } else if (interp.run.ok() && o.backend != "model") {  // a model that did not run shows none
@@ -206,7 +211,7 @@ Command addRunCommand(CLI::App& root, const CommonOptions& common) {
   app->add_flag("--check", o.check,
                 "model backend: compare with the interpreter token for token (first difference)");
   app->add_flag("--trace", o.trace, "Print the token trace with its decoded meaning");
-  addExpandDivisionFlag(app, o.expandDivision);
+  addExpandFlags(app, o.expand);
   addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runRun(o, common); }};
 }

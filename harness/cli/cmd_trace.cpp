@@ -13,7 +13,7 @@
 #include "common/file.h"
 #include "common/text.h"
 #include "harness/cli/command.h"
-#include "harness/cli/expand_division_flag.h"
+#include "harness/cli/expand_flags.h"
 #include "harness/cli/util.h"
 #include "harness/pipeline.h"
 
@@ -27,7 +27,7 @@ struct TraceCmdOptions {
   std::string compiler = "clang";
   bool ids = false;       // print token ids (one line) instead of the decoded listing
   bool names = false;     // print token names (one line)
-  bool expandDivision = false;  // --expand-division: the circuit target's program and trace
+  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
 };
 
 // A token file holds decimal ids separated by white space: 16 MiB is over 3 million tokens.
@@ -109,7 +109,7 @@ int runTrace(const TraceCmdOptions& o, const CommonOptions& common) {
     auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
     if (!spec.ok()) return reportError(spec.error());
     harness::BuildOptions build;
-    build.expandDivision = o.expandDivision;
+    o.expand.applyTo(build);
     auto built = harness::buildKernel(*spec, compilers->front(), build);
     if (!built.ok()) return reportError(built.error());
     machine::Launch launch = built->image.toMachineLaunch();
@@ -165,7 +165,7 @@ Command addTraceCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--compiler", o.compiler, "clang or nvcc")->capture_default_str();
   app->add_flag("--ids", o.ids, "Print the token ids on one line");
   app->add_flag("--names", o.names, "Print the token names on one line");
-  addExpandDivisionFlag(app, o.expandDivision);
+  addExpandFlags(app, o.expand);
   return {app, [&common] { return runTrace(o, common); }};
 }
 

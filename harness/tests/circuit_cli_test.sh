@@ -51,9 +51,15 @@ expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 106
-# `run --backend model`: a kernel with a register multiply is refused before any model is built
-# (inconclusive), naming the op and where it is; --check belongs to the model backend.
-expect run-model-refused 4 "inconclusive \[clang, model\].*does not execute 'mad' \(block B[0-9]+, op [0-9]+\): multiply" -- \
+# `run --backend model` runs the circuit target's program (multiplies and divisions expanded): a
+# kernel with an atomic is refused before any model is built (inconclusive), naming the op and
+# where it is; a multiply the expansion cannot fit is OverLimit naming its PTX line; --check
+# belongs to the model backend.
+expect run-model-expands 4 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
+  "$qgpu" run dot_atomic --backend model
+expect run-model-refused 4 "inconclusive \[clang, model\].*does not execute 'atom.add' \(block B[0-9]+, op [0-9]+\): atomic" -- \
+  "$qgpu" run dot_atomic --backend model
+expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
   "$qgpu" run dot --backend model
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
 expect run-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \

@@ -44,6 +44,9 @@ struct ExpandDivisionOptions {
   // Where each op of the input comes from, opLocs[b][i] for program.blocks[b].ops[i]
   // (LowerStats::opLocs); named in errors. nullptr or a shape that does not match: unknown.
   const std::vector<std::vector<SourceLoc>>* opLocs = nullptr;
+  // When set, receives the locations of the result's ops (each new op at the op it replaces), so
+  // that a later pass can name PTX lines too.
+  std::vector<std::vector<SourceLoc>>* locsOut = nullptr;
 };
 
 struct ExpandDivisionStats {

@@ -1,0 +1,80 @@
+// qgpu/harness/cli/expand_flags.h — the `--expand-division` and `--expand-multiply` flags,
+// defined once for every subcommand that builds a program (run, trace, compile), and the lines
+// that report what the passes did.
+//
+// With `--expand-division`, every div/rem of the lowered program is replaced by a shift-subtract
+// loop of existing ops (host/lower/expand_division.h); with `--expand-multiply`, every mul, mad
+// and mulhi by a shift-add chain or loop (host/lower/expand_multiply.h): the program the circuit
+// target runs (docs/circuit.md §8, docs/lowering.md §7 and §8). The interpreter then runs, and
+// traces, the program the model must write. A program an expansion does not fit is OverLimit
+// (exit 4), the message naming the op and its PTX line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "harness/pipeline.h"
+
+namespace qgpu::cli {
+
+struct ExpandFlags {
+  bool division = false;
+  bool multiply = false;
+  bool any() const { return division || multiply; }
+  void applyTo(harness::BuildOptions& build) const {
+    build.expandDivision = division;
+    build.expandMultiply = multiply;
+  }
+};
+
+inline void addExpandFlags(CLI::App* app, ExpandFlags& flags) {
+  app->add_flag("--expand-division", flags.division,
+                "Replace div/rem by a shift-subtract loop (the circuit target; docs/lowering.md)");
+  app->add_flag("--expand-multiply", flags.multiply,
+                "Replace mul/mad/mulhi by shift-add chains and loops (the circuit target; docs/lowering.md)");
+}
+
+// "division expanded: 2 ops into loops (0 dead ones removed); 6 -> 10 blocks, 23 -> 419 ops"
+inline std::string describeExpansion(const lower::ExpandDivisionStats& s) {
+  return "division expanded: " + std::to_string(s.expanded) + " ops into loops (" + std::to_string(s.removed) +
+         " dead ones removed); " + std::to_string(s.blocksBefore) + " -> " + std::to_string(s.blocksAfter) +
+         " blocks, " + std::to_string(s.opsBefore) + " -> " + std::to_string(s.opsAfter) + " ops";
+}
+
+// "multiplication expanded: 1 op into a chain, 2 into loops (0 dead ones removed); 3 -> 7 blocks, ..."
+inline std::string describeExpansion(const lower::ExpandMultiplyStats& s) {
+  return "multiplication expanded: " + std::to_string(s.chains) + " ops into chains, " + std::to_string(s.loops) +
+         " into loops (" + std::to_string(s.removed) + " dead ones removed); " + std::to_string(s.blocksBefore) +
+         " -> " + std::to_string(s.blocksAfter) + " blocks, " + std::to_string(s.opsBefore) + " -> " +
+         std::to_string(s.opsAfter) + " ops";
+}
+
+inline nlohmann::json expansionJson(const lower::ExpandDivisionStats& s) {
+  return {{"expanded", s.expanded},         {"removed", s.removed}, {"blocksBefore", s.blocksBefore},
+          {"blocksAfter", s.blocksAfter},   {"opsBefore", s.opsBefore}, {"opsAfter", s.opsAfter}};
+}
+
+inline nlohmann::json expansionJson(const lower::ExpandMultiplyStats& s) {
+  return {{"chains", s.chains},           {"loops", s.loops},         {"removed", s.removed},
+          {"blocksBefore", s.blocksBefore}, {"blocksAfter", s.blocksAfter}, {"opsBefore", s.opsBefore},
+          {"opsAfter", s.opsAfter}};
+}
+
+// The report lines ("// " prefixed by the caller where it wants) and JSON members of the passes
+// that ran.
+inline std::vector<std::string> expansionLines(const ExpandFlags& f, const lower::ExpandDivisionStats& d,
+                                               const lower::ExpandMultiplyStats& m) {
+  std::vector<std::string> lines;
+  if (f.division) lines.push_back(describeExpansion(d));
+  if (f.multiply) lines.push_back(describeExpansion(m));
+  return lines;
+}
+inline void addExpansionJson(nlohmann::json& out, const ExpandFlags& f, const lower::ExpandDivisionStats& d,
+                             const lower::ExpandMultiplyStats& m) {
+  if (f.division) out["expandDivision"] = expansionJson(d);
+  if (f.multiply) out["expandMultiply"] = expansionJson(m);
+}
+
+}  // namespace qgpu::cli
