@@ -1,6 +1,8 @@
 // qgpu/harness/model_leg.cpp — see model_leg.h.
 #include "harness/model_leg.h"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -122,7 +124,8 @@ std::string ModelSession::description() const {
   std::ostringstream os;
   os << "the memory pipeline, " << c.layerTypes.size() << " layers, hidden " << c.hiddenSize
      << ", MLP " << c.intermediateSize << ", " << model::computeDtypeName(options_.dtype)
-     << ", step limit " << stepLimit_ << (tempDir_.empty() ? ", from " + dir_ : ", built");
+     << ", step limit " << stepLimit_ << ", " << (decoder_->weightBytes() + 500'000) / 1'000'000
+     << " MB of weights held" << (tempDir_.empty() ? ", from " + dir_ : ", built");
   return os.str();
 }
 
@@ -144,6 +147,7 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     return r;
   };
   const machine::Launch launch = kernel.image.toMachineLaunch();
+  lastTiming_.clear();
   auto leg = runLeg(*decoder_, kernel.program, launch, options_.tokenBudget);
   if (!leg.ok()) {
     const Diag& d = leg.error();
@@ -151,6 +155,12 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     const Verdict v = d.kind == ErrorKind::TraceInvalid ? Verdict::Mismatch : caseVerdict(d);
     return finish(v, d.str(), d.kind);
   }
+  auto rate = [](size_t tokens, double seconds) {
+    return fmt::format("{} tokens in {:.2f} s ({:.0f} tokens/s)", tokens, seconds,
+                       seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
+  };
+  lastTiming_ = "prefill " + rate(leg->prompt.size(), leg->prefillSeconds) + ", decode " +
+                rate(leg->run.size(), leg->decodeSeconds);
   r.traceDigest = digestString(trace::digest(leg->run));
   r.traceTokens = leg->run.size();
   if (final != nullptr) *final = leg->global;

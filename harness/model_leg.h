@@ -69,6 +69,9 @@ class ModelSession {
   // The case of a built kernel; `final` receives the model's final memory when it ran.
   CaseResult compare(const kernels::KernelSpec& spec, const BuiltKernel& kernel,
                      std::array<uint32_t, machine::kGlobalWords>* final = nullptr);
+  // The last compare's run: "prefill 189 tokens in 1.10 s (172 tokens/s), decode 201 tokens in
+  // 5.55 s (36 tokens/s)", or empty when no model ran.
+  const std::string& lastTiming() const { return lastTiming_; }
 
  private:
   ModelSession() = default;
@@ -76,6 +79,7 @@ class ModelSession {
   std::string dir_, tempDir_;
   int stepLimit_ = 0;
   std::unique_ptr<model::Decoder> decoder_;
+  std::string lastTiming_;
 };
 
 }  // namespace qgpu::harness

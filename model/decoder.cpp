@@ -1,4 +1,4 @@
-// qgpu/model/decoder.cpp — see decoder.h. The only LibTorch translation unit of the decoder.
+// qgpu/model/decoder.cpp — see decoder.h. With linear.cpp, the LibTorch translation units of the decoder.
 //
 // Every function mirrors the op order of transformers' modeling_qwen3_5.py (the eager, pure-PyTorch
 // fallbacks) so that fp32 results agree with HF to rounding; comments name the HF function.
@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 
+#include "model/linear.h"
 #include "model/load_plan.h"
 #include "model/safetensors.h"
 
@@ -50,11 +52,13 @@ Tensor rotateHalf(const Tensor& x) {
 }
 
 struct LinearLayer {
-  Tensor inProjQkv, inProjZ, inProjB, inProjA, conv1d /*[C, K]*/, dtBias, aLog, normW, outProj;
+  Linear inProjQkv, inProjZ, inProjB, inProjA, outProj;
+  Tensor conv1d /*[C, K]*/, dtBias, aLog, normW;
 };
 
 struct FullLayer {
-  Tensor qProj, kProj, vProj, oProj, qNorm1p, kNorm1p;  // norms stored as (1 + w) in fp32
+  Linear qProj, kProj, vProj, oProj;
+  Tensor qNorm1p, kNorm1p;  // norms stored as (1 + w) in fp32
 };
 
 struct Layer {
@@ -62,12 +66,13 @@ struct Layer {
   LinearLayer lin;
   FullLayer full;
   Tensor inNorm1p, postNorm1p;
-  Tensor gate, up, down;
+  Linear gate, up, down;
 };
 
 struct LayerState {
   std::optional<Tensor> conv;       // [1, C, K] pre-conv qkv window (model dtype)
   std::optional<Tensor> recurrent;  // [1, Hv, dk, dv] fp32
+  std::optional<Tensor> scratch;    // recurrent's size: recurrentRule's products
   std::optional<Tensor> k, v;       // [1, Hkv, T, Dh]
 };
 
@@ -88,7 +93,8 @@ struct Decoder::Impl {
   std::optional<Checkpoint> checkpoint;  // keeps memory-mapped weights alive
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat32;
-  Tensor embed, lmHead, finalNorm1p, invFreq;
+  Tensor embed, finalNorm1p, invFreq;
+  Linear lmHead;
   std::vector<std::pair<std::string, Tensor>> named;  // every weight as loaded, for diagnostics
   std::vector<std::string> warnings;                  // LoadPlan::warnings() of the checkpoint
   std::vector<Layer> layers;
@@ -139,10 +145,10 @@ struct Decoder::Impl {
   Tensor linearAttention(const LinearLayer& L, LayerState& st, const Tensor& h) {
     const auto& c = config;
     const int64_t S = h.size(1), K = c.linearConvKernelDim;
-    Tensor mixed = F::linear(h, L.inProjQkv).transpose(1, 2);  // [1, C, S]
-    Tensor z = F::linear(h, L.inProjZ).reshape({1, S, -1, c.linearValueHeadDim});
-    Tensor b = F::linear(h, L.inProjB);
-    Tensor a = F::linear(h, L.inProjA);
+    Tensor mixed = L.inProjQkv(h).transpose(1, 2);  // [1, C, S]
+    Tensor z = L.inProjZ(h).reshape({1, S, -1, c.linearValueHeadDim});
+    Tensor b = L.inProjB(h);
+    Tensor a = L.inProjA(h);
     record("attn_z", tapLayer, z.reshape({S, -1}));
     record("attn_b", tapLayer, b.reshape({S, -1}));
     const int64_t C = mixed.size(1);
@@ -180,7 +186,7 @@ struct Decoder::Impl {
     core = core.reshape({-1, c.linearValueHeadDim});
     Tensor zz = z.reshape({-1, c.linearValueHeadDim});
     core = gatedRmsNorm(core, zz, L.normW, c.rmsNormEps).reshape({1, S, -1});
-    return F::linear(core, L.outProj);
+    return L.outProj(core);
   }
 
   // Common preprocessing of both delta-rule paths: GQA repeat, [B, H, S, d] fp32, l2norm.
@@ -196,20 +202,24 @@ struct Decoder::Impl {
     k = l2norm(k);
   }
 
-  // torch_recurrent_gated_delta_rule for one token with an existing state.
+  // torch_recurrent_gated_delta_rule for one token with an existing state: HF's element-wise ops
+  // and sums, with the state updated in place and both products k·S and q·S written into one
+  // scratch tensor the layer keeps, so that a token allocates no state-sized temporary (with 51
+  // heads of 64 × 128 those were 1.7 MB each, six per layer per token, most of the decode's time).
   Tensor recurrentRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, LayerState& st) {
     auto inType = q.scalar_type();
     prepare(q, k, v, beta, g);
     q = q / std::sqrt(static_cast<double>(q.size(-1)));
-    Tensor s = *st.recurrent;
+    Tensor& s = *st.recurrent;  // [1, H, dk, dv] fp32, owned by this layer's state
+    if (!st.scratch || !st.scratch->sizes().equals(s.sizes())) st.scratch = torch::empty_like(s);
+    Tensor& scratch = *st.scratch;
     Tensor qt = q.select(2, 0), kt = k.select(2, 0), vt = v.select(2, 0);
-    s = s * g.select(2, 0).exp().unsqueeze(-1).unsqueeze(-1);
+    s.mul_(g.select(2, 0).exp().unsqueeze(-1).unsqueeze(-1));
     Tensor bt = beta.select(2, 0).unsqueeze(-1);
-    Tensor mem = (s * kt.unsqueeze(-1)).sum(-2);
+    Tensor mem = torch::mul_out(scratch, s, kt.unsqueeze(-1)).sum(-2);
     Tensor delta = (vt - mem) * bt;
-    s = s + kt.unsqueeze(-1) * delta.unsqueeze(-2);
-    Tensor out = (s * qt.unsqueeze(-1)).sum(-2);  // [1, H, dv]
-    st.recurrent = s;
+    s.add_(torch::mul_out(scratch, kt.unsqueeze(-1), delta.unsqueeze(-2)));  // s + k ⊗ δ
+    Tensor out = torch::mul_out(scratch, s, qt.unsqueeze(-1)).sum(-2);  // [1, H, dv]
     return out.unsqueeze(2).transpose(1, 2).contiguous().to(inType);  // [1, 1, H, dv]
   }
 
@@ -264,11 +274,11 @@ struct Decoder::Impl {
                        const Tensor& sin) {
     const auto& c = config;
     const int64_t S = h.size(1), Dh = c.headDim, R = c.rotaryDim();
-    auto qg = torch::chunk(F::linear(h, L.qProj).view({1, S, -1, Dh * 2}), 2, -1);
+    auto qg = torch::chunk(L.qProj(h).view({1, S, -1, Dh * 2}), 2, -1);
     Tensor gate = qg[1].reshape({1, S, -1});
     Tensor q = rmsNorm(qg[0], L.qNorm1p, c.rmsNormEps).transpose(1, 2);
-    Tensor k = rmsNorm(F::linear(h, L.kProj).view({1, S, -1, Dh}), L.kNorm1p, c.rmsNormEps).transpose(1, 2);
-    Tensor v = F::linear(h, L.vProj).view({1, S, -1, Dh}).transpose(1, 2);
+    Tensor k = rmsNorm(L.kProj(h).view({1, S, -1, Dh}), L.kNorm1p, c.rmsNormEps).transpose(1, 2);
+    Tensor v = L.vProj(h).view({1, S, -1, Dh}).transpose(1, 2);
     Tensor cs = cos.unsqueeze(1), sn = sin.unsqueeze(1);
     auto rope = [&](const Tensor& x) {
       Tensor rot = x.index({"...", Slice(None, R)});
@@ -302,7 +312,7 @@ struct Decoder::Impl {
     Tensor attn = torch::matmul(probs, repeatKv(v)).transpose(1, 2).contiguous();
     attn = attn.reshape({1, S, -1}).contiguous();
     attn = attn * torch::sigmoid(gate);
-    return F::linear(attn, L.oProj);
+    return L.oProj(attn);
   }
 
   Tensor forwardHidden(const Tensor& ids) {
@@ -322,9 +332,9 @@ struct Decoder::Impl {
                                       : fullAttention(L.full, state[i], y, cos, sin);
       x = x + y;
       y = rmsNorm(x, L.postNorm1p, config.rmsNormEps);
-      Tensor gate = F::linear(y, L.gate);
+      Tensor gate = L.gate(y);
       record("mlp_gate", i, gate.squeeze(0));
-      y = F::linear(F::silu(gate) * F::linear(y, L.up), L.down);
+      y = L.down(F::silu(gate) * L.up(y));
       x = x + y;
     }
     return rmsNorm(x, finalNorm1p, config.rmsNormEps);
@@ -365,8 +375,11 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
     return makeDiag(ErrorKind::Usage, "cpuThreads must be 0 (LibTorch's default) or positive");
   if (options.cpuThreads > 0) torch::set_num_threads(options.cpuThreads);
 
+  // The weights as stored (a view of the mapping, or a copy where the file's bytes are not aligned
+  // for their dtype); `compute` converts what the decoder keeps of them.
   std::map<std::string, Tensor> weights;
-  bool anyView = false;  // whether some weight still points into the mapping
+  std::map<std::string, const CheckpointTensor*> sources;
+  std::set<std::string> views;  // the weights the decoder keeps as views of the mapping
   for (const PlannedTensor& p : plan.tensors) {
     const CheckpointTensor& t = p.source;
     torch::ScalarType st = t.info->dtype == StDtype::F32    ? torch::kFloat32
@@ -376,65 +389,102 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
     void* ptr = const_cast<uint8_t*>(bytes.data());
     Tensor view = torch::from_blob(ptr, p.spec.shape, torch::TensorOptions().dtype(st));
     const bool aligned = reinterpret_cast<uintptr_t>(ptr) % stDtypeSize(t.info->dtype) == 0;
-    Tensor w;
-    if (st == impl->dtype && impl->device.is_cpu() && aligned) {
-      w = view;  // stays memory-mapped
-      anyView = true;
-    }
-    else {
-      // F16 and BF16 are converted as transformers converts them to the requested dtype.
-      w = aligned ? view.to(impl->device, impl->dtype, false, /*copy=*/true) : view.clone().to(impl->device, impl->dtype);
-      t.file->release(*t.info);
-    }
-    impl->weightBytes += static_cast<uint64_t>(w.numel()) * w.element_size();
-    weights[p.spec.name] = w;
-    impl->named.emplace_back(p.spec.name, w);
+    weights[p.spec.name] = aligned ? view : view.clone();
+    if (aligned) sources[p.spec.name] = &t;
   }
+  // `part` of weight `name` (the whole weight or a copy of some of it) in the compute dtype on the
+  // device: the mapped view itself where that is already so, else a converted copy (F16 and BF16
+  // converted as transformers converts them), after which the file's pages of the weight are
+  // released.
+  auto compute = [&](const std::string& name, const Tensor& part) {
+    const bool isView = sources.count(name) && part.data_ptr() == weights[name].data_ptr() &&
+                        part.sizes() == weights[name].sizes();
+    if (isView && part.scalar_type() == impl->dtype && impl->device.is_cpu()) {
+      views.insert(name);
+      return part;
+    }
+    Tensor out = part.to(impl->device, impl->dtype, false, /*copy=*/isView);
+    if (sources.count(name)) sources[name]->file->release(*sources[name]->info);
+    return out;
+  };
   const std::string P = config.prefix();
 
   Impl& m = *impl;
-  m.embed = weights[P + "embed_tokens.weight"];
-  m.lmHead = plan.headFromFile ? weights["lm_head.weight"] : m.embed;
-  m.finalNorm1p = m.onePlus(weights[P + "norm.weight"]);
+  // What the decoder holds of each weight, for diagnostics and weightBytes(): the weight itself
+  // (the embedding, a dense linear), a compact linear's block, or a small tensor's copy.
+  auto hold = [&](const std::string& name, const Tensor& t) {
+    m.named.emplace_back(name, t);
+    m.weightBytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+  };
+  // Norms, the conv and the decay vectors are small: copied, so that they hold no view.
+  auto copied = [&](const std::string& name) {
+    Tensor t = compute(name, weights[name]);
+    if (views.erase(name)) t = t.clone();
+    hold(name, t);
+    return t;
+  };
+  // A linear weight: its nonzero block when that is at most half of it (makeLinear), else whole.
+  // A linear weight: dense, its nonzero block or its sparse rows (model/linear.h).
+  auto linear = [&](const std::string& name) {
+    Linear l = Linear::make(weights[name], options.compactZeroBlocks, impl->device.is_cpu());
+    if (l.form() == Linear::Form::Sparse) {
+      if (sources.count(name)) sources[name]->file->release(*sources[name]->info);
+    } else {
+      l.setWeight(compute(name, l.weight()));
+    }
+    hold(name, l.weight());
+    return l;
+  };
+  const std::string embedName = P + "embed_tokens.weight";
+  m.embed = compute(embedName, weights[embedName]);
+  m.lmHead = plan.headFromFile ? linear("lm_head.weight") : Linear::make(m.embed, false, false);
+  m.finalNorm1p = m.onePlus(copied(P + "norm.weight"));
   for (int64_t i = 0; i < config.numLayers(); ++i) {
     const std::string L = P + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.type = config.layerTypes[static_cast<size_t>(i)];
-    layer.inNorm1p = m.onePlus(weights[L + "input_layernorm.weight"]);
-    layer.postNorm1p = m.onePlus(weights[L + "post_attention_layernorm.weight"]);
-    layer.gate = weights[L + "mlp.gate_proj.weight"];
-    layer.up = weights[L + "mlp.up_proj.weight"];
-    layer.down = weights[L + "mlp.down_proj.weight"];
+    layer.inNorm1p = m.onePlus(copied(L + "input_layernorm.weight"));
+    layer.postNorm1p = m.onePlus(copied(L + "post_attention_layernorm.weight"));
+    layer.gate = linear(L + "mlp.gate_proj.weight");
+    layer.up = linear(L + "mlp.up_proj.weight");
+    layer.down = linear(L + "mlp.down_proj.weight");
     if (layer.type == LayerType::Linear) {
       const std::string A = L + "linear_attn.";
       auto& l = layer.lin;
-      l.inProjQkv = weights[A + "in_proj_qkv.weight"];
-      l.inProjZ = weights[A + "in_proj_z.weight"];
-      l.inProjB = weights[A + "in_proj_b.weight"];
-      l.inProjA = weights[A + "in_proj_a.weight"];
-      l.conv1d = weights[A + "conv1d.weight"].squeeze(1);
-      l.dtBias = weights[A + "dt_bias"];
-      l.aLog = weights[A + "A_log"];
-      l.normW = weights[A + "norm.weight"];
-      l.outProj = weights[A + "out_proj.weight"];
+      l.inProjQkv = linear(A + "in_proj_qkv.weight");
+      l.inProjZ = linear(A + "in_proj_z.weight");
+      l.inProjB = linear(A + "in_proj_b.weight");
+      l.inProjA = linear(A + "in_proj_a.weight");
+      l.conv1d = copied(A + "conv1d.weight").squeeze(1);
+      l.dtBias = copied(A + "dt_bias");
+      l.aLog = copied(A + "A_log");
+      l.normW = copied(A + "norm.weight");
+      l.outProj = linear(A + "out_proj.weight");
     } else {
       const std::string A = L + "self_attn.";
       auto& f = layer.full;
-      f.qProj = weights[A + "q_proj.weight"];
-      f.kProj = weights[A + "k_proj.weight"];
-      f.vProj = weights[A + "v_proj.weight"];
-      f.oProj = weights[A + "o_proj.weight"];
-      f.qNorm1p = m.onePlus(weights[A + "q_norm.weight"]);
-      f.kNorm1p = m.onePlus(weights[A + "k_norm.weight"]);
+      f.qProj = linear(A + "q_proj.weight");
+      f.kProj = linear(A + "k_proj.weight");
+      f.vProj = linear(A + "v_proj.weight");
+      f.oProj = linear(A + "o_proj.weight");
+      f.qNorm1p = m.onePlus(copied(A + "q_norm.weight"));
+      f.kNorm1p = m.onePlus(copied(A + "k_norm.weight"));
     }
     m.layers.push_back(std::move(layer));
   }
+  // When the embedding is the last view (every linear compact), copy it too and drop the mapping.
+  if (views.size() == 1 && views.count(embedName)) {
+    m.embed = m.embed.clone();
+    if (!plan.headFromFile) m.lmHead.setWeight(m.embed);
+    views.clear();
+  }
+  hold(embedName, m.embed);
   const int64_t R = config.rotaryDim();
   Tensor exponent = torch::arange(0, R, 2, torch::TensorOptions().dtype(torch::kFloat32)) / static_cast<double>(R);
   m.invFreq = (1.0 / torch::pow(config.ropeTheta, exponent)).to(m.device);
   // Keep the mapping only while a weight points into it; otherwise unmap it now, so that an
-  // upcast model does not also hold the file's pages.
-  if (anyView) m.checkpoint = std::move(plan.checkpoint);
+  // upcast or compacted model does not also hold the file's pages.
+  if (!views.empty()) m.checkpoint = std::move(plan.checkpoint);
   std::unique_ptr<Decoder> decoder(new Decoder(std::move(impl)));
   decoder->reset();
   return decoder;
@@ -453,7 +503,7 @@ Expected<Logits> Decoder::forward(std::span<const int64_t> tokens, bool allLogit
   Tensor hidden = m.forwardHidden(ids);  // [1, S, D]
   m.position += static_cast<int64_t>(tokens.size());
   if (!allLogits) hidden = hidden.index({Slice(), Slice(-1, None)});
-  Tensor logits = F::linear(hidden, m.lmHead).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
+  Tensor logits = m.lmHead(hidden).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
   Logits out;
   out.rows = logits.size(0);
   out.vocab = logits.size(1);

@@ -40,6 +40,13 @@ struct DecoderOptions {
   // two cores spun against each other (OMP_NUM_THREADS=2: 1.6 decode tokens/s against 22 with
   // one LibTorch thread, hidden 512, 8 layers), hence 1.
   int cpuThreads = 1;
+  // A projection weight that is mostly exact zeros is held and multiplied compactly: as its
+  // nonzero block (whole rows and columns zero) or, on the CPU, as sparse rows (at most 1/32
+  // nonzero); model/linear.h. The same values: every skipped term is a product with 0, only the
+  // summation order of the kept ones may differ from the BLAS's. A trained model has no such
+  // weights; a compiled circuit's layers are mostly zeros (every layer as wide as its widest), so
+  // this is what makes them fast. false: every weight dense, as stored.
+  bool compactZeroBlocks = true;
 };
 
 // Logits of some positions, row-major [rows, vocab], always float32.

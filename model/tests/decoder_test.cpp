@@ -422,6 +422,93 @@ TEST_F(NonFiniteCheckpoint, InfInOneHeadRowIsFoundAtTheReturnedPosition) {
   EXPECT_TRUE(d2->forward(prompt).ok());
 }
 
+// Weights that are mostly exact zeros are held compact (DecoderOptions::compactZeroBlocks): as
+// their nonzero block when whole rows and columns are zero, as a sparse matrix when at most 1/32 of
+// the entries are nonzero. The logits are the dense model's (up to the summation order), in fp32
+// and bf16, prefill across a chunk boundary and cached decode, and the decoder holds fewer bytes.
+// A non-finite weight among the zeros is nonzero: it is kept, and still named.
+enum class ZeroPattern { RowsAndColumns, OneIn37 };
+
+class ZeroBlocks : public CorruptCheckpoint, public ::testing::WithParamInterface<ZeroPattern> {
+ protected:
+  // RowsAndColumns zeroes rows r % 3 != 0 and columns c % 2 == 1 of every linear weight but the
+  // embedding (a block of 1/6); OneIn37 keeps entry i only where i % 37 == 0 (sparse).
+  void zeroMost() {
+    for (auto& t : tensors) {
+      const bool linear = t.shape.size() == 2 && t.name.find("embed_tokens") == std::string::npos;
+      if (!linear) continue;
+      ASSERT_EQ(t.dtype, StDtype::F32);
+      const int64_t rows = t.shape[0], cols = t.shape[1];
+      const float zero = 0.0f;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          const bool keep = GetParam() == ZeroPattern::RowsAndColumns ? r % 3 == 0 && c % 2 == 0
+                                                                     : (r * cols + c) % 37 == 0;
+          if (!keep) std::memcpy(t.data.data() + 4 * (r * cols + c), &zero, 4);
+        }
+    }
+  }
+  std::unique_ptr<Decoder> load(ComputeDtype dtype, bool compact) {
+    DecoderOptions options{dtype};
+    options.compactZeroBlocks = compact;
+    auto d = Decoder::load(dir, options);
+    EXPECT_TRUE(d.ok()) << d.error().str();
+    return d.ok() ? std::move(*d) : nullptr;
+  }
+};
+
+TEST_P(ZeroBlocks, CompactLinearsGiveTheDenseLogitsAndHoldFewerBytes) {
+  zeroMost();
+  ASSERT_TRUE(writeConfig(dir, config).ok());
+  ASSERT_TRUE(writeCheckpointTensors(dir, tensors).ok());
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < 70; ++i) prompt.push_back((i * 7 + 3) % config.vocabSize);  // 2 chunks
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    auto dense = load(dtype, false);
+    auto compact = load(dtype, true);
+    ASSERT_TRUE(dense && compact);
+    EXPECT_LT(compact->weightBytes() * 2, dense->weightBytes()) << computeDtypeName(dtype);
+    auto want = dense->forward(prompt, true);
+    auto got = compact->forward(prompt, true);
+    ASSERT_TRUE(want.ok() && got.ok());
+    Diff d;
+    accumulate(d, got->data, want->data);
+    for (int step = 0; step < 5; ++step) {
+      const int64_t next = want->argmax(want->rows - 1);
+      EXPECT_EQ(got->argmax(got->rows - 1), next) << computeDtypeName(dtype) << " step " << step;
+      want = dense->forward(std::span<const int64_t>(&next, 1));
+      got = compact->forward(std::span<const int64_t>(&next, 1));
+      ASSERT_TRUE(want.ok() && got.ok());
+      accumulate(d, got->data, want->data);
+    }
+    // fp32: summation order only; bf16: the same, then one bf16 rounding of a few outputs.
+    EXPECT_LE(d.relative(), dtype == ComputeDtype::F32 ? 1e-5 : 2e-2) << computeDtypeName(dtype);
+    EXPECT_GT(d.maxRef, 0.0);
+  }
+}
+
+TEST_P(ZeroBlocks, ANaNAmongTheZerosIsKeptAndNamed) {
+  zeroMost();
+  const std::string name = "model.layers.0.mlp.down_proj.weight";
+  const int64_t cols = find(name).shape[1];
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(find(name).data.data() + 4 * (1 * cols + 1), &nan, 4);  // row 1, column 1: zeroed
+  ASSERT_TRUE(writeConfig(dir, config).ok());
+  ASSERT_TRUE(writeCheckpointTensors(dir, tensors).ok());
+  auto d = load(ComputeDtype::F32, true);
+  ASSERT_NE(d, nullptr);
+  std::vector<int64_t> prompt = {1, 2, 3};
+  auto r = d->forward(prompt, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint);
+  EXPECT_NE(r.error().message.find(name + " (1)"), std::string::npos) << r.error().str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Patterns, ZeroBlocks, ::testing::Values(ZeroPattern::RowsAndColumns, ZeroPattern::OneIn37),
+                         [](const auto& info) {
+                           return info.param == ZeroPattern::RowsAndColumns ? "RowsAndColumns" : "OneIn37";
+                         });
+
 // F16 storage (transformers converts it to the requested dtype): logits equal, bit for bit, those
 // of an F32 checkpoint holding the same values (each F16 value widened, which is exact).
 TEST_F(CorruptCheckpoint, F16StorageEqualsF32OfTheSameValues) {
