@@ -27,8 +27,8 @@ namespace {
 using Fields = report::JsonFields;
 
 std::optional<harness::Backend> backendByName(const std::string& name) {
-  for (auto b : {harness::Backend::Interp, harness::Backend::Gpu, harness::Backend::Model})
-    if (name == harness::backendName(b)) return b;
+  for (int i = 0; i < harness::kNumBackends; ++i)
+    if (name == harness::backendName(static_cast<harness::Backend>(i))) return static_cast<harness::Backend>(i);
   return std::nullopt;
 }
 
@@ -66,20 +66,8 @@ Expected<Manifest> parseManifest(const std::string& text, const std::string& fil
   QGPU_TRY(prov, rd.field(doc, "", "provenance", Json::value_t::object));
   QGPU_TRY(commit, rd.str(*prov, "provenance", "commit"));
   m.commit = commit;
-  QGPU_TRY(plan, rd.field(doc, "", "plan", Json::value_t::object));
-  QGPU_TRY(cat, rd.field(*plan, "plan", "catalog", Json::value_t::object));
-  QGPU_TRY(catDigest, rd.str(*cat, "plan.catalog", "digest"));
-  QGPU_TRY(catKernels, rd.u64(*cat, "plan.catalog", "kernels", 1u << 20));
-  QGPU_TRY(kernels, rd.strings(*plan, "plan", "kernels"));
-  QGPU_TRY(compilers, rd.strings(*plan, "plan", "compilers"));
-  QGPU_TRY(gpu, rd.boolean(*plan, "plan", "gpu"));
-  QGPU_TRY(maxSteps, rd.u64(*plan, "plan", "maxSteps", 100'000'000));
-  QGPU_TRY(planDigest, rd.str(*plan, "plan", "digest"));
-  m.plan = {catDigest, static_cast<uint32_t>(catKernels), kernels, compilers, gpu, maxSteps};
-  if (planDigest != m.plan.digest())
-    return rd.error("plan.digest", "'" + echo(planDigest) +
-                                       "' is not the digest of the plan's fields (" +
-                                       m.plan.digest() + "): the plan was edited");
+  QGPU_TRY(plan, report::parsePlan(rd, doc));
+  m.plan = std::move(plan);
   QGPU_TRY(cases, rd.field(doc, "", "cases", Json::value_t::array));
   for (size_t i = 0; i < cases->size(); ++i) {
     const Json& item = (*cases)[i];

@@ -4,9 +4,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -194,26 +196,49 @@ CheckReport runCheck(const std::vector<kernels::KernelSpec>& catalog, const Chec
 
   // Phase 2: the GPU, one case at a time on one runner.
   CheckReport report;
-  std::unique_ptr<GpuSession> gpu;
+  std::vector<std::optional<CaseResult>> gpuCases(jobs.size());
   if (options.gpu) {
-    gpu = std::make_unique<GpuSession>();
-    report.gpuDevice = gpu->description();
-    report.gpuName = gpu->deviceName();
-    report.gpuDriverVersion = gpu->driverVersion();
+    GpuSession gpu;
+    report.gpuDevice = gpu.description();
+    report.gpuName = gpu.deviceName();
+    report.gpuDriverVersion = gpu.driverVersion();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Stopwatch watch;
+      CaseResult g = gpu.compare(catalog[jobs[i].kernel], interp[i]);
+      watch.stop(g);
+      const CaseResult& built = interp[i].result;  // the GPU ran the same program on the same input
+      g.programDigest = built.programDigest;
+      g.inputDigest = built.inputDigest;
+      g.gridX = built.gridX;
+      g.blockX = built.blockX;
+      finished(g);
+      gpuCases[i] = std::move(g);
+    }
   }
+
+  // Phase 3: the model legs, `jobs` cases at a time (modelCase may be called concurrently).
+  const size_t legs = options.modelLegs.size();
+  assert((legs == 0 || options.modelCase) && "CheckOptions::modelLegs without a modelCase");
+  std::vector<CaseResult> modelCases(jobs.size() * legs);
+  next = 0;
+  auto modelWorker = [&] {
+    for (size_t n; (n = next.fetch_add(1)) < modelCases.size();) {
+      const Job& job = jobs[n / legs];
+      Stopwatch watch;
+      modelCases[n] = options.modelCase(catalog[job.kernel], job.compiler, options.modelLegs[n % legs]);
+      watch.stop(modelCases[n]);
+      finished(modelCases[n]);
+    }
+  };
+  threads.clear();
+  workers = std::max(1, std::min<int>(options.jobs, static_cast<int>(modelCases.size())));
+  for (int t = 0; t < workers && !modelCases.empty(); ++t) threads.emplace_back(modelWorker);
+  for (std::thread& t : threads) t.join();
+
   for (size_t i = 0; i < jobs.size(); ++i) {
     report.cases.push_back(interp[i].result);
-    if (!gpu) continue;
-    Stopwatch watch;
-    CaseResult g = gpu->compare(catalog[jobs[i].kernel], interp[i]);
-    watch.stop(g);
-    const CaseResult& built = interp[i].result;  // the GPU ran the same program on the same input
-    g.programDigest = built.programDigest;
-    g.inputDigest = built.inputDigest;
-    g.gridX = built.gridX;
-    g.blockX = built.blockX;
-    finished(g);
-    report.cases.push_back(std::move(g));
+    if (gpuCases[i]) report.cases.push_back(std::move(*gpuCases[i]));
+    for (size_t l = 0; l < legs; ++l) report.cases.push_back(std::move(modelCases[i * legs + l]));
   }
   for (const CaseResult& c : report.cases) report.tallies[{c.backend, c.compiler}].add(c.verdict);
   return report;
@@ -234,10 +259,10 @@ std::string formatReport(const CheckReport& report, bool verbose) {
     if (!c.detail.empty()) out << ": " << c.detail;
     out << "\n";
   }
-  out << "\n" << "backend  compiler  match  mismatch  inconclusive  harness-error\n";
+  out << "\n" << "backend     compiler  match  mismatch  inconclusive  harness-error\n";
   for (const auto& [key, t] : report.tallies) {
     char line[128];
-    std::snprintf(line, sizeof line, "%-8s %-9s %5d %9d %13d %14d\n", backendName(key.first),
+    std::snprintf(line, sizeof line, "%-11s %-9s %5d %9d %13d %14d\n", backendName(key.first),
                   key.second.c_str(), t[Verdict::Match], t[Verdict::Mismatch],
                   t[Verdict::Inconclusive], t[Verdict::HarnessError]);
     out << line;

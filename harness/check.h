@@ -3,7 +3,9 @@
 //
 // Interp cases compare the interpreter's final memory with the kernel file's expected outputs.
 // GPU cases compare the GPU's final memory (all 126 words, multiset for unordered outputs) with
-// the interpreter's; with no GPU they are inconclusive ("no device"), never passed.
+// the interpreter's; with no GPU they are inconclusive ("no device"), never passed. Model cases
+// (CheckOptions::modelLegs) are the model leg's: its final memory against the expected outputs
+// and its tokens against the interpreter's, for the circuit target's program.
 #pragma once
 
 #include <functional>
@@ -32,6 +34,12 @@ struct CheckOptions {
   // Called once per interpreter case after its result is final (recordBuild included), under the
   // same lock as onCase, never concurrently: `check --traces` writes the case's trace from it.
   std::function<void(const InterpCase&)> onInterpCase;
+  // The model legs (Backend::ModelF32, ModelBf16), each run by `modelCase` for every kernel and
+  // compiler after the GPU's cases, `jobs` at a time, so `modelCase` must be callable from
+  // several threads (the model leg needs LibTorch, which this library does not link:
+  // harness/cli/cmd_check.cpp supplies it through harness/model_leg.h's ModelLegs).
+  std::vector<Backend> modelLegs;
+  std::function<CaseResult(const kernels::KernelSpec&, host::Compiler, Backend)> modelCase;
 };
 
 // The digests a manifest records of what was built (docs/reports.md): the lowered program's text

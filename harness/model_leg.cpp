@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
 
 #include "circuit/leg.h"
 #include "common/digest.h"
+#include "harness/check.h"
 #include "host/cuda/compile.h"
 #include "oracle/interpreter.h"
 
@@ -25,10 +27,10 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Where two token sequences first differ, described by the interpreter's side: the step (EX
-// tokens before it) and the record in progress.
-std::string firstDifference(const std::vector<trace::Token>& want,
-                            const std::vector<trace::Token>& got, size_t prompt) {
+}  // namespace
+
+std::string firstTokenDifference(const std::vector<trace::Token>& want, const std::vector<trace::Token>& got,
+                                 size_t prompt) {
   size_t i = 0;
   while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
   if (i == want.size() && i == got.size()) return "";
@@ -46,8 +48,6 @@ std::string firstDifference(const std::vector<trace::Token>& want,
          ", step " + std::to_string(steps) + ", after " + record + "): interpreter " +
          name(want, i) + ", model " + name(got, i);
 }
-
-}  // namespace
 
 const char* legStopName(LegStop s) {
   switch (s) {
@@ -96,6 +96,21 @@ Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program
   return r;
 }
 
+Backend modelBackend(model::ComputeDtype dtype) {
+  return dtype == model::ComputeDtype::BF16 ? Backend::ModelBf16 : Backend::ModelF32;
+}
+
+CaseResult refusedModelCase(const std::string& kernel, host::Compiler compiler, Backend leg, const Diag& why) {
+  CaseResult r;
+  r.kernel = kernel;
+  r.compiler = host::compilerName(compiler);
+  r.backend = leg;
+  r.verdict = caseVerdict(why);
+  r.error = why.kind;
+  r.detail = why.str();
+  return r;
+}
+
 Expected<std::unique_ptr<ModelSession>> ModelSession::open(const ModelLegOptions& options) {
   std::unique_ptr<ModelSession> s(new ModelSession());
   s->options_ = options;
@@ -135,7 +150,7 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
   CaseResult r;
   r.kernel = spec.name;
   r.compiler = host::compilerName(kernel.compiler);
-  r.backend = Backend::Model;
+  r.backend = modelBackend(options_.dtype);
   r.ptxDigest = kernel.ptxDigest;
   r.machineBlocks = static_cast<int>(kernel.program.blocks.size());
   r.spillSlots = kernel.stats.spillSlots;
@@ -163,6 +178,9 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
                 rate(leg->run.size(), leg->decodeSeconds);
   r.traceDigest = digestString(trace::digest(leg->run));
   r.traceTokens = leg->run.size();
+  r.steps = static_cast<uint64_t>(std::count_if(leg->run.begin(), leg->run.end(), [](trace::Token t) {
+    return trace::familyOf(t) == Family::Ex;  // one EX per block execution
+  }));
   if (final != nullptr) *final = leg->global;
   std::string check;
   if (options_.check) {
@@ -170,7 +188,7 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     o.maxSteps = static_cast<uint64_t>(stepLimit_);
     auto interp = oracle::run(kernel.program, launch, o);
     if (!interp.ok()) return finish(Verdict::HarnessError, interp.error().str(), interp.error().kind);
-    const std::string diff = firstDifference(interp->trace, leg->run, leg->prompt.size());
+    const std::string diff = firstTokenDifference(interp->trace, leg->run, leg->prompt.size());
     if (!diff.empty()) return finish(Verdict::Mismatch, "--check: " + diff);
     check = "; --check: " + std::to_string(leg->run.size()) + " run tokens, 0 differ";
   }
@@ -197,6 +215,68 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     return finish(Verdict::Mismatch, detail + check);
   }
   return finish(Verdict::Match, std::to_string(leg->run.size()) + " tokens generated" + check);
+}
+
+Expected<std::unique_ptr<ModelLegs>> ModelLegs::open(const ModelLegOptions& options,
+                                                     const std::vector<Backend>& legs, int perLeg) {
+  std::unique_ptr<ModelLegs> m(new ModelLegs());
+  ModelLegOptions each = options;
+  if (each.checkpoint.empty() && !legs.empty()) {
+    m->tempDir_ = (fs::temp_directory_path() / ("qgpu_legs_" + std::to_string(::getpid()))).string();
+    QGPU_CHECK(circuit::writeLegCheckpoint(m->tempDir_, circuit::kLegMaxStepLimit));
+    each.checkpoint = m->tempDir_;
+  }
+  for (Backend leg : legs) {
+    if (!isModel(leg) || m->sessions_.count(leg)) continue;
+    each.dtype = leg == Backend::ModelBf16 ? model::ComputeDtype::BF16 : model::ComputeDtype::F32;
+    for (int n = 0; n < std::max(1, perLeg); ++n) {
+      QGPU_TRY(session, ModelSession::open(each));
+      m->free_[leg].push_back(session.get());
+      m->sessions_[leg].push_back(std::move(session));
+    }
+  }
+  return m;
+}
+
+ModelLegs::~ModelLegs() {
+  sessions_.clear();
+  if (tempDir_.empty()) return;
+  std::error_code ignored;  // best effort
+  fs::remove_all(tempDir_, ignored);
+}
+
+std::string ModelLegs::description() const {
+  return sessions_.empty() ? std::string("no model legs") : sessions_.begin()->second.front()->description();
+}
+
+CaseResult ModelLegs::run(const kernels::KernelSpec& spec, host::Compiler compiler, Backend leg) {
+  if (!sessions_.count(leg))
+    return refusedModelCase(spec.name, compiler, leg,
+                            makeDiag(ErrorKind::Internal, std::string("no session for ") + backendName(leg)));
+  BuildOptions build;
+  build.expandDivision = build.expandMultiply = true;
+  auto built = buildKernel(spec, compiler, build);
+  if (!built.ok()) return refusedModelCase(spec.name, compiler, leg, built.error());
+  if (Status executes = circuit::pipelineExecutes(built->program); !executes.ok())
+    return refusedModelCase(spec.name, compiler, leg, executes.error());
+  ModelSession* session = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    returned_.wait(lock, [&] { return !free_[leg].empty(); });
+    session = free_[leg].back();
+    free_[leg].pop_back();
+  }
+  CaseResult r = session->compare(spec, *built);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[leg].push_back(session);
+  }
+  returned_.notify_one();
+  r.programDigest = programDigest(built->program);
+  r.inputDigest = inputDigest(built->image.global, built->image.params);
+  r.gridX = built->image.gridX;
+  r.blockX = built->image.blockX;
+  return r;
 }
 
 }  // namespace qgpu::harness

@@ -11,7 +11,7 @@
 //   ModelSession the model: loaded from a checkpoint directory `qgpu circuit build` wrote
 //                (config.json, model.safetensors and circuit.json, the build's step limit), or
 //                built into a temporary directory (removed when the session ends).
-//   compare      the Backend::Model case of a built kernel: refused before running when the
+//   compare      the model case (Backend::ModelF32 or ModelBf16, by the dtype) of a built kernel: refused before running when the
 //                pipeline does not execute one of its ops (circuit::pipelineExecutes: an
 //                OverLimit error, verdict inconclusive); otherwise the leg's final memory against
 //                the expected outputs (kernels::checkOutputs, writesOutsideArrays), a FAULT or
@@ -19,10 +19,17 @@
 //                interpreter runs beside it at the model's step limit, and the first token that
 //                differs decides: its position, both tokens and the interpreter's decoded event
 //                there.
+//   ModelLegs    the model legs of a conformance run (`qgpu check --model`): one checkpoint for
+//                every dtype, a session per dtype, and each kernel's model case — the circuit
+//                target's program built (both expansions, BuildOptions), refused without running
+//                when it does not build or the pipeline does not execute it, else compared.
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,12 +57,27 @@ struct LegRun {
 Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
                         const machine::Launch& launch, size_t tokenBudget);
 
+// --check's comparison: where the model's run `got` first differs from the interpreter's `want`
+// (both without the prompt of `promptTokens` tokens), described by the interpreter's side — the
+// position, the run index, the step (EX tokens before it), the record in progress and both
+// tokens; empty when they are equal.
+std::string firstTokenDifference(const std::vector<trace::Token>& want, const std::vector<trace::Token>& got,
+                                 size_t promptTokens);
+
 struct ModelLegOptions {
   model::ComputeDtype dtype = model::ComputeDtype::F32;
   std::string checkpoint;     // empty: build the model into a temporary directory
   size_t tokenBudget = 20000;
   bool check = false;         // --check: token for token against the interpreter
 };
+
+// The backend of a model case in `dtype`.
+Backend modelBackend(model::ComputeDtype dtype);
+
+// The model case of a kernel that never reached the model: `why` (an expansion that did not fit,
+// an op the pipeline does not execute, a build error) decides the verdict (caseVerdict: OverLimit
+// is inconclusive, as any program beyond the machine is).
+CaseResult refusedModelCase(const std::string& kernel, host::Compiler compiler, Backend leg, const Diag& why);
 
 class ModelSession {
  public:
@@ -80,6 +102,31 @@ class ModelSession {
   int stepLimit_ = 0;
   std::unique_ptr<model::Decoder> decoder_;
   std::string lastTiming_;
+};
+
+class ModelLegs {
+ public:
+  // Opens `perLeg` sessions per dtype of `legs` (ModelF32, ModelBf16) on `options.checkpoint`, or
+  // on one checkpoint built into a temporary directory (removed with this object) when it is
+  // empty. run() may then be called from up to `perLeg` threads at once per leg.
+  static Expected<std::unique_ptr<ModelLegs>> open(const ModelLegOptions& options, const std::vector<Backend>& legs,
+                                                   int perLeg = 1);
+  ~ModelLegs();
+  ModelLegs(const ModelLegs&) = delete;
+  ModelLegs& operator=(const ModelLegs&) = delete;
+
+  // "the memory pipeline, ..." of the first session (they share the checkpoint).
+  std::string description() const;
+  // The case of `spec` under `compiler` on `leg` (one of those opened), on a free session of it.
+  CaseResult run(const kernels::KernelSpec& spec, host::Compiler compiler, Backend leg);
+
+ private:
+  ModelLegs() = default;
+  std::string tempDir_;
+  std::map<Backend, std::vector<std::unique_ptr<ModelSession>>> sessions_;
+  std::map<Backend, std::vector<ModelSession*>> free_;  // guarded by mutex_
+  std::mutex mutex_;
+  std::condition_variable returned_;
 };
 
 }  // namespace qgpu::harness

@@ -197,7 +197,8 @@ const char* backendName(Backend b) {
   switch (b) {
     case Backend::Interp: return "interp";
     case Backend::Gpu: return "gpu";
-    case Backend::Model: return "model";
+    case Backend::ModelF32: return "model-fp32";
+    case Backend::ModelBf16: return "model-bf16";
   }
   return "?";
 }

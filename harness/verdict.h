@@ -17,11 +17,14 @@
 namespace qgpu::harness {
 
 enum class Backend : uint8_t {
-  Interp,  // the reference interpreter, checked against the kernel file's expected outputs
-  Gpu,     // a real NVIDIA GPU through the driver API, checked against the interpreter
-  Model,   // the merged Qwen3.5 model, token by token, checked against the interpreter's trace
+  Interp,     // the reference interpreter, checked against the kernel file's expected outputs
+  Gpu,        // a real NVIDIA GPU through the driver API, checked against the interpreter
+  ModelF32,   // the compiled Qwen3.5 model in fp32, token by token (harness/model_leg.h)
+  ModelBf16,  // the same model computing in bf16
 };
-const char* backendName(Backend b);
+inline constexpr int kNumBackends = 4;
+const char* backendName(Backend b);  // "interp", "gpu", "model-fp32", "model-bf16"
+inline bool isModel(Backend b) { return b == Backend::ModelF32 || b == Backend::ModelBf16; }
 
 struct CaseResult {
   std::string kernel;

@@ -26,6 +26,9 @@
 #include "harness/cli/command.h"
 #include "harness/cli/steps.h"
 #include "harness/cli/util.h"
+#ifdef QGPU_HAVE_MODEL
+#include "harness/model_leg.h"
+#endif
 
 namespace qgpu::cli {
 
@@ -46,7 +49,21 @@ struct CheckCmdOptions {
   std::string balance;      // --balance REPORT
   int jobs = 2;
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
+  std::vector<std::string> models;  // --model: the model legs, "fp32" and/or "bf16"
+  std::string modelCheckpoint;      // --model-checkpoint: a `qgpu circuit build` directory
 };
+
+// --model's legs in the order given, each once; a Usage error names an unknown one.
+Expected<std::vector<harness::Backend>> parseModelLegs(const std::vector<std::string>& names) {
+  std::vector<harness::Backend> legs;
+  for (const std::string& n : names) {
+    if (n != "fp32" && n != "bf16")
+      return makeDiag(ErrorKind::Usage, "--model '" + echo(n) + "': the model legs are fp32 and bf16");
+    harness::Backend leg = n == "fp32" ? harness::Backend::ModelF32 : harness::Backend::ModelBf16;
+    if (std::find(legs.begin(), legs.end(), leg) == legs.end()) legs.push_back(leg);
+  }
+  return legs;
+}
 
 // The process's CPU seconds so far: its threads and its waited-for children (the compilers).
 double processCpuSeconds() {
@@ -157,11 +174,21 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   auto compilers = parseCompilers(o.compiler);
   if (!compilers.ok()) return reportError(compilers.error());
 
+  auto modelLegs = parseModelLegs(o.models);
+  if (!modelLegs.ok()) return reportError(modelLegs.error());
+  if (modelLegs->empty() && !o.modelCheckpoint.empty())
+    return reportError(makeDiag(ErrorKind::Usage, "--model-checkpoint needs --model"));
+#ifndef QGPU_HAVE_MODEL
+  if (!modelLegs->empty())
+    return reportError(makeDiag(ErrorKind::Usage, "--model needs a LibTorch build (QGPU_WITH_TORCH)"));
+#endif
+
   auto shard = chooseShard(o.shard);
   if (!shard.ok()) return reportError(shard.error());
   for (const kernels::KernelSpec& spec : chosen) plan.kernels.push_back(spec.name);
   for (host::Compiler c : *compilers) plan.compilers.push_back(host::compilerName(c));
   plan.gpu = !o.noGpu;
+  for (harness::Backend leg : *modelLegs) plan.models.push_back(leg == harness::Backend::ModelF32 ? "fp32" : "bf16");
   plan.maxSteps = o.maxSteps;
   auto shardJobs = jobsOfShard(plan, *shard, o.balance);
   if (!shardJobs.ok()) return reportError(shardJobs.error());
@@ -188,9 +215,26 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   options.gpu = !o.noGpu;
   options.jobs = o.jobs;
   options.run.maxSteps = o.maxSteps;
+#ifdef QGPU_HAVE_MODEL
+  // The model legs: one checkpoint (given, or built once here), a session per dtype, each case
+  // the circuit target's program token for token against the interpreter (--check's comparison).
+  std::unique_ptr<harness::ModelLegs> legs;
+  if (!modelLegs->empty()) {
+    harness::ModelLegOptions mo;
+    mo.checkpoint = o.modelCheckpoint;
+    mo.check = true;
+    auto opened = harness::ModelLegs::open(mo, *modelLegs, o.jobs);
+    if (!opened.ok()) return reportError(opened.error());
+    legs = std::move(*opened);
+    if (!common.json) std::cerr << "model: " << legs->description() << "\n";
+    options.modelLegs = *modelLegs;
+    options.modelCase = [&legs](const kernels::KernelSpec& spec, host::Compiler c, harness::Backend leg) {
+      return legs->run(spec, c, leg);
+    };
+  }
+#endif
   // On a terminal, a bar once the run has taken 2 s (progress.h); nothing when stderr is not one.
-  ProgressBar progress(mine.size() * compilers->size() * (o.noGpu ? 1 : 2),
-                       progressWanted(2, common.json));
+  ProgressBar progress(mine.size() * plan.casesPerKernel(), progressWanted(2, common.json));
   // ... and the reports rewritten as cases finish, at most once a second (each write is a whole
   // atomic rewrite). A failed rewrite is not fatal here: the final write repeats it and reports it.
   std::map<std::string, size_t> jobOf;
@@ -274,6 +318,12 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common) {
   app->add_option("--balance", o.balance,
                   "Balance the shards by the case times of this previous JSON report");
   app->add_option("--jobs,-j", o.jobs, "Kernels built in parallel")->capture_default_str();
+  app->add_option("--model", o.models,
+                  "Model legs: fp32 and/or bf16 (comma-separated or repeated); each kernel's circuit "
+                  "target program through the compiled model, token for token against the interpreter")
+      ->delimiter(',');
+  app->add_option("--model-checkpoint", o.modelCheckpoint,
+                  "--model: a checkpoint `qgpu circuit build` wrote (default: build one, 11 GB, removed after)");
   addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runCheckCommand(o, common); }};
 }

@@ -113,18 +113,14 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
     harness::CaseResult m;
     if (Status executes = circuit::pipelineExecutes(interp.kernel->program); !executes.ok()) {
       // Refused before any model is built: the program is beyond the compiled circuit.
-      m.kernel = spec->name;
-      m.compiler = o.compiler;
-      m.backend = harness::Backend::Model;
-      m.verdict = caseVerdict(executes.error());
-      m.error = executes.error().kind;
-      m.detail = executes.error().str();
+      m = harness::refusedModelCase(spec->name, compilers->front(), harness::modelBackend(mo.dtype), executes.error());
     } else {
       auto session = harness::ModelSession::open(mo);
       if (!session.ok()) return reportError(session.error());
       std::cerr << "model: " << (*session)->description() << "\n";
       std::array<uint32_t, machine::kGlobalWords> final{};
       m = (*session)->compare(*spec, *interp.kernel, &final);
+      if (!(*session)->lastTiming().empty()) std::cerr << "model: " << (*session)->lastTiming() << "\n";
       if (m.verdict == Verdict::Match || m.verdict == Verdict::Mismatch) modelGlobal = final;
     }
     m.programDigest = interp.result.programDigest;

@@ -1,6 +1,7 @@
 // qgpu/harness/report/json_report.cpp — the run report's JSON form (see json_report.h).
 #include "harness/report/json_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -71,12 +72,14 @@ Json tallyJson(const std::map<std::pair<Backend, std::string>, Tally>& tallies) 
 }  // namespace
 
 Json toJson(const Plan& p) {
-  return {{"catalog", {{"digest", p.catalogDigest}, {"kernels", p.catalogKernels}}},
-          {"kernels", p.kernels},
-          {"compilers", p.compilers},
-          {"gpu", p.gpu},
-          {"maxSteps", p.maxSteps},
-          {"digest", p.digest()}};
+  Json j = {{"catalog", {{"digest", p.catalogDigest}, {"kernels", p.catalogKernels}}},
+            {"kernels", p.kernels},
+            {"compilers", p.compilers},
+            {"gpu", p.gpu},
+            {"maxSteps", p.maxSteps},
+            {"digest", p.digest()}};
+  if (!p.models.empty()) j["models"] = p.models;  // absent: no model legs (reports before them)
+  return j;
 }
 
 namespace {
@@ -93,32 +96,6 @@ std::optional<E> byName(const std::string& name, int count, NameFn nameOf) {
   return std::nullopt;
 }
 
-Expected<Plan> parsePlan(const Reader& rd, const Json& doc) {
-  QGPU_TRY(p, rd.field(doc, "", "plan", Json::value_t::object));
-  Plan plan;
-  QGPU_TRY(cat, rd.field(*p, "plan", "catalog", Json::value_t::object));
-  QGPU_TRY(catDigest, rd.str(*cat, "plan.catalog", "digest"));
-  QGPU_TRY(catKernels, rd.u64(*cat, "plan.catalog", "kernels", 1u << 20));
-  plan.catalogDigest = catDigest;
-  plan.catalogKernels = static_cast<uint32_t>(catKernels);
-  QGPU_TRY(kernels, rd.strings(*p, "plan", "kernels"));
-  QGPU_TRY(compilers, rd.strings(*p, "plan", "compilers"));
-  plan.kernels = std::move(kernels);
-  plan.compilers = std::move(compilers);
-  std::set<std::string> unique(plan.kernels.begin(), plan.kernels.end());
-  if (unique.size() != plan.kernels.size()) return rd.error("plan.kernels", "a kernel twice");
-  for (const std::string& c : plan.compilers)
-    if (c != "clang" && c != "nvcc") return rd.error("plan.compilers", "unknown compiler '" + echo(c) + "'");
-  QGPU_TRY(gpu, rd.boolean(*p, "plan", "gpu"));
-  QGPU_TRY(maxSteps, rd.u64(*p, "plan", "maxSteps", UINT64_MAX));
-  plan.gpu = gpu;
-  plan.maxSteps = maxSteps;
-  QGPU_TRY(digest, rd.str(*p, "plan", "digest"));
-  if (digest != plan.digest())
-    return rd.error("plan.digest", "'" + echo(digest) + "' is not the digest of the plan's fields (" +
-                                       plan.digest() + "): the plan was edited");
-  return plan;
-}
 
 Expected<CaseResult> parseCase(const Reader& rd, const Json& item, const std::string& at) {
   if (!item.is_object()) return rd.error(at, "expected object");
@@ -129,7 +106,7 @@ Expected<CaseResult> parseCase(const Reader& rd, const Json& item, const std::st
   QGPU_TRY(verdict, rd.str(item, at, "verdict"));
   c.kernel = kernel;
   c.compiler = compiler;
-  auto b = byName<Backend>(backend, 3, harness::backendName);
+  auto b = byName<Backend>(backend, harness::kNumBackends, harness::backendName);
   if (!b) return rd.error(at + ".backend", "unknown backend '" + echo(backend) + "'");
   c.backend = *b;
   auto v = byName<Verdict>(verdict, kNumVerdicts, verdictName);
@@ -173,6 +150,41 @@ Expected<CaseResult> parseCase(const Reader& rd, const Json& item, const std::st
 }
 
 }  // namespace
+
+Expected<Plan> parsePlan(const JsonFields& rd, const Json& doc) {
+  QGPU_TRY(p, rd.field(doc, "", "plan", Json::value_t::object));
+  Plan plan;
+  QGPU_TRY(cat, rd.field(*p, "plan", "catalog", Json::value_t::object));
+  QGPU_TRY(catDigest, rd.str(*cat, "plan.catalog", "digest"));
+  QGPU_TRY(catKernels, rd.u64(*cat, "plan.catalog", "kernels", 1u << 20));
+  plan.catalogDigest = catDigest;
+  plan.catalogKernels = static_cast<uint32_t>(catKernels);
+  QGPU_TRY(kernels, rd.strings(*p, "plan", "kernels"));
+  QGPU_TRY(compilers, rd.strings(*p, "plan", "compilers"));
+  plan.kernels = std::move(kernels);
+  plan.compilers = std::move(compilers);
+  std::set<std::string> unique(plan.kernels.begin(), plan.kernels.end());
+  if (unique.size() != plan.kernels.size()) return rd.error("plan.kernels", "a kernel twice");
+  for (const std::string& c : plan.compilers)
+    if (c != "clang" && c != "nvcc") return rd.error("plan.compilers", "unknown compiler '" + echo(c) + "'");
+  QGPU_TRY(gpu, rd.boolean(*p, "plan", "gpu"));
+  QGPU_TRY(maxSteps, rd.u64(*p, "plan", "maxSteps", UINT64_MAX));
+  plan.gpu = gpu;
+  plan.maxSteps = maxSteps;
+  if (p->contains("models")) {
+    QGPU_TRY(models, rd.strings(*p, "plan", "models"));
+    plan.models = std::move(models);
+    std::set<std::string> once(plan.models.begin(), plan.models.end());
+    if (once.size() != plan.models.size()) return rd.error("plan.models", "a model leg twice");
+    for (const std::string& m : plan.models)
+      if (m != "fp32" && m != "bf16") return rd.error("plan.models", "unknown model leg '" + echo(m) + "'");
+  }
+  QGPU_TRY(digest, rd.str(*p, "plan", "digest"));
+  if (digest != plan.digest())
+    return rd.error("plan.digest", "'" + echo(digest) + "' is not the digest of the plan's fields (" +
+                                       plan.digest() + "): the plan was edited");
+  return plan;
+}
 
 Json toJson(const RunReport& r) {
   Json cases = Json::array();
@@ -279,7 +291,12 @@ Expected<RunReport> parseReport(const Json& doc, const std::string& file) {
                                           std::to_string(job) + " ('" + r.plan.kernels[job] + "')");
     if (!compilers.count(c.compiler))
       return rd.error(at + ".compiler", "'" + echo(c.compiler) + "' is not in the plan");
-    bool legInPlan = c.backend == Backend::Interp || (c.backend == Backend::Gpu && r.plan.gpu);
+    auto modelInPlan = [&](const char* dtype) {
+      return std::find(r.plan.models.begin(), r.plan.models.end(), dtype) != r.plan.models.end();
+    };
+    bool legInPlan = c.backend == Backend::Interp || (c.backend == Backend::Gpu && r.plan.gpu) ||
+                     (c.backend == Backend::ModelF32 && modelInPlan("fp32")) ||
+                     (c.backend == Backend::ModelBf16 && modelInPlan("bf16"));
     if (!legInPlan)
       return rd.error(at + ".backend", std::string(harness::backendName(c.backend)) +
                                            " is not a leg of the plan");

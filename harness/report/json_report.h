@@ -26,6 +26,7 @@
 
 #include "common/diag.h"
 #include "harness/check.h"
+#include "harness/report/json_fields.h"
 #include "harness/report/plan.h"
 #include "harness/report/provenance.h"
 
@@ -62,6 +63,9 @@ RunReport makeRunReport(const Plan& plan, ShardSpec shard, std::vector<size_t> j
 
 nlohmann::json toJson(const RunReport& report);
 nlohmann::json toJson(const Plan& plan);  // the report's "plan" object, digest included
+// The "plan" object of `doc` (a run report or a manifest), checked field by field and against its
+// digest; errors are rd's kind at its file.
+Expected<Plan> parsePlan(const JsonFields& rd, const nlohmann::json& doc);
 Expected<RunReport> parseReport(const nlohmann::json& doc, const std::string& file);
 Expected<RunReport> parseReportText(const std::string& text, const std::string& file);
 Expected<RunReport> readReport(const std::string& path);

@@ -41,8 +41,11 @@ std::string evidence(const harness::CaseResult& c) {
   if (c.error) out += std::string("error kind: ") + kindName(*c.error) + "\n";
   out += "ptx " + c.ptxDigest + ", program " + c.programDigest + ", input " + c.inputDigest +
          ", trace " + c.traceDigest + " (" + std::to_string(c.traceTokens) + " tokens)\n";
-  out += "reproduce with: qgpu check --kernel " + c.kernel + " --compiler " + c.compiler +
-         (c.backend == harness::Backend::Gpu ? "" : " --no-gpu") + " --verbose\n";
+  const char* leg = c.backend == harness::Backend::ModelF32    ? " --no-gpu --model fp32"
+                    : c.backend == harness::Backend::ModelBf16 ? " --no-gpu --model bf16"
+                    : c.backend == harness::Backend::Gpu       ? ""
+                                                               : " --no-gpu";
+  out += "reproduce with: qgpu check --kernel " + c.kernel + " --compiler " + c.compiler + leg + " --verbose\n";
   return out;
 }
 

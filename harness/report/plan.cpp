@@ -24,6 +24,11 @@ std::string Plan::digest() const {
   h = mix(h, std::to_string(compilers.size()));
   for (const std::string& c : compilers) h = mix(h, c);
   h = mix(h, gpu ? "gpu" : "no-gpu");
+  // Only a plan with model legs mixes them in: a plan without keeps the digest it always had.
+  if (!models.empty()) {
+    h = mix(h, "models " + std::to_string(models.size()));
+    for (const std::string& m : models) h = mix(h, m);
+  }
   h = mix(h, std::to_string(maxSteps));
   return digestString(h);
 }

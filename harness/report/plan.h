@@ -1,7 +1,7 @@
 // qgpu/harness/report/plan.h — what a conformance run was asked to do, and one shard's share.
 //
 // A plan is the unsharded run: the catalog it came from (its digest), the selected kernels in
-// catalog order, the compilers, whether the GPU leg ran, the step limit. Its digest covers all
+// catalog order, the compilers, whether the GPU leg ran, the model legs, the step limit. Its digest covers all
 // of that, so two reports merge only when they were cut from the same plan. The unit of
 // sharding is the kernel: every case of a kernel (each compiler, each leg) runs in one shard.
 #pragma once
@@ -20,10 +20,11 @@ struct Plan {
   std::vector<std::string> kernels;   // the selected kernels, catalog order
   std::vector<std::string> compilers; // "clang", "nvcc", in run order
   bool gpu = false;                   // the GPU leg was tried
+  std::vector<std::string> models;    // the model legs run: "fp32", "bf16" (none: no model rows)
   uint64_t maxSteps = 0;              // the interpreter's step limit
 
   // Cases per kernel: one per compiler and leg.
-  size_t casesPerKernel() const { return compilers.size() * (gpu ? 2 : 1); }
+  size_t casesPerKernel() const { return compilers.size() * (1 + (gpu ? 1 : 0) + models.size()); }
   std::string digest() const;         // fnv1a64 over every field above
 };
 

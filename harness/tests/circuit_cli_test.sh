@@ -57,10 +57,18 @@ expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" -
 # belongs to the model backend.
 expect run-model-expands 4 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
   "$qgpu" run dot_atomic --backend model
-expect run-model-refused 4 "inconclusive \[clang, model\].*does not execute 'atom.add' \(block B[0-9]+, op [0-9]+\): atomic" -- \
+expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'atom.add' \(block B[0-9]+, op [0-9]+\): atomic" -- \
   "$qgpu" run dot_atomic --backend model
 expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
   "$qgpu" run dot --backend model
+# `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
+# leg checkpoint is refused before any case runs. (The rows themselves: harness_model_leg_test.)
+expect check-model-unknown 2 "--model 'fp16': the model legs are fp32 and bf16" -- \
+  "$qgpu" check --no-gpu --kernel popcount --model fp16
+expect check-model-checkpoint-alone 2 '--model-checkpoint needs --model' -- \
+  "$qgpu" check --no-gpu --kernel popcount --model-checkpoint "$tmp"
+expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
+  "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
 expect run-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" run popcount --backend model --checkpoint "$tmp"

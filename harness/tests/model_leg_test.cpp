@@ -1,21 +1,23 @@
 // The model leg end to end (harness/model_leg.h): a checkpoint written by circuit::
 // writeLegCheckpoint, loaded by model/'s decoder like any Qwen3.5 checkpoint, runs hand-built
 // programs token by token. The expected final memory is computed here from the inputs by hand;
-// the interpreter's trace is the token-for-token reference (the leg itself never runs it).
-// Free decode runs at about 0.7 tokens/s here (every token reads the 11 GB of weights), so per
-// commit: one warp of the divergent program in fp32 (≈ 60 generated tokens) and a token budget;
-// under QGPU_CIRCUIT_FULL two warps (the second partial), the faulting store, and bf16 (≈ 20×
-// slower on this CPU). Measured: two warps, 125 prompt tokens prefilled in 8.5 s, 102 generated
-// in 140 s, equal to the interpreter's.
+// the interpreter's trace is the token-for-token reference (the leg itself never runs it). The
+// divergent program with two warps (the second partial), its faulting twin and a token budget, in
+// fp32 and bf16; --check's comparator on flipped, dropped and extra tokens; `qgpu check`'s model
+// rows (ModelLegs through runCheck) on catalog kernels, when a compiler is installed.
+// Measured (the decoder holds the weights' nonzeros, model/README.md): 125 prompt tokens
+// prefilled and 102 generated in about 3 s in all (was 150 s when every token read 11 GB).
 #include "harness/model_leg.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "circuit/leg.h"
+#include "harness/check.h"
+#include "host/cuda/compile.h"
+#include "kernels/catalog.h"
 #include "oracle/interpreter.h"
 
 namespace qgpu::harness {
@@ -25,11 +27,6 @@ namespace fs = std::filesystem;
 using machine::Op;
 using machine::Operand;
 using machine::Special;
-
-bool full() {
-  const char* v = std::getenv("QGPU_CIRCUIT_FULL");
-  return v != nullptr && std::string(v) != "0";
-}
 
 machine::Instr op(Op o, uint8_t dst, Operand a, Operand b = {}) {
   machine::Instr in;
@@ -47,7 +44,7 @@ machine::Instr mem(Op o, uint8_t dst, Operand addr, Operand value, int32_t offse
 constexpr int kMaxThreads = 6;
 constexpr int kOut = 8;  // out[] starts at word 8
 
-int threads() { return full() ? kMaxThreads : 4; }
+int threads() { return kMaxThreads; }
 
 // x in words 0..5; out[i] = i < 3 ? 2·x[i] + 1 + 100 : (2·x[i] + 1) ^ 5, through a divergent
 // branch; word 8 + i. `storeOffset` moves the store (past memory: every lane faults).
@@ -136,7 +133,6 @@ struct Leg : ::testing::Test {
               << " prompt tokens in " << r->prefillSeconds << " s, " << r->run.size()
               << " generated in " << r->decodeSeconds << " s" << std::endl;
     // The store past memory: FAULT where the interpreter faults, nothing written.
-    if (!full()) return;
     auto f = runLeg(*dec, divergent(4 * 200), launch(), 2000);
     ASSERT_TRUE(f.ok()) << f.error().message;
     EXPECT_EQ(f->stop, LegStop::Fault);
@@ -147,9 +143,72 @@ struct Leg : ::testing::Test {
 
 TEST_F(Leg, RunsADivergentProgramTokenForTokenFp32) { runBoth(model::ComputeDtype::F32); }
 
-TEST_F(Leg, RunsADivergentProgramTokenForTokenBf16) {
-  if (!full()) GTEST_SKIP() << "bf16: under QGPU_CIRCUIT_FULL";
-  runBoth(model::ComputeDtype::BF16);
+TEST_F(Leg, RunsADivergentProgramTokenForTokenBf16) { runBoth(model::ComputeDtype::BF16); }
+
+// --check's comparator (firstTokenDifference): equal runs give nothing; a flipped, a dropped and
+// an extra token are each named at their position with both tokens and the interpreter's step.
+TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
+  auto r = oracle::run(divergent(), launch(), {});
+  ASSERT_TRUE(r.ok());
+  const std::vector<trace::Token>& run = r->trace;
+  ASSERT_GT(run.size(), 20u);
+  const size_t prompt = trace::encodePrompt(divergent(), launch()).size();
+  EXPECT_EQ(firstTokenDifference(run, run, prompt), "");
+  std::vector<trace::Token> flipped = run;
+  flipped[17] = flipped[17] == run[16] ? run[18] : run[16];
+  ASSERT_NE(flipped[17], run[17]);
+  const std::string f = firstTokenDifference(run, flipped, prompt);
+  EXPECT_NE(f.find("token " + std::to_string(prompt + 17) + " (run token 17, step "), std::string::npos) << f;
+  EXPECT_NE(f.find("interpreter " + trace::tokenName(run[17]) + ", model " + trace::tokenName(flipped[17])),
+            std::string::npos) << f;
+  std::vector<trace::Token> dropped(run.begin(), run.end() - 1);
+  EXPECT_NE(firstTokenDifference(run, dropped, prompt).find("model (end)"), std::string::npos);
+  std::vector<trace::Token> extra = run;
+  extra.push_back(run.back());
+  EXPECT_NE(firstTokenDifference(run, extra, prompt).find("interpreter (end)"), std::string::npos);
+}
+
+// `qgpu check --model fp32,bf16` on catalog kernels: the circuit target's program (multiplies
+// expanded) runs token for token; a kernel with an atomic is refused without running, inconclusive
+// with the op named. Two sessions per dtype, run by runCheck's two model workers.
+TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().str();
+  std::vector<kernels::KernelSpec> chosen;
+  for (const char* name : {"popcount", "matmul2x2", "dot_atomic"})
+    for (const kernels::KernelSpec& spec : *catalog)
+      if (spec.name == name) chosen.push_back(spec);
+  ASSERT_EQ(chosen.size(), 3u);
+  ModelLegOptions mo;
+  mo.checkpoint = dir;
+  mo.check = true;
+  const std::vector<Backend> legs = {Backend::ModelF32, Backend::ModelBf16};
+  auto opened = ModelLegs::open(mo, legs, 2);
+  ASSERT_TRUE(opened.ok()) << opened.error().str();
+  CheckOptions options;
+  options.compilers = {host::Compiler::Clang};
+  options.gpu = false;
+  options.modelLegs = legs;
+  options.modelCase = [&](const kernels::KernelSpec& s, host::Compiler c, Backend leg) {
+    return (*opened)->run(s, c, leg);
+  };
+  CheckReport report = runCheck(chosen, options);
+  ASSERT_EQ(report.cases.size(), 9u);  // per kernel: interp, model-fp32, model-bf16
+  for (const CaseResult& c : report.cases) {
+    SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
+    if (c.backend == Backend::Interp) {
+      EXPECT_EQ(c.verdict, Verdict::Match);
+    } else if (c.kernel == "dot_atomic") {
+      EXPECT_EQ(c.verdict, Verdict::Inconclusive);
+      EXPECT_NE(c.detail.find("does not execute 'atom.add'"), std::string::npos);
+    } else {
+      EXPECT_EQ(c.verdict, Verdict::Match);
+      EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"), std::string::npos);
+      EXPECT_GT(c.steps, 0u);
+    }
+  }
+  EXPECT_EQ((report.tallies[{Backend::ModelBf16, "clang"}][Verdict::Match]), 2);
 }
 
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {

@@ -87,6 +87,40 @@ TEST(JsonReport, RefusesAnEditedPlan) {
   expectRefused(doc, "plan.digest");
 }
 
+// The model legs: a plan without them keeps the digest it always had (reports written before
+// them still merge and audit) and its JSON has no "models"; with them the digest changes, the
+// cases of each leg round-trip, and a model case whose leg the plan did not run, an unknown or a
+// repeated leg, is refused.
+TEST(JsonReport, ModelLegsArePartOfThePlan) {
+  EXPECT_EQ(testing::fakePlan().digest(), "fnv1a64:d8e0cfefb2467797");  // the digest before model legs
+  EXPECT_FALSE(fullDoc()["plan"].contains("models"));
+  RunReport r = fakeReport({0, 1});
+  r.plan.models = {"fp32", "bf16"};
+  EXPECT_NE(r.plan.digest(), testing::fakePlan().digest());
+  EXPECT_EQ(r.plan.casesPerKernel(), 4u);
+  for (size_t job : {0, 1})
+    for (harness::Backend leg : {harness::Backend::ModelF32, harness::Backend::ModelBf16})
+      r.cases.push_back({job, testing::fakeCase(r.plan.kernels[job], "clang", leg, Verdict::Match)});
+  Json doc = toJson(r);
+  auto back = parseReport(doc, "r.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(toJson(*back), doc);
+  EXPECT_EQ((back->tallies()[{harness::Backend::ModelBf16, "clang"}][Verdict::Match]), 2);
+  Json edited = doc;
+  edited["cases"][0]["backend"] = "model-fp32";  // alpha's interp case, now a second fp32 one
+  expectRefused(edited, "a second case alpha [clang, model-fp32]");
+  RunReport fp32Only = r;
+  fp32Only.plan.models = {"fp32"};
+  fp32Only.partial = true;
+  expectRefused(toJson(fp32Only), "model-bf16 is not a leg of the plan");
+  for (const char* bad : {"fp16", "fp32,fp32"}) {
+    RunReport b = r;
+    b.plan.models = std::string(bad) == "fp16" ? std::vector<std::string>{"fp16"}
+                                               : std::vector<std::string>{"fp32", "fp32"};
+    expectRefused(toJson(b), std::string(bad) == "fp16" ? "unknown model leg 'fp16'" : "a model leg twice");
+  }
+}
+
 TEST(JsonReport, RefusesADuplicateCase) {
   Json doc = fullDoc();
   doc["cases"].push_back(doc["cases"][0]);
