@@ -51,6 +51,33 @@ Tensor rotateHalf(const Tensor& x) {
   return torch::cat({-x.index({"...", Slice(h, None)}), x.index({"...", Slice(None, h)})}, -1);
 }
 
+// recurrentRule's step on fp32 arrays: S [H, dk, dv] in place, q, k [H, dk], v, out [H, dv],
+// decay = exp(g), beta [H]. Per head two passes over S: S·decay and kᵀS (summed over dk in order),
+// then S + k ⊗ δ and qᵀS; each product and sum rounded as the tensor ops round them.
+void deltaStep(float* s, const float* q, const float* k, const float* v, const float* decay, const float* beta,
+               float* out, int64_t heads, int64_t dk, int64_t dv) {
+  std::vector<float> mem(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
+  for (int64_t h = 0; h < heads; ++h, s += dk * dv, q += dk, k += dk, v += dv, out += dv) {
+    std::fill(mem.begin(), mem.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = s + i * dv;
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] *= decay[h];
+        mem[static_cast<size_t>(j)] += row[j] * k[i];
+      }
+    }
+    for (int64_t j = 0; j < dv; ++j) delta[static_cast<size_t>(j)] = (v[j] - mem[static_cast<size_t>(j)]) * beta[h];
+    std::fill(out, out + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = s + i * dv;
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] += k[i] * delta[static_cast<size_t>(j)];
+        out[j] += row[j] * q[i];
+      }
+    }
+  }
+}
+
 struct LinearLayer {
   Linear inProjQkv, inProjZ, inProjB, inProjA, outProj;
   Tensor conv1d /*[C, K]*/, dtBias, aLog, normW;
@@ -157,7 +184,8 @@ struct Decoder::Impl {
       // causal_conv1d_update: window = last K inputs, valid conv, keep the last output.
       Tensor full = torch::cat({*st.conv, mixed}, -1);
       st.conv = full.index({"...", Slice(-K, None)}).clone();
-      Tensor pre = F::conv1d(full, w, F::Conv1dFuncOptions().groups(C)).index({"...", Slice(-S, None)});
+      // The last output of the valid conv over `full` is the window times the kernel, summed.
+      Tensor pre = (*st.conv * L.conv1d).sum(-1, /*keepdim=*/true);  // [1, C, 1]
       record("attn_conv", tapLayer, pre.transpose(1, 2));
       mixed = F::silu(pre);
     } else {
@@ -202,15 +230,23 @@ struct Decoder::Impl {
     k = l2norm(k);
   }
 
-  // torch_recurrent_gated_delta_rule for one token with an existing state: HF's element-wise ops
-  // and sums, with the state updated in place and both products k·S and q·S written into one
-  // scratch tensor the layer keeps, so that a token allocates no state-sized temporary (with 51
-  // heads of 64 × 128 those were 1.7 MB each, six per layer per token, most of the decode's time).
+  // torch_recurrent_gated_delta_rule for one token with an existing state, the state updated in
+  // place: S ← S·exp(g); δ = (v − kᵀS)·β; S ← S + k ⊗ δ; out = qᵀS. HF's element-wise products
+  // and sums over dk; on the CPU in two passes over S per head (deltaStep), elsewhere as tensor ops
+  // with one scratch tensor, so that a token allocates no state-sized temporary (at 51 heads of
+  // 64 × 128 those were 1.7 MB each, six per layer per token: most of the decode's time).
   Tensor recurrentRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, LayerState& st) {
     auto inType = q.scalar_type();
     prepare(q, k, v, beta, g);
     q = q / std::sqrt(static_cast<double>(q.size(-1)));
     Tensor& s = *st.recurrent;  // [1, H, dk, dv] fp32, owned by this layer's state
+    if (s.device().is_cpu() && s.is_contiguous()) {
+      Tensor decay = g.exp().contiguous(), out = torch::empty_like(v);  // [1, H, 1], [1, H, 1, dv]
+      deltaStep(s.data_ptr<float>(), q.contiguous().data_ptr<float>(), k.contiguous().data_ptr<float>(),
+                v.contiguous().data_ptr<float>(), decay.data_ptr<float>(), beta.contiguous().data_ptr<float>(),
+                out.data_ptr<float>(), s.size(1), s.size(2), s.size(3));
+      return out.transpose(1, 2).contiguous().to(inType);  // [1, 1, H, dv]
+    }
     if (!st.scratch || !st.scratch->sizes().equals(s.sizes())) st.scratch = torch::empty_like(s);
     Tensor& scratch = *st.scratch;
     Tensor qt = q.select(2, 0), kt = k.select(2, 0), vt = v.select(2, 0);
