@@ -106,6 +106,12 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
       case "$gate" in 0|4) ;; *) extras_failed=1 ;; esac
     fi
   fi
+  # The model leg's speed (bench/leg_bench.cpp: circuit build, load, tokens/s in fp32 and bf16).
+  if [ "$bench" = ON ] && [ -x build/harness/qgpu_leg_bench ]; then
+    build/harness/qgpu_leg_bench --benchmark_out="$out/leg-bench.json" --benchmark_out_format=json \
+      >"$out/leg-bench.txt" 2>&1 || extras_failed=1
+    echo "leg benchmarks: $out/leg-bench.json"
+  fi
 fi
 if [ "$code" = 0 ] && [ "$extras_failed" = 1 ]; then exit 5; fi
 exit "$code"

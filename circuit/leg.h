@@ -15,7 +15,7 @@
 //                     docs/circuit.md §8, fp32 head reads are ulps off at 128), a layer without
 //                     heads a full-attention layer with zero weights (it adds exactly 0), the
 //                     vocabulary = the trace's (no probes). The control stage writes LIMIT after
-//                     `stepLimit` steps (≤ 105, ControlSpec::stepLimit): a run of more steps ends
+//                     `stepLimit` steps (≤ 99, kLegMaxStepLimit): a run of more steps ends
 //                     in LIMIT, as the interpreter's with maxSteps = stepLimit does.
 //   finalGlobal       the launch's global memory with every global MemWrite of the decoded run
 //                     applied in order (a word's value after the access is what the record
@@ -36,8 +36,12 @@
 
 namespace qgpu::circuit {
 
-// The largest step limit the control stage counts to (counter.h thresholdRange).
-inline constexpr int kLegMaxStepLimit = 105;
+// The largest step limit the leg's model is built with: below the first step tick. The
+// interpreter writes TICK(1) before the EX of step 101 and before LIMIT at step 100 (trace.md
+// "Step ticks"), and the control stage builds no ticks yet (it counts steps in one event counter,
+// up to counter.h's thresholdRange, 105): with a limit of 99 a longer run ends in LIMIT, exactly
+// where the interpreter at maxSteps = 99 does, instead of a run the model writes without its tick.
+inline constexpr int kLegMaxStepLimit = static_cast<int>(trace::tickPeriod(1)) - 1;
 
 Status pipelineExecutes(const machine::Program& program);
 

@@ -100,6 +100,8 @@ TEST(Leg, ModelShapesAndStepLimits) {
   const std::vector<int> heads = executePipelineHeads(64, true);
   for (size_t l = 0; l < heads.size(); ++l)
     EXPECT_EQ(c.layerTypes[l] == model::LayerType::Full, heads[l] == 0) << "layer " << l;
+  // The limit stays below the first step tick, which the circuit does not write.
+  EXPECT_LT(static_cast<uint64_t>(kLegMaxStepLimit), trace::tickPeriod(1));
   for (int bad : {0, -1, kLegMaxStepLimit + 1}) {
     auto refused = buildLegModel(bad, WeightStorage::CountOnly);
     ASSERT_FALSE(refused.ok()) << bad;

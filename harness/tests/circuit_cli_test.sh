@@ -50,7 +50,7 @@ expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
-expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 106
+expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 100
 # `run --backend model` runs the circuit target's program (multiplies and divisions expanded): a
 # kernel with an atomic is refused before any model is built (inconclusive), naming the op and
 # where it is; a multiply the expansion cannot fit is OverLimit naming its PTX line; --check

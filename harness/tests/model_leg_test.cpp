@@ -211,6 +211,33 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   EXPECT_EQ((report.tallies[{Backend::ModelBf16, "clang"}][Verdict::Match]), 2);
 }
 
+// A loop of more steps than the model's limit: LIMIT after kLegMaxStepLimit steps, token for token
+// as the interpreter at that limit (below the first step tick, which the circuit does not write).
+TEST_F(Leg, ALongLoopEndsInLimitWhereTheInterpreterDoes) {
+  ASSERT_TRUE(fp32 != nullptr);
+  machine::Program p;
+  machine::Block b0, b1, b2;
+  b0.ops = {op(Op::Mov, 1, Operand::i(0))};
+  b0.term = {machine::TermKind::Jump, machine::kNoPred, false, 0, 1};
+  machine::Instr lt = op(Op::SetLtU, 0, Operand::r(1), Operand::i(300));
+  lt.dstPred = 0;
+  b1.ops = {op(Op::Add, 1, Operand::r(1), Operand::i(1)), lt};
+  b1.term = {machine::TermKind::Branch, 0, false, 1, 2};
+  b2.term.kind = machine::TermKind::Exit;
+  p.blocks = {b0, b1, b2};
+  machine::Launch l = launch();
+  l.blockX = 1;
+  oracle::RunOptions o;
+  o.maxSteps = circuit::kLegMaxStepLimit;
+  auto want = oracle::run(p, l, o);
+  ASSERT_TRUE(want.ok());
+  auto r = runLeg(*fp32, p, l, 5000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stop, LegStop::Limit);
+  EXPECT_EQ(r->run, want->trace);
+  for (trace::Token t : r->run) EXPECT_NE(trace::familyOf(t), trace::Family::Tick);
+}
+
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
   ASSERT_TRUE(fp32 != nullptr);
   fp32->reset();
