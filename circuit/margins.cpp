@@ -3,8 +3,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <algorithm>
 #include <map>
+
+#include "model/config.h"
+#include "model/safetensors.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -107,7 +111,46 @@ std::string MarginReport::table() const {
 
 Expected<MarginMeter> MarginMeter::create(const CircuitWeights& weights,
                                           std::span<const Field> signFields, float unit) {
-  const model::Qwen35Config& c = weights.config();
+  auto rowsOf = [&weights](int layer, const std::string& suffix, int64_t rows, int64_t cols) {
+    return liveRows(weights, weights.layerTensor(layer, suffix), rows, cols);
+  };
+  return create(weights.config(), rowsOf, signFields, unit);
+}
+
+Expected<MarginMeter> MarginMeter::fromCheckpoint(const std::string& dir, std::span<const Field> signFields,
+                                                  float unit) {
+  QGPU_TRY(config, model::readConfig(dir));
+  QGPU_TRY(ckpt, model::Checkpoint::open(dir));
+  auto rowsOf = [&](int layer, const std::string& suffix, int64_t rows, int64_t cols)
+      -> Expected<std::vector<int64_t>> {
+    const std::string name = config.prefix() + "layers." + std::to_string(layer) + "." + suffix;
+    QGPU_TRY(t, ckpt.get(name));
+    const size_t width = model::stDtypeSize(t.info->dtype);
+    if (t.info->shape != std::vector<int64_t>{rows, cols} || (width != 2 && width != 4))
+      return makeDiag(ErrorKind::Checkpoint, "margins: " + name + " is not a [" + std::to_string(rows) + ", " +
+                                                 std::to_string(cols) + "] float weight",
+                      SourceLoc{dir, 0, 0});
+    const std::span<const uint8_t> bytes = t.bytes();
+    std::vector<int64_t> live;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* row = bytes.data() + static_cast<size_t>(r * cols) * width;
+      for (int64_t c = 0; c < cols; ++c) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, row + static_cast<size_t>(c) * width, width);
+        const uint32_t magnitude = width == 4 ? bits & 0x7fffffffu : bits & 0x7fffu;
+        if (magnitude != 0) {
+          live.push_back(r);
+          break;
+        }
+      }
+    }
+    return live;
+  };
+  return create(config, rowsOf, signFields, unit);
+}
+
+Expected<MarginMeter> MarginMeter::create(const model::Qwen35Config& c, const LiveRows& rowsOf,
+                                          std::span<const Field> signFields, float unit) {
   if (!(unit > 0)) return makeDiag(ErrorKind::Usage, "margins: the unit must be positive");
   for (const Field& f : signFields)
     if (f.offset < 0 || f.dims < 0 || f.offset + f.dims > c.hiddenSize)
@@ -132,8 +175,7 @@ Expected<MarginMeter> MarginMeter::create(const CircuitWeights& weights,
     const int64_t rows[kDecisionKinds] = {c.intermediateSize, 2 * c.linearKeyDim() + c.linearValueDim(),
                                           c.linearValueDim(), c.linearNumValueHeads};
     for (int k = 0; k < (linear ? kDecisionKinds : 1); ++k) {
-      QGPU_TRY(live, liveRows(weights, weights.layerTensor(l, kDecisionKindTable[k].weight), rows[k],
-                              c.hiddenSize));
+      QGPU_TRY(live, rowsOf(l, kDecisionKindTable[k].weight, rows[k], c.hiddenSize));
       lm.decisions[static_cast<size_t>(k)].units = static_cast<int64_t>(live.size());
       m.live_[static_cast<size_t>(l)][static_cast<size_t>(k)] = std::move(live);
     }

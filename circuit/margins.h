@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,11 +90,24 @@ struct MarginReport {
   std::string table() const;
 };
 
+// The rows of layer `layer`'s weight `suffix` (kDecisionKindTable's, `rows` × `cols`) that hold a
+// nonzero weight.
+using LiveRows = std::function<Expected<std::vector<int64_t>>(int layer, const std::string& suffix, int64_t rows,
+                                                              int64_t cols)>;
+
 // Accumulates runs: finds the decision units of `weights` once, then measures each run's taps.
 class MarginMeter {
  public:
   static Expected<MarginMeter> create(const CircuitWeights& weights, std::span<const Field> signFields,
                                       float unit);
+  // The same for any weights: `config` and a source of their nonzero rows.
+  static Expected<MarginMeter> create(const model::Qwen35Config& config, const LiveRows& liveRows,
+                                      std::span<const Field> signFields, float unit);
+  // The decision units of a checkpoint directory's weights as stored (model.safetensors, F32,
+  // BF16 or F16: a weight is nonzero when a bit besides the sign is set), read from the mapped
+  // file: the meter of a model the caller runs from that directory, without its CircuitWeights.
+  static Expected<MarginMeter> fromCheckpoint(const std::string& dir, std::span<const Field> signFields,
+                                              float unit);
   // One forwardTapped run's taps (prefill or one token: positions add up).
   Status add(std::span<const model::Activation> taps);
   const MarginReport& report() const { return report_; }

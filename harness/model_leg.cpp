@@ -134,6 +134,40 @@ ModelSession::~ModelSession() {
   fs::remove_all(tempDir_, ignored);
 }
 
+Expected<LegMargins> ModelSession::margins(const BuiltKernel& kernel) {
+  const machine::Launch launch = kernel.image.toMachineLaunch();
+  QGPU_TRY(leg, runLeg(*decoder_, kernel.program, launch, options_.tokenBudget));
+  LegMargins m;
+  m.promptTokens = leg.prompt.size();
+  m.runTokens = leg.run.size();
+  m.stop = leg.stop;
+  std::vector<int64_t> ids(leg.prompt.begin(), leg.prompt.end());
+  ids.insert(ids.end(), leg.run.begin(), leg.run.end());
+  // The chunked path, in forwards of at most 256 tokens (a tapped forward holds every layer's
+  // intermediates of every position), over the prompt and the run.
+  // No sign fields: the decisions alone (the unit only scales sign fields).
+  QGPU_TRY(prefill, circuit::MarginMeter::fromCheckpoint(dir_, {}, 1.0f));
+  decoder_->reset();
+  constexpr size_t kChunk = 256;
+  for (size_t at = 0; at < ids.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - at);
+    QGPU_TRY(tapped, decoder_->forwardTapped(std::span<const int64_t>(ids.data() + at, n), true));
+    QGPU_CHECK(prefill.add(tapped.activations));
+  }
+  m.prefill = prefill.report();
+  // The one-token path: the prompt untapped, then each run token alone.
+  QGPU_TRY(decode, circuit::MarginMeter::fromCheckpoint(dir_, {}, 1.0f));
+  decoder_->reset();
+  QGPU_TRY(primed, decoder_->forward(std::span<const int64_t>(ids.data(), m.promptTokens)));
+  (void)primed;
+  for (size_t i = m.promptTokens; i < ids.size(); ++i) {
+    QGPU_TRY(tapped, decoder_->forwardTapped(std::span<const int64_t>(ids.data() + i, 1)));
+    QGPU_CHECK(decode.add(tapped.activations));
+  }
+  m.decode = decode.report();
+  return m;
+}
+
 std::string ModelSession::description() const {
   const model::Qwen35Config& c = decoder_->config();
   std::ostringstream os;

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "circuit/margins.h"
 #include "common/diag.h"
 #include "harness/pipeline.h"
 #include "harness/verdict.h"
@@ -79,6 +80,16 @@ Backend modelBackend(model::ComputeDtype dtype);
 // is inconclusive, as any program beyond the machine is).
 CaseResult refusedModelCase(const std::string& kernel, host::Compiler compiler, Backend leg, const Diag& why);
 
+// The decision margins of one leg run (`qgpu circuit margins`): every nonlinearity's input the
+// circuit decides with (circuit/margins.h) measured on the model's own run, on both of the
+// runtime's paths.
+struct LegMargins {
+  circuit::MarginReport prefill;  // the chunked path: the prompt and the run, 256 tokens a forward
+  circuit::MarginReport decode;   // the one-token path: each run token after the untapped prompt
+  size_t promptTokens = 0, runTokens = 0;
+  LegStop stop = LegStop::Budget;
+};
+
 class ModelSession {
  public:
   static Expected<std::unique_ptr<ModelSession>> open(const ModelLegOptions& options);
@@ -91,6 +102,8 @@ class ModelSession {
   // The case of a built kernel; `final` receives the model's final memory when it ran.
   CaseResult compare(const kernels::KernelSpec& spec, const BuiltKernel& kernel,
                      std::array<uint32_t, machine::kGlobalWords>* final = nullptr);
+  // Runs the leg on the kernel (greedy, as compare), then measures its margins (LegMargins).
+  Expected<LegMargins> margins(const BuiltKernel& kernel);
   // The last compare's run: "prefill 189 tokens in 1.10 s (172 tokens/s), decode 201 tokens in
   // 5.55 s (36 tokens/s)", or empty when no model ran.
   const std::string& lastTiming() const { return lastTiming_; }

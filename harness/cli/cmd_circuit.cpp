@@ -4,6 +4,14 @@
 //
 //   qgpu circuit plan [--of pipeline|stages] [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
 //   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
+//   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
+//
+// margins (LibTorch builds): the model leg runs kernel K's circuit target program, then every
+// decision of the run — the inputs of the MLP gates' SiLU, the conv's SiLU, the z gate's SiLU and
+// b's sigmoid, on every unit whose weight row is nonzero (circuit/margins.h) — is measured from
+// the real activations, on the chunked path (the prompt and the run) and on the one-token path;
+// per layer the units, how many values fell in the band (−88.8, 17) where rounding could move an
+// output (must be 0), and the smallest |x|. Exit 0 when none did, 1 when one did.
 //
 // build: the model leg's checkpoint (circuit/leg.h writeLegCheckpoint: config.json,
 // model.safetensors, circuit.json), which `qgpu run K --backend model --checkpoint DIR` loads and
@@ -30,6 +38,10 @@
 #include "circuit/plan.h"
 #include "harness/cli/command.h"
 #include "harness/cli/util.h"
+#ifdef QGPU_HAVE_MODEL
+#include "harness/model_leg.h"
+#include "harness/pipeline.h"
+#endif
 
 namespace qgpu::cli {
 namespace {
@@ -143,9 +155,75 @@ int runBuild(const CircuitBuildOptions& o) {
   return kExitOk;
 }
 
+#ifdef QGPU_HAVE_MODEL
+struct CircuitMarginsOptions {
+  std::string kernel;
+  std::string compiler = "clang";
+  std::string dtype = "fp32";
+  std::string checkpoint;
+  size_t tokenBudget = 20000;
+};
+
+// `circuit margins K`: the leg runs the kernel's circuit target program, then every decision of
+// the run is measured from the real activations on both paths (harness/model_leg.h LegMargins).
+int runMargins(const CircuitMarginsOptions& o, const CommonOptions& common) {
+  auto spec = harness::resolveKernel(o.kernel, catalogDir(common));
+  if (!spec.ok()) return reportError(spec.error());
+  auto compilers = parseCompilers(o.compiler);
+  if (!compilers.ok()) return reportError(compilers.error());
+  if (compilers->size() != 1) return reportError(makeDiag(ErrorKind::Usage, "margins: one --compiler"));
+  harness::BuildOptions build;
+  build.expandDivision = build.expandMultiply = true;
+  auto kernel = harness::buildKernel(*spec, compilers->front(), build);
+  if (!kernel.ok()) return reportError(kernel.error());
+  if (Status executes = circuit::pipelineExecutes(kernel->program); !executes.ok())
+    return reportError(executes.error());
+  harness::ModelLegOptions mo;
+  mo.dtype = o.dtype == "bf16" ? model::ComputeDtype::BF16 : model::ComputeDtype::F32;
+  mo.checkpoint = o.checkpoint;
+  mo.tokenBudget = o.tokenBudget;
+  auto session = harness::ModelSession::open(mo);
+  if (!session.ok()) return reportError(session.error());
+  std::cerr << "model: " << (*session)->description() << "\n";
+  auto m = (*session)->margins(*kernel);
+  if (!m.ok()) return reportError(m.error());
+  const bool ok = m->prefill.ok() && m->decode.ok();
+  if (common.json) {
+    auto side = [](const circuit::MarginReport& r) {
+      nlohmann::json layers = nlohmann::json::array();
+      for (const circuit::LayerMargins& l : r.layers) {
+        nlohmann::json kinds = nlohmann::json::object();
+        for (size_t k = 0; k < l.decisions.size(); ++k) {
+          const circuit::DecisionMargin& d = l.decisions[k];
+          kinds[circuit::kDecisionKindTable[k].label] = {{"units", d.units},   {"values", d.values},
+                                                          {"inBand", d.inBand}, {"minAbs", d.minAbs},
+                                                          {"maxOff", d.maxOff}, {"minOn", d.minOn}};
+        }
+        layers.push_back({{"layer", l.layer}, {"decisions", kinds}});
+      }
+      return nlohmann::json{{"ok", r.ok()}, {"smallestAbs", r.smallestAbs()}, {"layers", layers}};
+    };
+    std::cout << dumpJson({{"kernel", spec->name}, {"compiler", o.compiler}, {"dtype", o.dtype},
+                           {"promptTokens", m->promptTokens}, {"runTokens", m->runTokens},
+                           {"stop", harness::legStopName(m->stop)}, {"prefill", side(m->prefill)},
+                           {"decode", side(m->decode)}, {"ok", ok}})
+              << "\n";
+  } else {
+    std::printf("%s [%s, %s]: %zu prompt tokens, %zu run tokens (%s)\n", spec->name.c_str(), o.compiler.c_str(),
+                o.dtype.c_str(), m->promptTokens, m->runTokens, harness::legStopName(m->stop));
+    for (const auto& [path, r] : {std::pair{"prefill (chunked)", &m->prefill}, {"decode (one token)", &m->decode}}) {
+      std::printf("\n%s: smallest |x| of a decision %g; %s\n%s", path, r->smallestAbs(),
+                  r->ok() ? "no pre-activation in the band (-88.8, 17)" : "PRE-ACTIVATIONS IN THE BAND",
+                  r->table().c_str());
+    }
+  }
+  return ok ? kExitOk : kExitMismatch;
+}
+#endif
+
 }  // namespace
 
-Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
+Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   static CircuitPlanOptions o;
   CLI::App* app = root.add_subcommand("circuit", "The circuit compiler (docs/circuit.md)");
   app->require_subcommand(1);
@@ -169,7 +247,24 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions&) {
   build->add_option("--step-limit", b.stepLimit, "Steps before the model writes LIMIT")
       ->check(CLI::Range(1, circuit::kLegMaxStepLimit))
       ->capture_default_str();
+#ifdef QGPU_HAVE_MODEL
+  static CircuitMarginsOptions mg;
+  CLI::App* margins = app->add_subcommand(
+      "margins", "Run a kernel through the model leg and measure every decision's margin from the real activations");
+  margins->add_option("kernel", mg.kernel, "Catalog kernel name or .cu file")->required();
+  margins->add_option("--compiler", mg.compiler, "clang or nvcc")->capture_default_str();
+  margins->add_option("--dtype", mg.dtype, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  margins->add_option("--checkpoint", mg.checkpoint, "A checkpoint `qgpu circuit build` wrote (default: build one)");
+  margins->add_option("--token-budget", mg.tokenBudget, "Most tokens to generate")->capture_default_str();
+  return {app, [plan, margins, &common] {
+            if (plan->parsed()) return runPlan(o);
+            if (margins->parsed()) return runMargins(mg, common);
+            return runBuild(b);
+          }};
+#else
+  (void)common;
   return {app, [plan] { return plan->parsed() ? runPlan(o) : runBuild(b); }};
+#endif
 }
 
 }  // namespace qgpu::cli

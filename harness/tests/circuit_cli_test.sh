@@ -69,6 +69,11 @@ expect check-model-checkpoint-alone 2 '--model-checkpoint needs --model' -- \
   "$qgpu" check --no-gpu --kernel popcount --model-checkpoint "$tmp"
 expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
+# `circuit margins`: a program the circuit does not execute is refused before any model is loaded;
+# a directory that is no leg checkpoint is a Checkpoint error (the measurement: harness_model_leg_test).
+expect margins-refused 4 "does not execute 'atom.add'" -- "$qgpu" circuit margins dot_atomic --checkpoint "$tmp"
+expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
+  "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
 expect run-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" run popcount --backend model --checkpoint "$tmp"

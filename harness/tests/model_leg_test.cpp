@@ -247,6 +247,49 @@ TEST_F(Leg, ALongLoopEndsInLimitWhereTheInterpreterDoes) {
   for (trace::Token t : r->run) EXPECT_NE(trace::familyOf(t), trace::Family::Tick);
 }
 
+// `qgpu circuit margins`: popcount's run measured on both paths; every decision unit of the
+// checkpoint (nonzero gate rows) seen, none in the band where rounding could move it. The
+// twin: the same meter flags a value planted in the band.
+TEST_F(Leg, MarginsOfACatalogRunAreOutsideTheBandOnBothPaths) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = resolveKernel("popcount", kernels::defaultCatalogDir());
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  BuildOptions build;
+  build.expandDivision = build.expandMultiply = true;
+  auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
+  ASSERT_TRUE(kernel.ok()) << kernel.error().str();
+  ModelLegOptions mo;
+  mo.checkpoint = dir;
+  auto session = ModelSession::open(mo);
+  ASSERT_TRUE(session.ok()) << session.error().str();
+  auto m = (*session)->margins(*kernel);
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  EXPECT_EQ(m->stop, LegStop::End);
+  for (const circuit::MarginReport* r : {&m->prefill, &m->decode}) {
+    EXPECT_TRUE(r->ok()) << r->table();
+    EXPECT_GE(r->smallestAbs(), 17.0);
+    int64_t units = 0, values = 0;
+    for (const circuit::LayerMargins& l : r->layers)
+      for (const circuit::DecisionMargin& d : l.decisions) units += d.units, values += d.values;
+    EXPECT_GT(units, 10000);
+    EXPECT_GT(values, units);
+  }
+  std::cout << "[leg] margins of popcount: smallest |x| " << m->prefill.smallestAbs() << " (prefill), "
+            << m->decode.smallestAbs() << " (decode), 0 in band" << std::endl;
+  // The twin: one MLP gate value of layer 5 moved into the band is counted there.
+  auto meter = circuit::MarginMeter::fromCheckpoint(dir, {}, 1.0f);
+  ASSERT_TRUE(meter.ok()) << meter.error().str();
+  model::Activation gate;
+  gate.name = "mlp_gate";
+  gate.layer = 5;
+  gate.rows = 1;
+  gate.cols = fp32->config().intermediateSize;
+  gate.data.assign(static_cast<size_t>(gate.cols), -128.0f);
+  gate.data[0] = -20.0f;
+  ASSERT_TRUE(meter->add(std::vector<model::Activation>{gate}).ok());
+  EXPECT_FALSE(meter->report().ok());
+}
+
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
   ASSERT_TRUE(fp32 != nullptr);
   fp32->reset();
