@@ -12,12 +12,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "circuit/leg.h"
 #include "harness/check.h"
 #include "host/cuda/compile.h"
 #include "kernels/catalog.h"
+#include "model/safetensors.h"
 #include "oracle/interpreter.h"
 
 namespace qgpu::harness {
@@ -288,6 +291,60 @@ TEST_F(Leg, MarginsOfACatalogRunAreOutsideTheBandOnBothPaths) {
   gate.data[0] = -20.0f;
   ASSERT_TRUE(meter->add(std::vector<model::Activation>{gate}).ok());
   EXPECT_FALSE(meter->report().ok());
+}
+
+// The transformers cross-check (fixtures by ci/hf_leg_reference.py: transformers 5.24's
+// Qwen3_5ForCausalLM on this checkpoint, teacher-forced without a cache, fp32 and bf16): the
+// checkpoint's config and the kernel's prompt are the fixture's, transformers' argmax at every run
+// position is the interpreter's next token, and the leg's own greedy run (model/) equals both.
+TEST_F(Leg, TransformersWritesTheLegsTokens) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  const fs::path data = fs::path(QGPU_SOURCE_DIR) / "circuit/tests/data";
+  std::vector<fs::path> fixtures;
+  for (const auto& e : fs::directory_iterator(data))
+    if (e.path().filename().string().rfind("hf_leg_", 0) == 0) fixtures.push_back(e.path());
+  ASSERT_GE(fixtures.size(), 3u) << "the fixtures of ci/hf_leg_reference.py";
+  std::ifstream configFile(fs::path(dir) / "config.json");
+  const std::string config((std::istreambuf_iterator<char>(configFile)), std::istreambuf_iterator<char>());
+  size_t compared = 0;
+  for (const fs::path& path : fixtures) {
+    auto file = model::SafetensorsFile::open(path.string());
+    ASSERT_TRUE(file.ok()) << file.error().str();
+    auto meta = (*file)->header().metadata;
+    SCOPED_TRACE(path.filename().string());
+    ASSERT_EQ(meta["qgpu_fixture"], "hf-leg");
+    ASSERT_EQ(meta["version"], "1");
+    EXPECT_EQ(meta["config_json"], config) << "the circuit changed shape: regenerate with ci/hf_leg_reference.py";
+    EXPECT_EQ(meta["step_limit"], std::to_string(circuit::kLegMaxStepLimit));
+    auto tokens = [&](const std::string& name) {
+      const model::StTensorInfo* info = (*file)->header().find(name);
+      EXPECT_NE(info, nullptr) << name;
+      std::vector<trace::Token> out;
+      if (info == nullptr) return out;
+      auto bytes = (*file)->bytes(*info);
+      std::vector<int64_t> ids(bytes.size() / 8);
+      std::memcpy(ids.data(), bytes.data(), bytes.size());
+      for (int64_t id : ids) out.push_back(static_cast<trace::Token>(id));
+      return out;
+    };
+    auto spec = resolveKernel(meta["kernel"], kernels::defaultCatalogDir());
+    ASSERT_TRUE(spec.ok()) << spec.error().str();
+    BuildOptions build;
+    build.expandDivision = build.expandMultiply = true;
+    auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
+    ASSERT_TRUE(kernel.ok()) << kernel.error().str();
+    const machine::Launch l = kernel->image.toMachineLaunch();
+    EXPECT_EQ(tokens("prompt"), trace::encodePrompt(kernel->program, l)) << "the kernel's prompt changed";
+    const std::vector<trace::Token> run = tokens("run");
+    for (const char* dtype : {"f32", "bf16"}) EXPECT_EQ(tokens(std::string("argmax_") + dtype), run) << dtype;
+    fp32->reset();
+    auto leg = runLeg(*fp32, kernel->program, l, 5000);
+    ASSERT_TRUE(leg.ok()) << leg.error().str();
+    EXPECT_EQ(leg->run, run);
+    compared += run.size();
+  }
+  std::cout << "[leg] transformers cross-check: " << fixtures.size() << " kernels, " << compared
+            << " run tokens, transformers (fp32, bf16) = the leg = the interpreter" << std::endl;
 }
 
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
