@@ -63,6 +63,15 @@ def trace(qgpu, kernel):
     return ids[:end], ids[end:]
 
 
+def check_tokenizer(qgpu, ckpt, kernel, prompt, run):
+    """The checkpoint's tokenizer.json, loaded by transformers, names the tokens as `qgpu trace`."""
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=os.path.join(ckpt, "tokenizer.json"))
+    names = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-multiply", "--names"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    if tok.decode(prompt + run).split() != names or tok.encode(" ".join(names)) != prompt + run:
+        raise SystemExit(f"{kernel}: transformers' tokenizer does not name the trace's tokens")
+
+
 def load(ckpt, dtype):
     model, info = Qwen3_5ForCausalLM.from_pretrained(
         ckpt, dtype=dtype, attn_implementation="eager", output_loading_info=True)
@@ -101,6 +110,9 @@ def main():
         with open(os.path.join(ckpt, "circuit.json")) as f:
             step_limit = json.load(f)["stepLimit"]
         traces = {k: trace(args.qgpu, k) for k in kernels}
+        for k in kernels:
+            check_tokenizer(args.qgpu, ckpt, k, *traces[k])
+        print(f"tokenizer.json: transformers names every token as `qgpu trace` does", flush=True)
         results = {k: {} for k in kernels}
         for dname in dtypes:
             start = time.time()

@@ -112,7 +112,26 @@ Status writeLegCheckpoint(const std::string& dir, int stepLimit) {
   std::ofstream out(fs::path(dir) / kCircuitFile);
   out << j.dump(2) << "\n";
   if (!out) return makeDiag(ErrorKind::Io, dir + "/" + kCircuitFile + ": cannot write");
+  std::ofstream tokenizer(fs::path(dir) / "tokenizer.json");
+  tokenizer << traceTokenizerJson().dump(2) << "\n";
+  if (!tokenizer) return makeDiag(ErrorKind::Io, dir + "/tokenizer.json: cannot write");
   return Ok{};
+}
+
+nlohmann::json traceTokenizerJson() {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int id = 0; id < trace::kVocabSize; ++id) vocab[trace::tokenName(static_cast<trace::Token>(id))] = id;
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", nlohmann::json::array()},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+          {"post_processor", nullptr},
+          {"decoder", nullptr},
+          // tokenizers requires an unk_token; one outside the vocabulary makes an unknown word an
+          // error at encode time, in transformers as in model/'s WordLevelTokenizer.
+          {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
 }
 
 Expected<int> readLegStepLimit(const std::string& dir) {

@@ -28,6 +28,8 @@
 #include <span>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "circuit/pipeline.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
@@ -56,11 +58,16 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegMaxStepLimit,
                                  WeightStorage storage = WeightStorage::Dense);
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
-// model.safetensors (CircuitWeights::write), and circuit.json {"pipeline": "memory",
+// model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json {"pipeline": "memory",
 // "stepLimit": N, …}, which readLegStepLimit reads back (Checkpoint error when it is missing or
 // malformed: a directory that is not a leg checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegMaxStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
+
+// The checkpoint's tokenizer.json: a Hugging Face WordLevel tokenizer whose words are the trace
+// tokens' names (trace::tokenName: "EX(0)", "WM(w0,0111)", "T(-3)"), split on whitespace, so that
+// transformers' and `qgpu model generate`'s decode print a run as its trace.
+nlohmann::json traceTokenizerJson();
 
 std::array<uint32_t, machine::kGlobalWords> finalGlobal(
     const std::array<uint32_t, machine::kGlobalWords>& initial,

@@ -143,7 +143,7 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
   using nlohmann::json;
   QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
   if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
-  const json& model = doc["model"];
+  json& model = doc["model"];  // non-const: a missing key reads as null, never asserts
   if (!model.is_object() || model.value("type", "") != "BPE")
     return checkpointError(file, "tokenizer model is not BPE");
   if (!model["vocab"].is_object() || !model["merges"].is_array())
@@ -183,7 +183,7 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
     return Ok{};
   };
   if (doc.contains("added_tokens") && doc["added_tokens"].is_array())
-    for (const auto& a : doc["added_tokens"])
+    for (auto& a : doc["added_tokens"])
       if (a.is_object() && a["id"].is_number_integer() && a["content"].is_string())
         QGPU_CHECK(addToken(a["id"].get<int64_t>(), a["content"].get<std::string>()));
   if (!configJson.empty()) {
@@ -290,6 +290,72 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
     }
     for (UChar32 c : toCodePoints(tokenText))
       if (auto it = u2b.find(c); it != u2b.end()) out.push_back(static_cast<char>(it->second));
+  }
+  return out;
+}
+
+Expected<std::string> tokenizerModelType(std::string_view tokenizerJson, const std::string& file) {
+  QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
+  if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
+  nlohmann::json& model = doc["model"];  // non-const: a missing key reads as null
+  return model.is_object() && model["type"].is_string() ? model["type"].get<std::string>() : std::string();
+}
+
+Expected<WordLevelTokenizer> WordLevelTokenizer::fromJson(std::string_view tokenizerJson, const std::string& file) {
+  QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
+  if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
+  nlohmann::json& model = doc["model"];  // non-const: a missing key reads as null
+  if (!model.is_object() || model.value("type", "") != "WordLevel")
+    return checkpointError(file, "tokenizer model is not WordLevel");
+  if (!model["vocab"].is_object()) return checkpointError(file, "WordLevel model lacks a vocab");
+  WordLevelTokenizer tok;
+  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+    if (!it.value().is_number_integer())
+      return checkpointError(file, "vocab entry '" + it.key() + "' has no integer id");
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id > (1 << 24)) return checkpointError(file, "token id " + std::to_string(id) + " out of range");
+    if (it.key().empty() || it.key().find_first_of(" \t\r\n") != std::string::npos)
+      return checkpointError(file, "vocab entry '" + it.key() + "' is not one whitespace-free word");
+    if (static_cast<size_t>(id) >= tok.idToToken_.size()) tok.idToToken_.resize(static_cast<size_t>(id) + 1);
+    if (!tok.idToToken_[static_cast<size_t>(id)].empty())
+      return checkpointError(file, "token id " + std::to_string(id) + " is given twice");
+    tok.idToToken_[static_cast<size_t>(id)] = it.key();
+    tok.vocab_[it.key()] = id;
+  }
+  // An unk_token outside the vocabulary (tokenizers requires one) maps nothing: an unknown word is
+  // then an error at encode time, as in tokenizers.
+  if (model["unk_token"].is_string()) {
+    auto unk = tok.vocab_.find(model["unk_token"].get<std::string>());
+    if (unk != tok.vocab_.end()) tok.unk_ = unk->second;
+  }
+  return tok;
+}
+
+Expected<std::vector<int64_t>> WordLevelTokenizer::encode(std::string_view text) const {
+  std::vector<int64_t> out;
+  size_t i = 0;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (i < text.size()) {
+    while (i < text.size() && space(text[i])) ++i;
+    size_t end = i;
+    while (end < text.size() && !space(text[end])) ++end;
+    if (end == i) break;
+    const std::string word(text.substr(i, end - i));
+    auto it = vocab_.find(word);
+    if (it == vocab_.end() && unk_ < 0)
+      return makeDiag(ErrorKind::Usage, "'" + word + "' is not a word of the tokenizer's vocabulary");
+    out.push_back(it == vocab_.end() ? unk_ : it->second);
+    i = end;
+  }
+  return out;
+}
+
+std::string WordLevelTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  for (int64_t id : ids) {
+    if (!out.empty()) out += ' ';
+    const bool known = id >= 0 && static_cast<size_t>(id) < idToToken_.size() && !idToToken_[static_cast<size_t>(id)].empty();
+    out += known ? idToToken_[static_cast<size_t>(id)] : "<" + std::to_string(id) + ">";
   }
   return out;
 }

@@ -47,6 +47,27 @@ class BpeTokenizer {
   std::vector<bool> addedById_;
 };
 
+// `WordLevelTokenizer`: Hugging Face's WordLevel model with the WhitespaceSplit pre-tokeniser —
+// each whitespace-separated word is one vocabulary entry (a compiled circuit's checkpoint names
+// its trace tokens so: "EX(0)", "WM(w0,0111)", "T(-3)"). decode joins the words with single
+// spaces, as transformers does; encode refuses a word outside the vocabulary (Usage, naming it)
+// unless the model's unk_token is a vocabulary word.
+class WordLevelTokenizer {
+ public:
+  static Expected<WordLevelTokenizer> fromJson(std::string_view tokenizerJson, const std::string& fileName);
+  Expected<std::vector<int64_t>> encode(std::string_view text) const;
+  std::string decode(const std::vector<int64_t>& ids) const;  // an id outside the vocabulary: <id>
+  size_t size() const { return idToToken_.size(); }
+
+ private:
+  std::unordered_map<std::string, int64_t> vocab_;
+  std::vector<std::string> idToToken_;
+  int64_t unk_ = -1;
+};
+
+// The model type a tokenizer.json names ("BPE", "WordLevel", ...), "" when it names none.
+Expected<std::string> tokenizerModelType(std::string_view tokenizerJson, const std::string& fileName);
+
 struct ByteTokenizer {
   static std::vector<int64_t> encode(std::string_view text);
   static std::string decode(const std::vector<int64_t>& ids);  // ids >= 256 print as <id>

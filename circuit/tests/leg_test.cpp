@@ -1,6 +1,7 @@
 // The model leg's torch-free side (circuit/leg.h): which programs the pipeline executes and the
 // refusal's location, the model's config, the checkpoint sidecar, the final memory of a run.
 #include "circuit/leg.h"
+#include "model/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -133,6 +134,29 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(*ok, 64);
   fs::remove_all(dir);
+}
+
+// The checkpoint's tokenizer: one whitespace-free word per trace token, every id once, read back by
+// model/'s WordLevel tokenizer; a run's ids decode to its trace's names and encode back.
+TEST(Leg, TheTokenizerNamesEveryTraceToken) {
+  const nlohmann::json j = traceTokenizerJson();
+  ASSERT_EQ(j["model"]["vocab"].size(), static_cast<size_t>(trace::kVocabSize)) << "two tokens share a name";
+  auto tok = model::WordLevelTokenizer::fromJson(j.dump(), "tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().str();
+  EXPECT_EQ(tok->size(), static_cast<size_t>(trace::kVocabSize));
+  std::vector<int64_t> all;
+  std::string names;
+  for (int id = 0; id < trace::kVocabSize; ++id) {
+    all.push_back(id);
+    names += (id ? " " : "") + trace::tokenName(static_cast<trace::Token>(id));
+  }
+  EXPECT_EQ(tok->decode(all), names);
+  auto back = tok->encode(names);
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(*back, all);
+  auto unknown = tok->encode("EX(0) EX(99)");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'EX(99)'"), std::string::npos);
 }
 
 }  // namespace

@@ -236,16 +236,34 @@ int runGenerate(const ModelGenerateOptions& o, const CommonOptions& common) {
   options.device = o.device;
   options.cpuThreads = o.threads;
   std::optional<BpeTokenizer> bpe;
+  std::optional<WordLevelTokenizer> words;  // a compiled circuit's checkpoint: its tokens by name
   std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::path(o.dir) / "tokenizer.json", ec)) {
-    auto tok = BpeTokenizer::load(o.dir);
-    if (!tok) return report(tok.error());
-    bpe = std::move(*tok);
+  const std::filesystem::path tokenizerPath = std::filesystem::path(o.dir) / "tokenizer.json";
+  if (std::filesystem::exists(tokenizerPath, ec)) {
+    auto text = readTextFile(tokenizerPath.string());
+    if (!text) return report(text.error());
+    auto type = tokenizerModelType(*text, tokenizerPath.string());
+    if (!type) return report(type.error());
+    if (*type == "WordLevel") {
+      auto tok = WordLevelTokenizer::fromJson(*text, tokenizerPath.string());
+      if (!tok) return report(tok.error());
+      words = std::move(*tok);
+    } else {
+      auto tok = BpeTokenizer::load(o.dir);
+      if (!tok) return report(tok.error());
+      bpe = std::move(*tok);
+    }
   }
-  auto detok = [&](const std::vector<int64_t>& ids) { return bpe ? bpe->decode(ids) : ByteTokenizer::decode(ids); };
+  auto detok = [&](const std::vector<int64_t>& ids) {
+    return words ? words->decode(ids) : bpe ? bpe->decode(ids) : ByteTokenizer::decode(ids);
+  };
   std::vector<int64_t> prompt;
   if (!o.ids.empty()) {
     auto ids = parseIds(o.ids);
+    if (!ids) return report(ids.error());
+    prompt = *ids;
+  } else if (words) {
+    auto ids = words->encode(o.prompt);
     if (!ids) return report(ids.error());
     prompt = *ids;
   } else {

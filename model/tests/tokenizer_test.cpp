@@ -63,6 +63,51 @@ TEST(BpeTokenizer, RejectsNonBpeTokenizer) {
   EXPECT_NE(tok.error().message.find("not BPE"), std::string::npos);
 }
 
+// WordLevel (a compiled circuit's tokenizer.json): words by whitespace, decode joined by spaces,
+// an unknown word refused unless there is an unk_token; malformed vocabularies refused, naming why.
+TEST(WordLevelTokenizer, EncodesWordsAndRefusesWhatItCannot) {
+  auto tok = WordLevelTokenizer::fromJson(R"j({"model":{"type":"WordLevel","vocab":{"EX(0)":0,"T(-3)":2,"END":1}}})j",
+                                          "t.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().str();
+  auto ids = tok->encode("  EX(0)\nT(-3)\tEND ");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int64_t>{0, 2, 1}));
+  EXPECT_EQ(tok->decode({0, 2, 1, 7}), "EX(0) T(-3) END <7>");
+  auto unknown = tok->encode("EX(0) EX(1)");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().kind, ErrorKind::Usage);
+  auto withUnk = WordLevelTokenizer::fromJson(R"({"model":{"type":"WordLevel","vocab":{"a":0,"?":1},"unk_token":"?"}})", "t.json");
+  ASSERT_TRUE(withUnk.ok());
+  EXPECT_EQ(*withUnk->encode("a b"), (std::vector<int64_t>{0, 1}));
+  for (const auto& [json, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"model":{"type":"BPE","vocab":{},"merges":[]}})", "not WordLevel"},
+           {R"({"model":{"type":"WordLevel"}})", "lacks a vocab"},
+           {R"({"model":{"type":"WordLevel","vocab":{"a b":0}}})", "whitespace-free"},
+           {R"({"model":{"type":"WordLevel","vocab":{"a":0,"b":0}}})", "given twice"},
+           {R"({"model":{"type":"WordLevel","vocab":{"a":-1}}})", "out of range"}}) {
+    auto bad = WordLevelTokenizer::fromJson(json, "t.json");
+    ASSERT_FALSE(bad.ok()) << json;
+    EXPECT_EQ(bad.error().kind, ErrorKind::Checkpoint);
+    EXPECT_NE(bad.error().message.find(why), std::string::npos) << bad.error().message;
+  }
+  auto outside = WordLevelTokenizer::fromJson(R"({"model":{"type":"WordLevel","vocab":{"a":0},"unk_token":"z"}})", "t.json");
+  ASSERT_TRUE(outside.ok());
+  EXPECT_FALSE(outside->encode("a b").ok());  // an unk_token outside the vocabulary maps nothing
+  auto type = tokenizerModelType(R"({"model":{"type":"WordLevel","vocab":{}}})", "t.json");
+  ASSERT_TRUE(type.ok());
+  EXPECT_EQ(*type, "WordLevel");
+}
+
+// Fields missing where an object is due are refusals (or skipped entries), never a failed assert.
+TEST(BpeTokenizer, MissingFieldsAreRefusedNotAsserted) {
+  auto noVocab = BpeTokenizer::fromJson(R"({"model":{"type":"BPE"}})", "", "t.json");
+  ASSERT_FALSE(noVocab.ok());
+  EXPECT_NE(noVocab.error().message.find("lacks vocab or merges"), std::string::npos);
+  auto partial = BpeTokenizer::fromJson(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"content":"x"}]})",
+                                        "", "t.json");
+  EXPECT_TRUE(partial.ok());
+}
+
 // Line 2 is `"model": }`: the '}' where a value was due is its 10th character (worked by hand).
 TEST(BpeTokenizer, JsonErrorsNameLineAndColumn) {
   auto tok = BpeTokenizer::fromJson("{\n\"model\": }", "", "d/tokenizer.json");
