@@ -144,7 +144,7 @@ Expected<BpeTokenizer> BpeTokenizer::fromJson(std::string_view tokenizerJson, st
   QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
   if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
   json& model = doc["model"];  // non-const: a missing key reads as null, never asserts
-  if (!model.is_object() || model.value("type", "") != "BPE")
+  if (!model.is_object() || model["type"] != "BPE")
     return checkpointError(file, "tokenizer model is not BPE");
   if (!model["vocab"].is_object() || !model["merges"].is_array())
     return checkpointError(file, "BPE model lacks vocab or merges");
@@ -305,7 +305,7 @@ Expected<WordLevelTokenizer> WordLevelTokenizer::fromJson(std::string_view token
   QGPU_TRY(doc, parseJsonText(tokenizerJson, file, ErrorKind::Checkpoint));
   if (!doc.is_object()) return checkpointError(file, "tokenizer.json is not a JSON object");
   nlohmann::json& model = doc["model"];  // non-const: a missing key reads as null
-  if (!model.is_object() || model.value("type", "") != "WordLevel")
+  if (!model.is_object() || model["type"] != "WordLevel")
     return checkpointError(file, "tokenizer model is not WordLevel");
   if (!model["vocab"].is_object()) return checkpointError(file, "WordLevel model lacks a vocab");
   WordLevelTokenizer tok;

@@ -103,6 +103,13 @@ TEST(BpeTokenizer, MissingFieldsAreRefusedNotAsserted) {
   auto noVocab = BpeTokenizer::fromJson(R"({"model":{"type":"BPE"}})", "", "t.json");
   ASSERT_FALSE(noVocab.ok());
   EXPECT_NE(noVocab.error().message.find("lacks vocab or merges"), std::string::npos);
+  // Found by fuzz_tokenizer: a model type that is not a string threw out of fromJson.
+  for (const char* json : {R"({"model":{"type":0,"vocab":{},"merges":[]}})", R"({"model":{"type":["BPE"]}})"}) {
+    auto numberType = BpeTokenizer::fromJson(json, "", "t.json");
+    ASSERT_FALSE(numberType.ok()) << json;
+    EXPECT_EQ(numberType.error().kind, ErrorKind::Checkpoint);
+    EXPECT_FALSE(WordLevelTokenizer::fromJson(json, "t.json").ok());
+  }
   auto partial = BpeTokenizer::fromJson(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"content":"x"}]})",
                                         "", "t.json");
   EXPECT_TRUE(partial.ok());
