@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Runs Hugging Face transformers on the model leg's checkpoint and records its tokens.
 
-The checkpoint is the one `qgpu circuit build` writes (the memory pipeline: 18 layers, all but five
-`linear_attention`, 11 GB in fp32). For each kernel (clang, the circuit target's program: both
-expansions), `qgpu trace K --expand-division --expand-multiply --ids` gives the prompt and the
-interpreter's run; transformers' Qwen3_5ForCausalLM then runs the prompt and the run in ONE forward
-without a cache (teacher-forced), and its argmax at every run position is recorded. Transformers
+The checkpoint is the one `qgpu circuit build` writes (the memory pipeline with atomics: 20 layers,
+all but seven `linear_attention`, 11 GB in fp32). For each kernel (clang, the circuit target's
+program: both expansions), `qgpu trace K --expand-division --expand-multiply --ids` gives the
+prompt and the interpreter's run; transformers' Qwen3_5ForCausalLM then runs the prompt and the
+run in ONE forward without a cache (teacher-forced), and its argmax at every run position is
+recorded. Transformers
 5.24 cannot decode such a checkpoint with a cache (`get_seq_length can only be called on
 Attention layers`), and a greedy decode without one is a full forward per token (hours here);
 the teacher-forced forward is the same computation: a causal model's output at position i depends
@@ -49,9 +50,11 @@ from transformers import Qwen3_5ForCausalLM
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Divergence and reconvergence (divergent_branch); shared memory with barriers (transpose_shared,
 # oddeven_sort's loop of them); multiplies expanded into loops (matmul2x2); several warps
-# (reverse); a data-dependent loop (fibonacci); the bit ALU (popcount).
+# (reverse); a data-dependent loop (fibonacci); the bit ALU (popcount); atomics: atom.add of four
+# lanes on one global word (dot_atomic, the dot-product demo), shared atom.add with barriers
+# (histogram_shared), atom.max.s (reduce_max_atomic).
 KERNELS = ["divergent_branch", "transpose_shared", "oddeven_sort", "matmul2x2", "reverse", "fibonacci",
-           "popcount"]
+           "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic"]
 RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 

@@ -2,11 +2,13 @@
 # qgpu/ci/model-leg.sh — the catalog through the model leg (docs/circuit.md §9 "Built: the leg"):
 # `qgpu check --model fp32,bf16` over every catalog kernel and both compilers, each case the
 # circuit target's program token for token against the interpreter. A program beyond the circuit
-# (an atomic, a warp op, a multiply the expansion cannot fit) is inconclusive with its reason;
+# (an atomic whose old value goes to a register, atom.inc / dec / cas, a warp op, a multiply the
+# expansion cannot fit) is inconclusive with its reason;
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.
-# About 45 minutes on this 2-core machine (two model workers; decode ≈ 50 tokens/s each).
+# About an hour on this 2-core machine (two model workers; decode ≈ 50 tokens/s each).
 # Usage: ci/model-leg.sh OUT_DIR [KERNEL ...]   (default: every kernel of kernels/catalog/)
+#        QGPU_MODEL_SHARD=i/n runs check's shard i of n (the cases of a part of the catalog).
 #        QGPU_MODEL_LEGS=fp32 for one dtype (default fp32,bf16).
 set -u
 out="${1:?usage: ci/model-leg.sh OUT_DIR [KERNEL ...]}"
@@ -16,6 +18,7 @@ legs="${QGPU_MODEL_LEGS:-fp32,bf16}"
 mkdir -p "$out"
 args=()
 for k in "$@"; do args+=(--kernel "$k"); done
+[ -n "${QGPU_MODEL_SHARD:-}" ] && args+=(--shard "$QGPU_MODEL_SHARD")
 "$qgpu" check --no-gpu --model "$legs" "${args[@]}" --report "$out/report.json" \
   --html "$out/report.html" --junit "$out/junit.xml" >"$out/check.log" 2>&1
 rc=$?

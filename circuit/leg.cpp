@@ -18,30 +18,40 @@ namespace {
 using machine::Op;
 namespace fs = std::filesystem;
 constexpr const char* kCircuitFile = "circuit.json";
+// circuit.json's name of the pipeline the leg builds: a checkpoint of another (an older qgpu's
+// "memory", without atomics) is refused, since pipelineExecutes answers for this one.
+constexpr const char* kLegPipeline = "memory+atomics";
 
-// Why the memory pipeline does not execute `op`, or null when it does.
-const char* notExecuted(Op op) {
-  switch (op) {
+// Why the memory pipeline does not execute `in`, or null when it does.
+const char* notExecuted(const machine::Instr& in) {
+  switch (in.op) {
     case Op::Ld: case Op::St: case Op::StB8: case Op::StB16:
       return nullptr;
+    case Op::AtomAdd: case Op::AtomAnd: case Op::AtomOr: case Op::AtomXor: case Op::AtomExch:
+    case Op::AtomMinU: case Op::AtomMaxU: case Op::AtomMinS: case Op::AtomMaxS:
+      return in.dst == 0 ? nullptr
+                         : "an atomic whose old value goes to a register: not in the pipeline yet "
+                           "(only dst r0; docs/circuit.md \"Built: the leg\")";
     default:
       break;
   }
-  switch (machine::opInfo(op).cls) {
+  switch (machine::opInfo(in.op).cls) {
     case machine::OpClass::Mem:
-      return "atomic: not in the pipeline yet (docs/circuit.md §9 \"Built: the execute pipeline\")";
+      return "atom.inc / dec / cas: not in the pipeline yet "
+             "(docs/circuit.md \"Built: the memory stage\")";
     case machine::OpClass::Local:
       return "spill slot op: not in the pipeline yet";
     default:
-      return aluStageExclusion(op);
+      return aluStageExclusion(in.op);
   }
 }
 
 // The memory pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {
   constexpr int kKeyHeadDim = 64;
-  model::Qwen35Config c = linearConfig(hidden, kExecuteMemoryLayers, units, trace::kVocabSize);
-  const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, /*memory=*/true);
+  model::Qwen35Config c = linearConfig(hidden, kExecuteAtomicsLayers, units, trace::kVocabSize);
+  const std::vector<int> heads =
+      executePipelineHeads(kKeyHeadDim, /*memory=*/true, /*atomics=*/true);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
@@ -58,7 +68,7 @@ Status pipelineExecutes(const machine::Program& program) {
   for (size_t b = 0; b < program.blocks.size(); ++b) {
     const std::vector<machine::Instr>& ops = program.blocks[b].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
-      const char* why = notExecuted(ops[i].op);
+      const char* why = notExecuted(ops[i]);
       if (why == nullptr) continue;
       return makeDiag(ErrorKind::OverLimit,
                       "the model leg's circuit does not execute '" +
@@ -77,6 +87,7 @@ Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
   constexpr int kScratchUnits = 16384;
   ExecuteSpec spec;
   spec.memory = true;
+  spec.atomics = true;
   spec.stepLimit = stepLimit;
   QGPU_TRY(plan, planExecuteLayout(legConfig(0, kScratchUnits), spec));
   // A count-only build on the plan gives the widest layer, the MLP every layer then has.
@@ -104,7 +115,7 @@ Status writeLegCheckpoint(const std::string& dir, int stepLimit) {
   fs::create_directories(dir, ec);
   if (ec) return makeDiag(ErrorKind::Io, dir + ": " + ec.message());
   QGPU_CHECK(m.weights->write(dir));
-  nlohmann::json j = {{"pipeline", "memory"},
+  nlohmann::json j = {{"pipeline", kLegPipeline},
                       {"stepLimit", stepLimit},
                       {"hidden", m.weights->config().hiddenSize},
                       {"layers", m.weights->config().layerTypes.size()},
@@ -142,11 +153,12 @@ Expected<int> readLegStepLimit(const std::string& dir) {
                     path.string() + ": missing (not a checkpoint `qgpu circuit build` wrote)");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   const bool valid = j.is_object() && j.contains("pipeline") && j["pipeline"].is_string() &&
-                     j["pipeline"].get<std::string>() == "memory" && j.contains("stepLimit") &&
+                     j["pipeline"].get<std::string>() == kLegPipeline && j.contains("stepLimit") &&
                      j["stepLimit"].is_number_integer();
   if (!valid)
     return makeDiag(ErrorKind::Checkpoint,
-                    path.string() + ": expected {\"pipeline\": \"memory\", \"stepLimit\": N}");
+                    path.string() + ": expected {\"pipeline\": \"" + kLegPipeline +
+                        "\", \"stepLimit\": N} (rebuild it with qgpu circuit build)");
   const int limit = j["stepLimit"].get<int>();
   if (limit < 1 || limit > kLegMaxStepLimit)
     return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " + std::to_string(limit) +

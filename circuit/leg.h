@@ -3,13 +3,15 @@
 // and the final memory a generated trace describes. The leg itself (prompt in, tokens out
 // through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
 //
-//   pipelineExecutes  the memory pipeline (circuit/pipeline.h, ExecuteSpec::memory) executes an
-//                     op iff the ALU stage computes it (aluStageExclusion is null) or it is a
-//                     load or a store (ld, st, st.b8, st.b16, global or shared); every block
-//                     terminator. The first op outside that set is refused: OverLimit naming the
-//                     block, the op's index and its mnemonic and why (mul, mad and mulhi: no
-//                     multiplier in the pipeline yet; atomics, spills, warp ops, divisions).
-//   buildLegModel     the memory pipeline on its layout by liveness (planExecuteLayout), with the
+//   pipelineExecutes  the memory pipeline with atomics (circuit/pipeline.h, ExecuteSpec::memory
+//                     and ::atomics) executes an op iff the ALU stage computes it
+//                     (aluStageExclusion is null), it is a load or a store (ld, st, st.b8, st.b16,
+//                     global or shared), or an atom.add / and / or / xor / exch / min / max whose
+//                     dst is r0; every block terminator. The first op outside that set is refused:
+//                     OverLimit naming the block, the op's index and its mnemonic and why (mul,
+//                     mad and mulhi: no multiplier in the pipeline yet; an atomic's old value
+//                     into a register, atom.inc / dec / cas, spills, warp ops, divisions).
+//   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:
 //                     docs/circuit.md §8, fp32 head reads are ulps off at 128), a layer without
@@ -58,9 +60,9 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegMaxStepLimit,
                                  WeightStorage storage = WeightStorage::Dense);
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
-// model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json {"pipeline": "memory",
-// "stepLimit": N, …}, which readLegStepLimit reads back (Checkpoint error when it is missing or
-// malformed: a directory that is not a leg checkpoint).
+// model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
+// {"pipeline": "memory+atomics", "stepLimit": N, …}, which readLegStepLimit reads back (Checkpoint
+// error when it is missing or malformed: a directory that is not a leg checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegMaxStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
 

@@ -38,13 +38,14 @@ Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
 //   E+5     the executing lanes e_l = exec ∧ m_l ∧ gt_l (gt the result stage's guard-true rule,
 //           result_stage.h, from the head word's guard code and negate and port 0's lane bit),
 //           after the units already there
-//   E+5..   the memory stage (memory_stage.h, no prefix atomics): head in the ROM's polarity, the
-//           flipped offset, the sharedWords latch, e, src0 / src1 = operand ports 0 / 1 of each
-//           lane; its load onto the ALU's r_l (the ALU writes 0 for a memory opcode), its fault
-//           into p.memFault (the control stage's supplied fault); heads and units after the
-//           others' in each layer
-//   E+13    the outcome select: per dim [writes ∧ memrec] + [¬writes ∧ the result stage's
-//           outcome], writes = the memory stage's kind bit (st, st.b8, st.b16, atomics)
+//   E+5..   the memory stage (memory_stage.h; with ExecuteSpec::atomics its prefix atomics too):
+//           head in the ROM's polarity, the flipped offset, the sharedWords latch, e, src0 / src1
+//           = operand ports 0 / 1 of each lane; its load onto the ALU's r_l (the ALU writes 0 for
+//           a memory opcode), its fault into p.memFault (the control stage's supplied fault);
+//           heads and units after the others' in each layer
+//   E+13    the outcome select (E+15 with atomics): per dim [writes ∧ memrec] + [¬writes ∧ the
+//           result stage's outcome], writes = the memory stage's kind bit (st, st.b8, st.b16,
+//           atomics)
 Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                            ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
@@ -102,18 +103,19 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ms.loadOnto[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)].r;
   }
   ms.faultInto = p.memFault;
-  ms.prefixAtomics = false;
+  ms.prefixAtomics = s.atomics;
   const int M = p.memoryLayer;
+  const int stageLayers = memoryStageLayers(ms);
   for (int i = 0; i < kMemoryDataLayers; ++i) ms.firstHead[static_cast<size_t>(i)] = p.heads[static_cast<size_t>(M - E + i)];
-  for (int i = 0; i < kMemoryChainLayers; ++i) ms.firstUnit[static_cast<size_t>(i)] = at(M + i);
+  for (int i = 0; i < stageLayers; ++i) ms.firstUnit[static_cast<size_t>(i)] = at(M + i);
   QGPU_TRY(mem, buildMemoryStage(w, alloc, ms));
   p.memory = mem;
-  for (int i = 0; i < kMemoryChainLayers; ++i) {
+  for (int i = 0; i < stageLayers; ++i) {
     at(M + i) += mem.units[static_cast<size_t>(i)] + (i < kMemoryDataLayers ? mem.dm.unitsUsed[i] : 0);
     if (i < kMemoryDataLayers) p.heads[static_cast<size_t>(M - E + i)] += mem.dm.headsUsed[i];
   }
 
-  // E+13: the outcome select.
+  // E+13 (E+15 with atomics): the outcome select.
   RecordOutcomeFields& o = p.outcome;
   const RecordOutcomeFields& a = p.memory.memrec;
   const RecordOutcomeFields& b = p.result.outcome;
@@ -154,15 +156,15 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
 
 }  // namespace
 
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory) {
-  std::vector<int> h(static_cast<size_t>(executeLayers(memory)), 0);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atomics) {
+  std::vector<int> h(static_cast<size_t>(executeLayers(memory, atomics)), 0);
   const std::vector<int> front = operandStageHeads(keyHeadDim);
   for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
   // The control stage's own heads (its per-layer count less the plain front end's).
   const std::vector<int> control = controlHeads(keyHeadDim), plain = frontEndHeads(keyHeadDim);
   for (size_t i = 0; i < control.size(); ++i)
     h[i] += control[i] - (i < plain.size() ? plain[i] : 0);
-  const int r = 5 + kAluStageLayers + kResultStageLayers + (memory ? 1 : 0);
+  const int r = executeLayers(memory, atomics) - kRecordLayers;
   h[static_cast<size_t>(r)] += 10;     // record_emit.h: 6 latches (no next) + 3 taps + 1 counter
   h[static_cast<size_t>(r + 1)] += 11; // 3 taps + 8 thresholds
   if (memory) {
@@ -179,7 +181,9 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory) {
 Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator& alloc,
                                                const ExecuteSpec& s) {
   const int E = s.layer0;
-  const int layers = executeLayers(s.memory);
+  if (s.atomics && !s.memory)
+    return pipelineUsage("atomics need the memory ops (ExecuteSpec::memory)");
+  const int layers = executeLayers(s.memory, s.atomics);
   if (E < 0 || E + layers > w.config().numLayers())
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));
@@ -187,10 +191,10 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   p.tokens = s.tokens;
   p.aluLayer = E + 5;
   p.resultLayer = p.aluLayer + kAluStageLayers;
-  p.emitLayer = p.resultLayer + kResultStageLayers + (s.memory ? 1 : 0);
+  p.emitLayer = E + layers - kRecordLayers;
   if (s.memory) {
     p.memoryLayer = E + 5;
-    p.selectLayer = p.resultLayer + kResultStageLayers;
+    p.selectLayer = p.emitLayer - 1;
   }
   p.heads.assign(static_cast<size_t>(layers), 0);
   p.units.assign(static_cast<size_t>(layers), 0);

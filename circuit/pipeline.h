@@ -68,9 +68,15 @@
 // layers, heads, units or dims; the stages' refusals pass through. A refused build may leave
 // weights written.
 //
-// Not here: atomics (their old values into dst, the continuation rows, atom.add / min / max's
-// values: the memory stage's prefix atomics would need layers up to M+9), spill ops, MUL, warp
-// ops, the step ticks (the control stage's limit is a build-time ≤ 105).
+// With atomics too (ExecuteSpec::atomics: atom.and, or, xor, exch, add, min.u/s, max.u/s whose
+// dst is r0 — their memrec only), 20 layers: the memory stage with its prefix atomics (10 layers,
+// M..M+9 = E+5..E+14: atom.add's prefix sum and min / max's compares; memory_stage.h), the outcome
+// select at E+15 and the record emitter at E+16.
+//
+// Not here: an atomic's old value into its dst (the regrec after the memrec, at the continuation
+// row: the stage's atomOld latched across one position — pipelineExecutes refuses dst ≠ r0),
+// atom.inc / dec / cas, spill ops, MUL, warp ops, the step ticks (the control stage's limit is a
+// build-time ≤ 105).
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -104,6 +110,9 @@ inline constexpr int kExecuteLayers = 5 + kAluStageLayers + kResultStageLayers +
 // With memory ops (ExecuteSpec::memory): one more layer, the outcome select at E+13, and the
 // record emitter at E+14.
 inline constexpr int kExecuteMemoryLayers = kExecuteLayers + 1;
+// With atomics (ExecuteSpec::atomics): the memory stage's two prefix-atomic layers more, the select
+// at E+15 and the emitter at E+16.
+inline constexpr int kExecuteAtomicsLayers = kExecuteMemoryLayers + kMemoryStageLayers - kMemoryChainLayers;
 // The memory stage's layers in the pipeline: E+5 .. E+12 (no prefix atomics).
 static_assert(kMemoryChainLayers == kAluStageLayers + kResultStageLayers);
 // The control stage's emit layer is the record emitter's first: R = E + 13.
@@ -123,6 +132,9 @@ struct ExecuteSpec {
   // Memory ops (ld, st, st.b8, st.b16 in both spaces; the bitwise atomics' memrec): the memory
   // stage at E+5 .. E+12 and the outcome select; kExecuteMemoryLayers layers.
   bool memory = false;
+  // With memory: atom.add / and / or / xor / exch / min / max with dst r0 too (the memory stage's
+  // prefix atomics); kExecuteAtomicsLayers layers.
+  bool atomics = false;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
@@ -145,8 +157,8 @@ struct ExecutePipeline {
   RecordOutcomeFields outcome;
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
-  int memoryLayer = -1, selectLayer = -1;              // with memory: E+5, E+13
-  std::vector<int> heads;  // per layer E .. E + executeLayers(memory) − 1
+  int memoryLayer = -1, selectLayer = -1;              // with memory: E+5, E+13 (atomics: E+15)
+  std::vector<int> heads;  // per layer E .. E + executeLayers(memory, atomics) − 1
   std::vector<int> units;  // per layer, cancels included
 };
 
@@ -174,9 +186,11 @@ Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& weights, FieldAlloca
 Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& spec,
                                          const ExecuteExtra& extra = {}, int scratchHidden = 16384);
 
-inline constexpr int executeLayers(bool memory) { return memory ? kExecuteMemoryLayers : kExecuteLayers; }
+inline constexpr int executeLayers(bool memory, bool atomics = false) {
+  return !memory ? kExecuteLayers : atomics ? kExecuteAtomicsLayers : kExecuteMemoryLayers;
+}
 
 // Value heads per layer of the pipeline at a key head dim (0 where a layer holds none).
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false, bool atomics = false);
 
 }  // namespace qgpu::circuit

@@ -167,13 +167,14 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim) {
   return plan;
 }
 
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory) {
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory, bool atomics) {
   QGPU_CHECK(checkKeyHeadDim(keyHeadDim));
   // A scratch config as wide as any stage needs (count-only: the size costs nothing).
-  const int layers = executeLayers(memory);
+  const int layers = executeLayers(memory, atomics);
   model::Qwen35Config c = scratchConfig(layers, keyHeadDim);
   ExecuteSpec s;
   s.memory = memory;
+  s.atomics = atomics;
   QGPU_TRY(layout, planExecuteLayout(c, s, {}, 2 * kScratchHidden));
   c.hiddenSize = layout.hidden;
   CircuitWeights w(c, WeightStorage::CountOnly);
@@ -199,8 +200,12 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory) {
       stage = "control+result" + withMemory;
       stageLayer = l - result;
     } else if (l < emit) {
-      stage = "control+select";  // with memory: the outcome select at E+13
-      stageLayer = 0;
+      // With memory: the outcome select at E+13, or with atomics the memory stage's last two
+      // layers at E+13, E+14 and the select at E+15; the control stage's emit layer is E+13.
+      const std::string control = l == kControlLayers - 1 ? "control+" : "";
+      const bool select = l == pipe.selectLayer;
+      stage = control + (select ? "select" : "memory");
+      stageLayer = select ? 0 : l - pipe.memoryLayer;
     } else {
       stage = l == emit && !memory ? "control+emitter" : "emitter";
       stageLayer = l - emit;

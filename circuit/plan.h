@@ -69,13 +69,14 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim = 128);
 
 // The execute pipeline as the model runs it (circuit/pipeline.h: front end, operand select,
 // control, ALU, result stage, record emitter in 17 layers; with `memory` the memory stage and the
-// outcome select too, 18), built count-only on its layout by liveness (pipeline.h
+// outcome select too, 18; with `atomics` as well the memory stage's prefix atomics, 20: the model
+// leg's pipeline), built count-only on its layout by liveness (pipeline.h
 // planExecuteLayout): per layer its heads and units as buildExecutePipeline returns them (every
 // stage in that layer together), its stages by name ("front end+select+control", "control+alu",
 // …), dims = the layout's span at every layer (the hidden size a config needs: dims are shared
 // across layers, not per layer) and live = the dims live there. The ALU bus figures are the
 // stage plan's.
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, bool memory = false);
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, bool memory = false, bool atomics = false);
 
 Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape);
 

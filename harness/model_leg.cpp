@@ -96,6 +96,28 @@ Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program
   return r;
 }
 
+Expected<std::string> replayOnTheChunkedPath(model::Decoder& decoder, const LegRun& leg) {
+  std::vector<int64_t> ids(leg.prompt.begin(), leg.prompt.end());
+  ids.insert(ids.end(), leg.run.begin(), leg.run.end());
+  if (!ids.empty()) ids.pop_back();  // the last token is predicted, never fed
+  decoder.reset();
+  constexpr size_t kChunk = 512;
+  for (size_t at = 0; at < ids.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - at);
+    QGPU_TRY(logits, decoder.forward(std::span<const int64_t>(ids.data() + at, n), /*allLogits=*/true));
+    for (size_t r = 0; r < n; ++r) {
+      const size_t position = at + r;  // its argmax predicts token position + 1
+      if (position + 1 < leg.prompt.size()) continue;
+      const size_t i = position + 1 - leg.prompt.size();
+      const auto predicted = static_cast<trace::Token>(logits.argmax(static_cast<int64_t>(r)));
+      if (predicted != leg.run[i])
+        return "run token " + std::to_string(i) + ": the one-token path " + trace::tokenName(leg.run[i]) +
+               ", the chunked path " + trace::tokenName(predicted);
+    }
+  }
+  return std::string();
+}
+
 Backend modelBackend(model::ComputeDtype dtype) {
   return dtype == model::ComputeDtype::BF16 ? Backend::ModelBf16 : Backend::ModelF32;
 }
@@ -171,7 +193,7 @@ Expected<LegMargins> ModelSession::margins(const BuiltKernel& kernel) {
 std::string ModelSession::description() const {
   const model::Qwen35Config& c = decoder_->config();
   std::ostringstream os;
-  os << "the memory pipeline, " << c.layerTypes.size() << " layers, hidden " << c.hiddenSize
+  os << "the memory pipeline with atomics, " << c.layerTypes.size() << " layers, hidden " << c.hiddenSize
      << ", MLP " << c.intermediateSize << ", " << model::computeDtypeName(options_.dtype)
      << ", step limit " << stepLimit_ << ", " << (decoder_->weightBytes() + 500'000) / 1'000'000
      << " MB of weights held" << (tempDir_.empty() ? ", from " + dir_ : ", built");
@@ -204,6 +226,10 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     const Verdict v = d.kind == ErrorKind::TraceInvalid ? Verdict::Mismatch : caseVerdict(d);
     return finish(v, d.str(), d.kind);
   }
+  // The leg against itself first: the same tokens on the decoder's other path.
+  auto replay = replayOnTheChunkedPath(*decoder_, *leg);
+  if (!replay.ok()) return finish(Verdict::HarnessError, replay.error().str(), replay.error().kind);
+  if (!replay->empty()) return finish(Verdict::Mismatch, "the model's two paths disagree: " + *replay);
   auto rate = [](size_t tokens, double seconds) {
     return fmt::format("{} tokens in {:.2f} s ({:.0f} tokens/s)", tokens, seconds,
                        seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
@@ -248,7 +274,7 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
     if (differences->size() > 1) detail += " (and " + std::to_string(differences->size() - 1) + " more)";
     return finish(Verdict::Mismatch, detail + check);
   }
-  return finish(Verdict::Match, std::to_string(leg->run.size()) + " tokens generated" + check);
+  return finish(Verdict::Match, std::to_string(leg->run.size()) + " tokens generated (the chunked path agrees)" + check);
 }
 
 Expected<std::unique_ptr<ModelLegs>> ModelLegs::open(const ModelLegOptions& options,

@@ -58,6 +58,13 @@ struct LegRun {
 Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
                         const machine::Launch& launch, size_t tokenBudget);
 
+// The leg against itself (STYLE.md 6): the decoder's other path — the chunked prefill over the
+// prompt and the generated run, 512 tokens a forward — must give the run's token as its argmax
+// at every run position. The greedy run came from the one-token path, whose rounding differs; a
+// circuit exact on both writes the same tokens. Returns the first run position where the two
+// paths disagree ("run token 17: the one-token path T(3), the chunked path T(2)"), or "".
+Expected<std::string> replayOnTheChunkedPath(model::Decoder& decoder, const LegRun& leg);
+
 // --check's comparison: where the model's run `got` first differs from the interpreter's `want`
 // (both without the prompt of `promptTokens` tokens), described by the interpreter's side — the
 // position, the run index, the step (EX tokens before it), the record in progress and both

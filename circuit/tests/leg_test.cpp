@@ -48,6 +48,16 @@ TEST(Leg, ExecutesAluLoadsAndStores) {
   EXPECT_TRUE(pipelineExecutes(twoBlocks(alu(Op::Prmt, 3, Operand::r(2), Operand::i(7)))).ok());
 }
 
+// The prefix atomics and the chain's: executed when their old value goes nowhere (dst r0).
+TEST(Leg, ExecutesTheBuiltAtomicsWithoutADestination) {
+  for (Op op : {Op::AtomAdd, Op::AtomAnd, Op::AtomOr, Op::AtomXor, Op::AtomExch, Op::AtomMinU,
+                Op::AtomMaxU, Op::AtomMinS, Op::AtomMaxS}) {
+    machine::Instr in = alu(op, 0, Operand::r(2), Operand::r(1));
+    in.space = machine::Space::Global;
+    EXPECT_TRUE(pipelineExecutes(twoBlocks(in)).ok()) << machine::opInfo(op).mnemonic;
+  }
+}
+
 TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
   struct Case {
     Op op;
@@ -55,7 +65,9 @@ TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
     const char* why;
   };
   for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
-                        Case{Op::Mad, "mad", "multiply"}, Case{Op::AtomAdd, "atom.add", "atomic"},
+                        Case{Op::Mad, "mad", "multiply"},
+                        Case{Op::AtomAdd, "atom.add", "old value goes to a register"},
+                        Case{Op::AtomInc, "atom.inc", "atom.inc / dec / cas"},
                         Case{Op::LdLocal, "ldl", "spill"}, Case{Op::ShflIdx, "shfl.idx", "warp op"},
                         Case{Op::DivU, "div.u", "division"}}) {
     machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
@@ -93,12 +105,12 @@ TEST(Leg, ModelShapesAndStepLimits) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   const model::Qwen35Config& c = m->weights->config();
   EXPECT_EQ(c.vocabSize, trace::kVocabSize);
-  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteMemoryLayers);
+  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteAtomicsLayers);
   EXPECT_EQ(c.linearKeyHeadDim, 64);
   int widest = 0;
   for (int u : m->pipeline.units) widest = std::max(widest, u);
   EXPECT_EQ(c.intermediateSize, widest);
-  const std::vector<int> heads = executePipelineHeads(64, true);
+  const std::vector<int> heads = executePipelineHeads(64, true, true);
   for (size_t l = 0; l < heads.size(); ++l)
     EXPECT_EQ(c.layerTypes[l] == model::LayerType::Full, heads[l] == 0) << "layer " << l;
   // The limit stays below the first step tick, which the circuit does not write.
@@ -121,15 +133,17 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
   };
   expectCheckpointError("missing");
-  for (const char* text : {"not json", "{}", "{\"pipeline\": \"memory\"}",
+  // "memory" is an older qgpu's checkpoint, without the atomics pipelineExecutes now accepts.
+  for (const char* text : {"not json", "{}", "{\"pipeline\": \"memory+atomics\"}",
                            "{\"pipeline\": \"alu\", \"stepLimit\": 5}",
-                           "{\"pipeline\": \"memory\", \"stepLimit\": 0}",
-                           "{\"pipeline\": \"memory\", \"stepLimit\": 106}",
-                           "{\"pipeline\": \"memory\", \"stepLimit\": \"64\"}", "[1, 2]"}) {
+                           "{\"pipeline\": \"memory\", \"stepLimit\": 64}",
+                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 0}",
+                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 106}",
+                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": \"64\"}", "[1, 2]"}) {
     std::ofstream(dir / "circuit.json") << text;
     expectCheckpointError(text);
   }
-  std::ofstream(dir / "circuit.json") << "{\"pipeline\": \"memory\", \"stepLimit\": 64}";
+  std::ofstream(dir / "circuit.json") << "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}";
   auto ok = readLegStepLimit(dir.string());
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(*ok, 64);

@@ -38,13 +38,14 @@ struct Built {
 
 // One field per value, in order, over the config's hidden size.
 Built buildInOrder(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None,
-                   bool memory = false) {
+                   bool memory = false, bool atomics = false) {
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
   ExecuteSpec s;
   s.twin = twin;
   s.memory = memory;
+  s.atomics = atomics;
   b.pipe = buildExecuteModel(w, alloc, s);
   b.used = alloc.used();
   return b;
@@ -104,6 +105,12 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
 // outcome select (4 × 32 + 32 + 32 = 192).
 constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1003 + 376 + 192;
+// With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 2,516
+// dims with them against 1,003 without, less the op fault, which is the pipeline's in both
+// (memFault): 1,512 —, one field per value; on the layout by liveness they live only in
+// E+9..E+14, past the ALU's peak, so the plan's span stays the memory pipeline's (measured).
+constexpr int kAtomicsHidden = kMemoryHidden + 2516 - 1003 - 1;
+constexpr int kAtomicsPlanned = 3921;
 
 TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) {
   const Built b = buildInOrder(config(kExecuteMemoryLayers, kMemoryHidden, 8000), ExecuteTwin::None, true);
@@ -133,6 +140,37 @@ TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) 
   std::cout << "[pipeline spec] with memory: hidden " << b.used << "; units per layer:";
   for (int u : p.units) std::cout << " " << u;
   std::cout << std::endl;
+}
+
+// With atomics (ExecuteSpec::atomics, the leg's pipeline) the memory stage has its prefix atomics
+// (10 layers, E+5..E+14), the select moves to E+15, the emitter to E+16; the widest MLP is still
+// E+5's (the prefix atomics' units go to E+9..E+14).
+TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
+  const Built b = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), ExecuteTwin::None,
+                               true, true);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  const ExecutePipeline& p = b.pipe.value();
+  EXPECT_EQ(kExecuteAtomicsLayers, 20);
+  EXPECT_EQ(p.memoryLayer, 5);
+  EXPECT_EQ(p.resultLayer, 9);
+  EXPECT_EQ(p.selectLayer, 15);
+  EXPECT_EQ(p.emitLayer, 16);
+  // As with memory, the emitter's heads two layers later.
+  const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1, 16, 0, 0, 0, 1, 0, 0, 10, 11, 0, 0};
+  EXPECT_EQ(p.heads, want);
+  EXPECT_EQ(executePipelineHeads(64, true, true), want);
+  EXPECT_EQ(b.used, kAtomicsHidden);
+  // The prefix atomics' values reach the memrec the select reads (memory_stage.h: final in L+9).
+  EXPECT_EQ(p.memory.addNew[3].dims, 32);
+  EXPECT_EQ(p.memory.mmNew[3].dims, 32);
+  std::cout << "[pipeline spec] with atomics: hidden " << b.used << "; units per layer:";
+  for (int u : p.units) std::cout << " " << u;
+  std::cout << std::endl;
+  EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[5]);
+  auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), ExecuteTwin::None,
+                              false, true);
+  ASSERT_FALSE(refused.pipe.ok());
+  EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
@@ -220,7 +258,8 @@ struct Audit {
 // the fields placed there were in pass 1, each within its own live range (ends included: a
 // field's last reader and the next field's writer share a point). A weight that stayed at a
 // field's old offset, or one written past a field, shows as a difference.
-Audit auditLayout(const model::Qwen35Config& base, bool memory, LivenessPlan* out = nullptr) {
+Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics,
+                  LivenessPlan* out = nullptr) {
   Audit a;
   constexpr int kScratch = 16384;
   model::Qwen35Config c1 = base;
@@ -230,6 +269,7 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, LivenessPlan* ou
   FieldAllocator a1(kScratch);
   ExecuteSpec s;
   s.memory = memory;
+  s.atomics = atomics;
   auto p1 = buildExecuteModel(w1, a1, s);
   EXPECT_TRUE(p1.ok()) << p1.error().message;
   if (!p1.ok()) return a;
@@ -279,15 +319,22 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, LivenessPlan* ou
 }
 
 TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
-  for (bool memory : {false, true}) {
+  struct Case {
+    bool memory, atomics;
+    int planned, oneFieldPerValue;  // measured (docs/circuit.md)
+    const char* name;
+  };
+  for (const Case& c : {Case{false, false, 3341, kHidden, "ALU only"},
+                        Case{true, false, 3921, kMemoryHidden, "with memory"},
+                        Case{true, true, kAtomicsPlanned, kAtomicsHidden, "with atomics"}}) {
     LivenessPlan plan;
-    const Audit a = auditLayout(config(executeLayers(memory), kHidden, 8000), memory, &plan);
+    const Audit a = auditLayout(config(executeLayers(c.memory, c.atomics), kHidden, 12000), c.memory,
+                                c.atomics, &plan);
     EXPECT_GT(a.compared, 0);
     EXPECT_EQ(a.wrong, 0) << a.first;
-    // Measured (docs/circuit.md): 3,341 and 3,921 dims against 4,246 and 5,862 one field per value.
-    EXPECT_LE(plan.hidden, memory ? 3921 : 3341);
-    EXPECT_EQ(plan.report.oneFieldPerValue, memory ? kMemoryHidden : kHidden);
-    std::cout << "[pipeline spec] " << (memory ? "with memory" : "ALU only") << ": layout by liveness "
+    EXPECT_LE(plan.hidden, c.planned);
+    EXPECT_EQ(plan.report.oneFieldPerValue, c.oneFieldPerValue);
+    std::cout << "[pipeline spec] " << c.name << ": layout by liveness "
               << plan.hidden << " dims (peak live " << plan.report.peak << " at "
               << pointName(plan.report.peakAt) << ", one field per value " << plan.report.oneFieldPerValue
               << "); audit " << a.compared << " (dim, point) pairs, " << a.wrong << " wrong" << std::endl;

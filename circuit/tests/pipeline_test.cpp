@@ -42,6 +42,7 @@
 #include <memory>
 #include <span>
 
+#include "circuit/leg.h"
 #include "circuit/pipeline.h"
 #include "circuit/tests/harness.h"
 #include "circuit/tests/record_checks.h"
@@ -75,13 +76,13 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 
 // Layers E..E+6 and R, R+1 hold heads; the others are full_attention layers with zero weights
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
-// With memory ops (ExecuteSpec::memory): the widest layer.
+// With memory ops and atomics (ExecuteSpec::memory, ::atomics: the leg's pipeline): the widest layer.
 constexpr int kMemoryUnits = 6717;  // E+5: the scheduler, the ALU's S0, e and the memory stage's L
 
 model::Qwen35Config config(bool memory = false) {
-  model::Qwen35Config c = memory ? harness::config(kHidden, kExecuteMemoryLayers, kMemoryUnits, kVocab)
+  model::Qwen35Config c = memory ? harness::config(kHidden, kExecuteAtomicsLayers, kMemoryUnits, kVocab)
                                  : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
-  const std::vector<int> heads = executePipelineHeads(64, memory);
+  const std::vector<int> heads = executePipelineHeads(64, memory, memory);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
@@ -96,7 +97,7 @@ model::Qwen35Config config(bool memory = false) {
 
 struct OpPosition {
   size_t pos = 0, k = 0;  // the executing position and its record's length
-  uint32_t row = 0;       // its ROM row (= k-th op: no atomics here)
+  uint32_t row = 0;       // its ROM row (= k-th op: no atomic with a destination here)
   machine::Instr in;
   oracle::OpEffects fx;
   uint8_t mask = 0;
@@ -114,18 +115,13 @@ struct Case {
   std::vector<int64_t> ids() const { return {trace.begin(), trace.end()}; }
 };
 
-// An op the pipeline executes: the ALU stage's, and with memory the memory stage's ld, st,
-// st.b8, st.b16 (no atomics: their old values and continuation rows are not wired).
-bool executes(const machine::Instr& in, bool memory) {
-  const machine::OpInfo& info = machine::opInfo(in.op);
-  if (memory && info.cls == machine::OpClass::Mem) return info.mem != machine::MemEffect::ReadWrite;
-  return aluStageExclusion(in.op) == nullptr;
-}
-
+// An op the pipeline executes: the ALU stage's, and with memory what the leg's pipeline executes
+// (circuit/leg.h pipelineExecutes: ld, st, st.b8, st.b16 and the built atomics with dst r0).
 bool usable(const machine::Program& p, bool memory) {
+  if (memory) return pipelineExecutes(p).ok();
   for (const machine::Block& b : p.blocks)
     for (const machine::Instr& in : b.ops)
-      if (!executes(in, memory)) return false;
+      if (aluStageExclusion(in.op) != nullptr) return false;
   return true;
 }
 
@@ -153,15 +149,24 @@ gen::Policy policy(bool memory) {
 }
 
 // The prompt and run of one program with its op positions; empty when skipped.
-// With memory: each atomic of a generated program becomes, in turn, an ld (its dst and address)
-// or an st (its address and value): the pipeline wires no atomics, and the generator draws 12 of
-// its 16 memory ops from them. The rewritten program must pass verify (else it is skipped).
-machine::Program withoutAtomics(machine::Program p) {
+// With memory: each atomic the pipeline does not execute becomes, in turn, the same atomic with
+// dst r0 (atom.add, and, or, xor, exch, min, max: their old value into a register is not wired),
+// an ld (its dst and address) or an st (its address and value); atom.inc, dec and cas in turn an
+// ld or an st. The generator draws 12 of its 16 memory ops from the atomics, most with a
+// destination. The rewritten program must pass verify (else it is skipped).
+machine::Program withBuiltAtomics(machine::Program p) {
   int n = 0;
   for (machine::Block& b : p.blocks)
     for (machine::Instr& in : b.ops) {
-      if (machine::opInfo(in.op).mem != machine::MemEffect::ReadWrite) continue;
-      const bool load = n++ % 2 == 0;
+      if (machine::opInfo(in.op).mem != machine::MemEffect::ReadWrite || in.dst == 0) continue;
+      const bool built = in.op != machine::Op::AtomInc && in.op != machine::Op::AtomDec &&
+                         in.op != machine::Op::AtomCas;
+      const int choice = n++ % (built ? 3 : 2);
+      if (choice == 2) {
+        in.dst = 0;
+        continue;
+      }
+      const bool load = choice == 0;
       in.op = load ? machine::Op::Ld : machine::Op::St;
       if (!load) in.dst = 0;
       for (size_t k = load ? 1 : 2; k < in.src.size(); ++k) in.src[k] = {};
@@ -177,7 +182,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool memory, const gen::Policy& d
   if (!g.ok()) return c;
   c.header = g->header;
   if (memory) {
-    g->program = withoutAtomics(std::move(g->program));
+    g->program = withBuiltAtomics(std::move(g->program));
     if (!machine::verify(g->program, g->launch).ok()) return c;
   }
   if (!usable(g->program, memory)) return c;
@@ -309,6 +314,7 @@ Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = Ex
   s.stepLimit = kStepLimit;
   s.twin = twin;
   s.memory = memory;
+  s.atomics = memory;
   // The probes (lm_head rows reading r_l, s_l and the head word) are built in both passes, so the
   // plan keeps those fields live to the end.
   const ExecuteExtra probes = [](CircuitWeights& w, const ExecutePipeline& p) -> Status {
@@ -502,13 +508,25 @@ std::map<std::string, int> memoryKinds(const Case& c) {
     for (int l = 0; l < kLanes; ++l)
       nonzero = nonzero || (((op.fx.exec >> l) & 1) && op.fx.regs[static_cast<size_t>(l)] != 0);
     seen["ld nonzero"] += op.in.op == machine::Op::Ld && op.fx.writesReg && nonzero;
+    if (op.fx.mem != machine::MemEffect::ReadWrite) continue;
+    const bool prefix = op.in.op == machine::Op::AtomAdd || op.in.op == machine::Op::AtomMinU ||
+                        op.in.op == machine::Op::AtomMaxU || op.in.op == machine::Op::AtomMinS ||
+                        op.in.op == machine::Op::AtomMaxS;
+    seen[prefix ? "prefix atomic" : "chain atomic"] += 1;
+    // Two executing lanes on one word: the later one sees the earlier one's update.
+    bool shares = false;
+    for (int k = 0; k < kLanes; ++k)
+      for (int l = k + 1; l < kLanes; ++l)
+        shares = shares || (((op.fx.exec >> k) & (op.fx.exec >> l) & 1) &&
+                            op.fx.words[static_cast<size_t>(k)] == op.fx.words[static_cast<size_t>(l)]);
+    seen["atomic lanes on one word"] += shares;
   }
   return seen;
 }
 
 const std::vector<std::string> kMemoryKindsRequired = {
     "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
-    "partial mask"};
+    "partial mask", "prefix atomic", "chain atomic", "atomic lanes on one word"};
 
 // Programs with memory ops: the first `count` usable ones by seed with at least three memory ops
 // and no fault, then by seed each further one that reaches a required kind none before it reached
@@ -546,7 +564,7 @@ std::vector<Case> memoryCases(int count, size_t maxTokens) {
 }
 
 // The memory bench's programs: per commit only the ones that reach a required kind, each under 600
-// tokens (7 programs, 2,266 tokens: the prefill is paid per token of a 3.9 G-parameter model);
+// tokens (8 programs with the atomics, 2,897 tokens: the prefill is paid per token of the model);
 // under QGPU_CIRCUIT_FULL the first 8 by seed before them.
 std::vector<Case> memoryBenchCases() {
   return memoryCases(harness::inputs(0, 8), static_cast<size_t>(harness::inputs(600, 4000)));
@@ -576,7 +594,7 @@ const char* dtypeName(ComputeDtype d) { return d == ComputeDtype::F32 ? "fp32" :
 // the interpreter's. rapidcheck draws the policy's sizes within policy(true)'s — regions, blocks,
 // ops per block, loop trips, threads, CTAs, shared words, guard, nonzero-word and out-of-range
 // probabilities — and the seed, so a failure shrinks toward a smaller program, and the printed
-// RC_PARAMS reproduces it. A program the pipeline does not execute (after withoutAtomics) or
+// RC_PARAMS reproduces it. A program the pipeline does not execute (after withBuiltAtomics) or
 // longer than 600 tokens is discarded. Cases: RC_PARAMS's, else 3 per commit and 20 under
 // QGPU_CIRCUIT_FULL; under QGPU_CIRCUIT_FULL in bf16 too.
 #ifdef QGPU_HAVE_RAPIDCHECK
@@ -611,7 +629,7 @@ bool modelLegProperty(ComputeDtype dtype, const Bench& b) {
     prefillCase(t, *dec, c, SIZE_MAX);
     ++runs;
     tokens += c.trace.size() - c.prompt;
-    const std::string where = c.header + " (atomics rewritten to ld / st): ";
+    const std::string where = c.header + " (atomics rewritten: withBuiltAtomics): ";
     if (t.tokens.wrong != 0) RC_FAIL(where + t.tokens.summary());
     if (!t.head.ok()) RC_FAIL(where + "head word " + t.head.summary());
     if (!t.alu.ok()) RC_FAIL(where + "ALU " + t.alu.summary());

@@ -2,7 +2,8 @@
 // circuit built so far (circuit/plan.h: heads, MLP units, residual dims per layer), checked
 // against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
 //
-//   qgpu circuit plan [--of pipeline|stages] [--shape 2b|compact] [--hidden N] [--heads N] [--units N]
+//   qgpu circuit plan [--of pipeline|memory-pipeline|leg|stages] [--shape 2b|compact] [--hidden N]
+//                     [--heads N] [--units N]
 //   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
 //   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
 //
@@ -19,7 +20,9 @@
 // (OverLimit naming the budget: the circuit does not fit 2b yet).
 //
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
-// layers, every stage of a layer together, dims = the one layout's residual); --of stages: the
+// layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
+// with memory ops (18 layers); --of leg with memory ops and atomics (20 layers: the checkpoint
+// `circuit build` writes, and the plan a shape other than compact is checked against); --of stages: the
 // front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
 // liveness). --hidden / --heads / --units override the shape's limit (to try a shape that is not
 // in the table). Prints the shape, then one row per layer (layer, stage, its layer in the stage,
@@ -54,7 +57,7 @@ struct CircuitPlanOptions {
 
 int runPlan(const CircuitPlanOptions& o) {
   auto plan = o.of == "stages" ? circuit::planCircuit()
-                               : circuit::planExecutePipeline(128, o.of == "memory-pipeline");
+                               : circuit::planExecutePipeline(128, o.of != "pipeline", o.of == "leg");
   if (!plan.ok()) return reportError(plan.error());
   auto shape = circuit::shapeByName(o.shape, *plan);
   if (!shape.ok()) return reportError(shape.error());
@@ -142,7 +145,7 @@ struct CircuitBuildOptions {
 // other shape is refused by the plan's own check, naming the budget that does not fit.
 int runBuild(const CircuitBuildOptions& o) {
   if (o.shape != "compact") {
-    auto plan = circuit::planExecutePipeline(128, /*memory=*/true);
+    auto plan = circuit::planExecutePipeline(128, /*memory=*/true, /*atomics=*/true);
     if (!plan.ok()) return reportError(plan.error());
     auto shape = circuit::shapeByName(o.shape, *plan);
     if (!shape.ok()) return reportError(shape.error());
@@ -151,7 +154,7 @@ int runBuild(const CircuitBuildOptions& o) {
                                 "shape " + o.shape + ": only compact checkpoints are built so far"));
   }
   if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
-  std::printf("wrote %s (the memory pipeline, step limit %d)\n", o.out.c_str(), o.stepLimit);
+  std::printf("wrote %s (the memory pipeline with atomics, step limit %d)\n", o.out.c_str(), o.stepLimit);
   return kExitOk;
 }
 
@@ -230,9 +233,9 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   CLI::App* plan =
       app->add_subcommand("plan", "Per-layer budget of the built circuit against a shape");
   plan->add_option("--of", o.of,
-                   "pipeline (the execute pipeline), memory-pipeline (with memory ops) or stages "
-                   "(each stage alone)")
-      ->check(CLI::IsMember({"pipeline", "memory-pipeline", "stages"}))
+                   "pipeline (the execute pipeline), memory-pipeline (with memory ops), leg (with "
+                   "memory ops and atomics: what circuit build writes) or stages (each stage alone)")
+      ->check(CLI::IsMember({"pipeline", "memory-pipeline", "leg", "stages"}))
       ->capture_default_str();
   plan->add_option("--shape", o.shape, "2b or compact")->capture_default_str();
   plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");
@@ -240,7 +243,7 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
   static CircuitBuildOptions b;
   CLI::App* build = app->add_subcommand(
-      "build", "Write the model leg's checkpoint (the memory pipeline) for `run --backend model`");
+      "build", "Write the model leg's checkpoint (the memory pipeline with atomics) for `run --backend model`");
   build->add_option("--out", b.out, "Checkpoint directory to write")->required();
   build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
       ->capture_default_str();

@@ -42,6 +42,12 @@ expect pipeline-layout 0 'span 3341 \(peak live 3195; one field per value 4246\)
 expect memory-pipeline 0 'span 3921 \(peak live 3879; one field per value 5862\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
+# The leg's pipeline (memory ops and atomics): 20 layers, the same span (the prefix atomics live
+# past the ALU's peak), the memory stage's last layers at 13, 14 and the select at 15.
+expect leg-pipeline 0 'span 3921 \(peak live 3879; one field per value 7374\)' -- \
+  "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-select 0 '^15 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
@@ -52,13 +58,15 @@ expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 100
 # `run --backend model` runs the circuit target's program (multiplies and divisions expanded): a
-# kernel with an atomic is refused before any model is built (inconclusive), naming the op and
+# kernel with a warp op is refused before any model is built (inconclusive), naming the op and
 # where it is; a multiply the expansion cannot fit is OverLimit naming its PTX line; --check
 # belongs to the model backend.
 expect run-model-expands 4 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
-  "$qgpu" run dot_atomic --backend model
-expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'atom.add' \(block B[0-9]+, op [0-9]+\): atomic" -- \
-  "$qgpu" run dot_atomic --backend model
+  "$qgpu" run shfl_broadcast --backend model
+expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'shfl.idx' \(block B[0-9]+, op [0-9]+\): warp op" -- \
+  "$qgpu" run shfl_broadcast --backend model
+expect run-model-refused-atomic 4 "does not execute 'atom.cas' \(block B[0-9]+, op [0-9]+\): atom.inc / dec / cas" -- \
+  "$qgpu" run atomic_cas_mul --backend model
 expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
   "$qgpu" run dot --backend model
 # `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
@@ -71,7 +79,7 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
   "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
 # `circuit margins`: a program the circuit does not execute is refused before any model is loaded;
 # a directory that is no leg checkpoint is a Checkpoint error (the measurement: harness_model_leg_test).
-expect margins-refused 4 "does not execute 'atom.add'" -- "$qgpu" circuit margins dot_atomic --checkpoint "$tmp"
+expect margins-refused 4 "does not execute 'shfl.idx'" -- "$qgpu" circuit margins shfl_broadcast --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check

@@ -174,16 +174,17 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 // `qgpu check --model fp32,bf16` on a representative subset of the catalog per commit (the whole
 // catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), expanded multiplies
 // (matmul2x2), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
-// several warps (reverse, stencil3); each the circuit target's program token for token; a kernel
-// with an atomic is refused without running, inconclusive with the op named. Two sessions per
-// dtype, run by runCheck's two model workers.
+// several warps (reverse, stencil3), an atomic (dot_atomic: the dot-product demo's atom.add, two
+// lanes' adds on one word); each the circuit target's program token for token; a kernel with
+// atom.inc is refused without running, inconclusive with the op named. Two sessions per dtype, run
+// by runCheck's two model workers.
 TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
   std::vector<kernels::KernelSpec> chosen;
   const std::vector<std::string> names = {"popcount",     "matmul2x2", "transpose_shared", "oddeven_sort",
-                                          "reverse",      "stencil3",  "dot_atomic"};
+                                          "reverse",      "stencil3",  "dot_atomic", "atomic_inc_dec"};
   for (const std::string& name : names)
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
@@ -207,9 +208,9 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
     SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
     if (c.backend == Backend::Interp) {
       EXPECT_EQ(c.verdict, Verdict::Match);
-    } else if (c.kernel == "dot_atomic") {
+    } else if (c.kernel == "atomic_inc_dec") {
       EXPECT_EQ(c.verdict, Verdict::Inconclusive);
-      EXPECT_NE(c.detail.find("does not execute 'atom.add'"), std::string::npos);
+      EXPECT_NE(c.detail.find("does not execute 'atom.inc'"), std::string::npos);
     } else {
       EXPECT_EQ(c.verdict, Verdict::Match);
       EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"), std::string::npos);
@@ -221,6 +222,24 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   for (const CaseResult& c : report.cases) compared += isModel(c.backend) ? c.traceTokens : 0;
   std::cout << "[leg] check --model fp32,bf16 on " << names.size() << " catalog kernels (clang): " << compared
             << " run tokens compared, 0 differ" << std::endl;
+}
+
+// The leg against itself: the greedy run (one-token path) replayed on the chunked path gives the
+// same tokens; its twin, a run with one token changed, is caught at that token.
+TEST_F(Leg, TheChunkedPathReplaysTheRunAndCatchesAChangedToken) {
+  ASSERT_TRUE(fp32 != nullptr);
+  auto r = runLeg(*fp32, divergent(), launch(), 2000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto same = replayOnTheChunkedPath(*fp32, *r);
+  ASSERT_TRUE(same.ok()) << same.error().str();
+  EXPECT_EQ(*same, "");
+  LegRun changed = *r;
+  changed.run[40] = changed.run[40] == changed.run[39] ? changed.run[41] : changed.run[39];
+  ASSERT_NE(changed.run[40], r->run[40]);
+  auto caught = replayOnTheChunkedPath(*fp32, changed);
+  ASSERT_TRUE(caught.ok()) << caught.error().str();
+  EXPECT_NE(caught->find("run token 40: the one-token path " + trace::tokenName(changed.run[40])), std::string::npos)
+      << *caught;
 }
 
 // A loop of more steps than the model's limit: LIMIT after kLegMaxStepLimit steps, token for token
