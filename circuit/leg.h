@@ -3,11 +3,12 @@
 // and the final memory a generated trace describes. The leg itself (prompt in, tokens out
 // through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
 //
-//   pipelineExecutes  the memory pipeline with atomics (circuit/pipeline.h, ExecuteSpec::memory
-//                     and ::atomics) executes an op iff the ALU stage computes it
-//                     (aluStageExclusion is null), it is a load or a store (ld, st, st.b8, st.b16,
-//                     global or shared), or an atom.add / and / or / xor / exch / min / max whose
-//                     dst is r0; every block terminator. The first op outside that set is refused:
+//   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for the leg's pipeline (the memory
+//                     pipeline with atomics, ExecuteSpec::memory and ::atomics, without their
+//                     regrec): an op executes iff the ALU stage computes it (aluStageExclusion
+//                     is null), it is a load or a store (ld, st, st.b8, st.b16, global or
+//                     shared), or an atom.add / and / or / xor / exch / min / max whose dst is
+//                     r0; every block terminator. The first op outside that set is refused:
 //                     OverLimit naming the block, the op's index and its mnemonic and why (mul,
 //                     mad and mulhi: no multiplier in the pipeline yet; an atomic's old value
 //                     into a register, atom.inc / dec / cas, spills, warp ops, divisions).

@@ -7,6 +7,7 @@
 
 #include "circuit/assembler.h"
 #include "circuit/logic.h"
+#include "circuit/tap.h"
 #include "oracle/machine.h"
 #include "oracle/trace.h"
 
@@ -34,6 +35,68 @@ Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
   return fe.predPort[static_cast<size_t>(k)].slice(l, 1, "lane " + std::to_string(l));
 }
 
+// The atomics' regrec (ExecuteSpec::atomicRegrec; pipeline.h): at E+15 the latches, enabled by
+// exec, that hold the executing op's head word, atomOld_l, oldDst_l and guard bits from its
+// position p to the continuation position q after its memrec (or NOP); then the result stage
+// again on them at E+15..E+18, so that at q its outcome is the atomic's regrec: r_l = the old
+// word lane l's access saw, old_l = dst's value before the op (the guard-false lanes' value), the
+// guard decoded from the held head word. Its s_l and oldPred_l are read only by a predicate op's
+// ANDs (an atomic writes none): the held guard bits stand in.
+Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
+                         ExecutePipeline& p) {
+  const TokenLayout& t = s.tokens;
+  const int E = s.layer0;
+  const int L = p.regrecLayer;
+  const float headGain = FrontEndSpec{}.headGain;
+  QGPU_TRY(head, alloc.take("pipe.held.head", kValueBits));
+  // The guard's 4 lane bits padded to a latch of V = 8 (tap.h: dv/V a power of 4).
+  QGPU_TRY(guard, alloc.take("pipe.held.guard", 2 * kRecordLanes));
+  p.heldHead = head;
+  p.heldGuard = guard;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    QGPU_TRY(old, alloc.take("pipe.held.old" + std::to_string(l), kValueBits));
+    QGPU_TRY(dst, alloc.take("pipe.held.dst" + std::to_string(l), kValueBits));
+    p.heldOld[static_cast<size_t>(l)] = old;
+    p.heldDst[static_cast<size_t>(l)] = dst;
+  }
+  int& heads = p.heads[static_cast<size_t>(L - E)];
+  auto hold = [&](const Field& from, const Field& out) -> Status {
+    std::vector<int> sources;
+    for (int i = 0; i < from.dims; ++i) sources.push_back(from.at(i));
+    while (static_cast<int>(sources.size()) < out.dims) sources.push_back(t.ballast.at(0));
+    QGPU_CHECK(buildLatch(
+        w, tokenLatch(t, headGain, L, heads++, p.fe.exec.at(0), std::move(sources), out)));
+    return Ok{};
+  };
+  QGPU_CHECK(hold(p.fe.headWord, p.heldHead));
+  QGPU_CHECK(hold(p.fe.predPort[0], p.heldGuard));
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const auto i = static_cast<size_t>(l);
+    const bool twin = s.twin == ExecuteTwin::RegrecFromLoad;
+    QGPU_CHECK(hold(twin ? p.memory.load[i] : p.memory.atomOld[i], p.heldOld[i]));
+    QGPU_CHECK(hold(p.fe.oldDst[i], p.heldDst[i]));
+  }
+
+  ResultStageSpec rs;
+  rs.tokens = t;
+  rs.firstLayer = L;
+  rs.head = p.heldHead;
+  rs.headInverted = true;
+  rs.mask = p.fe.mask;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const auto i = static_cast<size_t>(l);
+    const Field g = p.heldGuard.slice(l, 1, "lane " + std::to_string(l));
+    rs.lanes[i] = {p.heldOld[i], g, p.heldDst[i], g, g};
+  }
+  for (int i = 0; i < kResultStageLayers; ++i)
+    rs.firstUnit[static_cast<size_t>(i)] = p.units[static_cast<size_t>(L - E + i)];
+  QGPU_TRY(regrec, buildResultStage(w, alloc, rs));
+  p.regrec = regrec;
+  for (int i = 0; i < kResultStageLayers; ++i)
+    p.units[static_cast<size_t>(L - E + i)] += regrec.units[static_cast<size_t>(i)];
+  return Ok{};
+}
+
 // The memory ops' part of the pipeline (ExecuteSpec::memory), after the result stage is built:
 //   E+5     the executing lanes e_l = exec ∧ m_l ∧ gt_l (gt the result stage's guard-true rule,
 //           result_stage.h, from the head word's guard code and negate and port 0's lane bit),
@@ -43,9 +106,11 @@ Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
 //           = operand ports 0 / 1 of each lane; its load onto the ALU's r_l (the ALU writes 0 for
 //           a memory opcode), its fault into p.memFault (the control stage's supplied fault);
 //           heads and units after the others' in each layer
-//   E+13    the outcome select (E+15 with atomics): per dim [writes ∧ memrec] + [¬writes ∧ the
-//           result stage's outcome], writes = the memory stage's kind bit (st, st.b8, st.b16,
-//           atomics)
+//   E+15    with atomicRegrec (buildAtomicRegrec): the latches and the second result stage
+//   E+13    the outcome select (E+15 with atomics, E+19 with their regrec; after the regrec's
+//           build): per dim [writes ∧ memrec] + [¬writes ∧ the result stage's outcome], writes =
+//           the memory stage's kind bit (st, st.b8, st.b16, atomics); with the regrec each of the
+//           two also ∧ ¬isCont, and [isCont ∧ regrec]
 Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                            ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
@@ -68,9 +133,18 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   // X = exec ∧ m_l: exactly 0 or 1 (unguarded ops have neg = 0).
   QGPU_TRY(exec, alloc.take("pipe.memExec", kRecordLanes));
   p.memExec = exec;
+  if (s.atomicRegrec) {
+    QGPU_TRY(record, alloc.take("pipe.execRecord", 1));
+    p.execRecord = record;
+  }
   {
     UnitWriter u(w, E + 5, at(E + 5));
-    QGPU_CHECK(fw.start(u, {p.memExec}));
+    QGPU_CHECK(fw.start(u, s.atomicRegrec ? std::vector<Field>{p.memExec, p.execRecord}
+                                          : std::vector<Field>{p.memExec}));
+    if (s.atomicRegrec) {  // exec ∨ isCont: exclusive (frontend.h)
+      QGPU_CHECK(fw.add(u, {{p.fe.exec.at(0), 1}}, {{p.execRecord.at(0), two}}));
+      QGPU_CHECK(fw.add(u, {{p.fe.isCont.at(0), 1}}, {{p.execRecord.at(0), two}}));
+    }
     QGPU_TRY(unguarded, headIs("guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds)), 0));
     QGPU_TRY(negSet, headIs("guard negate", 1, 1));
     const Literal neg = negSet.at(0);
@@ -115,10 +189,13 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     if (i < kMemoryDataLayers) p.heads[static_cast<size_t>(M - E + i)] += mem.dm.headsUsed[i];
   }
 
-  // E+13 (E+15 with atomics): the outcome select.
+  if (s.atomicRegrec) QGPU_CHECK(buildAtomicRegrec(w, alloc, s, p));
+
+  // E+13 (E+15 with atomics, E+19 with their regrec): the outcome select.
   RecordOutcomeFields& o = p.outcome;
   const RecordOutcomeFields& a = p.memory.memrec;
   const RecordOutcomeFields& b = p.result.outcome;
+  const RecordOutcomeFields& c = p.regrec.outcome;
   for (int l = 0; l < kRecordLanes; ++l) {
     QGPU_TRY(f, alloc.take("pipe.outcome.value" + std::to_string(l), b.value[static_cast<size_t>(l)].dims));
     o.value[static_cast<size_t>(l)] = f;
@@ -134,37 +211,101 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     outs.push_back(o.tag);
     QGPU_CHECK(fw.start(u, outs));
     const Literal writes{p.memory.kind.at(kMemoryKindWrites), 1};
-    auto select = [&](const Field& out, const Field& mem, const Field& res) -> Status {
-      if (mem.dims != out.dims || res.dims != out.dims)
-        return makeDiag(ErrorKind::Internal, "execute pipeline: the memrec and the result stage's "
-                                             "outcome differ in shape at " + out.name);
+    // Without the regrec no position is a continuation position: the literal is left out.
+    const std::vector<Literal> notCont =
+        s.atomicRegrec ? std::vector<Literal>{{p.fe.isCont.at(0), -1}} : std::vector<Literal>{};
+    auto select = [&](const Field& out, const Field& mem, const Field& res,
+                      const Field& reg) -> Status {
+      if (mem.dims != out.dims || res.dims != out.dims || (s.atomicRegrec && reg.dims != out.dims))
+        return makeDiag(ErrorKind::Internal,
+                        "execute pipeline: the memrec and the result stages' "
+                        "outcomes differ in shape at " +
+                            out.name);
       for (int i = 0; i < out.dims; ++i) {
-        QGPU_CHECK(fw.add(u, {writes, {mem.at(i), 1}}, {{out.at(i), two}}));
-        QGPU_CHECK(fw.add(u, {no(writes), {res.at(i), 1}}, {{out.at(i), two}}));
+        QGPU_CHECK(
+            fw.add(u, notCont + std::vector<Literal>{writes, {mem.at(i), 1}}, {{out.at(i), two}}));
+        QGPU_CHECK(fw.add(u, notCont + std::vector<Literal>{no(writes), {res.at(i), 1}},
+                          {{out.at(i), two}}));
+        if (s.atomicRegrec)
+          QGPU_CHECK(fw.add(u, {{p.fe.isCont.at(0), 1}, {reg.at(i), 1}}, {{out.at(i), two}}));
       }
       return Ok{};
     };
-    for (int l = 0; l < kRecordLanes; ++l)
-      QGPU_CHECK(select(o.value[static_cast<size_t>(l)], a.value[static_cast<size_t>(l)],
-                        b.value[static_cast<size_t>(l)]));
-    QGPU_CHECK(select(o.wordMask, a.wordMask, b.wordMask));
-    QGPU_CHECK(select(o.tag, a.tag, b.tag));
+    for (int l = 0; l < kRecordLanes; ++l) {
+      const auto i = static_cast<size_t>(l);
+      QGPU_CHECK(select(o.value[i], a.value[i], b.value[i], c.value[i]));
+    }
+    QGPU_CHECK(select(o.wordMask, a.wordMask, b.wordMask, c.wordMask));
+    QGPU_CHECK(select(o.tag, a.tag, b.tag, c.tag));
     at(p.selectLayer) += u.used();
   }
   return Ok{};
 }
 
+// Why the pipeline `s` builds does not execute `in`, or null when it does.
+const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
+  using machine::Op;
+  switch (in.op) {
+    case Op::Ld:
+    case Op::St:
+    case Op::StB8:
+    case Op::StB16:
+      return s.memory ? nullptr
+                      : "a memory op: the pipeline is built without them (ExecuteSpec::memory)";
+    case Op::AtomAdd:
+    case Op::AtomAnd:
+    case Op::AtomOr:
+    case Op::AtomXor:
+    case Op::AtomExch:
+    case Op::AtomMinU:
+    case Op::AtomMaxU:
+    case Op::AtomMinS:
+    case Op::AtomMaxS:
+      if (!s.atomics) return "an atomic: the pipeline is built without them (ExecuteSpec::atomics)";
+      return in.dst == 0 || s.atomicRegrec
+                 ? nullptr
+                 : "an atomic whose old value goes to a register: the pipeline is built without "
+                   "their regrec (only dst r0; ExecuteSpec::atomicRegrec)";
+    default:
+      break;
+  }
+  switch (machine::opInfo(in.op).cls) {
+    case machine::OpClass::Mem:
+      return "atom.inc / dec / cas: not in the pipeline yet "
+             "(docs/circuit.md \"Built: the memory stage\")";
+    case machine::OpClass::Local:
+      return "spill slot op: not in the pipeline yet";
+    default:
+      return aluStageExclusion(in.op);
+  }
+}
+
 }  // namespace
 
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atomics) {
-  std::vector<int> h(static_cast<size_t>(executeLayers(memory, atomics)), 0);
+Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec) {
+  for (size_t b = 0; b < program.blocks.size(); ++b) {
+    const std::vector<machine::Instr>& ops = program.blocks[b].ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const char* why = notExecuted(ops[i], spec);
+      if (why == nullptr) continue;
+      return makeDiag(ErrorKind::OverLimit, "the model leg's circuit does not execute '" +
+                                                std::string(machine::opInfo(ops[i].op).mnemonic) +
+                                                "' (block B" + std::to_string(b) + ", op " +
+                                                std::to_string(i) + "): " + why);
+    }
+  }
+  return Ok{};
+}
+
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atomics, bool regrec) {
+  std::vector<int> h(static_cast<size_t>(executeLayers(memory, atomics, regrec)), 0);
   const std::vector<int> front = operandStageHeads(keyHeadDim);
   for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
   // The control stage's own heads (its per-layer count less the plain front end's).
   const std::vector<int> control = controlHeads(keyHeadDim), plain = frontEndHeads(keyHeadDim);
   for (size_t i = 0; i < control.size(); ++i)
     h[i] += control[i] - (i < plain.size() ? plain[i] : 0);
-  const int r = executeLayers(memory, atomics) - kRecordLayers;
+  const int r = executeLayers(memory, atomics, regrec) - kRecordLayers;
   h[static_cast<size_t>(r)] += 10;     // record_emit.h: 6 latches (no next) + 3 taps + 1 counter
   h[static_cast<size_t>(r + 1)] += 11; // 3 taps + 8 thresholds
   if (memory) {
@@ -175,6 +316,7 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atom
     const std::array<int, kMemoryDataLayers> dm = dataMemoryHeads(banks ? *banks : 0, 2);
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
+  if (memory && atomics && regrec) h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
   return h;
 }
 
@@ -183,7 +325,9 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   const int E = s.layer0;
   if (s.atomics && !s.memory)
     return pipelineUsage("atomics need the memory ops (ExecuteSpec::memory)");
-  const int layers = executeLayers(s.memory, s.atomics);
+  if (s.atomicRegrec && !s.atomics)
+    return pipelineUsage("the atomics' regrec needs the atomics (ExecuteSpec::atomics)");
+  const int layers = executeLayers(s.memory, s.atomics, s.atomicRegrec);
   if (E < 0 || E + layers > w.config().numLayers())
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));
@@ -196,6 +340,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     p.memoryLayer = E + 5;
     p.selectLayer = p.emitLayer - 1;
   }
+  if (s.atomicRegrec) p.regrecLayer = p.memoryLayer + kMemoryStageLayers;
   p.heads.assign(static_cast<size_t>(layers), 0);
   p.units.assign(static_cast<size_t>(layers), 0);
   const TokenLayout& t = s.tokens;
@@ -334,7 +479,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   es.firstLayer = p.emitLayer;
   es.outcomeFrom = outcome;
   es.into = &alloc;
-  es.execFrom = p.fe.exec;
+  es.execFrom = s.atomicRegrec ? p.execRecord : p.fe.exec;
   // Without memory R is the control stage's emit layer: its fault latch is head 0.
   es.firstHead = s.memory ? 0 : 1;
   es.overrideFrom = RecordEmitSpec::Override{p.control.emit, p.control.decides};

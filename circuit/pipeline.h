@@ -36,9 +36,10 @@
 //
 // With memory ops (ExecuteSpec::memory: ld, st, st.b8, st.b16 in both spaces, and FAULT where an
 // executing lane's address faults), 18 layers:
-//   layer  E+2       a third launch latch: the PROG word's sharedWords (OperandsSpec::sharedWordsLatch)
-//   layer  E+4 MLP   the fetched offset word flipped to +u = 1 (the memory stage's adder reads it so)
-//   layer  E+5 MLP   the executing lanes e_l = exec ∧ m_l ∧ gt_l (the result stage's guard-true
+//   layer  E+2       a third launch latch: the PROG word's sharedWords
+//   (OperandsSpec::sharedWordsLatch) layer  E+4 MLP   the fetched offset word flipped to +u = 1
+//   (the memory stage's adder reads it so) layer  E+5 MLP   the executing lanes e_l = exec ∧ m_l ∧
+//   gt_l (the result stage's guard-true
 //                    rule on the head word's guard code and negate and port 0's lane bit: the
 //                    result stage's own gt, at F, is too late for the memory stage's L+4)
 //   layers M..M+7    the memory stage (circuit/memory_stage.h, M = E + 5, prefixAtomics off): its
@@ -73,10 +74,24 @@
 // M..M+9 = E+5..E+14: atom.add's prefix sum and min / max's compares; memory_stage.h), the outcome
 // select at E+15 and the record emitter at E+16.
 //
-// Not here: an atomic's old value into its dst (the regrec after the memrec, at the continuation
-// row: the stage's atomOld latched across one position — pipelineExecutes refuses dst ≠ r0),
-// atom.inc / dec / cas, spill ops, MUL, warp ops, the step ticks (the control stage's limit is a
-// build-time ≤ 105).
+// With the atomics' regrec too (ExecuteSpec::atomicRegrec: those atomics with any dst — the old
+// value into a register, trace.md's memrec + regrec, or NOP + regrec when no lane executes), 24
+// layers: the regrec is written at the continuation position q (frontend.h isCont: the memrec's
+// last token, or the NOP), where the front end fetches the continuation row and no op executes.
+//   layer  E+5 MLP   the emitter's record positions: exec ∨ isCont (execRecord)
+//   layer  E+15 GDN  10 latch heads (tap.h buildLatch, enable = exec: written at every op's
+//                    executing position p, held across the memrec's tokens): the head word, the
+//                    memory stage's atomOld_l (final at E+14), the front end's oldDst_l and the
+//                    guard port's lane bits — at q they read what the atomic had at p
+//   layers E+15..E+18  a second result stage on the latched fields (r_l = atomOld_l, old_l =
+//                    oldDst_l, the guard from the latched head word and bits, m the WM latch):
+//                    the regrec, WU or WR by the trace's rule
+//   layer  E+19 MLP  the outcome select: [isCont ∧ regrec] + [¬isCont ∧ writes ∧ memrec] +
+//                    [¬isCont ∧ ¬writes ∧ the result stage's outcome]
+//   layers R..R+3    the record emitter at R = E + 20, enabled by execRecord
+//
+// Not here: atom.inc / dec / cas, spill ops, MUL, warp ops, the step ticks (the control stage's
+// limit is a build-time ≤ 105).
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -113,16 +128,24 @@ inline constexpr int kExecuteMemoryLayers = kExecuteLayers + 1;
 // With atomics (ExecuteSpec::atomics): the memory stage's two prefix-atomic layers more, the select
 // at E+15 and the emitter at E+16.
 inline constexpr int kExecuteAtomicsLayers = kExecuteMemoryLayers + kMemoryStageLayers - kMemoryChainLayers;
+// With the atomics' regrec (ExecuteSpec::atomicRegrec): a second result stage at E+15..E+18 on the
+// latched fields, the select at E+19 and the emitter at E+20.
+inline constexpr int kExecuteRegrecLayers = kExecuteAtomicsLayers + kResultStageLayers;
+// The latch heads at E+15 that carry an atomic's fields from p to its continuation position: the
+// head word, atomOld and oldDst per lane (32 bits each), the guard port's 4 lane bits.
+inline constexpr int kRegrecLatchHeads = 2 + 2 * kRecordLanes;
 // The memory stage's layers in the pipeline: E+5 .. E+12 (no prefix atomics).
 static_assert(kMemoryChainLayers == kAluStageLayers + kResultStageLayers);
 // The control stage's emit layer is the record emitter's first: R = E + 13.
 static_assert(kControlLayers == 5 + kAluStageLayers + kResultStageLayers + 1);
 
 enum class ExecuteTwin : uint8_t {
-  None,                  // the pipeline
-  OpcodeWrongPolarity,   // the ALU reads the fetched opcode as +u = 1 (the ROM's is −u = 1)
-  OperandsSwapped,       // the ALU's a and b read ports 1 and 0 (the wrong ports)
-  GuardFromPsrc0Port,    // the result stage's guard reads psrc0's predicate port, not the guard's
+  None,                 // the pipeline
+  OpcodeWrongPolarity,  // the ALU reads the fetched opcode as +u = 1 (the ROM's is −u = 1)
+  OperandsSwapped,      // the ALU's a and b read ports 1 and 0 (the wrong ports)
+  GuardFromPsrc0Port,   // the result stage's guard reads psrc0's predicate port, not the guard's
+  RegrecFromLoad,       // the regrec's old values are the memory stage's loads (the word before
+                        // the op), not atomOld (before the lane: wrong after a same-word lane)
 };
 
 struct ExecuteSpec {
@@ -135,6 +158,9 @@ struct ExecuteSpec {
   // With memory: atom.add / and / or / xor / exch / min / max with dst r0 too (the memory stage's
   // prefix atomics); kExecuteAtomicsLayers layers.
   bool atomics = false;
+  // With atomics: their old value into dst too (the regrec at the continuation position);
+  // kExecuteRegrecLayers layers.
+  bool atomicRegrec = false;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
@@ -155,9 +181,16 @@ struct ExecutePipeline {
   Field offset, memExec, memFault;
   MemoryStage memory;
   RecordOutcomeFields outcome;
+  // With atomicRegrec: the emitter's record positions exec ∨ isCont (E+5), the latched fields the
+  // second result stage reads at the continuation position (E+15), and that stage.
+  Field execRecord;
+  Field heldHead, heldGuard;
+  std::array<Field, kRecordLanes> heldOld, heldDst;
+  ResultStage regrec;
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
-  int memoryLayer = -1, selectLayer = -1;              // with memory: E+5, E+13 (atomics: E+15)
+  int memoryLayer = -1, selectLayer = -1;  // with memory: E+5, E+13 (atomics: E+15, regrec: E+19)
+  int regrecLayer = -1;                    // with atomicRegrec: E+15
   std::vector<int> heads;  // per layer E .. E + executeLayers(memory, atomics) − 1
   std::vector<int> units;  // per layer, cancels included
 };
@@ -186,11 +219,21 @@ Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& weights, FieldAlloca
 Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& spec,
                                          const ExecuteExtra& extra = {}, int scratchHidden = 16384);
 
-inline constexpr int executeLayers(bool memory, bool atomics = false) {
-  return !memory ? kExecuteLayers : atomics ? kExecuteAtomicsLayers : kExecuteMemoryLayers;
+inline constexpr int executeLayers(bool memory, bool atomics = false, bool regrec = false) {
+  if (!memory) return kExecuteLayers;
+  if (!atomics) return kExecuteMemoryLayers;
+  return regrec ? kExecuteRegrecLayers : kExecuteAtomicsLayers;
 }
 
 // Value heads per layer of the pipeline at a key head dim (0 where a layer holds none).
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false, bool atomics = false);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false, bool atomics = false,
+                                      bool regrec = false);
+
+// Ok when the pipeline `spec` builds executes every op of `program`; else OverLimit naming the
+// first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the
+// ALU stage computes it (aluStageExclusion is null); with memory a load or a store (ld, st, st.b8,
+// st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max whose
+// dst is r0, and with atomicRegrec one with any dst. Never: atom.inc / dec / cas, spill ops.
+Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec);
 
 }  // namespace qgpu::circuit

@@ -38,7 +38,7 @@ struct Built {
 
 // One field per value, in order, over the config's hidden size.
 Built buildInOrder(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None,
-                   bool memory = false, bool atomics = false) {
+                   bool memory = false, bool atomics = false, bool regrec = false) {
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
@@ -46,6 +46,7 @@ Built buildInOrder(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin:
   s.twin = twin;
   s.memory = memory;
   s.atomics = atomics;
+  s.atomicRegrec = regrec;
   b.pipe = buildExecuteModel(w, alloc, s);
   b.used = alloc.used();
   return b;
@@ -111,6 +112,14 @@ constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1003 + 376 + 192;
 // E+9..E+14, past the ALU's peak, so the plan's span stays the memory pipeline's (measured).
 constexpr int kAtomicsHidden = kMemoryHidden + 2516 - 1003 - 1;
 constexpr int kAtomicsPlanned = 3921;
+// With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
+// V = 8), atomOld and oldDst per lane (4 × 64) and the second result stage's own fields
+// (result_stage_spec_test: 391).
+constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391;
+// On the layout by liveness the held fields are the latches' (attention-written fields keep their
+// dims from the embedding on: layout.h), so they are live at the ALU's peak: 263 dims more
+// (measured).
+constexpr int kRegrecPlanned = 4184;
 
 TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) {
   const Built b = buildInOrder(config(kExecuteMemoryLayers, kMemoryHidden, 8000), ExecuteTwin::None, true);
@@ -171,6 +180,82 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
                               false, true);
   ASSERT_FALSE(refused.pipe.ok());
   EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
+}
+
+// With the atomics' regrec (ExecuteSpec::atomicRegrec) the latches and the second result stage
+// take E+15..E+18, the select moves to E+19 and the emitter to E+20; the emitter's record
+// positions are exec ∨ isCont, and the second result stage reads only the held fields.
+TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFields) {
+  const Built b = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000),
+                               ExecuteTwin::None, true, true, true);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  const ExecutePipeline& p = b.pipe.value();
+  EXPECT_EQ(kExecuteRegrecLayers, 24);
+  EXPECT_EQ(p.memoryLayer, 5);
+  EXPECT_EQ(p.resultLayer, 9);
+  EXPECT_EQ(p.regrecLayer, 15);
+  EXPECT_EQ(p.selectLayer, 19);
+  EXPECT_EQ(p.emitLayer, 20);
+  // As with atomics, the 10 latches at E+15 and the emitter's heads four layers later.
+  const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1,  16, 0, 0,
+                                 0, 1,  0,  10, 0,  0,  0,  0, 10, 11, 0, 0};
+  EXPECT_EQ(p.heads, want);
+  EXPECT_EQ(executePipelineHeads(64, true, true, true), want);
+  EXPECT_EQ(b.used, kRegrecHidden);
+  EXPECT_EQ(p.emitter.exec.offset, p.execRecord.offset);
+  for (int l = 0; l < 4; ++l) {
+    const auto i = static_cast<size_t>(l);
+    EXPECT_EQ(p.heldOld[i].dims, 32);
+    EXPECT_EQ(p.heldDst[i].dims, 32);
+    EXPECT_NE(p.heldOld[i].offset, p.memory.atomOld[i].offset);
+  }
+  EXPECT_EQ(p.regrec.outcome.tag.dims, p.outcome.tag.dims);
+  std::cout << "[pipeline spec] with the atomics' regrec: hidden " << b.used
+            << "; units per layer:";
+  for (int u : p.units) std::cout << " " << u;
+  std::cout << std::endl;
+  auto refused = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000), ExecuteTwin::None,
+                              true, false, true);
+  ASSERT_FALSE(refused.pipe.ok());
+  EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
+}
+
+// What each build executes (pipelineExecutes with the spec): an atomic with a register
+// destination only with the regrec, one with dst r0 from the atomics on, a load from memory on.
+TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
+  auto program = [](machine::Instr in) {
+    machine::Program p;
+    p.blocks.resize(1);
+    p.blocks[0].ops.push_back(in);
+    p.blocks[0].term.kind = machine::TermKind::Exit;
+    return p;
+  };
+  machine::Instr ld;
+  ld.op = machine::Op::Ld;
+  ld.dst = 1;
+  ld.src[0] = machine::Operand::i(0);
+  machine::Instr atom = ld;
+  atom.op = machine::Op::AtomAdd;
+  atom.src[1] = machine::Operand::i(1);
+  machine::Instr atomR0 = atom;
+  atomR0.dst = 0;
+  machine::Instr inc = atom;
+  inc.op = machine::Op::AtomInc;
+  ExecuteSpec alu, memory, atomics, regrec;
+  memory.memory = atomics.memory = regrec.memory = true;
+  atomics.atomics = regrec.atomics = true;
+  regrec.atomicRegrec = true;
+  EXPECT_FALSE(pipelineExecutes(program(ld), alu).ok());
+  EXPECT_TRUE(pipelineExecutes(program(ld), memory).ok());
+  EXPECT_FALSE(pipelineExecutes(program(atomR0), memory).ok());
+  EXPECT_TRUE(pipelineExecutes(program(atomR0), atomics).ok());
+  const Status without = pipelineExecutes(program(atom), atomics);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.error().kind, ErrorKind::OverLimit);
+  EXPECT_NE(without.error().message.find("'atom.add' (block B0, op 0)"), std::string::npos)
+      << without.error().message;
+  EXPECT_TRUE(pipelineExecutes(program(atom), regrec).ok());
+  EXPECT_FALSE(pipelineExecutes(program(inc), regrec).ok());
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
@@ -258,7 +343,7 @@ struct Audit {
 // the fields placed there were in pass 1, each within its own live range (ends included: a
 // field's last reader and the next field's writer share a point). A weight that stayed at a
 // field's old offset, or one written past a field, shows as a difference.
-Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics,
+Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics, bool regrec,
                   LivenessPlan* out = nullptr) {
   Audit a;
   constexpr int kScratch = 16384;
@@ -270,6 +355,7 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics,
   ExecuteSpec s;
   s.memory = memory;
   s.atomics = atomics;
+  s.atomicRegrec = regrec;
   auto p1 = buildExecuteModel(w1, a1, s);
   EXPECT_TRUE(p1.ok()) << p1.error().message;
   if (!p1.ok()) return a;
@@ -320,16 +406,18 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics,
 
 TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
   struct Case {
-    bool memory, atomics;
+    bool memory, atomics, regrec;
     int planned, oneFieldPerValue;  // measured (docs/circuit.md)
     const char* name;
   };
-  for (const Case& c : {Case{false, false, 3341, kHidden, "ALU only"},
-                        Case{true, false, 3921, kMemoryHidden, "with memory"},
-                        Case{true, true, kAtomicsPlanned, kAtomicsHidden, "with atomics"}}) {
+  for (const Case& c : {Case{false, false, false, 3341, kHidden, "ALU only"},
+                        Case{true, false, false, 3921, kMemoryHidden, "with memory"},
+                        Case{true, true, false, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
+                        Case{true, true, true, kRegrecPlanned, kRegrecHidden, "with the regrec"}}) {
     LivenessPlan plan;
-    const Audit a = auditLayout(config(executeLayers(c.memory, c.atomics), kHidden, 12000), c.memory,
-                                c.atomics, &plan);
+    const Audit a =
+        auditLayout(config(executeLayers(c.memory, c.atomics, c.regrec), kHidden, 12000), c.memory,
+                    c.atomics, c.regrec, &plan);
     EXPECT_GT(a.compared, 0);
     EXPECT_EQ(a.wrong, 0) << a.first;
     EXPECT_LE(plan.hidden, c.planned);

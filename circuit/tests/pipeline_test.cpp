@@ -76,13 +76,25 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 
 // Layers E..E+6 and R, R+1 hold heads; the others are full_attention layers with zero weights
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
-// With memory ops and atomics (ExecuteSpec::memory, ::atomics: the leg's pipeline): the widest layer.
-constexpr int kMemoryUnits = 6717;  // E+5: the scheduler, the ALU's S0, e and the memory stage's L
+// With memory ops, atomics and their regrec (ExecuteSpec::memory, ::atomics, ::atomicRegrec): the
+// widest layer.
+constexpr int kMemoryUnits = 6722;  // E+5: the scheduler, the ALU's S0, e, execRecord and the
+                                    // memory stage's L
+
+// The pipeline each bench builds: the ALU stage's ops, or with memory every memory op the
+// pipeline has (the leg's pipeline and the atomics' regrec).
+ExecuteSpec benchSpec(bool memory) {
+  ExecuteSpec s;
+  s.stepLimit = kStepLimit;
+  s.memory = s.atomics = s.atomicRegrec = memory;
+  return s;
+}
 
 model::Qwen35Config config(bool memory = false) {
-  model::Qwen35Config c = memory ? harness::config(kHidden, kExecuteAtomicsLayers, kMemoryUnits, kVocab)
-                                 : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
-  const std::vector<int> heads = executePipelineHeads(64, memory, memory);
+  model::Qwen35Config c = memory
+                              ? harness::config(kHidden, kExecuteRegrecLayers, kMemoryUnits, kVocab)
+                              : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
+  const std::vector<int> heads = executePipelineHeads(64, memory, memory, memory);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
@@ -97,7 +109,7 @@ model::Qwen35Config config(bool memory = false) {
 
 struct OpPosition {
   size_t pos = 0, k = 0;  // the executing position and its record's length
-  uint32_t row = 0;       // its ROM row (= k-th op: no atomic with a destination here)
+  uint32_t row = 0;       // its ROM row: k + the atomics with a destination before it (trace v5)
   machine::Instr in;
   oracle::OpEffects fx;
   uint8_t mask = 0;
@@ -115,14 +127,9 @@ struct Case {
   std::vector<int64_t> ids() const { return {trace.begin(), trace.end()}; }
 };
 
-// An op the pipeline executes: the ALU stage's, and with memory what the leg's pipeline executes
-// (circuit/leg.h pipelineExecutes: ld, st, st.b8, st.b16 and the built atomics with dst r0).
+// Every op is one the bench's pipeline executes (pipeline.h pipelineExecutes).
 bool usable(const machine::Program& p, bool memory) {
-  if (memory) return pipelineExecutes(p).ok();
-  for (const machine::Block& b : p.blocks)
-    for (const machine::Instr& in : b.ops)
-      if (aluStageExclusion(in.op) != nullptr) return false;
-  return true;
+  return pipelineExecutes(p, benchSpec(memory)).ok();
 }
 
 gen::Policy policy(bool memory) {
@@ -148,25 +155,22 @@ gen::Policy policy(bool memory) {
   return p;
 }
 
-// The prompt and run of one program with its op positions; empty when skipped.
-// With memory: each atomic the pipeline does not execute becomes, in turn, the same atomic with
-// dst r0 (atom.add, and, or, xor, exch, min, max: their old value into a register is not wired),
-// an ld (its dst and address) or an st (its address and value); atom.inc, dec and cas in turn an
-// ld or an st. The generator draws 12 of its 16 memory ops from the atomics, most with a
-// destination. The rewritten program must pass verify (else it is skipped).
+// With memory: the atomics the pipeline does not build (atom.inc, dec and cas) become, in turn,
+// an ld (its dst and address) or an st (its address and value); every second built atomic with a
+// destination (atom.add, and, or, xor, exch, min, max) keeps it, the others get dst r0, so both
+// the memrec alone and memrec + regrec run. The generator draws 12 of its 16 memory ops from the
+// atomics, most with a destination. The rewritten program must pass verify (else it is skipped).
 machine::Program withBuiltAtomics(machine::Program p) {
-  int n = 0;
+  int built = 0, unbuilt = 0;
   for (machine::Block& b : p.blocks)
     for (machine::Instr& in : b.ops) {
       if (machine::opInfo(in.op).mem != machine::MemEffect::ReadWrite || in.dst == 0) continue;
-      const bool built = in.op != machine::Op::AtomInc && in.op != machine::Op::AtomDec &&
-                         in.op != machine::Op::AtomCas;
-      const int choice = n++ % (built ? 3 : 2);
-      if (choice == 2) {
-        in.dst = 0;
+      if (in.op != machine::Op::AtomInc && in.op != machine::Op::AtomDec &&
+          in.op != machine::Op::AtomCas) {
+        if (built++ % 2 == 1) in.dst = 0;
         continue;
       }
-      const bool load = choice == 0;
+      const bool load = unbuilt++ % 2 == 0;
       in.op = load ? machine::Op::Ld : machine::Op::St;
       if (!load) in.dst = 0;
       for (size_t k = load ? 1 : 2; k < in.src.size(); ++k) in.src[k] = {};
@@ -221,12 +225,14 @@ Case realCase(uint64_t seed, size_t maxTokens, bool memory, const gen::Policy& d
         oracle::appendTrace(cut, upTo);
         return t.size() + upTo.size() - 1;
       };
+      uint32_t row = 0;
       for (int k = 0; k < st.numOps; ++k) {
         OpPosition op;
         op.pos = cutAt(k);
         op.k = cutAt(k + 1) - op.pos;
         op.in = blk.ops[static_cast<size_t>(k)];
-        op.row = static_cast<uint32_t>(k);
+        op.row = row;
+        row += static_cast<uint32_t>(machine::recordsOf(op.in));
         op.fx = st.ops[static_cast<size_t>(k)];
         op.mask = st.mask;
         const int w = st.warp;
@@ -310,11 +316,8 @@ struct Bench {
 Bench build(const std::string& name, std::vector<Case> cs, ExecuteTwin twin = ExecuteTwin::None,
             bool memory = false) {
   Bench b;
-  ExecuteSpec s;
-  s.stepLimit = kStepLimit;
+  ExecuteSpec s = benchSpec(memory);
   s.twin = twin;
-  s.memory = memory;
-  s.atomics = memory;
   // The probes (lm_head rows reading r_l, s_l and the head word) are built in both passes, so the
   // plan keeps those fields live to the end.
   const ExecuteExtra probes = [](CircuitWeights& w, const ExecutePipeline& p) -> Status {
@@ -415,10 +418,13 @@ void checkOps(Tally& t, const Case& c, const std::vector<std::vector<float>>& ro
     const std::vector<float> head(row.begin() + kHeadProbe, row.begin() + kHeadProbe + 32);
     harness::checkBits(t.head, head, harness::bitsOf(~trace::packOpHead(op.in, op.row), 32), 1.0,
                        where + " head word");
+    // An atomic's old value is not the ALU's r_l (the regrec takes the memory stage's atomOld):
+    // the run tokens (2) check it.
+    const bool atomic = op.fx.mem == machine::MemEffect::ReadWrite;
     for (int l = 0; l < kLanes; ++l) {
       if (!((op.fx.exec >> l) & 1)) continue;
       const auto at = static_cast<size_t>(kProbeBase + l * 33);
-      if (op.fx.writesReg) {
+      if (op.fx.writesReg && !atomic) {
         const std::vector<float> got(row.begin() + static_cast<long>(at), row.begin() + static_cast<long>(at) + 32);
         harness::checkBits(t.alu, got, harness::bitsOf(op.fx.regs[static_cast<size_t>(l)], 32), 1.0,
                            where + " lane " + std::to_string(l) + " r");
@@ -520,13 +526,35 @@ std::map<std::string, int> memoryKinds(const Case& c) {
         shares = shares || (((op.fx.exec >> k) & (op.fx.exec >> l) & 1) &&
                             op.fx.words[static_cast<size_t>(k)] == op.fx.words[static_cast<size_t>(l)]);
     seen["atomic lanes on one word"] += shares;
+    // The regrec: the old values into dst, one of them after an earlier lane's update of its word,
+    // and the NOP + regrec of an atomic no lane executes.
+    const bool regrec = op.in.dst != 0;
+    seen["atomic into a register"] += regrec;
+    seen["atomic into a register, lanes on one word"] += regrec && shares;
+    seen["atomic into a register, a guard-false lane"] +=
+        regrec && (op.mask & ~op.fx.exec & 15) != 0;
+    seen["atomic into a register, no lane executing"] += regrec && op.fx.exec == 0;
   }
   return seen;
 }
 
-const std::vector<std::string> kMemoryKindsRequired = {
-    "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
-    "partial mask", "prefix atomic", "chain atomic", "atomic lanes on one word"};
+const std::vector<std::string> kMemoryKindsRequired = {"fault",
+                                                       "MG",
+                                                       "MS",
+                                                       "ld global",
+                                                       "ld shared",
+                                                       "ld nonzero",
+                                                       "st global",
+                                                       "st shared",
+                                                       "guarded",
+                                                       "partial mask",
+                                                       "prefix atomic",
+                                                       "chain atomic",
+                                                       "atomic lanes on one word",
+                                                       "atomic into a register",
+                                                       "atomic into a register, lanes on one word",
+                                                       "atomic into a register, a guard-false lane",
+                                                       "atomic into a register, no lane executing"};
 
 // Programs with memory ops: the first `count` usable ones by seed with at least three memory ops
 // and no fault, then by seed each further one that reaches a required kind none before it reached
@@ -765,6 +793,19 @@ TEST(ExecutePipelineMemory, PropertyCatchesTheOpcodePolarityTwin) {
   EXPECT_FALSE(modelLegProperty(ComputeDtype::F32, twin));
 }
 #endif
+
+// The regrec's twin (QGPU_CIRCUIT_FULL: a checkpoint of 12 GB): the old values from the memory
+// stage's loads (the word before the op) instead of atomOld (the word before the lane) — wrong
+// for every atomic lane after an earlier executing lane on its word, which the bench reaches.
+TEST(ExecutePipelineTwin, RegrecFromTheLoadsIsWrong) {
+  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 12 GB)";
+  const Bench b = build("regrec", memoryBenchCases(), ExecuteTwin::RegrecFromLoad, true);
+  ASSERT_FALSE(b.dir.empty());
+  const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
+  std::cout << "[pipeline twin: regrec from the loads] " << t.summary() << std::endl;
+  EXPECT_TRUE(t.head.ok());
+  EXPECT_GT(t.tokens.wrong, 0);
+}
 
 TEST(ExecutePipelineTwin, OpcodeReadInTheWrongPolarityIsWrong) {
   if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 7 GB)";
