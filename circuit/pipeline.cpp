@@ -189,6 +189,23 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     if (i < kMemoryDataLayers) p.heads[static_cast<size_t>(M - E + i)] += mem.dm.headsUsed[i];
   }
 
+  if (s.warpOps) {
+    WarpOpsSpec ws;
+    ws.tokens = t;
+    ws.firstLayer = p.aluLayer + 1;
+    ws.opcode = p.opcode;
+    ws.opcodeInverted = true;
+    ws.exec = p.memExec;
+    ws.sourceExecutesTwin = s.twin == ExecuteTwin::ShuffleAnySource;
+    for (int l = 0; l < kRecordLanes; ++l)
+      ws.lanes[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)];
+    for (int i = 0; i < kWarpOpsLayers; ++i)
+      ws.firstUnit[static_cast<size_t>(i)] = at(ws.firstLayer + i);
+    QGPU_TRY(warp, buildWarpOps(w, alloc, ws));
+    p.warp = warp;
+    for (int i = 0; i < kWarpOpsLayers; ++i)
+      at(ws.firstLayer + i) += warp.units[static_cast<size_t>(i)];
+  }
   if (s.atomicRegrec) QGPU_CHECK(buildAtomicRegrec(w, alloc, s, p));
 
   // E+13 (E+15 with atomics, E+19 with their regrec): the outcome select.
@@ -270,6 +287,9 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
       break;
   }
   switch (machine::opInfo(in.op).cls) {
+    case machine::OpClass::Warp:
+      return s.warpOps ? nullptr
+                       : "a warp op: the pipeline is built without them (ExecuteSpec::warpOps)";
     case machine::OpClass::Mem:
       return "atom.inc / dec / cas: not in the pipeline yet "
              "(docs/circuit.md \"Built: the memory stage\")";
@@ -327,6 +347,8 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     return pipelineUsage("atomics need the memory ops (ExecuteSpec::memory)");
   if (s.atomicRegrec && !s.atomics)
     return pipelineUsage("the atomics' regrec needs the atomics (ExecuteSpec::atomics)");
+  if (s.warpOps && !s.memory)
+    return pipelineUsage("the warp ops need the memory ops' executing lanes (ExecuteSpec::memory)");
   const int layers = executeLayers(s.memory, s.atomics, s.atomicRegrec);
   if (E < 0 || E + layers > w.config().numLayers())
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +

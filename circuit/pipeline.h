@@ -90,8 +90,13 @@
 //                    [¬isCont ∧ ¬writes ∧ the result stage's outcome]
 //   layers R..R+3    the record emitter at R = E + 20, enabled by execRecord
 //
-// Not here: atom.inc / dec / cas, spill ops, MUL, warp ops, the step ticks (the control stage's
-// limit is a build-time ≤ 105).
+// With the warp ops too (ExecuteSpec::warpOps, with memory: shfl.up / down / bfly / idx,
+// vote.ballot / any / all), no layer more: circuit/warp_ops.h in the ALU's S1..S3 = E+6..E+8, on
+// the operand select's words of all four lanes, the psrc0 port's lane bits and the executing
+// lanes e (E+5), adding onto the ALU's r_l and s_l (the ALU writes 0 for a warp opcode).
+//
+// Not here: atom.inc / dec / cas, spill ops, MUL, the step ticks (the control stage's limit is a
+// build-time ≤ 105).
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -116,6 +121,7 @@
 #include "circuit/record_emit.h"
 #include "circuit/result_stage.h"
 #include "circuit/tokens.h"
+#include "circuit/warp_ops.h"
 #include "circuit/weights.h"
 #include "common/diag.h"
 
@@ -146,6 +152,7 @@ enum class ExecuteTwin : uint8_t {
   GuardFromPsrc0Port,   // the result stage's guard reads psrc0's predicate port, not the guard's
   RegrecFromLoad,       // the regrec's old values are the memory stage's loads (the word before
                         // the op), not atomOld (before the lane: wrong after a same-word lane)
+  ShuffleAnySource,     // a shuffle reads its source lane even where that lane does not execute
 };
 
 struct ExecuteSpec {
@@ -161,6 +168,8 @@ struct ExecuteSpec {
   // With atomics: their old value into dst too (the regrec at the continuation position);
   // kExecuteRegrecLayers layers.
   bool atomicRegrec = false;
+  // With memory (its executing lanes): the warp ops in the ALU's layers (circuit/warp_ops.h).
+  bool warpOps = false;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 
@@ -187,6 +196,7 @@ struct ExecutePipeline {
   Field heldHead, heldGuard;
   std::array<Field, kRecordLanes> heldOld, heldDst;
   ResultStage regrec;
+  WarpOps warp;  // with warpOps
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
   int memoryLayer = -1, selectLayer = -1;  // with memory: E+5, E+13 (atomics: E+15, regrec: E+19)
@@ -233,7 +243,8 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false, b
 // first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the
 // ALU stage computes it (aluStageExclusion is null); with memory a load or a store (ld, st, st.b8,
 // st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max whose
-// dst is r0, and with atomicRegrec one with any dst. Never: atom.inc / dec / cas, spill ops.
+// dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and votes. Never:
+// atom.inc / dec / cas, spill ops.
 Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec);
 
 }  // namespace qgpu::circuit

@@ -220,6 +220,35 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
   EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
 }
 
+// With the warp ops (ExecuteSpec::warpOps) the pipeline keeps its layers and heads: the gadget is
+// MLP units in the ALU's S1..S3 (E+6..E+8), adding onto the ALU's r_l and s_l.
+TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
+  constexpr int kWarpDims = 7 + 1 + 4 + 4 + 4 * (5 + 5 + 4);  // warp_ops.h's fields
+  CircuitWeights w(config(kExecuteRegrecLayers, kRegrecHidden + kWarpDims, 12000),
+                   WeightStorage::CountOnly);
+  FieldAllocator alloc(kRegrecHidden + kWarpDims);
+  ExecuteSpec s;
+  s.memory = s.atomics = s.atomicRegrec = s.warpOps = true;
+  auto p = buildExecuteModel(w, alloc, s);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(alloc.used(), kRegrecHidden + kWarpDims);
+  EXPECT_EQ(p->warp.dims, kWarpDims);
+  EXPECT_EQ(p->heads, executePipelineHeads(64, true, true, true));
+  std::cout << "[pipeline spec] with the warp ops: units per layer:";
+  for (int u : p->units) std::cout << " " << u;
+  std::cout << "; the gadget's S1..S3: " << p->warp.units[0] << ", " << p->warp.units[1] << ", "
+            << p->warp.units[2] << "; widest AND " << p->warp.maxFanIn << std::endl;
+  // The widest layer stays E+5's: the gadget's units go to E+6..E+8.
+  EXPECT_EQ(*std::max_element(p->units.begin(), p->units.end()), p->units[5]);
+  ExecuteSpec noMemory;
+  noMemory.warpOps = true;
+  CircuitWeights w2(config(), WeightStorage::CountOnly);
+  FieldAllocator a2(kHidden);
+  auto refused = buildExecuteModel(w2, a2, noMemory);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
+}
+
 // What each build executes (pipelineExecutes with the spec): an atomic with a register
 // destination only with the regrec, one with dst r0 from the atomics on, a load from memory on.
 TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
@@ -256,6 +285,13 @@ TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
       << without.error().message;
   EXPECT_TRUE(pipelineExecutes(program(atom), regrec).ok());
   EXPECT_FALSE(pipelineExecutes(program(inc), regrec).ok());
+  machine::Instr shfl;
+  shfl.op = machine::Op::ShflBfly;
+  shfl.dst = 2;
+  shfl.src = {machine::Operand::r(1), machine::Operand::i(1), machine::Operand::i(0x1f)};
+  EXPECT_FALSE(pipelineExecutes(program(shfl), regrec).ok());
+  regrec.warpOps = true;
+  EXPECT_TRUE(pipelineExecutes(program(shfl), regrec).ok());
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {

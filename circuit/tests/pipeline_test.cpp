@@ -29,8 +29,14 @@
 //       one for one (the first difference ends the comparison and is reported).
 // Expected values come from the interpreter and its encoder, never from the gadgets.
 //
+// The memory bench (ExecutePipelineMemory) builds the pipeline with every op it has (benchSpec:
+// memory ops, atomics with their regrec, warp ops) on programs of gen/ with memory and warp ops
+// (atom.inc / dec / cas rewritten: withBuiltAtomics); its cases must reach every kind of
+// kMemoryKindsRequired, and the model-leg property (issue 9) draws more.
+//
 // Failing twins: the ALU reading the fetched opcode in the wrong polarity; the ALU's a and b
-// from the wrong operand ports; the guard read from psrc0's port.
+// from the wrong operand ports; the guard read from psrc0's port; the regrec's old values from
+// the loads; a shuffle reading a source lane that does not execute.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,12 +87,12 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 constexpr int kMemoryUnits = 6722;  // E+5: the scheduler, the ALU's S0, e, execRecord and the
                                     // memory stage's L
 
-// The pipeline each bench builds: the ALU stage's ops, or with memory every memory op the
-// pipeline has (the leg's pipeline and the atomics' regrec).
+// The pipeline each bench builds: the ALU stage's ops, or with memory every op the pipeline has
+// (the leg's pipeline, the atomics' regrec and the warp ops).
 ExecuteSpec benchSpec(bool memory) {
   ExecuteSpec s;
   s.stepLimit = kStepLimit;
-  s.memory = s.atomics = s.atomicRegrec = memory;
+  s.memory = s.atomics = s.atomicRegrec = s.warpOps = memory;
   return s;
 }
 
@@ -136,7 +142,7 @@ gen::Policy policy(bool memory) {
   gen::Policy p;
   p.wMem = memory ? 6 : 0;
   p.wLocal = 0;
-  p.wWarp = 0;
+  p.wWarp = memory ? 2 : 0;
   p.maxSpillSlots = 0;
   p.maxSharedWords = memory ? 24 : 0;
   p.initNonzeroProb = memory ? 0.15 : 0;  // each nonzero word is prompt tokens (GMEM, GW, value)
@@ -493,6 +499,9 @@ const Bench& exact() {
 }
 
 bool isMemOp(const OpPosition& op) { return machine::opInfo(op.in.op).cls == machine::OpClass::Mem; }
+bool isWarpOp(const OpPosition& op) {
+  return machine::opInfo(op.in.op).cls == machine::OpClass::Warp;
+}
 
 // What a run reaches that the memory rows must pin: each memory op by mnemonic and space
 // ("st.b16 shared"), a load of a nonzero word into an executing lane, guarded and partially
@@ -505,6 +514,17 @@ std::map<std::string, int> memoryKinds(const Case& c) {
     seen["MS"] += trace::familyOf(c.trace[p]) == Family::Ms;
   }
   for (const OpPosition& op : c.ops) {
+    if (isWarpOp(op)) {
+      seen[machine::opInfo(op.in.op).mnemonic] += 1;
+      // A shuffle in a partial warp (some lane inactive or guard-false: a lane reading it keeps its
+      // own value), and a warp op whose result is not 0 in some executing lane.
+      const bool shuffle = machine::opInfo(op.in.op).numSources == 3;
+      bool nonzero = false;
+      for (int l = 0; l < kLanes; ++l)
+        nonzero = nonzero || (((op.fx.exec >> l) & 1) && op.fx.regs[static_cast<size_t>(l)] != 0);
+      seen["shuffle in a partial warp"] += shuffle && op.fx.exec != 15;
+      seen["warp op with a nonzero result"] += nonzero;
+    }
     if (!isMemOp(op)) continue;
     const bool shared = op.in.space == machine::Space::Shared;
     seen[std::string(machine::opInfo(op.in.op).mnemonic) + (shared ? " shared" : " global")] += 1;
@@ -538,23 +558,15 @@ std::map<std::string, int> memoryKinds(const Case& c) {
   return seen;
 }
 
-const std::vector<std::string> kMemoryKindsRequired = {"fault",
-                                                       "MG",
-                                                       "MS",
-                                                       "ld global",
-                                                       "ld shared",
-                                                       "ld nonzero",
-                                                       "st global",
-                                                       "st shared",
-                                                       "guarded",
-                                                       "partial mask",
-                                                       "prefix atomic",
-                                                       "chain atomic",
-                                                       "atomic lanes on one word",
-                                                       "atomic into a register",
-                                                       "atomic into a register, lanes on one word",
-                                                       "atomic into a register, a guard-false lane",
-                                                       "atomic into a register, no lane executing"};
+// clang-format off
+const std::vector<std::string> kMemoryKindsRequired = {
+    "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
+    "partial mask", "prefix atomic", "chain atomic", "atomic lanes on one word",
+    "atomic into a register", "atomic into a register, lanes on one word",
+    "atomic into a register, a guard-false lane", "atomic into a register, no lane executing",
+    "shfl.up", "shfl.down", "shfl.bfly", "shfl.idx", "vote.ballot", "vote.any", "vote.all",
+    "shuffle in a partial warp"};
+// clang-format on
 
 // Programs with memory ops: the first `count` usable ones by seed with at least three memory ops
 // and no fault, then by seed each further one that reaches a required kind none before it reached
@@ -569,7 +581,8 @@ std::vector<Case> memoryCases(int count, size_t maxTokens) {
     out.push_back(std::move(c));
   };
   auto reachesMemory = [](const Case& c) {
-    return std::count_if(c.ops.begin(), c.ops.end(), isMemOp) >= 3;
+    return std::count_if(c.ops.begin(), c.ops.end(), isMemOp) >= 3 ||
+           std::any_of(c.ops.begin(), c.ops.end(), isWarpOp);
   };
   auto missing = [&] {
     return std::ranges::any_of(kMemoryKindsRequired, [&](const std::string& k) { return seen[k] == 0; });
@@ -804,6 +817,19 @@ TEST(ExecutePipelineTwin, RegrecFromTheLoadsIsWrong) {
   const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
   std::cout << "[pipeline twin: regrec from the loads] " << t.summary() << std::endl;
   EXPECT_TRUE(t.head.ok());
+  EXPECT_GT(t.tokens.wrong, 0);
+}
+
+// The warp ops' twin (QGPU_CIRCUIT_FULL): a shuffle reads its source lane even where that lane
+// does not execute — wrong in the bench's shuffles in partial warps whose source lane is out.
+TEST(ExecutePipelineTwin, ShuffleFromALaneThatDoesNotExecuteIsWrong) {
+  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 12 GB)";
+  const Bench b = build("shuffle", memoryBenchCases(), ExecuteTwin::ShuffleAnySource, true);
+  ASSERT_FALSE(b.dir.empty());
+  const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
+  std::cout << "[pipeline twin: shuffle from any source] " << t.summary() << std::endl;
+  EXPECT_TRUE(t.head.ok());
+  EXPECT_GT(t.alu.wrongSign, 0);
   EXPECT_GT(t.tokens.wrong, 0);
 }
 
