@@ -58,13 +58,13 @@ expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 100
 # `run --backend model` runs the circuit target's program (multiplies and divisions expanded): a
-# kernel with a warp op is refused before any model is built (inconclusive), naming the op and
-# where it is; a multiply the expansion cannot fit is OverLimit naming its PTX line; --check
-# belongs to the model backend.
+# kernel with an op the circuit does not execute (atom.inc / dec / cas) is refused before any
+# model is built (inconclusive), naming the op and where it is; a multiply the expansion cannot
+# fit is OverLimit naming its PTX line; --check belongs to the model backend.
 expect run-model-expands 4 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
-  "$qgpu" run shfl_broadcast --backend model
-expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'shfl.idx' \(block B[0-9]+, op [0-9]+\): warp op" -- \
-  "$qgpu" run shfl_broadcast --backend model
+  "$qgpu" run atomic_cas_mul --backend model
+expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'atom.inc' \(block B[0-9]+, op [0-9]+\): atom.inc / dec / cas" -- \
+  "$qgpu" run atomic_inc_dec --backend model
 expect run-model-refused-atomic 4 "does not execute 'atom.cas' \(block B[0-9]+, op [0-9]+\): atom.inc / dec / cas" -- \
   "$qgpu" run atomic_cas_mul --backend model
 expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
@@ -79,7 +79,7 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
   "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
 # `circuit margins`: a program the circuit does not execute is refused before any model is loaded;
 # a directory that is no leg checkpoint is a Checkpoint error (the measurement: harness_model_leg_test).
-expect margins-refused 4 "does not execute 'shfl.idx'" -- "$qgpu" circuit margins shfl_broadcast --checkpoint "$tmp"
+expect margins-refused 4 "does not execute 'atom.inc'" -- "$qgpu" circuit margins atomic_inc_dec --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
