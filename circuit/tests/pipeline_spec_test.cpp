@@ -121,16 +121,29 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391;
 // (measured).
 constexpr int kRegrecPlanned = 4184;
 
+// Where the memory pipelines place their stages (layers from E), and their units per layer printed.
+struct Placement {
+  int memory, result, select, emit;
+};
+void expectPlacement(const ExecutePipeline& p, Placement want) {
+  EXPECT_EQ(p.aluLayer, 5);
+  EXPECT_EQ(p.memoryLayer, want.memory);
+  EXPECT_EQ(p.resultLayer, want.result);
+  EXPECT_EQ(p.selectLayer, want.select);
+  EXPECT_EQ(p.emitLayer, want.emit);
+}
+void printUnits(const char* name, int hidden, const ExecutePipeline& p) {
+  std::cout << "[pipeline spec] " << name << ": hidden " << hidden << "; units per layer:";
+  for (int u : p.units) std::cout << " " << u;
+  std::cout << std::endl;
+}
+
 TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) {
   const Built b = buildInOrder(config(kExecuteMemoryLayers, kMemoryHidden, 8000), ExecuteTwin::None, true);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteMemoryLayers, 18);
-  EXPECT_EQ(p.aluLayer, 5);
-  EXPECT_EQ(p.memoryLayer, 5);
-  EXPECT_EQ(p.resultLayer, 9);
-  EXPECT_EQ(p.selectLayer, 13);
-  EXPECT_EQ(p.emitLayer, 14);
+  expectPlacement(p, {.memory = 5, .result = 9, .select = 13, .emit = 14});
   // As without memory, and: the sharedWords latch at E+2; the data memories' 3, 5, 8, 1, 16 at
   // E+5..E+9 (memory_stage_spec_test); the control stage's fault latch alone at E+13; the
   // emitter's 10 + 11 at E+14, E+15.
@@ -146,9 +159,7 @@ TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) 
   EXPECT_EQ(p.memExec.dims, 4);
   EXPECT_EQ(p.offset.dims, 32);
   EXPECT_EQ(p.operands.sharedWords.dims, 8);
-  std::cout << "[pipeline spec] with memory: hidden " << b.used << "; units per layer:";
-  for (int u : p.units) std::cout << " " << u;
-  std::cout << std::endl;
+  printUnits("with memory", b.used, p);
 }
 
 // With atomics (ExecuteSpec::atomics, the leg's pipeline) the memory stage has its prefix atomics
@@ -160,10 +171,7 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteAtomicsLayers, 20);
-  EXPECT_EQ(p.memoryLayer, 5);
-  EXPECT_EQ(p.resultLayer, 9);
-  EXPECT_EQ(p.selectLayer, 15);
-  EXPECT_EQ(p.emitLayer, 16);
+  expectPlacement(p, {.memory = 5, .result = 9, .select = 15, .emit = 16});
   // As with memory, the emitter's heads two layers later.
   const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1, 16, 0, 0, 0, 1, 0, 0, 10, 11, 0, 0};
   EXPECT_EQ(p.heads, want);
@@ -172,9 +180,7 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
   // The prefix atomics' values reach the memrec the select reads (memory_stage.h: final in L+9).
   EXPECT_EQ(p.memory.addNew[3].dims, 32);
   EXPECT_EQ(p.memory.mmNew[3].dims, 32);
-  std::cout << "[pipeline spec] with atomics: hidden " << b.used << "; units per layer:";
-  for (int u : p.units) std::cout << " " << u;
-  std::cout << std::endl;
+  printUnits("with atomics", b.used, p);
   EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[5]);
   auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), ExecuteTwin::None,
                               false, true);
@@ -191,11 +197,8 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteRegrecLayers, 24);
-  EXPECT_EQ(p.memoryLayer, 5);
-  EXPECT_EQ(p.resultLayer, 9);
+  expectPlacement(p, {.memory = 5, .result = 9, .select = 19, .emit = 20});
   EXPECT_EQ(p.regrecLayer, 15);
-  EXPECT_EQ(p.selectLayer, 19);
-  EXPECT_EQ(p.emitLayer, 20);
   // As with atomics, the 10 latches at E+15 and the emitter's heads four layers later.
   const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1,  16, 0, 0,
                                  0, 1,  0,  10, 0,  0,  0,  0, 10, 11, 0, 0};
@@ -210,10 +213,7 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
     EXPECT_NE(p.heldOld[i].offset, p.memory.atomOld[i].offset);
   }
   EXPECT_EQ(p.regrec.outcome.tag.dims, p.outcome.tag.dims);
-  std::cout << "[pipeline spec] with the atomics' regrec: hidden " << b.used
-            << "; units per layer:";
-  for (int u : p.units) std::cout << " " << u;
-  std::cout << std::endl;
+  printUnits("with the atomics' regrec", b.used, p);
   auto refused = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000), ExecuteTwin::None,
                               true, false, true);
   ASSERT_FALSE(refused.pipe.ok());

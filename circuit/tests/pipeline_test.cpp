@@ -807,28 +807,31 @@ TEST(ExecutePipelineMemory, PropertyCatchesTheOpcodePolarityTwin) {
 }
 #endif
 
-// The regrec's twin (QGPU_CIRCUIT_FULL: a checkpoint of 12 GB): the old values from the memory
-// stage's loads (the word before the op) instead of atomOld (the word before the lane) — wrong
-// for every atomic lane after an earlier executing lane on its word, which the bench reaches.
-TEST(ExecutePipelineTwin, RegrecFromTheLoadsIsWrong) {
-  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 12 GB)";
-  const Bench b = build("regrec", memoryBenchCases(), ExecuteTwin::RegrecFromLoad, true);
-  ASSERT_FALSE(b.dir.empty());
+// A twin of the memory pipeline on the memory bench's programs, fp32 prefill (each is a
+// checkpoint of 12 GB: QGPU_CIRCUIT_FULL only; the caller skips). `name` names its directory.
+Tally memoryTwin(const std::string& name, ExecuteTwin twin) {
+  const Bench b = build(name, memoryBenchCases(), twin, true);
+  EXPECT_FALSE(b.dir.empty());
+  if (b.dir.empty()) return {};
   const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
-  std::cout << "[pipeline twin: regrec from the loads] " << t.summary() << std::endl;
+  std::cout << "[pipeline twin: " << name << "] " << t.summary() << std::endl;
   EXPECT_TRUE(t.head.ok());
-  EXPECT_GT(t.tokens.wrong, 0);
+  return t;
 }
 
-// The warp ops' twin (QGPU_CIRCUIT_FULL): a shuffle reads its source lane even where that lane
-// does not execute — wrong in the bench's shuffles in partial warps whose source lane is out.
+// The regrec's twin: the old values from the memory stage's loads (the word before the op)
+// instead of atomOld (the word before the lane) — wrong for every atomic lane after an earlier
+// executing lane on its word, which the bench reaches.
+TEST(ExecutePipelineTwin, RegrecFromTheLoadsIsWrong) {
+  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 12 GB)";
+  EXPECT_GT(memoryTwin("regrec", ExecuteTwin::RegrecFromLoad).tokens.wrong, 0);
+}
+
+// The warp ops' twin: a shuffle reads its source lane even where that lane does not execute —
+// wrong in the bench's shuffles in partial warps whose source lane is out.
 TEST(ExecutePipelineTwin, ShuffleFromALaneThatDoesNotExecuteIsWrong) {
   if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 12 GB)";
-  const Bench b = build("shuffle", memoryBenchCases(), ExecuteTwin::ShuffleAnySource, true);
-  ASSERT_FALSE(b.dir.empty());
-  const Tally t = runCases(b, ComputeDtype::F32, Path::Prefill, SIZE_MAX);
-  std::cout << "[pipeline twin: shuffle from any source] " << t.summary() << std::endl;
-  EXPECT_TRUE(t.head.ok());
+  const Tally t = memoryTwin("shuffle", ExecuteTwin::ShuffleAnySource);
   EXPECT_GT(t.alu.wrongSign, 0);
   EXPECT_GT(t.tokens.wrong, 0);
 }
