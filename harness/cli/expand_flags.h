@@ -36,30 +36,44 @@ inline void addExpandFlags(CLI::App* app, ExpandFlags& flags) {
                 "Replace mul/mad/mulhi by shift-add chains and loops (the circuit target; docs/lowering.md)");
 }
 
+// "6 -> 10 blocks, 23 -> 419 ops": the program's size before and after a pass.
+inline std::string describeCounts(const lower::ExpansionCounts& s) {
+  return std::to_string(s.blocksBefore) + " -> " + std::to_string(s.blocksAfter) + " blocks, " +
+         std::to_string(s.opsBefore) + " -> " + std::to_string(s.opsAfter) + " ops";
+}
+inline nlohmann::json countsJson(const lower::ExpansionCounts& s) {
+  return {{"blocksBefore", s.blocksBefore},
+          {"blocksAfter", s.blocksAfter},
+          {"opsBefore", s.opsBefore},
+          {"opsAfter", s.opsAfter}};
+}
+
 // "division expanded: 2 ops into loops (0 dead ones removed); 6 -> 10 blocks, 23 -> 419 ops"
 inline std::string describeExpansion(const lower::ExpandDivisionStats& s) {
-  return "division expanded: " + std::to_string(s.expanded) + " ops into loops (" + std::to_string(s.removed) +
-         " dead ones removed); " + std::to_string(s.blocksBefore) + " -> " + std::to_string(s.blocksAfter) +
-         " blocks, " + std::to_string(s.opsBefore) + " -> " + std::to_string(s.opsAfter) + " ops";
+  return "division expanded: " + std::to_string(s.expanded) + " ops into loops (" +
+         std::to_string(s.removed) + " dead ones removed); " + describeCounts(s);
 }
 
 // "multiplication expanded: 1 op into a chain, 2 into loops (0 dead ones removed); 3 -> 7 blocks, ..."
 inline std::string describeExpansion(const lower::ExpandMultiplyStats& s) {
-  return "multiplication expanded: " + std::to_string(s.chains) + " ops into chains, " + std::to_string(s.loops) +
-         " into loops (" + std::to_string(s.removed) + " dead ones removed); " + std::to_string(s.blocksBefore) +
-         " -> " + std::to_string(s.blocksAfter) + " blocks, " + std::to_string(s.opsBefore) + " -> " +
-         std::to_string(s.opsAfter) + " ops";
+  return "multiplication expanded: " + std::to_string(s.chains) + " ops into chains, " +
+         std::to_string(s.loops) + " into loops (" + std::to_string(s.removed) +
+         " dead ones removed); " + describeCounts(s);
 }
 
 inline nlohmann::json expansionJson(const lower::ExpandDivisionStats& s) {
-  return {{"expanded", s.expanded},         {"removed", s.removed}, {"blocksBefore", s.blocksBefore},
-          {"blocksAfter", s.blocksAfter},   {"opsBefore", s.opsBefore}, {"opsAfter", s.opsAfter}};
+  nlohmann::json j = countsJson(s);
+  j["expanded"] = s.expanded;
+  j["removed"] = s.removed;
+  return j;
 }
 
 inline nlohmann::json expansionJson(const lower::ExpandMultiplyStats& s) {
-  return {{"chains", s.chains},           {"loops", s.loops},         {"removed", s.removed},
-          {"blocksBefore", s.blocksBefore}, {"blocksAfter", s.blocksAfter}, {"opsBefore", s.opsBefore},
-          {"opsAfter", s.opsAfter}};
+  nlohmann::json j = countsJson(s);
+  j["chains"] = s.chains;
+  j["loops"] = s.loops;
+  j["removed"] = s.removed;
+  return j;
 }
 
 // The report lines ("// " prefixed by the caller where it wants) and JSON members of the passes

@@ -262,20 +262,7 @@ class DivisionExpander {
 
 Expected<Program> expandDivision(const Program& program, const ExpandDivisionOptions& options,
                                  ExpandDivisionStats* stats) {
-  QGPU_CHECK(machine::verify(program));
-  ExpandDivisionStats local;
-  local.blocksBefore = static_cast<int>(program.blocks.size());
-  local.opsBefore = countOps(program);
-  DivisionExpander expander(program, options);
-  QGPU_TRY(out, expander.run(local));
-  if (auto status = machine::verify(out); !status.ok())
-    return makeDiag(ErrorKind::Internal,
-                    "expanding division produced an invalid program for `" + program.name +
-                        "`: " + status.error().message);
-  local.blocksAfter = static_cast<int>(out.blocks.size());
-  local.opsAfter = countOps(out);
-  if (stats) *stats = local;
-  return out;
+  return expand::runExpansion<DivisionExpander>(program, options, stats, "division");
 }
 
 }  // namespace qgpu::lower

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "host/lower/expansion.h"
 #include "oracle/machine.h"
 
 namespace qgpu::lower {
@@ -40,23 +41,12 @@ namespace qgpu::lower {
 // div.u, div.s, rem.u, rem.s: the ops this pass replaces.
 bool isDivision(machine::Op op);
 
-struct ExpandDivisionOptions {
-  // Where each op of the input comes from, opLocs[b][i] for program.blocks[b].ops[i]
-  // (LowerStats::opLocs); named in errors. nullptr or a shape that does not match: unknown.
-  const std::vector<std::vector<SourceLoc>>* opLocs = nullptr;
-  // When set, receives the locations of the result's ops (each new op at the op it replaces), so
-  // that a later pass can name PTX lines too.
-  std::vector<std::vector<SourceLoc>>* locsOut = nullptr;
-};
+using ExpandDivisionOptions = ExpandOptions;
 
-struct ExpandDivisionStats {
+struct ExpandDivisionStats : ExpansionCounts {
   int expanded = 0;      // divisions replaced by a loop
   int fused = 0;         // of them, pairs q = a / b, r = a % b that share one loop
   int removed = 0;       // divisions into r0 (no effect: a division cannot fault) deleted
-  int blocksBefore = 0;  // program blocks of the input
-  int blocksAfter = 0;   // program blocks of the result
-  int opsBefore = 0;     // ops of the input (terminators excluded)
-  int opsAfter = 0;      // ops of the result
 };
 
 Expected<machine::Program> expandDivision(const machine::Program& program,

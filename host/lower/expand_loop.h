@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "host/lower/expansion.h"
 #include "oracle/machine.h"
 
 namespace qgpu::lower::expand {
@@ -92,5 +93,28 @@ class Splicer {
 // (predicate, register) pairs given.
 std::vector<machine::Instr> saveOps(const std::vector<std::pair<uint8_t, uint8_t>>& saved);
 std::vector<machine::Instr> reloadOps(const std::vector<std::pair<uint8_t, uint8_t>>& saved);
+
+// A pass's entry point: the input verified (its own Diag), `Expander(program, options).run(stats)`
+// (Stats an ExpansionCounts with the pass's own counts), the result verified again (Internal
+// naming `what` — "division", "multiplication" — when the pass broke it), the counts filled in.
+template <class Expander, class Stats>
+Expected<machine::Program> runExpansion(const machine::Program& program,
+                                        const ExpandOptions& options, Stats* stats,
+                                        const char* what) {
+  QGPU_CHECK(machine::verify(program));
+  Stats local;
+  local.blocksBefore = static_cast<int>(program.blocks.size());
+  local.opsBefore = countOps(program);
+  Expander expander(program, options);
+  QGPU_TRY(out, expander.run(local));
+  if (auto status = machine::verify(out); !status.ok())
+    return makeDiag(ErrorKind::Internal, std::string("expanding ") + what +
+                                             " produced an invalid program for `" + program.name +
+                                             "`: " + status.error().message);
+  local.blocksAfter = static_cast<int>(out.blocks.size());
+  local.opsAfter = countOps(out);
+  if (stats) *stats = local;
+  return out;
+}
 
 }  // namespace qgpu::lower::expand

@@ -271,20 +271,7 @@ class MultiplyExpander {
 
 Expected<Program> expandMultiply(const Program& program, const ExpandMultiplyOptions& options,
                                  ExpandMultiplyStats* stats) {
-  QGPU_CHECK(machine::verify(program));
-  ExpandMultiplyStats local;
-  local.blocksBefore = static_cast<int>(program.blocks.size());
-  local.opsBefore = countOps(program);
-  MultiplyExpander expander(program, options);
-  QGPU_TRY(out, expander.run(local));
-  if (auto status = machine::verify(out); !status.ok())
-    return makeDiag(ErrorKind::Internal,
-                    "expanding multiplication produced an invalid program for `" + program.name +
-                        "`: " + status.error().message);
-  local.blocksAfter = static_cast<int>(out.blocks.size());
-  local.opsAfter = countOps(out);
-  if (stats) *stats = local;
-  return out;
+  return expand::runExpansion<MultiplyExpander>(program, options, stats, "multiplication");
 }
 
 }  // namespace qgpu::lower

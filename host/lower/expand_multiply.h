@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "common/diag.h"
+#include "host/lower/expansion.h"
 #include "oracle/machine.h"
 
 namespace qgpu::lower {
@@ -46,23 +47,12 @@ namespace qgpu::lower {
 // mul, mad, mulhi.u, mulhi.s: the ops this pass replaces.
 bool isMultiply(machine::Op op);
 
-struct ExpandMultiplyOptions {
-  // Where each op of the input comes from, opLocs[b][i] for program.blocks[b].ops[i]
-  // (LowerStats::opLocs); named in errors. nullptr or a shape that does not match: unknown.
-  const std::vector<std::vector<SourceLoc>>* opLocs = nullptr;
-  // When set, receives the locations of the result's ops (each new op at the op it replaces), so
-  // that a later pass can name PTX lines too.
-  std::vector<std::vector<SourceLoc>>* locsOut = nullptr;
-};
+using ExpandMultiplyOptions = ExpandOptions;
 
-struct ExpandMultiplyStats {
+struct ExpandMultiplyStats : ExpansionCounts {
   int chains = 0;        // multiplies by an immediate replaced in place by a shift-add chain
   int loops = 0;         // multiplies replaced by a loop
   int removed = 0;       // multiplies into r0 deleted
-  int blocksBefore = 0;  // program blocks of the input
-  int blocksAfter = 0;   // program blocks of the result
-  int opsBefore = 0;     // ops of the input (terminators excluded)
-  int opsAfter = 0;      // ops of the result
 };
 
 Expected<machine::Program> expandMultiply(const machine::Program& program,
