@@ -288,8 +288,10 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
   }
   switch (machine::opInfo(in.op).cls) {
     case machine::OpClass::Warp:
-      return s.warpOps ? nullptr
-                       : "a warp op: the pipeline is built without them (ExecuteSpec::warpOps)";
+      if (!s.warpOps) return "a warp op: the pipeline is built without them (ExecuteSpec::warpOps)";
+      return std::ranges::find(warpOps(), in.op) != warpOps().end()
+                 ? nullptr
+                 : "a warp op the warp ops gadget does not compute (circuit/warp_ops.h)";
     case machine::OpClass::Mem:
       return "atom.inc / dec / cas: not in the pipeline yet "
              "(docs/circuit.md \"Built: the memory stage\")";

@@ -249,6 +249,16 @@ TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
   EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
 }
 
+// The warp ops gadget computes every op of isa.def's Warp class (a new one would be refused by
+// pipelineExecutes until it does).
+TEST(ExecutePipelineSpec, TheWarpOpsAreIsaDefsWarpClass) {
+  std::vector<machine::Op> table;
+  for (int i = 0; i < machine::kNumOps; ++i)
+    if (machine::opInfo(static_cast<machine::Op>(i)).cls == machine::OpClass::Warp)
+      table.push_back(static_cast<machine::Op>(i));
+  EXPECT_EQ(table, std::vector<machine::Op>(warpOps().begin(), warpOps().end()));
+}
+
 // What each build executes (pipelineExecutes with the spec): an atomic with a register
 // destination only with the regrec, one with dst r0 from the atomics on, a load from memory on.
 TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
