@@ -184,6 +184,7 @@ machine::Program withBuiltAtomics(machine::Program p) {
   return p;
 }
 
+// The prompt and run of one program with its op positions; empty when skipped.
 Case realCase(uint64_t seed, size_t maxTokens, bool memory, const gen::Policy& drawn) {
   Case c;
   c.seed = seed;
