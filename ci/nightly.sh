@@ -84,7 +84,7 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
   QGPU_CIRCUIT_FULL=1 ctest --test-dir build -L torch -R '^circuit_' --output-on-failure \
     >"$out/circuit-full.log" 2>&1 || extras_failed=1
   # The catalog through the model leg in fp32 and bf16 (ci/model-leg.sh; QGPU_MODEL_LEG=0 skips
-  # it: about 45 minutes on a 2-core CPU).
+  # it: hours on a 2-core CPU, ci/model-leg.sh).
   if [ "${QGPU_MODEL_LEG:-1}" != 0 ] && [ -x build/harness/qgpu ]; then
     bash ci/model-leg.sh "$out/model-leg" >"$out/model-leg.log" 2>&1 || extras_failed=1
     echo "model leg: $(tail -n 1 "$out/model-leg.log") ($out/model-leg.log)"
