@@ -70,9 +70,9 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
   };
   QGPU_CHECK(hold(p.fe.headWord, p.heldHead));
   QGPU_CHECK(hold(p.fe.predPort[0], p.heldGuard));
+  const bool twin = s.twin == ExecuteTwin::RegrecFromLoad;
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto i = static_cast<size_t>(l);
-    const bool twin = s.twin == ExecuteTwin::RegrecFromLoad;
     QGPU_CHECK(hold(twin ? p.memory.load[i] : p.memory.atomOld[i], p.heldOld[i]));
     QGPU_CHECK(hold(p.fe.oldDst[i], p.heldDst[i]));
   }

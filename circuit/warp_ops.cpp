@@ -28,21 +28,23 @@ Literal is(int dim, bool set) {
   return {dim, set ? 1 : -1};
 }
 
+// maxLane = v for a lane value v (0..3): m_4..m_2 clear and (m_1 m_0) = v.
+std::vector<Literal> maxLaneIs(const Field& m, int v) {
+  return {is(m.at(4), false), is(m.at(3), false), is(m.at(2), false), is(m.at(1), (v >> 1) & 1),
+          is(m.at(0), v & 1)};
+}
+
 // The disjoint literal sets on m_0..m_4 that hold iff maxLane ≤ j (atMost) or j ≤ maxLane.
 Terms maxLaneAtMost(const Field& m, int j) {
   Terms t;
-  for (int v = 0; v <= j; ++v)
-    t.push_back({is(m.at(4), false), is(m.at(3), false), is(m.at(2), false),
-                 is(m.at(1), (v >> 1) & 1), is(m.at(0), v & 1)});
+  for (int v = 0; v <= j; ++v) t.push_back(maxLaneIs(m, v));
   return t;
 }
 Terms maxLaneAtLeast(const Field& m, int j) {
   Terms t = {{is(m.at(4), true)},
              {is(m.at(4), false), is(m.at(3), true)},
              {is(m.at(4), false), is(m.at(3), false), is(m.at(2), true)}};
-  for (int v = j; v < kRecordLanes; ++v)
-    t.push_back({is(m.at(4), false), is(m.at(3), false), is(m.at(2), false),
-                 is(m.at(1), (v >> 1) & 1), is(m.at(0), v & 1)});
+  for (int v = j; v < kRecordLanes; ++v) t.push_back(maxLaneIs(m, v));
   return t;
 }
 
@@ -64,8 +66,8 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
     return warpUsage("the opcode needs " + std::to_string(kOpcodeBits) + " dims, exec " +
                      std::to_string(kRecordLanes));
   for (const AluLane& x : s.lanes)
-    if (x.a.dims != 32 || x.b.dims != 32 || x.c.dims != 32 || x.p.dims != 1 || x.r.dims != 32 ||
-        x.s.dims != 1)
+    if (x.a.dims != kValueBits || x.b.dims != kValueBits || x.c.dims != kValueBits ||
+        x.p.dims != 1 || x.r.dims != kValueBits || x.s.dims != 1)
       return warpUsage("a lane needs a, b, c, r of 32 dims and p, s of 1");
   for (Op op : warpOps())
     if (machine::opInfo(op).cls != machine::OpClass::Warp)
@@ -192,7 +194,7 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
       std::vector<Literal> own = {{g.isShfl.at(0), 1}};
       for (int j = 0; j < kRecordLanes; ++j)
         if (j != l) own.push_back(bit(sel, j, false));
-      for (int i = 0; i < 32; ++i) {
+      for (int i = 0; i < kValueBits; ++i) {
         const Outs out = {{x.r.at(i), two}};
         for (int j = 0; j < kRecordLanes; ++j)
           if (j != l)
