@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <utility>
 
 namespace qgpu::ptxeval {
 namespace {
@@ -30,6 +32,9 @@ uint64_t extend(uint64_t v, Type t) {
   return ptx::isSigned(t) ? static_cast<uint64_t>(sext(v, w)) : trunc(v, w);
 }
 
+// The local window's bound (eval.h): every activation's frame together.
+constexpr uint64_t kMaxLocalBytes = uint64_t{1} << 20;
+
 // Where a name used by an instruction lives.
 struct SymRef {
   enum Kind : uint8_t { None, Param, Return, CallParam, Shared, Local } kind = None;
@@ -42,10 +47,15 @@ struct FuncInfo {
   std::vector<std::vector<SymRef>> callRets, callArgs;  // call: result / argument lists
   std::vector<const FuncInfo*> callee;       // call: the callee
   std::vector<uint32_t> target;              // bra: the instruction index of its label
+  // The function's .local frame (eval.h): its variables' offsets from the frame's base, the base's
+  // alignment (the largest max(.align, 4)) and the bytes from the base to the last one's end.
+  std::vector<uint64_t> localOffset;
+  uint64_t localAlign = 4, localBytes = 0;
 };
 
 struct Frame {
   const FuncInfo* fi = nullptr;
+  uint64_t localBase = 0, localEnd = 0;  // this activation's frame in the thread's local window
   uint32_t pc = 0;
   std::vector<uint64_t> regs;
   std::vector<std::vector<uint8_t>> params, rets, callParams;
@@ -56,7 +66,7 @@ enum class ThreadState : uint8_t { Running, AtWarpOp, AtBarrier, Exited };
 struct Thread {
   uint32_t tid = 0;
   ThreadState state = ThreadState::Running;
-  std::vector<uint8_t> local;  // the entry's .local frame (eval.h: per thread, filled like shared)
+  std::vector<uint8_t> local;  // the local window: every activation's frame (eval.h)
   std::vector<Frame> stack;
   Frame& top() { return stack.back(); }
 };
@@ -127,17 +137,11 @@ class Evaluator {
       }
     }
     sharedBytes_ = at;
-    // The .local frame (eval.h): declaration order from byte 0, each aligned to max(align, 4).
-    uint64_t frame = 0;  // 64-bit: a declared size near 2^32 must not wrap
-    for (const ptx::Variable& v : entry->locals) {
-      uint64_t a = std::max<uint32_t>(v.align, 4);
-      frame = (frame + a - 1) / a * a;
-      localOffset_.push_back(static_cast<uint32_t>(frame));
-      frame += v.bytes;
-      if (frame > (1u << 20))
-        return makeDiag(ErrorKind::PtxUnsupported, "PTX evaluator: local memory over 1 MiB", v.loc);
-    }
-    localBytes_ = static_cast<uint32_t>((frame + 3) / 4 * 4);
+    // The local window: as far as the deepest chain of calls' frames reaches (eval.h).
+    std::vector<const FuncInfo*> chain;
+    std::map<std::pair<const FuncInfo*, uint64_t>, uint64_t> reached;
+    QGPU_TRY(reach, localReach(entry_, 0, chain, reached));
+    localBytes_ = static_cast<uint32_t>((reach + 3) / 4 * 4);
     for (uint32_t i = 0; i < kGlobalWords; ++i)
       for (int b = 0; b < 4; ++b) global_[4 * i + b] = static_cast<uint8_t>(l_.global[i] >> (8 * b));
 
@@ -163,8 +167,7 @@ class Evaluator {
   std::vector<uint32_t> sharedOffset_;  // the entry's .shared, then the module's
   uint32_t entryShared_ = 0;            // how many of sharedOffset_ are the entry's
   uint32_t sharedBytes_ = 0;
-  std::vector<uint32_t> localOffset_;  // the entry's .local variables' frame offsets
-  uint32_t localBytes_ = 0;            // the frame, rounded up to a word
+  uint32_t localBytes_ = 0;  // the local window: the furthest frame's end, rounded up to a word
   std::array<uint8_t, kGlobalBytes> global_{};
   std::vector<uint8_t> shared_;
   EvalResult result_;
@@ -190,9 +193,8 @@ class Evaluator {
       if (f.returns[i].name == name) return {SymRef::Return, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < f.shared.size(); ++i)
       if (f.shared[i].name == name) return {SymRef::Shared, static_cast<uint32_t>(i)};
-    if (f.isEntry)
-      for (size_t i = 0; i < f.locals.size(); ++i)
-        if (f.locals[i].name == name) return {SymRef::Local, static_cast<uint32_t>(i)};
+    for (size_t i = 0; i < f.locals.size(); ++i)
+      if (f.locals[i].name == name) return {SymRef::Local, static_cast<uint32_t>(i)};
     for (size_t i = 0; i < m_.shared.size(); ++i)  // module scope, after the entry's
       if (m_.shared[i].name == name) return {SymRef::Shared, entryShared_ + static_cast<uint32_t>(i)};
     return {};
@@ -233,10 +235,61 @@ class Evaluator {
     if (!f.isEntry && !f.shared.empty())
       return makeDiag(ErrorKind::PtxUnsupported,
                       "PTX evaluator: .shared declared in .func '" + f.name + "'", f.loc);
-    if (!f.isEntry && !f.locals.empty())
-      return makeDiag(ErrorKind::PtxUnsupported,
-                      "PTX evaluator: .local declared in .func '" + f.name + "'", f.loc);
+    // The .local frame from its base: declaration order, each at a multiple of max(align, 4).
+    for (const ptx::Variable& v : f.locals)
+      fi.localAlign = std::max<uint64_t>(fi.localAlign, std::max<uint32_t>(v.align, 4));
+    for (const ptx::Variable& v : f.locals) {
+      const uint64_t a = std::max<uint32_t>(v.align, 4);
+      fi.localBytes = (fi.localBytes + a - 1) / a * a;
+      fi.localOffset.push_back(fi.localBytes);
+      fi.localBytes += v.bytes;  // 64-bit: a declared size near 2^32 must not wrap
+      if (fi.localBytes > kMaxLocalBytes)
+        return makeDiag(ErrorKind::PtxUnsupported, "PTX evaluator: local memory over 1 MiB", v.loc);
+    }
     return Ok{};
+  }
+
+  // Where a called function's frame starts: its caller's end, rounded up to its alignment; a
+  // function without .local variables takes none (its callees start at its caller's end).
+  static void placeFrame(Frame& callee, uint64_t callerEnd) {
+    const FuncInfo& fi = *callee.fi;
+    callee.localBase = (callerEnd + fi.localAlign - 1) / fi.localAlign * fi.localAlign;
+    callee.localEnd = fi.fn->locals.empty() ? callerEnd : callee.localBase + fi.localBytes;
+  }
+
+  // The furthest byte any chain of calls from `fi`, its frame placed after `callerEnd`, reaches
+  // (`reached` remembers each (function, callerEnd) once). A recursive call through a function
+  // with .local variables has no bound: refused.
+  Expected<uint64_t> localReach(const FuncInfo* fi, uint64_t callerEnd,
+                                std::vector<const FuncInfo*>& chain,
+                                std::map<std::pair<const FuncInfo*, uint64_t>, uint64_t>& reached) {
+    if (auto it = reached.find({fi, callerEnd}); it != reached.end()) return it->second;
+    Frame fr;
+    fr.fi = fi;
+    placeFrame(fr, callerEnd);
+    if (fr.localEnd > kMaxLocalBytes)
+      return makeDiag(ErrorKind::PtxUnsupported, "PTX evaluator: local memory over 1 MiB",
+                      fi->fn->loc);
+    if (std::find(chain.begin(), chain.end(), fi) != chain.end()) {
+      for (const FuncInfo* c : chain)
+        if (!c->fn->locals.empty())
+          return makeDiag(
+              ErrorKind::PtxUnsupported,
+              "PTX evaluator: recursion through '" + c->fn->name + "', which has .local variables",
+              c->fn->loc);
+      return fr.localEnd;
+    }
+    chain.push_back(fi);
+    uint64_t reach = fr.localEnd;
+    std::set<const FuncInfo*> seen;
+    for (const FuncInfo* callee : fi->callee)
+      if (callee && seen.insert(callee).second) {
+        QGPU_TRY(r, localReach(callee, fr.localEnd, chain, reached));
+        reach = std::max(reach, r);
+      }
+    chain.pop_back();
+    reached[{fi, callerEnd}] = reach;
+    return reach;
   }
 
   static Frame newFrame(const FuncInfo* fi) {
@@ -267,6 +320,7 @@ class Evaluator {
       threads[t].tid = t;
       threads[t].local.assign(localBytes_, o_.sharedFill);
       threads[t].stack.push_back(newFrame(entry_));
+      placeFrame(threads[t].stack.back(), 0);
       Frame& fr = threads[t].stack.back();
       for (size_t p = 0; p < fr.params.size(); ++p)
         for (size_t b = 0; b < fr.params[p].size() && b < 8; ++b)
@@ -487,7 +541,7 @@ class Evaluator {
         size_t idx = static_cast<size_t>(&o - in.srcs.data());
         SymRef r = idx < in.srcs.size() ? symOf(fr, in, idx) : SymRef{};
         if (r.kind == SymRef::Shared) return trunc(sharedOffset_[r.index], w);
-        if (r.kind == SymRef::Local) return trunc(localOffset_[r.index], w);
+        if (r.kind == SymRef::Local) return trunc(fr.localBase + fr.fi->localOffset[r.index], w);
         specialOk_ = false, badSpecial_ = o.name;
         return 0;
       }
@@ -552,7 +606,8 @@ class Evaluator {
     }
     if (r.kind == SymRef::Local) {
       p.space = StateSpace::Local;
-      p.address = trunc(localOffset_[r.index] + static_cast<uint64_t>(a.imm), 32);
+      p.address =
+          trunc(fr.localBase + fr.fi->localOffset[r.index] + static_cast<uint64_t>(a.imm), 32);
       return p;
     }
     std::vector<uint8_t>* store = paramStore(fr, r);
@@ -661,6 +716,7 @@ class Evaluator {
     uint32_t at = fr.pc;
     const FuncInfo* callee = fr.fi->callee[at];
     Frame nf = newFrame(callee);
+    placeFrame(nf, fr.localEnd);
     const auto& items = in.srcs[1].items;
     for (size_t i = 0; i < items.size() && i < nf.params.size(); ++i) {
       std::vector<uint8_t>& dst = nf.params[i];

@@ -18,12 +18,17 @@
 //   PTX leaves the result undefined: counted as unspecified), `cvta[.to].global` is the identity;
 //   `[sym]` of a .shared variable is a shared address. Shared memory is one window per CTA: the entry's .shared variables in declaration order, each aligned to
 //   max(.align, 4) bytes, filled with `EvalOptions::sharedFill` at CTA start. Local memory
-//   (`.local` variables of the entry: the compilers' __local_depotN frames) is one window per
-//   thread laid out the same way (frame offsets from 0, the size rounded up to a word), filled
-//   with `sharedFill` at CTA start; ld/st.local and `[depot+off]` address it, the local window
-//   [kLocalGenericBase, + kLocalGenericSpan) of the generic space maps onto it (`cvta.local`,
-//   `cvta.to.local`), and an atomic on a local address is refused. A `.local` in a `.func` is
-//   refused. An access outside
+//   (`.local` variables: the compilers' __local_depotN frames) is one window per thread, filled
+//   with `sharedFill` at CTA start. Each activation of a function has a frame in it: the entry's
+//   at 0, a called function's at its caller's frame end rounded up to its largest max(align, 4)
+//   (a function without .local variables takes no bytes), its variables in declaration order,
+//   each at a multiple of max(align, 4) — so sibling calls share bytes, and what a frame holds
+//   before its function writes it is whatever the window held (unspecified in PTX). The window
+//   is as long as the furthest chain of calls reaches, rounded up to a word (a recursive call
+//   through a function with .local variables is refused: no bound). ld/st.local and
+//   `[depot+off]` address the executing activation's frame, the local window
+//   [kLocalGenericBase, + kLocalGenericSpan) of the generic space maps onto the window
+//   (`cvta.local`, `cvta.to.local`), and an atomic on a local address is refused. An access outside
 //   its window, or not aligned to its size, ends the run with status Fault (a MachineFault diag
 //   naming CTA, thread, instruction, line, space, address and window size).
 // - Scheduling (the order only matters for racy programs and for which value an order-dependent

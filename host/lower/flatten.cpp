@@ -6,7 +6,9 @@
 //     st.param.b32 [param0+0], %r2;  call.uni (retval0), f, (param0);  ld.param.b32 %r3, [retval0];
 // becomes `mov %P, %r2; <copy of f's body>; CONT: mov %r3, %R`, where %P/%R are fresh registers,
 // the copy's registers and labels are renamed, its `ld.param [f_param_0]` reads %P, its
-// `st.param [func_retval0]` writes %R and its `ret` jumps to CONT. Recursion is refused.
+// `st.param [func_retval0]` writes %R and its `ret` jumps to CONT. Recursion is refused. The
+// copy's .local variables are renamed like its labels and placed in the thread's frame after its
+// caller's (FlatFunction::locals, docs/lowering.md "Local memory").
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -68,7 +70,36 @@ struct Flattener {
     std::string labelPrefix;
     std::map<std::string, uint32_t> symbolRegs;  // param symbol -> flat register
     std::string contLabel;                       // callee: where `ret` jumps; "" for the entry
+    uint64_t frameEnd = 0;                       // where this activation's .local frame ends
   };
+
+  // Lays `fr.fn`'s .local variables out after its caller's frame (docs/lowering.md "Local
+  // memory"): the base is `callerEnd` rounded up to the frame's largest max(.align, 4), then
+  // declaration order, each at a multiple of its max(.align, 4); renamed with the copy's prefix.
+  // Sets fr.frameEnd. 64-bit sums: declared sizes near 2^32 must not wrap (translate refuses
+  // the frame as over the machine's words).
+  void layOutLocals(Frame& fr, uint64_t callerEnd) {
+    uint64_t base = callerEnd;
+    for (const ptx::Variable& v : fr.fn->locals) {
+      const uint64_t a = std::max<uint32_t>(v.align, 4);
+      base = (base + a - 1) / a * a;
+    }
+    uint64_t at = base;
+    for (const ptx::Variable& v : fr.fn->locals) {
+      const uint64_t a = std::max<uint32_t>(v.align, 4);
+      at = (at + a - 1) / a * a;
+      FrameVariable fv{v, at};
+      fv.decl.name = fr.labelPrefix + v.name;
+      out.locals.push_back(std::move(fv));
+      at += v.bytes;
+    }
+    fr.frameEnd = fr.fn->locals.empty() ? callerEnd : at;
+  }
+
+  static bool isLocal(const ptx::Function& fn, const std::string& name) {
+    return std::any_of(fn.locals.begin(), fn.locals.end(),
+                       [&](const ptx::Variable& v) { return v.name == name; });
+  }
 
   uint32_t freshReg(ptx::Type type, const std::string& name) {
     out.regs.push_back(ptx::RegInfo{name, type, 0, 0});
@@ -80,6 +111,10 @@ struct Flattener {
     if (op.kind == ptx::OperandKind::Reg || (op.kind == ptx::OperandKind::Address && op.addrIsReg))
       op.reg += fr.regBase;
     if (op.kind == ptx::OperandKind::Symbol && fr.fn->labels.count(op.name))
+      op.name = fr.labelPrefix + op.name;
+    const bool symbolic = op.kind == ptx::OperandKind::Symbol ||
+                          (op.kind == ptx::OperandKind::Address && !op.addrIsReg);
+    if (symbolic && !fr.labelPrefix.empty() && isLocal(*fr.fn, op.name))
       op.name = fr.labelPrefix + op.name;
     for (auto& item : op.items) remap(item, fr);
   }
@@ -248,13 +283,7 @@ struct Flattener {
       fr.symbolRegs[r.name] = reg;
       callee_fr.symbolRegs[fn->returns[k].name] = reg;
     }
-    // A callee's .local frame would need one instance per activation (ptxeval gives each call a
-    // fresh one); only the entry's frame is laid out (docs/lowering.md, "Local memory").
-    if (!fn->locals.empty())
-      return makeDiag(ErrorKind::PtxUnsupported,
-                      "unsupported PTX: .local variable '" + fn->locals.front().name + "' in .func '" + fn->name +
-                          "' (only the kernel's own local memory is laid out)",
-                      fn->locals.front().loc);
+    layOutLocals(callee_fr, fr.frameEnd);
     for (const auto& v : fn->shared) {  // a callee inlined twice shares its .shared variables
       bool known = false;
       for (const auto& w : out.shared) known = known || w.name == v.name;
@@ -295,7 +324,6 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
   fl.out.file = module.file;
   fl.out.regs = entry->regs;
   fl.out.shared = entry->shared;
-  fl.out.locals = entry->locals;
   for (size_t k = 0; k < entry->params.size(); ++k) {
     const auto& p = entry->params[k];
     int bits = 0;
@@ -316,6 +344,7 @@ Expected<FlatFunction> flatten(const ptx::Module& module, const LowerOptions& op
   }
   Flattener::Frame fr;
   fr.fn = entry;
+  fl.layOutLocals(fr, 0);
   fl.stack.push_back(entry->name);
   QGPU_CHECK(fl.emitFunction(fr));
   // Module-scope .shared variables the flat body names (directly or as an address base), in

@@ -81,8 +81,8 @@ std::vector<uint8_t> genericSpaces(const FlatFunction& f) {
   auto isShared = [&](const std::string& name) {
     for (const auto& v : f.shared)
       if (v.name == name) return true;
-    for (const auto& v : f.locals)  // a .local symbol's own (non-generic) frame offset
-      if (v.name == name) return true;
+    for (const FrameVariable& v : f.locals)  // a .local symbol's own (non-generic) frame offset
+      if (v.decl.name == name) return true;
     return false;
   };
   auto opKind = [&](const ptx::Operand& o) -> uint8_t {

@@ -42,26 +42,30 @@ Expected<SharedLayout> layoutShared(const FlatFunction& f) {
     offset += 4;
   }
   layout.words = offset / 4;
-  // The .local frame, laid out as ptxeval lays it out (so both fault on the same indices).
-  // 64-bit sums: a declared size near 2^32 must not wrap into a small frame.
+  // The .local frame as flatten laid it out (the entry's, then its callees' at their callers'
+  // ends), which is how ptxeval lays it out (so both fault on the same indices): its words reach
+  // the furthest end. 64-bit sums: a declared size near 2^32 must not wrap into a small frame.
   uint64_t frame = 0;
-  for (const auto& v : f.locals) {
-    uint64_t align = std::max<uint32_t>(4, v.align);
-    frame = (frame + align - 1) / align * align;
-    layout.localOffset[v.name] = static_cast<uint32_t>(std::min<uint64_t>(frame, UINT32_MAX));
-    frame += v.bytes;
+  for (const FrameVariable& v : f.locals) {
+    layout.localOffset[v.decl.name] =
+        static_cast<uint32_t>(std::min<uint64_t>(v.offset, UINT32_MAX));
+    frame = std::max(frame, v.offset + v.decl.bytes);
   }
   layout.localWords = static_cast<uint32_t>(std::min<uint64_t>((frame + 3) / 4, UINT32_MAX));
   if (layout.localWords > 0 && layout.words <= static_cast<uint32_t>(machine::kSharedWords) &&
       layout.localWords > static_cast<uint32_t>(machine::kSharedWords) - layout.words) {
-    return makeDiag(ErrorKind::OverLimit,
-                    "kernel `" + f.name + "` needs " + std::to_string(layout.localWords) +
-                        " words of local memory per thread (`" + f.locals.front().name + "`" +
-                        (f.locals.size() > 1 ? " and " + std::to_string(f.locals.size() - 1) + " more" : std::string()) +
-                        ") after " + std::to_string(layout.words) + " words of shared memory; the machine has " +
-                        std::to_string(machine::kSharedWords) + " for one thread (" +
-                        std::to_string(uint64_t{layout.words} + layout.localWords - machine::kSharedWords) + " over)",
-                    f.locals.front().loc);
+    return makeDiag(
+        ErrorKind::OverLimit,
+        "kernel `" + f.name + "` needs " + std::to_string(layout.localWords) +
+            " words of local memory per thread (`" + f.locals.front().decl.name + "`" +
+            (f.locals.size() > 1 ? " and " + std::to_string(f.locals.size() - 1) + " more"
+                                 : std::string()) +
+            ") after " + std::to_string(layout.words) +
+            " words of shared memory; the machine has " + std::to_string(machine::kSharedWords) +
+            " for one thread (" +
+            std::to_string(uint64_t{layout.words} + layout.localWords - machine::kSharedWords) +
+            " over)",
+        f.locals.front().decl.loc);
   }
   if (layout.words > static_cast<uint32_t>(machine::kSharedWords)) {
     std::string parts;

@@ -102,6 +102,14 @@ struct VFunc {
 // ---- Pass 1: flatten (flatten.cpp) ----
 // The entry with every reached .func inlined: one register space, one label space, call
 // sequences turned into moves and jumps, callee `ret` into a jump to the call's continuation.
+// A .local variable of the flat function — the entry's, or an inlined callee copy's (renamed
+// `f#copy#name` like its labels) — at its byte offset in the thread's frame (docs/lowering.md
+// "Local memory": a callee's frame starts where its caller's ends).
+struct FrameVariable {
+  ptx::Variable decl;
+  uint64_t offset = 0;
+};
+
 struct FlatFunction {
   std::string name;
   std::vector<ptx::RegInfo> regs;
@@ -109,7 +117,8 @@ struct FlatFunction {
   std::map<std::string, uint32_t> labels;  // label -> index in body of the next instruction
   std::vector<ptx::Variable> shared;       // .shared declarations of the entry and its callees,
                                            // then the module-scope ones the body names
-  std::vector<ptx::Variable> locals;       // the entry's .local declarations (its stack frame)
+  std::vector<FrameVariable> locals;       // the thread's frame: the entry's .local variables,
+                                           // then each inlined callee copy's
   uint32_t dynamicSharedWords = 0;         // LowerOptions::dynamicSharedWords
   std::map<std::string, uint64_t> params;  // entry param name -> value
   std::map<std::string, int> paramBits;    // entry param name -> declared width

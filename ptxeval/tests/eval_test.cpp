@@ -360,6 +360,33 @@ TEST(PtxEval, CallsPassParametersAndResults) {
   EXPECT_EQ(r.global[0], 28u);  // 5 * 5 + 3
 }
 
+// A .func's .local frame sits after its caller's (eval.h); a recursive function with one has no
+// bounded window: refused, naming it. Without .local, recursion runs (within kMaxCallDepth).
+TEST(PtxEval, RecursionThroughALocalFrameIsRefused) {
+  auto text = [](const std::string& decl) {
+    return ".version 9.0\n.target sm_75\n.address_size 64\n"
+           ".func f(\n\t.param .b32 f_param_0\n)\n{\n" +
+           decl +
+           "\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n"
+           "\tld.param.u32 %r1, [f_param_0];\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L__done;\n"
+           "\tsub.s32 %r2, %r1, 1;\n\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r2;\n"
+           "\tcall.uni f, (param0);\n\t}\n$L__done:\n\tret;\n}\n"
+           ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+           "\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], 3;\n\tcall.uni f, "
+           "(param0);\n\t}\n"
+           "\tret;\n}\n";
+  };
+  auto refused = evalText(text("\t.local .align 4 .b8 __local_depot0[8];\n"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::PtxUnsupported);
+  EXPECT_NE(refused.error().message.find("recursion through 'f', which has .local variables"),
+            std::string::npos)
+      << refused.error().message;
+  auto runs = evalText(text(""));
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_EQ(runs->status, EvalStatus::Finished);
+}
+
 TEST(PtxEval, StepLimitEndsAnEndlessLoop) {
   auto r = evalText(kernel("$L__spin:\n\tbra.uni $L__spin;\n"), 1, 0, {}, 1000);
   ASSERT_TRUE(r.ok());
