@@ -255,9 +255,13 @@ struct Stmt {
   std::vector<Stmt> body, orelse;
 };
 
+// A helper returns `cond ? e1 : e2`, or e1 where cond < 0; a table helper (v6) fills a local
+// array and reads it at two data-dependent indices (a stack frame the compilers keep in local
+// memory: `.local` in the helper's .func when it is __noinline__):
+//   unsigned t[4]; for (i = 0..3) t[i] = e1 + i * b;  return t[e2 & 3] ^ t[b & 3];
 struct Helper {
-  bool noinline = false, forceinline = false;
-  int cond = -1, e1 = -1, e2 = -1;  // cond < 0: `return e1;`
+  bool noinline = false, forceinline = false, table = false;
+  int cond = -1, e1 = -1, e2 = -1;
 };
 
 struct Thread {
@@ -323,9 +327,10 @@ class Generator {
       Helper h;
       h.noinline = rng_.chance(p_.noinlineProb);
       h.forceinline = !h.noinline && rng_.chance(p_.forceinlineProb);
-      if (rng_.chance(0.5)) h.cond = expr(p_.maxExprDepth);
+      h.table = rng_.chance(p_.helperTableProb);
+      if (!h.table && rng_.chance(0.5)) h.cond = expr(p_.maxExprDepth);
       h.e1 = expr(p_.maxExprDepth);
-      if (h.cond >= 0) h.e2 = expr(p_.maxExprDepth);
+      if (h.cond >= 0 || h.table) h.e2 = expr(p_.maxExprDepth);
       helpers_.push_back(h);
     }
     inHelper_ = false;
@@ -717,6 +722,11 @@ class Generator {
       case ExprKind::Call: {
         uint32_t a = eval(e.a, t, argA, argB, c), b = eval(e.b, t, argA, argB, c);
         const Helper& h = helpers_[e.value];
+        if (h.table) {
+          const uint32_t base = eval(h.e1, t, a, b, c);
+          auto element = [&](uint32_t i) { return base + i * b; };  // t[i], wrapping
+          return element(eval(h.e2, t, a, b, c) & 3u) ^ element(b & 3u);
+        }
         if (h.cond >= 0 && eval(h.cond, t, a, b, c) == 0) return eval(h.e2, t, a, b, c);
         return eval(h.e1, t, a, b, c);
       }
@@ -1212,7 +1222,10 @@ class Generator {
       o += std::string("__device__ ") + (h.noinline ? "__noinline__ " : h.forceinline ? "__forceinline__ " : "") +
            "unsigned " + c.name + "_h" +
            std::to_string(j) + "(unsigned a, unsigned b) {\n";
-      if (h.cond >= 0) o += "  if (" + printExpr(h.cond) + ") return " + printExpr(h.e1) + ";\n  return " + printExpr(h.e2) + ";\n";
+      if (h.table)
+        o += "  unsigned t[4];\n  for (unsigned i = 0; i < 4u; ++i) t[i] = (" + printExpr(h.e1) +
+             ") + i * b;\n  return t[(" + printExpr(h.e2) + ") & 3u] ^ t[b & 3u];\n";
+      else if (h.cond >= 0) o += "  if (" + printExpr(h.cond) + ") return " + printExpr(h.e1) + ";\n  return " + printExpr(h.e2) + ";\n";
       else o += "  return " + printExpr(h.e1) + ";\n";
       o += "}\n\n";
     }
@@ -1482,7 +1495,7 @@ Status validate(const CudaPolicy& p) {
   if (p.maxTypedVars < 0 || p.maxTypedVars > 4) return bad("maxTypedVars must be 0..4");
   if (p.maxGrid * p.maxBlockX * p.maxSlots > 126 - kCudaInWords - kCudaAccWords)
     return bad("maxGrid * maxBlockX * maxSlots must be <= 102 (the out words)");
-  for (double x : {p.noinlineProb, p.forceinlineProb, p.launchBoundsProb, p.elseProb, p.leafProb, p.smallConstProb, p.warpBlockProb})
+  for (double x : {p.noinlineProb, p.forceinlineProb, p.helperTableProb, p.launchBoundsProb, p.elseProb, p.leafProb, p.smallConstProb, p.warpBlockProb})
     if (!(x >= 0 && x <= 1)) return bad("probabilities must be in [0, 1]");
   if (uint64_t{p.wAssign} + p.wStore + p.wAtomic + p.wIf + p.wLoop + p.wReturn + p.wShared + p.wSyncReduce + p.wWarp +
           p.wTypedAssign + p.wBarrierLoop + p.wSharedAtomic + p.wFence ==

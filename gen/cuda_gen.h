@@ -16,7 +16,8 @@
 // The body: local `unsigned v0..` (each initialised at its declaration), assignments, stores,
 // atomics, nested divergent if/else, loops `for (unsigned iN = 0; iN < E % (T + 1); ++iN)` (at most
 // T trips whatever E is, data-dependent per thread), early returns `if (E) return;`, calls of
-// pure `__device__` helpers (some `__noinline__`: a .func and a call in the PTX), and at the top
+// pure `__device__` helpers (some `__noinline__`: a .func and a call in the PTX; since v6 some
+// filling a local `unsigned t[4]` read at data-dependent indices: a stack frame), and at the top
 // level only, while no early return has been generated yet (so every thread of the CTA is live
 // and the control flow is uniform): a shared-memory exchange through two `__syncthreads()`,
 // `__syncthreads_count/and/or`, and in blocks of exactly 4 threads width-4 shuffles and votes
@@ -70,7 +71,7 @@
 
 namespace qgpu::gen {
 
-inline constexpr int kCudaGeneratorVersion = 5;  // bump when (policy, seed) gives another case
+inline constexpr int kCudaGeneratorVersion = 6;  // bump when (policy, seed) gives another case
 
 // X(type, name, default, "one-line meaning")
 #define QGPU_CUDAGEN_POLICY_FIELDS(X)                                                              \
@@ -83,6 +84,7 @@ inline constexpr int kCudaGeneratorVersion = 5;  // bump when (policy, seed) giv
   X(int, maxHelpers, 1, "__device__ helper functions (0..4)")                                      \
   X(double, noinlineProb, 0.3, "a helper is __noinline__")                                         \
   X(double, forceinlineProb, 0.2, "a helper that is not __noinline__ is __forceinline__")          \
+  X(double, helperTableProb, 0.3, "a helper fills a local t[4] and reads it at data-dependent indices") \
   X(double, launchBoundsProb, 0.2, "the kernel has __launch_bounds__(blockX)")                     \
   X(uint32_t, maxTrips, 3, "a loop runs 0..maxTrips times (1..8)")                                 \
   X(double, elseProb, 0.5, "an if has an else arm")                                                \
@@ -130,7 +132,7 @@ struct CudaPolicy {
 
 Status validate(const CudaPolicy& policy);  // Usage when a field is out of its range
 
-std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v5 seed=..."
+std::string describeCuda(const CudaPolicy& policy, uint64_t seed);  // "qgpu-gen cuda v6 seed=..."
 Expected<CudaPolicy> parseCudaPolicy(std::string_view text);         // "name=value ..."
 
 // ---- The expression operators: one table (name, family, arity, C spelling with %0..%2) ----

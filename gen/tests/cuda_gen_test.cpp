@@ -104,6 +104,7 @@ TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
   CudaPolicy p;
   int shared = 0, warp = 0, sync = 0, ret = 0, loop = 0, call = 0, atomic = 0, noinline = 0, multiCta = 0;
   int typed = 0, barrierLoop = 0, sharedAtomic = 0, wrapped = 0, doubleBuffer = 0, wide = 0, narrow = 0;
+  int noinlineTable = 0;  // a __noinline__ helper with a local table: a .func with a .local frame
   std::set<std::string> spellings;
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     auto c = generateCuda(p, seed);
@@ -123,6 +124,11 @@ TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
     wide += c->text.find("  long long w") != std::string::npos;
     narrow += c->text.find("  signed char w") != std::string::npos || c->text.find("  short w") != std::string::npos;
     noinline += c->text.find("__noinline__") != std::string::npos;
+    for (size_t at = c->text.find("__noinline__"); at != std::string::npos; at = c->text.find("__noinline__", at + 1))
+      if (c->text.compare(c->text.find('{', at) + 2, 16, "  unsigned t[4];") == 0) {
+        ++noinlineTable;
+        break;
+      }
     if (c->hasWarp) {
       ++warp;
       EXPECT_EQ(c->blockX, 4u) << c->text;
@@ -134,7 +140,7 @@ TEST(CudaGen, DefaultPolicyProducesEveryFeature) {
     }
   }
   for (int n : {shared, warp, sync, ret, loop, call, atomic, noinline, multiCta, typed, barrierLoop, sharedAtomic,
-                doubleBuffer, wide, narrow})
+                doubleBuffer, wide, narrow, noinlineTable})
     EXPECT_GT(n, 10);
   EXPECT_GT(wrapped, 0);  // rare under the default policy (small values); weighted up below
   for (const char* builtin : {"MinU", "Abs", "Popc", "Clz", "Ffs", "BytePerm", "UMulHi", "MulHi", "UMul24", "Mul24",
