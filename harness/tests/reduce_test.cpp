@@ -57,7 +57,7 @@ gen::CudaCase plantedKernel() {
   p.maxHelpers = 2;
   p.maxDepth = 3;
   p.maxBlockStmts = 3;
-  for (uint64_t seed = 1; seed < 3000; ++seed) {
+  for (uint64_t seed = 1; seed < 30000; ++seed) {
     auto c = gen::generateCuda(p, seed, "k");
     if (!c) continue;
     int n = countLines(c->text);
