@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs Hugging Face transformers on the model leg's checkpoint and records its tokens.
 
-The checkpoint is the one `qgpu circuit build` writes (the memory pipeline with atomics: 20 layers,
-all but seven `linear_attention`, 11 GB in fp32). For each kernel (clang, the circuit target's
+The checkpoint is the one `qgpu circuit build` writes (the leg's pipeline: memory ops, atomics with
+their regrec, warp ops; 24 layers, those without heads `full_attention` with zero weights, 13 GB
+in fp32). For each kernel (clang, the circuit target's
 program: both expansions), `qgpu trace K --expand-division --expand-multiply --ids` gives the
 prompt and the interpreter's run; transformers' Qwen3_5ForCausalLM then runs the prompt and the
 run in ONE forward without a cache (teacher-forced), and its argmax at every run position is
@@ -52,9 +53,11 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # oddeven_sort's loop of them); multiplies expanded into loops (matmul2x2); several warps
 # (reverse); a data-dependent loop (fibonacci); the bit ALU (popcount); atomics: atom.add of four
 # lanes on one global word (dot_atomic, the dot-product demo), shared atom.add with barriers
-# (histogram_shared), atom.max.s (reduce_max_atomic).
+# (histogram_shared), atom.max.s (reduce_max_atomic), an old value into a register (atomic_exch:
+# atom.exch's regrec); warp ops: shfl.bfly (shfl_xor_allreduce), vote.any / all / ballot (warp_vote).
 KERNELS = ["divergent_branch", "transpose_shared", "oddeven_sort", "matmul2x2", "reverse", "fibonacci",
-           "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic"]
+           "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic", "atomic_exch",
+           "shfl_xor_allreduce", "warp_vote"]
 RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 

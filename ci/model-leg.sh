@@ -2,8 +2,8 @@
 # qgpu/ci/model-leg.sh — the catalog through the model leg (docs/circuit.md §9 "Built: the leg"):
 # `qgpu check --model fp32,bf16` over every catalog kernel and both compilers, each case the
 # circuit target's program token for token against the interpreter. A program beyond the circuit
-# (an atomic whose old value goes to a register, atom.inc / dec / cas, a warp op, a multiply the
-# expansion cannot fit) is inconclusive with its reason;
+# (atom.inc / dec / cas, a multiply the expansion cannot fit) is inconclusive with its reason, as
+# is a run that reaches the leg's 99-step LIMIT;
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.
 # Hours on this 2-core machine (two model workers; decode ≈ 50 tokens/s each): the first 30 kernels
@@ -12,6 +12,8 @@
 # Usage: ci/model-leg.sh OUT_DIR [KERNEL ...]   (default: every kernel of kernels/catalog/)
 #        QGPU_MODEL_SHARD=i/n runs check's shard i of n (the cases of a part of the catalog).
 #        QGPU_MODEL_LEGS=fp32 for one dtype (default fp32,bf16).
+#        QGPU_MODEL_CHECKPOINT=DIR a checkpoint `qgpu circuit build` wrote (default: check builds
+#        one, 14 GB of memory and disk while it is written).
 set -u
 out="${1:?usage: ci/model-leg.sh OUT_DIR [KERNEL ...]}"
 shift
@@ -21,6 +23,7 @@ mkdir -p "$out"
 args=()
 for k in "$@"; do args+=(--kernel "$k"); done
 [ -n "${QGPU_MODEL_SHARD:-}" ] && args+=(--shard "$QGPU_MODEL_SHARD")
+[ -n "${QGPU_MODEL_CHECKPOINT:-}" ] && args+=(--model-checkpoint "$QGPU_MODEL_CHECKPOINT")
 "$qgpu" check --no-gpu --model "$legs" "${args[@]}" --report "$out/report.json" \
   --html "$out/report.html" --junit "$out/junit.xml" >"$out/check.log" 2>&1
 rc=$?

@@ -18,28 +18,15 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kCircuitFile = "circuit.json";
 // circuit.json's name of the pipeline the leg builds: a checkpoint of another (an older qgpu's
-// "memory", without atomics) is refused, since pipelineExecutes answers for this one.
-constexpr const char* kLegPipeline = "memory+atomics";
+// "memory" or "memory+atomics") is refused, since pipelineExecutes answers for this one.
+constexpr const char* kLegPipeline = "memory+atomics+regrec+warp";
 
-// The pipeline the leg builds: memory ops and the atomics whose dst is r0. (Their regrec,
-// ExecuteSpec::atomicRegrec, is built and tested in pipeline_test; the leg takes it with its
-// transformers fixtures regenerated for the 24-layer checkpoint.)
-ExecuteSpec legSpec(int stepLimit) {
-  ExecuteSpec spec;
-  spec.memory = true;
-  spec.atomics = true;
-  spec.stepLimit = stepLimit;
-  return spec;
-}
-
-// The memory pipeline's config before the plan fixes the hidden size and the MLP width.
+// The leg pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {
   constexpr int kKeyHeadDim = 64;
   const ExecuteSpec s = legSpec(kLegMaxStepLimit);
-  model::Qwen35Config c = linearConfig(hidden, executeLayers(s.memory, s.atomics, s.atomicRegrec),
-                                       units, trace::kVocabSize);
-  const std::vector<int> heads =
-      executePipelineHeads(kKeyHeadDim, s.memory, s.atomics, s.atomicRegrec);
+  model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, trace::kVocabSize);
+  const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, s);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
@@ -51,6 +38,16 @@ model::Qwen35Config legConfig(int hidden, int units) {
 }
 
 }  // namespace
+
+ExecuteSpec legSpec(int stepLimit) {
+  ExecuteSpec spec;
+  spec.memory = true;
+  spec.atomics = true;
+  spec.atomicRegrec = true;
+  spec.warpOps = true;
+  spec.stepLimit = stepLimit;
+  return spec;
+}
 
 Status pipelineExecutes(const machine::Program& program) {
   return pipelineExecutes(program, legSpec(kLegMaxStepLimit));

@@ -3,15 +3,16 @@
 // and the final memory a generated trace describes. The leg itself (prompt in, tokens out
 // through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
 //
-//   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for the leg's pipeline (the memory
-//                     pipeline with atomics, ExecuteSpec::memory and ::atomics, without their
-//                     regrec): an op executes iff the ALU stage computes it (aluStageExclusion
-//                     is null), it is a load or a store (ld, st, st.b8, st.b16, global or
-//                     shared), or an atom.add / and / or / xor / exch / min / max whose dst is
-//                     r0; every block terminator. The first op outside that set is refused:
-//                     OverLimit naming the block, the op's index and its mnemonic and why (mul,
-//                     mad and mulhi: no multiplier in the pipeline yet; an atomic's old value
-//                     into a register, atom.inc / dec / cas, spills, warp ops, divisions).
+//   legSpec           the leg's pipeline (circuit/pipeline.h ExecuteSpec): memory ops, the
+//                     atomics with their regrec and the warp ops, 24 layers.
+//   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for that pipeline: an op executes iff
+//                     the ALU stage computes it (aluStageExclusion is null), it is a load or a
+//                     store (ld, st, st.b8, st.b16, global or shared), an atom.add / and / or /
+//                     xor / exch / min / max (any dst: the old value into a register too), a
+//                     shuffle or a vote; every block terminator. The first op outside that set is
+//                     refused: OverLimit naming the block, the op's index and its mnemonic and why
+//                     (mul, mad and mulhi: no multiplier in the pipeline yet; atom.inc / dec /
+//                     cas, spills, divisions).
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:
@@ -48,6 +49,7 @@ namespace qgpu::circuit {
 // where the interpreter at maxSteps = 99 does, instead of a run the model writes without its tick.
 inline constexpr int kLegMaxStepLimit = static_cast<int>(trace::tickPeriod(1)) - 1;
 
+ExecuteSpec legSpec(int stepLimit = kLegMaxStepLimit);
 Status pipelineExecutes(const machine::Program& program);
 
 struct LegModel {
@@ -62,8 +64,8 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegMaxStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+atomics", "stepLimit": N, …}, which readLegStepLimit reads back (Checkpoint
-// error when it is missing or malformed: a directory that is not a leg checkpoint).
+// {"pipeline": "memory+atomics+regrec+warp", "stepLimit": N, …}, which readLegStepLimit reads back
+// (Checkpoint error when it is missing or malformed: a directory that is not a leg checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegMaxStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
 

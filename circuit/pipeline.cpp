@@ -319,18 +319,18 @@ Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec
   return Ok{};
 }
 
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atomics, bool regrec) {
-  std::vector<int> h(static_cast<size_t>(executeLayers(memory, atomics, regrec)), 0);
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spec) {
+  std::vector<int> h(static_cast<size_t>(executeLayers(spec)), 0);
   const std::vector<int> front = operandStageHeads(keyHeadDim);
   for (size_t i = 0; i < front.size() && i < h.size(); ++i) h[i] = front[i];
   // The control stage's own heads (its per-layer count less the plain front end's).
   const std::vector<int> control = controlHeads(keyHeadDim), plain = frontEndHeads(keyHeadDim);
   for (size_t i = 0; i < control.size(); ++i)
     h[i] += control[i] - (i < plain.size() ? plain[i] : 0);
-  const int r = executeLayers(memory, atomics, regrec) - kRecordLayers;
+  const int r = executeLayers(spec) - kRecordLayers;
   h[static_cast<size_t>(r)] += 10;     // record_emit.h: 6 latches (no next) + 3 taps + 1 counter
   h[static_cast<size_t>(r + 1)] += 11; // 3 taps + 8 thresholds
-  if (memory) {
+  if (spec.memory) {
     h[2] += 1;  // the sharedWords latch (operands.h)
     // The data memories (datamem.h): the assembler's taps, the tag latch and counter, the
     // thresholds, the address latch, the memory heads (2 spaces × 4 lanes × banks).
@@ -338,7 +338,8 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory, bool atom
     const std::array<int, kMemoryDataLayers> dm = dataMemoryHeads(banks ? *banks : 0, 2);
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
-  if (memory && atomics && regrec) h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
+  if (spec.memory && spec.atomics && spec.atomicRegrec)
+    h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
   return h;
 }
 
@@ -351,7 +352,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     return pipelineUsage("the atomics' regrec needs the atomics (ExecuteSpec::atomics)");
   if (s.warpOps && !s.memory)
     return pipelineUsage("the warp ops need the memory ops' executing lanes (ExecuteSpec::memory)");
-  const int layers = executeLayers(s.memory, s.atomics, s.atomicRegrec);
+  const int layers = executeLayers(s);
   if (E < 0 || E + layers > w.config().numLayers())
     return pipelineUsage("layers " + std::to_string(E) + ".." + std::to_string(E + layers - 1) +
                          " outside the config's " + std::to_string(w.config().numLayers()));

@@ -201,7 +201,7 @@ struct ExecutePipeline {
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
   int memoryLayer = -1, selectLayer = -1;  // with memory: E+5, E+13 (atomics: E+15, regrec: E+19)
   int regrecLayer = -1;                    // with atomicRegrec: E+15
-  std::vector<int> heads;  // per layer E .. E + executeLayers(memory, atomics) − 1
+  std::vector<int> heads;                  // per layer E .. E + executeLayers(spec) − 1
   std::vector<int> units;  // per layer, cancels included
 };
 
@@ -229,15 +229,16 @@ Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& weights, FieldAlloca
 Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& spec,
                                          const ExecuteExtra& extra = {}, int scratchHidden = 16384);
 
-inline constexpr int executeLayers(bool memory, bool atomics = false, bool regrec = false) {
-  if (!memory) return kExecuteLayers;
-  if (!atomics) return kExecuteMemoryLayers;
-  return regrec ? kExecuteRegrecLayers : kExecuteAtomicsLayers;
+// The layers the pipeline `spec` builds (the warp ops add none).
+inline int executeLayers(const ExecuteSpec& spec) {
+  if (!spec.memory) return kExecuteLayers;
+  if (!spec.atomics) return kExecuteMemoryLayers;
+  return spec.atomicRegrec ? kExecuteRegrecLayers : kExecuteAtomicsLayers;
 }
 
-// Value heads per layer of the pipeline at a key head dim (0 where a layer holds none).
-std::vector<int> executePipelineHeads(int64_t keyHeadDim, bool memory = false, bool atomics = false,
-                                      bool regrec = false);
+// Value heads per layer of the pipeline `spec` builds, at a key head dim (0 where a layer holds
+// none).
+std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spec = {});
 
 // Ok when the pipeline `spec` builds executes every op of `program`; else OverLimit naming the
 // first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the

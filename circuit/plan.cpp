@@ -167,14 +167,15 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim) {
   return plan;
 }
 
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory, bool atomics) {
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spec) {
   QGPU_CHECK(checkKeyHeadDim(keyHeadDim));
   // A scratch config as wide as any stage needs (count-only: the size costs nothing).
-  const int layers = executeLayers(memory, atomics);
+  const int layers = executeLayers(spec);
   model::Qwen35Config c = scratchConfig(layers, keyHeadDim);
-  ExecuteSpec s;
-  s.memory = memory;
-  s.atomics = atomics;
+  ExecuteSpec s = spec;
+  s.tokens = {};
+  s.layer0 = 0;
+  s.twin = ExecuteTwin::None;
   QGPU_TRY(layout, planExecuteLayout(c, s, {}, 2 * kScratchHidden));
   c.hiddenSize = layout.hidden;
   CircuitWeights w(c, WeightStorage::CountOnly);
@@ -187,27 +188,37 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, bool memory, bool atom
   QGPU_CHECK(planAluBus(plan));
   // The stages of each layer, from the pipeline's own placement (pipeline.h).
   const int alu = pipe.aluLayer, result = pipe.resultLayer, emit = pipe.emitLayer;
-  const std::string withMemory = memory ? "+memory" : "";
+  const std::string withMemory = s.memory ? "+memory" : "";
+  const std::string withWarp = s.warpOps ? "+warp" : "";
   for (int l = 0; l < layers; ++l) {
     std::string stage;
     int stageLayer = l;
     if (l < alu) {
       stage = "front end+select+control";
     } else if (l < result) {
-      stage = "control+alu" + withMemory;
+      stage = "control+alu" + withMemory + withWarp;
       stageLayer = l - alu;
     } else if (l < result + kResultStageLayers) {
       stage = "control+result" + withMemory;
       stageLayer = l - result;
     } else if (l < emit) {
-      // With memory: the outcome select at E+13, or with atomics the memory stage's last two
-      // layers at E+13, E+14 and the select at E+15; the control stage's emit layer is E+13.
+      // With memory: the outcome select at E+13; with atomics the memory stage's last two layers
+      // at E+13, E+14 and the select at E+15; with their regrec its result stage at E+15..E+18 and
+      // the select at E+19. The control stage's emit layer is E+13.
       const std::string control = l == kControlLayers - 1 ? "control+" : "";
-      const bool select = l == pipe.selectLayer;
-      stage = control + (select ? "select" : "memory");
-      stageLayer = select ? 0 : l - pipe.memoryLayer;
+      const bool regrec = pipe.regrecLayer >= 0 && l >= pipe.regrecLayer && l < pipe.selectLayer;
+      if (l == pipe.selectLayer) {
+        stage = control + "select";
+        stageLayer = 0;
+      } else if (regrec) {
+        stage = control + "regrec";
+        stageLayer = l - pipe.regrecLayer;
+      } else {
+        stage = control + "memory";
+        stageLayer = l - pipe.memoryLayer;
+      }
     } else {
-      stage = l == emit && !memory ? "control+emitter" : "emitter";
+      stage = l == emit && !s.memory ? "control+emitter" : "emitter";
       stageLayer = l - emit;
     }
     const size_t i = static_cast<size_t>(l - layout.report.firstLayer);

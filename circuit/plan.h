@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "circuit/layout.h"
+#include "circuit/pipeline.h"
 #include "common/diag.h"
 
 namespace qgpu::circuit {
@@ -67,16 +68,17 @@ ShapeLimits compactShape(const CircuitPlan& plan);
 // Builds the stages count-only for key head dim dk = keyHeadDim (64 or 128), dv = 128.
 Expected<CircuitPlan> planCircuit(int keyHeadDim = 128);
 
-// The execute pipeline as the model runs it (circuit/pipeline.h: front end, operand select,
-// control, ALU, result stage, record emitter in 17 layers; with `memory` the memory stage and the
-// outcome select too, 18; with `atomics` as well the memory stage's prefix atomics, 20: the model
-// leg's pipeline), built count-only on its layout by liveness (pipeline.h
-// planExecuteLayout): per layer its heads and units as buildExecutePipeline returns them (every
-// stage in that layer together), its stages by name ("front end+select+control", "control+alu",
-// …), dims = the layout's span at every layer (the hidden size a config needs: dims are shared
-// across layers, not per layer) and live = the dims live there. The ALU bus figures are the
-// stage plan's.
-Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, bool memory = false, bool atomics = false);
+// The execute pipeline `spec` builds, as the model runs it (circuit/pipeline.h: front end,
+// operand select, control, ALU, result stage, record emitter in 17 layers; with memory the
+// memory stage and the outcome select too, 18; with atomics as well the memory stage's prefix
+// atomics, 20; with their regrec the second result stage, 24: the model leg's, circuit/leg.h
+// legSpec), built count-only on its layout by liveness (pipeline.h planExecuteLayout): per layer
+// its heads and units as buildExecutePipeline returns them (every stage in that layer together),
+// its stages by name ("front end+select+control", "control+alu", …), dims = the layout's span at
+// every layer (the hidden size a config needs: dims are shared across layers, not per layer) and
+// live = the dims live there. The ALU bus figures are the stage plan's. The spec's tokens,
+// layer0 and twin are ignored.
+Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, const ExecuteSpec& spec = {});
 
 Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape);
 

@@ -48,13 +48,27 @@ TEST(Leg, ExecutesAluLoadsAndStores) {
   EXPECT_TRUE(pipelineExecutes(twoBlocks(alu(Op::Prmt, 3, Operand::r(2), Operand::i(7)))).ok());
 }
 
-// The prefix atomics and the chain's: executed when their old value goes nowhere (dst r0).
-TEST(Leg, ExecutesTheBuiltAtomicsWithoutADestination) {
+// The prefix atomics and the chain's, their old value to nowhere (dst r0) or to a register (the
+// regrec), in both spaces.
+TEST(Leg, ExecutesTheBuiltAtomicsWithOrWithoutADestination) {
   for (Op op : {Op::AtomAdd, Op::AtomAnd, Op::AtomOr, Op::AtomXor, Op::AtomExch, Op::AtomMinU,
-                Op::AtomMaxU, Op::AtomMinS, Op::AtomMaxS}) {
-    machine::Instr in = alu(op, 0, Operand::r(2), Operand::r(1));
-    in.space = machine::Space::Global;
-    EXPECT_TRUE(pipelineExecutes(twoBlocks(in)).ok()) << machine::opInfo(op).mnemonic;
+                Op::AtomMaxU, Op::AtomMinS, Op::AtomMaxS})
+    for (int dst : {0, 3})
+      for (machine::Space space : {machine::Space::Global, machine::Space::Shared}) {
+        machine::Instr in = alu(op, dst, Operand::r(2), Operand::r(1));
+        in.space = space;
+        EXPECT_TRUE(pipelineExecutes(twoBlocks(in)).ok())
+            << machine::opInfo(op).mnemonic << " r" << dst;
+      }
+}
+
+// Every op of isa.def's Warp class: shuffles and votes.
+TEST(Leg, ExecutesTheWarpOps) {
+  for (int i = 0; i < machine::kNumOps; ++i) {
+    const auto op = static_cast<Op>(i);
+    if (machine::opInfo(op).cls != machine::OpClass::Warp) continue;
+    EXPECT_TRUE(pipelineExecutes(twoBlocks(alu(op, 3, Operand::r(2), Operand::r(1)))).ok())
+        << machine::opInfo(op).mnemonic;
   }
 }
 
@@ -64,12 +78,11 @@ TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
     const char* mnemonic;
     const char* why;
   };
-  for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
-                        Case{Op::Mad, "mad", "multiply"},
-                        Case{Op::AtomAdd, "atom.add", "old value goes to a register"},
-                        Case{Op::AtomInc, "atom.inc", "atom.inc / dec / cas"},
-                        Case{Op::LdLocal, "ldl", "spill"}, Case{Op::ShflIdx, "shfl.idx", "warp op"},
-                        Case{Op::DivU, "div.u", "division"}}) {
+  for (const Case& c :
+       {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
+        Case{Op::Mad, "mad", "multiply"}, Case{Op::AtomInc, "atom.inc", "atom.inc / dec / cas"},
+        Case{Op::AtomCas, "atom.cas", "atom.inc / dec / cas"}, Case{Op::LdLocal, "ldl", "spill"},
+        Case{Op::DivU, "div.u", "division"}}) {
     machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
     Status s = pipelineExecutes(twoBlocks(in));
     ASSERT_FALSE(s.ok()) << c.mnemonic;
@@ -105,12 +118,12 @@ TEST(Leg, ModelShapesAndStepLimits) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   const model::Qwen35Config& c = m->weights->config();
   EXPECT_EQ(c.vocabSize, trace::kVocabSize);
-  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteAtomicsLayers);
+  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteRegrecLayers);
   EXPECT_EQ(c.linearKeyHeadDim, 64);
   int widest = 0;
   for (int u : m->pipeline.units) widest = std::max(widest, u);
   EXPECT_EQ(c.intermediateSize, widest);
-  const std::vector<int> heads = executePipelineHeads(64, true, true);
+  const std::vector<int> heads = executePipelineHeads(64, legSpec());
   for (size_t l = 0; l < heads.size(); ++l)
     EXPECT_EQ(c.layerTypes[l] == model::LayerType::Full, heads[l] == 0) << "layer " << l;
   // The limit stays below the first step tick, which the circuit does not write.
@@ -133,17 +146,20 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
   };
   expectCheckpointError("missing");
-  // "memory" is an older qgpu's checkpoint, without the atomics pipelineExecutes now accepts.
-  for (const char* text : {"not json", "{}", "{\"pipeline\": \"memory+atomics\"}",
-                           "{\"pipeline\": \"alu\", \"stepLimit\": 5}",
-                           "{\"pipeline\": \"memory\", \"stepLimit\": 64}",
-                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 0}",
-                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 106}",
-                           "{\"pipeline\": \"memory+atomics\", \"stepLimit\": \"64\"}", "[1, 2]"}) {
+  // "memory" and "memory+atomics" are an older qgpu's checkpoints, without the atomics' regrec and
+  // the warp ops that pipelineExecutes now accepts.
+  const std::string leg = "\"pipeline\": \"memory+atomics+regrec+warp\"";
+  for (const std::string& text :
+       {std::string("not json"), std::string("{}"), "{" + leg + "}",
+        std::string("{\"pipeline\": \"alu\", \"stepLimit\": 5}"),
+        std::string("{\"pipeline\": \"memory\", \"stepLimit\": 64}"),
+        std::string("{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}"),
+        "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 106}",
+        "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
     std::ofstream(dir / "circuit.json") << text;
     expectCheckpointError(text);
   }
-  std::ofstream(dir / "circuit.json") << "{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}";
+  std::ofstream(dir / "circuit.json") << "{" + leg + ", \"stepLimit\": 64}";
   auto ok = readLegStepLimit(dir.string());
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(*ok, 64);

@@ -24,6 +24,12 @@ namespace {
 // layout by liveness placed every field: 4,246 dims, one field per value.
 constexpr int kHidden = 3855 + 391;
 
+// The pipelines built here beside the ALU-only one ({}): with memory ops, with atomics, with the
+// atomics' regrec.
+const ExecuteSpec kMemory{.memory = true};
+const ExecuteSpec kAtomics{.memory = true, .atomics = true};
+const ExecuteSpec kRegrec{.memory = true, .atomics = true, .atomicRegrec = true};
+
 model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden, int units = 5000) {
   model::Qwen35Config c = linearConfig(hidden, layers, units, 1024);
   c.linearNumKeyHeads = c.linearNumValueHeads = 51;  // E+3 (see below)
@@ -37,16 +43,10 @@ struct Built {
 };
 
 // One field per value, in order, over the config's hidden size.
-Built buildInOrder(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None,
-                   bool memory = false, bool atomics = false, bool regrec = false) {
+Built buildInOrder(const model::Qwen35Config& c, const ExecuteSpec& s = {}) {
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
-  ExecuteSpec s;
-  s.twin = twin;
-  s.memory = memory;
-  s.atomics = atomics;
-  s.atomicRegrec = regrec;
   b.pipe = buildExecuteModel(w, alloc, s);
   b.used = alloc.used();
   return b;
@@ -54,10 +54,7 @@ Built buildInOrder(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin:
 
 // On the layout by liveness (what the model is built on: pipeline.h planExecuteLayout); the
 // config's hidden size is replaced by the plan's.
-Built build(const model::Qwen35Config& c, ExecuteTwin twin = ExecuteTwin::None, bool memory = false) {
-  ExecuteSpec s;
-  s.twin = twin;
-  s.memory = memory;
+Built build(const model::Qwen35Config& c, const ExecuteSpec& s = {}) {
   Built b;
   auto plan = planExecuteLayout(c, s);
   if (!plan.ok()) {
@@ -139,7 +136,7 @@ void printUnits(const char* name, int hidden, const ExecutePipeline& p) {
 }
 
 TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) {
-  const Built b = buildInOrder(config(kExecuteMemoryLayers, kMemoryHidden, 8000), ExecuteTwin::None, true);
+  const Built b = buildInOrder(config(kExecuteMemoryLayers, kMemoryHidden, 8000), kMemory);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteMemoryLayers, 18);
@@ -149,7 +146,7 @@ TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) 
   // emitter's 10 + 11 at E+14, E+15.
   const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1, 16, 0, 0, 0, 1, 10, 11, 0, 0};
   EXPECT_EQ(p.heads, want);
-  EXPECT_EQ(executePipelineHeads(64, true), want);
+  EXPECT_EQ(executePipelineHeads(64, kMemory), want);
   EXPECT_EQ(b.used, kMemoryHidden);
   // The wiring: the fault is the control stage's supplied one, the load lands on the ALU's r, the
   // emitter reads the select's outcome, the memory stage reads the flipped offset and e.
@@ -166,8 +163,7 @@ TEST(ExecutePipelineSpec, WithMemoryTheMemoryStageAndTheSelectTakeOneMoreLayer) 
 // (10 layers, E+5..E+14), the select moves to E+15, the emitter to E+16; the widest MLP is still
 // E+5's (the prefix atomics' units go to E+9..E+14).
 TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
-  const Built b = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), ExecuteTwin::None,
-                               true, true);
+  const Built b = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), kAtomics);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteAtomicsLayers, 20);
@@ -175,15 +171,15 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
   // As with memory, the emitter's heads two layers later.
   const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1, 16, 0, 0, 0, 1, 0, 0, 10, 11, 0, 0};
   EXPECT_EQ(p.heads, want);
-  EXPECT_EQ(executePipelineHeads(64, true, true), want);
+  EXPECT_EQ(executePipelineHeads(64, kAtomics), want);
   EXPECT_EQ(b.used, kAtomicsHidden);
   // The prefix atomics' values reach the memrec the select reads (memory_stage.h: final in L+9).
   EXPECT_EQ(p.memory.addNew[3].dims, 32);
   EXPECT_EQ(p.memory.mmNew[3].dims, 32);
   printUnits("with atomics", b.used, p);
   EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[5]);
-  auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000), ExecuteTwin::None,
-                              false, true);
+  auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000),
+                              ExecuteSpec{.atomics = true});
   ASSERT_FALSE(refused.pipe.ok());
   EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
 }
@@ -192,8 +188,7 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
 // take E+15..E+18, the select moves to E+19 and the emitter to E+20; the emitter's record
 // positions are exec ∨ isCont, and the second result stage reads only the held fields.
 TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFields) {
-  const Built b = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000),
-                               ExecuteTwin::None, true, true, true);
+  const Built b = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000), kRegrec);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
   EXPECT_EQ(kExecuteRegrecLayers, 24);
@@ -203,7 +198,7 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
   const std::vector<int> want = {7, 12, 29, 51, 35, 20, 21, 8, 1,  16, 0, 0,
                                  0, 1,  0,  10, 0,  0,  0,  0, 10, 11, 0, 0};
   EXPECT_EQ(p.heads, want);
-  EXPECT_EQ(executePipelineHeads(64, true, true, true), want);
+  EXPECT_EQ(executePipelineHeads(64, kRegrec), want);
   EXPECT_EQ(b.used, kRegrecHidden);
   EXPECT_EQ(p.emitter.exec.offset, p.execRecord.offset);
   for (int l = 0; l < 4; ++l) {
@@ -214,8 +209,8 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
   }
   EXPECT_EQ(p.regrec.outcome.tag.dims, p.outcome.tag.dims);
   printUnits("with the atomics' regrec", b.used, p);
-  auto refused = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000), ExecuteTwin::None,
-                              true, false, true);
+  auto refused = buildInOrder(config(kExecuteRegrecLayers, kRegrecHidden, 12000),
+                              ExecuteSpec{.memory = true, .atomicRegrec = true});
   ASSERT_FALSE(refused.pipe.ok());
   EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
 }
@@ -227,13 +222,13 @@ TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
   CircuitWeights w(config(kExecuteRegrecLayers, kRegrecHidden + kWarpDims, 12000),
                    WeightStorage::CountOnly);
   FieldAllocator alloc(kRegrecHidden + kWarpDims);
-  ExecuteSpec s;
-  s.memory = s.atomics = s.atomicRegrec = s.warpOps = true;
+  ExecuteSpec s = kRegrec;
+  s.warpOps = true;
   auto p = buildExecuteModel(w, alloc, s);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(alloc.used(), kRegrecHidden + kWarpDims);
   EXPECT_EQ(p->warp.dims, kWarpDims);
-  EXPECT_EQ(p->heads, executePipelineHeads(64, true, true, true));
+  EXPECT_EQ(p->heads, executePipelineHeads(64, kRegrec));
   std::cout << "[pipeline spec] with the warp ops: units per layer:";
   for (int u : p->units) std::cout << " " << u;
   std::cout << "; the gadget's S1..S3: " << p->warp.units[0] << ", " << p->warp.units[1] << ", "
@@ -280,10 +275,7 @@ TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
   atomR0.dst = 0;
   machine::Instr inc = atom;
   inc.op = machine::Op::AtomInc;
-  ExecuteSpec alu, memory, atomics, regrec;
-  memory.memory = atomics.memory = regrec.memory = true;
-  atomics.atomics = regrec.atomics = true;
-  regrec.atomicRegrec = true;
+  const ExecuteSpec alu, memory = kMemory, atomics = kAtomics, regrec = kRegrec;
   EXPECT_FALSE(pipelineExecutes(program(ld), alu).ok());
   EXPECT_TRUE(pipelineExecutes(program(ld), memory).ok());
   EXPECT_FALSE(pipelineExecutes(program(atomR0), memory).ok());
@@ -300,8 +292,9 @@ TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
   shfl.dst = 2;
   shfl.src = {machine::Operand::r(1), machine::Operand::i(1), machine::Operand::i(0x1f)};
   EXPECT_FALSE(pipelineExecutes(program(shfl), regrec).ok());
-  regrec.warpOps = true;
-  EXPECT_TRUE(pipelineExecutes(program(shfl), regrec).ok());
+  ExecuteSpec warp = kRegrec;
+  warp.warpOps = true;
+  EXPECT_TRUE(pipelineExecutes(program(shfl), warp).ok());
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
@@ -353,14 +346,14 @@ TEST(ExecutePipelineSpec, TheControlStageDecidesTheTokensAroundTheRecords) {
 }
 
 TEST(ExecutePipelineSpec, TheSwappedPortsTwinIsWiredSwapped) {
-  const Built b = build(config(), ExecuteTwin::OperandsSwapped);
+  const Built b = build(config(), {.twin = ExecuteTwin::OperandsSwapped});
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   EXPECT_EQ(b.pipe->lanes[0].a.offset, b.pipe->operands.word[1][0].offset);
   EXPECT_EQ(b.pipe->lanes[0].b.offset, b.pipe->operands.word[0][0].offset);
 }
 
 TEST(ExecutePipelineSpec, TheGuardFromPsrc0TwinIsWiredToThatPort) {
-  const Built b = build(config(), ExecuteTwin::GuardFromPsrc0Port);
+  const Built b = build(config(), {.twin = ExecuteTwin::GuardFromPsrc0Port});
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   for (int l = 0; l < 4; ++l)
     EXPECT_EQ(b.pipe->resultIn[static_cast<size_t>(l)].guard.offset, b.pipe->fe.predPort[1].offset + l);
@@ -389,7 +382,7 @@ struct Audit {
 // the fields placed there were in pass 1, each within its own live range (ends included: a
 // field's last reader and the next field's writer share a point). A weight that stayed at a
 // field's old offset, or one written past a field, shows as a difference.
-Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics, bool regrec,
+Audit auditLayout(const model::Qwen35Config& base, const ExecuteSpec& s,
                   LivenessPlan* out = nullptr) {
   Audit a;
   constexpr int kScratch = 16384;
@@ -398,10 +391,6 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics, bo
   CircuitWeights w1(c1, WeightStorage::CountOnly);
   w1.recordTouches(16);
   FieldAllocator a1(kScratch);
-  ExecuteSpec s;
-  s.memory = memory;
-  s.atomics = atomics;
-  s.atomicRegrec = regrec;
   auto p1 = buildExecuteModel(w1, a1, s);
   EXPECT_TRUE(p1.ok()) << p1.error().message;
   if (!p1.ok()) return a;
@@ -452,18 +441,16 @@ Audit auditLayout(const model::Qwen35Config& base, bool memory, bool atomics, bo
 
 TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
   struct Case {
-    bool memory, atomics, regrec;
+    ExecuteSpec spec;
     int planned, oneFieldPerValue;  // measured (docs/circuit.md)
     const char* name;
   };
-  for (const Case& c : {Case{false, false, false, 3341, kHidden, "ALU only"},
-                        Case{true, false, false, 3921, kMemoryHidden, "with memory"},
-                        Case{true, true, false, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
-                        Case{true, true, true, kRegrecPlanned, kRegrecHidden, "with the regrec"}}) {
+  for (const Case& c :
+       {Case{{}, 3341, kHidden, "ALU only"}, Case{kMemory, 3921, kMemoryHidden, "with memory"},
+        Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
+        Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"}}) {
     LivenessPlan plan;
-    const Audit a =
-        auditLayout(config(executeLayers(c.memory, c.atomics, c.regrec), kHidden, 12000), c.memory,
-                    c.atomics, c.regrec, &plan);
+    const Audit a = auditLayout(config(executeLayers(c.spec), kHidden, 12000), c.spec, &plan);
     EXPECT_GT(a.compared, 0);
     EXPECT_EQ(a.wrong, 0) << a.first;
     EXPECT_LE(plan.hidden, c.planned);

@@ -100,7 +100,7 @@ model::Qwen35Config config(bool memory = false) {
   model::Qwen35Config c = memory
                               ? harness::config(kHidden, kExecuteRegrecLayers, kMemoryUnits, kVocab)
                               : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
-  const std::vector<int> heads = executePipelineHeads(64, memory, memory, memory);
+  const std::vector<int> heads = executePipelineHeads(64, benchSpec(memory));
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);

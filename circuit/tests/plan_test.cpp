@@ -91,14 +91,14 @@ TEST(CircuitPlan, ThePipelinePlanIsTheBuiltPipeline) {
       << st.error().message;
   EXPECT_FALSE(planExecutePipeline(96).ok());
   // With memory ops: 18 layers, the outcome select at E+13.
-  auto memory = planExecutePipeline(64, true);
+  auto memory = planExecutePipeline(64, {.memory = true});
   ASSERT_TRUE(memory.ok()) << memory.error().message;
   ASSERT_EQ(memory->layers.size(), static_cast<size_t>(kExecuteMemoryLayers));
   EXPECT_EQ(memory->layers[13].stage, "control+select");
   EXPECT_EQ(memory->layers[5].stage, "control+alu+memory");
   EXPECT_EQ(memory->layers[14].stage, "emitter");
   for (size_t l = 0; l < memory->layers.size(); ++l)
-    EXPECT_EQ(memory->layers[l].heads, executePipelineHeads(64, true)[l]) << l;
+    EXPECT_EQ(memory->layers[l].heads, executePipelineHeads(64, {.memory = true})[l]) << l;
 }
 
 TEST(CircuitShapes, TwoBIsQwen35TwoB) {

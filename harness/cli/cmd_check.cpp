@@ -323,7 +323,7 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common) {
                   "target program through the compiled model, token for token against the interpreter")
       ->delimiter(',');
   app->add_option("--model-checkpoint", o.modelCheckpoint,
-                  "--model: a checkpoint `qgpu circuit build` wrote (default: build one, 11 GB, removed after)");
+                  "--model: a checkpoint `qgpu circuit build` wrote (default: build one, 14 GB, removed after)");
   addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runCheckCommand(o, common); }};
 }

@@ -21,8 +21,9 @@
 //
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
-// with memory ops (18 layers); --of leg with memory ops and atomics (20 layers: the checkpoint
-// `circuit build` writes, and the plan a shape other than compact is checked against); --of stages: the
+// with memory ops (18 layers); --of leg the leg's (circuit/leg.h legSpec: memory ops, atomics
+// with their regrec, warp ops; 24 layers: the checkpoint `circuit build` writes, and the plan a
+// shape other than compact is checked against); --of stages: the
 // front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
 // liveness). --hidden / --heads / --units override the shape's limit (to try a shape that is not
 // in the table). Prints the shape, then one row per layer (layer, stage, its layer in the stage,
@@ -55,9 +56,17 @@ struct CircuitPlanOptions {
   int hidden = 0, heads = 0, units = 0;  // 0: the shape's own
 };
 
+// The pipeline `--of` names (not stages).
+circuit::ExecuteSpec planSpec(const std::string& of) {
+  if (of == "leg") return circuit::legSpec();
+  circuit::ExecuteSpec spec;
+  spec.memory = of == "memory-pipeline";
+  return spec;
+}
+
 int runPlan(const CircuitPlanOptions& o) {
-  auto plan = o.of == "stages" ? circuit::planCircuit()
-                               : circuit::planExecutePipeline(128, o.of != "pipeline", o.of == "leg");
+  auto plan =
+      o.of == "stages" ? circuit::planCircuit() : circuit::planExecutePipeline(128, planSpec(o.of));
   if (!plan.ok()) return reportError(plan.error());
   auto shape = circuit::shapeByName(o.shape, *plan);
   if (!shape.ok()) return reportError(shape.error());
@@ -145,7 +154,7 @@ struct CircuitBuildOptions {
 // other shape is refused by the plan's own check, naming the budget that does not fit.
 int runBuild(const CircuitBuildOptions& o) {
   if (o.shape != "compact") {
-    auto plan = circuit::planExecutePipeline(128, /*memory=*/true, /*atomics=*/true);
+    auto plan = circuit::planExecutePipeline(128, circuit::legSpec());
     if (!plan.ok()) return reportError(plan.error());
     auto shape = circuit::shapeByName(o.shape, *plan);
     if (!shape.ok()) return reportError(shape.error());
@@ -154,7 +163,10 @@ int runBuild(const CircuitBuildOptions& o) {
                                 "shape " + o.shape + ": only compact checkpoints are built so far"));
   }
   if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
-  std::printf("wrote %s (the memory pipeline with atomics, step limit %d)\n", o.out.c_str(), o.stepLimit);
+  std::printf(
+      "wrote %s (the leg's pipeline: memory ops, atomics with their regrec, warp ops; step "
+      "limit %d)\n",
+      o.out.c_str(), o.stepLimit);
   return kExitOk;
 }
 
@@ -234,7 +246,8 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
       app->add_subcommand("plan", "Per-layer budget of the built circuit against a shape");
   plan->add_option("--of", o.of,
                    "pipeline (the execute pipeline), memory-pipeline (with memory ops), leg (with "
-                   "memory ops and atomics: what circuit build writes) or stages (each stage alone)")
+                   "memory ops, atomics with their regrec and warp ops: what circuit build writes) "
+                   "or stages (each stage alone)")
       ->check(CLI::IsMember({"pipeline", "memory-pipeline", "leg", "stages"}))
       ->capture_default_str();
   plan->add_option("--shape", o.shape, "2b or compact")->capture_default_str();
@@ -243,7 +256,8 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
   static CircuitBuildOptions b;
   CLI::App* build = app->add_subcommand(
-      "build", "Write the model leg's checkpoint (the memory pipeline with atomics) for `run --backend model`");
+      "build",
+      "Write the model leg's checkpoint (memory ops, atomics, warp ops) for `run --backend model`");
   build->add_option("--out", b.out, "Checkpoint directory to write")->required();
   build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
       ->capture_default_str();

@@ -42,17 +42,21 @@ expect pipeline-layout 0 'span 3341 \(peak live 3195; one field per value 4246\)
 expect memory-pipeline 0 'span 3921 \(peak live 3879; one field per value 5862\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
-# The leg's pipeline (memory ops and atomics): 20 layers, the same span (the prefix atomics live
-# past the ALU's peak), the memory stage's last layers at 13, 14 and the select at 15.
-expect leg-pipeline 0 'span 3921 \(peak live 3879; one field per value 7374\)' -- \
+# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,184 dims (the
+# regrec's latched fields are attention-written: they keep their dims from the embedding on, so
+# they are live at the ALU's peak), the memory stage's last layer at 14, the regrec's result stage
+# at 15..18, the select at 19.
+expect leg-pipeline 0 'span 4184 \(peak live 4177; one field per value 8134\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-select 0 '^15 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-regrec 0 '^18 +regrec +3 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-select 0 '^19 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 3921 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 4184 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build

@@ -174,17 +174,19 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 // `qgpu check --model fp32,bf16` on a representative subset of the catalog per commit (the whole
 // catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), expanded multiplies
 // (matmul2x2), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
-// several warps (reverse, stencil3), an atomic (dot_atomic: the dot-product demo's atom.add, two
-// lanes' adds on one word); each the circuit target's program token for token; a kernel with
-// atom.inc is refused without running, inconclusive with the op named. Two sessions per dtype, run
-// by runCheck's two model workers.
+// several warps (reverse, stencil3), atomics (dot_atomic: the dot-product demo's atom.add, two
+// lanes' adds on one word; atomic_exch: atom.exch's old value into a register, the regrec), a
+// warp op (shfl_xor_allreduce: shfl.bfly); each the circuit target's program token for token; a
+// kernel with atom.inc is refused without running, inconclusive with the op named. Two sessions per
+// dtype, run by runCheck's two model workers.
 TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
   std::vector<kernels::KernelSpec> chosen;
-  const std::vector<std::string> names = {"popcount",     "matmul2x2", "transpose_shared", "oddeven_sort",
-                                          "reverse",      "stencil3",  "dot_atomic", "atomic_inc_dec"};
+  const std::vector<std::string> names = {
+      "popcount", "matmul2x2",  "transpose_shared", "oddeven_sort",       "reverse",
+      "stencil3", "dot_atomic", "atomic_exch",      "shfl_xor_allreduce", "atomic_inc_dec"};
   for (const std::string& name : names)
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
