@@ -3,7 +3,7 @@
 //
 // Every probability and limit is a field of `CudaPolicy` (one X-macro table,
 // QGPU_CUDAGEN_POLICY_FIELDS); a case is a pure function of (generator version, policy, seed) and
-// its file says so in a `note:` line: `qgpu-gen cuda v5 seed=S policy: maxTopStmts=5 ...`.
+// its file says so in a `note:` line: `qgpu-gen cuda v6 seed=S policy: maxTopStmts=5 ...`.
 //
 // The output is a kernel file (kernels/README.md's format) that runs through the normal harness
 // (`qgpu run FILE.cu`, kernels::parseKernelText):
