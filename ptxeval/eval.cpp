@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <utility>
 
 namespace qgpu::ptxeval {
@@ -281,9 +280,8 @@ class Evaluator {
     }
     chain.push_back(fi);
     uint64_t reach = fr.localEnd;
-    std::set<const FuncInfo*> seen;
-    for (const FuncInfo* callee : fi->callee)
-      if (callee && seen.insert(callee).second) {
+    for (const FuncInfo* callee : fi->callee)  // a callee called again is in `reached`
+      if (callee) {
         QGPU_TRY(r, localReach(callee, fr.localEnd, chain, reached));
         reach = std::max(reach, r);
       }

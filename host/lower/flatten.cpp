@@ -79,12 +79,9 @@ struct Flattener {
   // Sets fr.frameEnd. 64-bit sums: declared sizes near 2^32 must not wrap (translate refuses
   // the frame as over the machine's words).
   void layOutLocals(Frame& fr, uint64_t callerEnd) {
-    uint64_t base = callerEnd;
-    for (const ptx::Variable& v : fr.fn->locals) {
-      const uint64_t a = std::max<uint32_t>(v.align, 4);
-      base = (base + a - 1) / a * a;
-    }
-    uint64_t at = base;
+    uint64_t largest = 4;
+    for (const ptx::Variable& v : fr.fn->locals) largest = std::max<uint64_t>(largest, v.align);
+    uint64_t at = (callerEnd + largest - 1) / largest * largest;
     for (const ptx::Variable& v : fr.fn->locals) {
       const uint64_t a = std::max<uint32_t>(v.align, 4);
       at = (at + a - 1) / a * a;
