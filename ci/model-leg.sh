@@ -6,9 +6,10 @@
 # is a run that reaches the leg's 99-step LIMIT;
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.
-# Hours on this 2-core machine (two model workers; decode ≈ 50 tokens/s each): the first 30 kernels
-# × 2 compilers took 4,100 s of case time in fp32 and 4,500 s in bf16 (49,404 run tokens compared
-# per dtype), divmod_unsigned's expanded divisions alone 1,370 s; QGPU_MODEL_SHARD splits it.
+# Hours on this 2-core machine (two model workers): at decode ≈ 50 tokens/s each (now ≈ 150), the
+# first 30 kernels × 2 compilers took 4,100 s of case time in fp32 and 4,500 s in bf16 (49,404 run
+# tokens compared per dtype), divmod_unsigned's expanded divisions alone 1,370 s;
+# QGPU_MODEL_SHARD splits it.
 # Usage: ci/model-leg.sh OUT_DIR [KERNEL ...]   (default: every kernel of kernels/catalog/)
 #        QGPU_MODEL_SHARD=i/n runs check's shard i of n (the cases of a part of the catalog).
 #        QGPU_MODEL_LEGS=fp32 for one dtype (default fp32,bf16).

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "model/decode_step.h"
 #include "model/linear.h"
 #include "model/load_plan.h"
 #include "model/safetensors.h"
@@ -51,37 +52,69 @@ Tensor rotateHalf(const Tensor& x) {
   return torch::cat({-x.index({"...", Slice(h, None)}), x.index({"...", Slice(None, h)})}, -1);
 }
 
-// recurrentRule's step on fp32 arrays: S [H, dk, dv] in place, q, k [H, dk], v, out [H, dv],
-// decay = exp(g), beta [H]. Per head two passes over S: S·decay and kᵀS (summed over dk in order),
-// then S + k ⊗ δ and qᵀS; each product and sum rounded as the tensor ops round them.
-void deltaStep(float* s, const float* q, const float* k, const float* v, const float* decay, const float* beta,
-               float* out, int64_t heads, int64_t dk, int64_t dv) {
-  std::vector<float> mem(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
-  for (int64_t h = 0; h < heads; ++h, s += dk * dv, q += dk, k += dk, v += dv, out += dv) {
-    std::fill(mem.begin(), mem.end(), 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      float* row = s + i * dv;
-      for (int64_t j = 0; j < dv; ++j) {
-        row[j] *= decay[h];
-        mem[static_cast<size_t>(j)] += row[j] * k[i];
-      }
-    }
-    for (int64_t j = 0; j < dv; ++j) delta[static_cast<size_t>(j)] = (v[j] - mem[static_cast<size_t>(j)]) * beta[h];
-    std::fill(out, out + dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      float* row = s + i * dv;
-      for (int64_t j = 0; j < dv; ++j) {
-        row[j] += k[i] * delta[static_cast<size_t>(j)];
-        out[j] += row[j] * q[i];
-      }
-    }
-  }
-}
-
 struct LinearLayer {
   Linear inProjQkv, inProjZ, inProjB, inProjA, outProj;
   Tensor conv1d /*[C, K]*/, dtBias, aLog, normW;
+  // Per value head, the rows of its state that can be nonzero (liveStateRows): deltaStep's rows.
+  std::vector<std::vector<int32_t>> stateRows;
+  // The conv channels whose input can be nonzero (liveConvChannels): convStep's channels.
+  std::vector<int32_t> convChannels;
+  // The value heads with a live state row (kLong), where some head has none; else undefined.
+  Tensor liveHeads;
 };
+
+// The conv channels a one-token decode must compute: every channel but those whose in_proj_qkv
+// row is zero and whose taps are finite (their window holds zeros, their output is +0: convStep).
+// With `compact` false, every channel.
+std::vector<int32_t> liveConvChannels(const Linear& inProjQkv, const Tensor& conv1d, bool compact) {
+  const Tensor finite = torch::isfinite(conv1d.to(torch::kFloat32)).all(-1).to(torch::kCPU);
+  const auto* tapsFinite = finite.data_ptr<bool>();
+  std::vector<int32_t> live;
+  for (int64_t c = 0; c < conv1d.size(0); ++c)
+    if (!compact || inProjQkv.rowMayBeNonzero(c) || !tapsFinite[c])
+      live.push_back(static_cast<int32_t>(c));
+  return live;
+}
+
+// Which rows of each value head's state S [dk, dv] can ever be nonzero. Row i of head h is
+// k_i ⊗ δ summed over the tokens, so it stays an exact 0 when key channel i is (its in_proj_qkv
+// row all zeros, or its conv1d taps all zeros: the conv is per channel, silu(0) = 0 and l2norm
+// keeps a 0); and the whole head stays 0 when every value channel is (δ = v − kᵀS = 0 from S = 0).
+// A value head reads key head h / (Hv / Hk), as repeat_interleave pairs them. With `compact`
+// false (DecoderOptions::compactZeroBlocks: every weight as stored) every row of every head.
+std::vector<std::vector<int32_t>> liveStateRows(const Qwen35Config& c, const Linear& inProjQkv,
+                                                const Tensor& conv1d, bool compact) {
+  const Tensor convTaps = (conv1d.to(torch::kFloat32) != 0).any(-1).to(torch::kCPU);
+  const auto* tapped = convTaps.data_ptr<bool>();
+  auto channelLive = [&](int64_t ch) { return inProjQkv.rowMayBeNonzero(ch) && tapped[ch]; };
+  const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
+  const int64_t perKeyHead = c.linearNumValueHeads / c.linearNumKeyHeads;
+  std::vector<std::vector<int32_t>> live(static_cast<size_t>(c.linearNumValueHeads));
+  if (!compact) {
+    for (auto& rows : live)
+      for (int32_t i = 0; i < static_cast<int32_t>(dk); ++i) rows.push_back(i);
+    return live;
+  }
+  for (int64_t h = 0; h < c.linearNumValueHeads; ++h) {
+    bool anyValue = false;
+    for (int64_t j = 0; j < dv && !anyValue; ++j)
+      anyValue = channelLive(2 * c.linearKeyDim() + h * dv + j);
+    if (!anyValue) continue;
+    const int64_t keyBase = c.linearKeyDim() + (h / perKeyHead) * dk;
+    for (int64_t i = 0; i < dk; ++i)
+      if (channelLive(keyBase + i)) live[static_cast<size_t>(h)].push_back(static_cast<int32_t>(i));
+  }
+  return live;
+}
+
+// The heads with a live state row, as a kLong index on `device`; undefined when every head has one.
+Tensor liveHeadIndex(const std::vector<std::vector<int32_t>>& stateRows, torch::Device device) {
+  std::vector<int64_t> heads;
+  for (size_t h = 0; h < stateRows.size(); ++h)
+    if (!stateRows[h].empty()) heads.push_back(static_cast<int64_t>(h));
+  if (heads.size() == stateRows.size()) return {};
+  return torch::tensor(heads, torch::kLong).to(device);
+}
 
 struct FullLayer {
   Linear qProj, kProj, vProj, oProj;
@@ -180,7 +213,23 @@ struct Decoder::Impl {
     record("attn_b", tapLayer, b.reshape({S, -1}));
     const int64_t C = mixed.size(1);
     Tensor w = L.conv1d.unsqueeze(1);  // [C, 1, K]
-    if (st.conv && S == 1) {
+    // One token on the CPU in fp32 or bf16: convStep (decode_step.h), the same bits in place.
+    const bool convInPlace = st.conv && S == 1 && K == 4 && st.conv->is_cpu() &&
+                             st.conv->is_contiguous() && L.conv1d.is_contiguous() &&
+                             L.conv1d.scalar_type() == dtype &&
+                             (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
+    if (convInPlace) {
+      Tensor x = mixed.contiguous(), pre = torch::zeros_like(x);  // [1, C, 1]
+      if (dtype == torch::kFloat32)
+        convStep(st.conv->data_ptr<float>(), x.data_ptr<float>(), L.conv1d.data_ptr<float>(),
+                 pre.data_ptr<float>(), L.convChannels, K);
+      else
+        convStep(st.conv->data_ptr<c10::BFloat16>(), x.data_ptr<c10::BFloat16>(),
+                 L.conv1d.data_ptr<c10::BFloat16>(), pre.data_ptr<c10::BFloat16>(), L.convChannels,
+                 K);
+      record("attn_conv", tapLayer, pre.transpose(1, 2));
+      mixed = F::silu(pre);
+    } else if (st.conv && S == 1) {
       // causal_conv1d_update: window = last K inputs, valid conv, keep the last output.
       Tensor full = torch::cat({*st.conv, mixed}, -1);
       st.conv = full.index({"...", Slice(-K, None)}).clone();
@@ -208,8 +257,10 @@ struct Decoder::Impl {
     Tensor g = -L.aLog.to(torch::kFloat32).exp() * F::softplus(a.to(torch::kFloat32) + L.dtBias);
 
     Tensor core;
-    if (st.recurrent && S == 1) core = recurrentRule(q, k, v, g, beta, st);
-    else core = chunkRule(q, k, v, g, beta, st);
+    if (st.recurrent && S == 1)
+      core = recurrentRule(q, k, v, g, beta, L.stateRows, st);
+    else
+      core = chunkRuleOver(L.liveHeads, q, k, v, g, beta, st);
 
     core = core.reshape({-1, c.linearValueHeadDim});
     Tensor zz = z.reshape({-1, c.linearValueHeadDim});
@@ -232,19 +283,22 @@ struct Decoder::Impl {
 
   // torch_recurrent_gated_delta_rule for one token with an existing state, the state updated in
   // place: S ← S·exp(g); δ = (v − kᵀS)·β; S ← S + k ⊗ δ; out = qᵀS. HF's element-wise products
-  // and sums over dk; on the CPU in two passes over S per head (deltaStep), elsewhere as tensor ops
-  // with one scratch tensor, so that a token allocates no state-sized temporary (at 51 heads of
-  // 64 × 128 those were 1.7 MB each, six per layer per token: most of the decode's time).
-  Tensor recurrentRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, LayerState& st) {
+  // and sums over dk; on the CPU in two passes over the live rows of S per head (deltaStep,
+  // `rows` from liveStateRows), elsewhere as tensor ops with one scratch tensor, so that a token
+  // allocates no state-sized temporary (at 51 heads of 64 × 128 those were 1.7 MB each, six per
+  // layer per token: most of the decode's time).
+  Tensor recurrentRule(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta,
+                       const std::vector<std::vector<int32_t>>& rows, LayerState& st) {
     auto inType = q.scalar_type();
     prepare(q, k, v, beta, g);
     q = q / std::sqrt(static_cast<double>(q.size(-1)));
     Tensor& s = *st.recurrent;  // [1, H, dk, dv] fp32, owned by this layer's state
     if (s.device().is_cpu() && s.is_contiguous()) {
       Tensor decay = g.exp().contiguous(), out = torch::empty_like(v);  // [1, H, 1], [1, H, 1, dv]
-      deltaStep(s.data_ptr<float>(), q.contiguous().data_ptr<float>(), k.contiguous().data_ptr<float>(),
-                v.contiguous().data_ptr<float>(), decay.data_ptr<float>(), beta.contiguous().data_ptr<float>(),
-                out.data_ptr<float>(), s.size(1), s.size(2), s.size(3));
+      deltaStep(s.data_ptr<float>(), q.contiguous().data_ptr<float>(),
+                k.contiguous().data_ptr<float>(), v.contiguous().data_ptr<float>(),
+                decay.data_ptr<float>(), beta.contiguous().data_ptr<float>(), out.data_ptr<float>(),
+                rows, s.size(2), s.size(3));
       return out.transpose(1, 2).contiguous().to(inType);  // [1, 1, H, dv]
     }
     if (!st.scratch || !st.scratch->sizes().equals(s.sizes())) st.scratch = torch::empty_like(s);
@@ -257,6 +311,32 @@ struct Decoder::Impl {
     s.add_(torch::mul_out(scratch, kt.unsqueeze(-1), delta.unsqueeze(-2)));  // s + k ⊗ δ
     Tensor out = torch::mul_out(scratch, s, qt.unsqueeze(-1)).sum(-2);  // [1, H, dv]
     return out.unsqueeze(2).transpose(1, 2).contiguous().to(inType);  // [1, 1, H, dv]
+  }
+
+  // The chunked rule over the heads `live` only (kLong; undefined: every head). Every other head
+  // has a state that stays zero and an output that is zero (its keys or its values are: see
+  // liveStateRows), and each head's products are its own matrices, so the live heads' bits do
+  // not depend on which others are computed.
+  Tensor chunkRuleOver(const Tensor& live, Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta,
+                       LayerState& st) {
+    if (!live.defined()) return chunkRule(q, k, v, g, beta, st);
+    const auto inType = q.scalar_type();
+    const int64_t H = v.size(2), S = v.size(1), dk = q.size(3), dv = v.size(3);
+    Tensor state = st.recurrent ? *st.recurrent
+                                : torch::zeros({1, H, dk, dv}, v.options().dtype(torch::kFloat32));
+    Tensor out = torch::zeros({1, S, H, dv}, v.options().dtype(inType));
+    if (live.numel() > 0) {
+      const Tensor keyHeads = live.div(H / q.size(2), "floor");
+      LayerState part;
+      if (st.recurrent) part.recurrent = state.index_select(1, live);
+      Tensor o = chunkRule(q.index_select(2, keyHeads), k.index_select(2, keyHeads),
+                           v.index_select(2, live), g.index_select(2, live),
+                           beta.index_select(2, live), part);
+      out.index_copy_(2, live, o);
+      state = state.index_copy(1, live, *part.recurrent);
+    }
+    st.recurrent = state;
+    return out;
   }
 
   // torch_chunk_gated_delta_rule (chunk 64), continuing from the cached state when there is one.
@@ -364,8 +444,14 @@ struct Decoder::Impl {
       record("residual_in", i, x.squeeze(0));
       tapLayer = i;
       Tensor y = rmsNorm(x, L.inNorm1p, config.rmsNormEps);
-      y = L.type == LayerType::Linear ? linearAttention(L.lin, state[i], y)
-                                      : fullAttention(L.full, state[i], y, cos, sin);
+      // An attention layer whose o_proj is all zeros adds an exact 0 (Linear::isZero): its
+      // scores and its KV cache are never computed, since nothing reads them.
+      if (L.type == LayerType::Linear)
+        y = linearAttention(L.lin, state[i], y);
+      else if (L.full.oProj.isZero())
+        y = torch::zeros_like(y);
+      else
+        y = fullAttention(L.full, state[i], y, cos, sin);
       x = x + y;
       y = rmsNorm(x, L.postNorm1p, config.rmsNormEps);
       Tensor gate = L.gate(y);
@@ -492,6 +578,9 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
       l.inProjB = linear(A + "in_proj_b.weight");
       l.inProjA = linear(A + "in_proj_a.weight");
       l.conv1d = copied(A + "conv1d.weight").squeeze(1);
+      l.stateRows = liveStateRows(config, l.inProjQkv, l.conv1d, options.compactZeroBlocks);
+      l.convChannels = liveConvChannels(l.inProjQkv, l.conv1d, options.compactZeroBlocks);
+      l.liveHeads = liveHeadIndex(l.stateRows, m.device);
       l.dtBias = copied(A + "dt_bias");
       l.aLog = copied(A + "A_log");
       l.normW = copied(A + "norm.weight");

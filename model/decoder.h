@@ -45,7 +45,9 @@ struct DecoderOptions {
   // nonzero); model/linear.h. The same values: every skipped term is a product with 0, only the
   // summation order of the kept ones may differ from the BLAS's. A trained model has no such
   // weights; a compiled circuit's layers are mostly zeros (every layer as wide as its widest), so
-  // this is what makes them fast. false: every weight dense, as stored.
+  // this is what makes them fast. The same zeros let a one-token decode skip state rows that stay
+  // exact zeros and a full-attention layer whose o_proj is zero (decoder.cpp liveStateRows). false:
+  // every weight dense, as stored, and every row and layer computed.
   bool compactZeroBlocks = true;
 };
 

@@ -95,9 +95,12 @@ Linear Linear::make(const Tensor& w, bool compact, bool sparseAllowed) {
   // 2^31 columns would overflow the Sparse form's int32 column index; no checkpoint comes close.
   const bool sparse = sparseAllowed && l.in_ < (int64_t{1} << 31);
   Scan s = scanAny(w, sparse ? w.numel() / 32 : -1);
+  l.rowUsed_ = s.rowUsed;
   if (sparse && s.kept) {
     l.form_ = Form::Sparse;
     l.rowStart_ = torch::tensor(s.rowStart, torch::kLong);
+    for (size_t r = 0; r < s.rowUsed.size(); ++r)
+      if (s.rowUsed[r]) l.usedRows_.push_back(static_cast<int32_t>(r));
     l.column_ = torch::tensor(s.column, torch::kInt);
     l.weight_ = torch::tensor(s.value, torch::kFloat32);
     return l;
@@ -109,6 +112,11 @@ Linear Linear::make(const Tensor& w, bool compact, bool sparseAllowed) {
   l.cols_ = cols;
   l.weight_ = w.index_select(0, rows).index_select(1, cols).contiguous();
   return l;
+}
+
+bool Linear::isZero() const {
+  return !rowUsed_.empty() &&
+         std::none_of(rowUsed_.begin(), rowUsed_.end(), [](uint8_t u) { return u; });
 }
 
 void Linear::setWeight(Tensor w) {
@@ -133,14 +141,14 @@ Tensor Linear::sparseProduct(const Tensor& x) const {
   shape.back() = out_;
   const Tensor xf = x.reshape({-1, in_}).to(torch::kFloat32).contiguous();
   const int64_t positions = xf.size(0);
-  Tensor y = torch::empty({positions, out_}, xf.options());
+  Tensor y = torch::zeros({positions, out_}, xf.options());  // a row without a nonzero: y_r = 0
   const float* xs = xf.data_ptr<float>();
   float* ys = y.data_ptr<float>();
   const int64_t* start = rowStart_.data_ptr<int64_t>();
   const int32_t* column = column_.data_ptr<int32_t>();
   const float* value = weight_.data_ptr<float>();
   for (int64_t p = 0; p < positions; ++p, xs += in_, ys += out_) {
-    for (int64_t r = 0; r < out_; ++r) {
+    for (int32_t r : usedRows_) {
       float sum = 0.0f;
       for (int64_t j = start[r]; j < start[r + 1]; ++j) sum += value[j] * xs[column[j]];
       ys[r] = sum;

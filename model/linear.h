@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace qgpu::model {
 
@@ -46,6 +47,15 @@ class Linear {
 
   torch::Tensor operator()(const torch::Tensor& x) const;
 
+  // Whether output r can be nonzero: false only for a row of W found all zeros when the form was
+  // chosen (then y_r is an exact 0 for every finite x); true for every row of an unscanned W.
+  bool rowMayBeNonzero(int64_t r) const {
+    return rowUsed_.empty() || rowUsed_[static_cast<size_t>(r)] != 0;
+  }
+  // W was scanned and holds no nonzero: y is exactly 0 whatever x is (the Block and Sparse forms
+  // multiply nothing), so a caller may skip computing x.
+  bool isZero() const;
+
  private:
   torch::Tensor sparseProduct(const torch::Tensor& x) const;
 
@@ -55,6 +65,8 @@ class Linear {
   torch::Tensor rows_, cols_;  // Block: kLong indices of the block's rows and columns
   torch::Tensor rowStart_;     // Sparse: kLong [out + 1], row r's values at [rowStart[r], rowStart[r + 1])
   torch::Tensor column_;       // Sparse: kInt, each value's column
+  std::vector<uint8_t> rowUsed_;   // the scan's rows with a nonzero; empty when W was not scanned
+  std::vector<int32_t> usedRows_;  // Sparse: the rows with a nonzero, the only ones multiplied
 };
 
 }  // namespace qgpu::model

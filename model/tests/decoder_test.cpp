@@ -509,6 +509,65 @@ INSTANTIATE_TEST_SUITE_P(Patterns, ZeroBlocks, ::testing::Values(ZeroPattern::Ro
                            return info.param == ZeroPattern::RowsAndColumns ? "RowsAndColumns" : "OneIn37";
                          });
 
+// Zeros the decoder skips at one token per forward (model/decode_step.h): state rows whose key
+// channel is zero (its in_proj_qkv row, or its conv taps), a value head whose values are zero, and
+// a full-attention layer whose o_proj is zero (the other one is not). Compact (skipping) and dense
+// (every row, every layer computed) must give the same logits bit for bit — prefill across a chunk
+// boundary, then cached decode — in fp32 and bf16; every other linear stays dense in both, so that
+// nothing else differs.
+TEST_F(CorruptCheckpoint, SkippedZeroStateRowsAndASilentAttentionChangeNoLogitBit) {
+  config = tinyConfig(32, 8, 64);  // full attention at layers 3 (silenced below) and 7
+  tensors = tinyTensors(TinySpec{config, 5});
+  auto zeroRows = [&](const std::string& name, int64_t first, int64_t count) {
+    StTensorWrite& t = find(name);
+    ASSERT_EQ(t.dtype, StDtype::F32);
+    int64_t rowFloats = 1;
+    for (size_t i = 1; i < t.shape.size(); ++i) rowFloats *= t.shape[i];
+    std::fill_n(t.data.begin() + 4 * first * rowFloats, 4 * count * rowFloats, uint8_t{0});
+  };
+  const int64_t keyDim = config.linearKeyDim(), dv = config.linearValueHeadDim;
+  ASSERT_EQ(config.layerTypes[0], LayerType::Linear);
+  ASSERT_EQ(config.layerTypes[3], LayerType::Full);
+  for (int64_t i = 1; i < keyDim; i += 4)
+    zeroRows("layers.0.linear_attn.in_proj_qkv.weight", keyDim + i, 1);
+  for (int64_t i = 2; i < keyDim; i += 4)
+    zeroRows("layers.0.linear_attn.conv1d.weight", keyDim + i, 1);
+  zeroRows("layers.0.linear_attn.in_proj_qkv.weight", 2 * keyDim + dv, dv);  // value head 1
+  zeroRows("layers.1.linear_attn.in_proj_qkv.weight", keyDim,
+           config.linearKeyHeadDim);  // key head 0
+  zeroRows("layers.3.self_attn.o_proj.weight", 0,
+           find("layers.3.self_attn.o_proj.weight").shape[0]);
+  ASSERT_TRUE(writeConfig(dir, config).ok());
+  ASSERT_TRUE(writeCheckpointTensors(dir, tensors).ok());
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < 70; ++i) prompt.push_back((i * 5 + 1) % config.vocabSize);  // 2 chunks
+  auto bitsDiffer = [](const Logits& a, const Logits& b) {
+    EXPECT_EQ(a.data.size(), b.data.size());
+    int64_t differ = 0;
+    for (size_t i = 0; i < std::min(a.data.size(), b.data.size()); ++i)
+      differ += std::memcmp(&a.data[i], &b.data[i], sizeof(float)) != 0;
+    return differ;
+  };
+  for (ComputeDtype dtype : {ComputeDtype::F32, ComputeDtype::BF16}) {
+    DecoderOptions denseOptions{dtype}, compactOptions{dtype};
+    denseOptions.compactZeroBlocks = false;
+    auto dense = Decoder::load(dir, denseOptions);
+    auto compact = Decoder::load(dir, compactOptions);
+    ASSERT_TRUE(dense.ok() && compact.ok());
+    auto want = (*dense)->forward(prompt, true);
+    auto got = (*compact)->forward(prompt, true);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(bitsDiffer(*got, *want), 0) << computeDtypeName(dtype) << " prefill";
+    for (int step = 0; step < 8; ++step) {
+      const int64_t next = want->argmax(want->rows - 1);
+      want = (*dense)->forward(std::span<const int64_t>(&next, 1));
+      got = (*compact)->forward(std::span<const int64_t>(&next, 1));
+      ASSERT_TRUE(want.ok() && got.ok());
+      EXPECT_EQ(bitsDiffer(*got, *want), 0) << computeDtypeName(dtype) << " decode step " << step;
+    }
+  }
+}
+
 // F16 storage (transformers converts it to the requested dtype): logits equal, bit for bit, those
 // of an F32 checkpoint holding the same values (each F16 value widened, which is exact).
 TEST_F(CorruptCheckpoint, F16StorageEqualsF32OfTheSameValues) {
