@@ -3,6 +3,10 @@
 //   qgpu gpu info                      the GPU the driver sees (exit 4 when none)
 //   qgpu gpu export  [--out DIR]       catalog → reports/gpu/inputs/ (PTX, launch, interpreter
 //                                      result) for the standalone qgpu-gpu-record
+//   qgpu gpu export --random N [--seed S] [--policy TEXT] [--out DIR]
+//                                      N random CUDA kernels (gen/cuda_gen.h, seeds S..S+N-1)
+//                                      instead → reports/gpu/random/, each interpreter image
+//                                      first checked against the generator's own expectation
 //   qgpu gpu record  [--out FILE]      catalog → GPU (both compilers) → reports/gpu/recording.json,
 //                                      each kernel compared with the interpreter
 //   qgpu gpu compare [--recording FILE] [--inputs DIR | --fresh]
@@ -11,6 +15,7 @@
 //                                      --fresh, compiled now
 // `--kernel NAME` (repeatable) limits export/record/compare --fresh to some catalog kernels.
 // Exit codes: command.h. NoDevice is 4 (inconclusive, printed as "skipped"), never 0.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "gen/cuda_gen.h"
 #include "gpu/inputs.h"
 #include "gpu/record.h"
 #include "gpu/recording.h"
@@ -37,6 +43,9 @@ struct GpuOptions {
   std::string inputs;                // compare: the exported inputs to take the host's PTX from
   bool fresh = false;                // compare: compile the catalog now instead
   std::vector<std::string> kernels;  // --kernel filters
+  uint64_t random = 0;               // export: this many random CUDA kernels instead of the catalog
+  uint64_t seed = 1;                 // export --random: the first seed
+  std::string policy;                // export --random: CudaPolicy fields ("name=value ...")
 };
 
 // NoDevice is inconclusive (reportError shows it as skipped, never as passed, exit 4).
@@ -68,6 +77,36 @@ Expected<gpu::Inputs> catalogInputs(const CommonOptions& common, const GpuOption
   QGPU_TRY(specs, selectedKernels(common, o));
   return harness::buildInputs(specs, {host::Compiler::Clang, host::Compiler::Nvcc},
                               harness::gitCommit(root(common)));
+}
+
+// The random CUDA generator's kernels for `export --random`: seeds seed .. seed + random - 1
+// under the policy, each case's kernel file parsed as a catalog file (its expectations are the
+// generator's), exported with both compilers like the catalog. A case whose interpreter image
+// does not meet the generator's expectation fails the export, named: the GPU recording of these
+// cases is then a check of the GPU against the generator and the interpreter at once.
+Expected<gpu::Inputs> randomInputs(const CommonOptions& common, const GpuOptions& o) {
+  QGPU_TRY(policy, gen::parseCudaPolicy(o.policy));
+  std::vector<kernels::KernelSpec> specs;
+  for (uint64_t i = 0; i < o.random; ++i) {
+    QGPU_TRY(c, gen::generateCuda(policy, o.seed + i));
+    QGPU_TRY(spec, kernels::parseKernelText(c.text, c.name + ".cu"));
+    specs.push_back(std::move(spec));
+  }
+  QGPU_TRY(inputs, harness::buildInputs(specs, {host::Compiler::Clang, host::Compiler::Nvcc},
+                                        harness::gitCommit(root(common))));
+  for (const gpu::GpuCase& c : inputs.cases) {
+    if (!c.expected) continue;  // lowering refused it (over a limit): the GPU still runs it
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const kernels::KernelSpec& k) {
+      return k.name == c.kernel;
+    });
+    QGPU_TRY(image, kernels::layout(*spec));
+    QGPU_TRY(differences, kernels::checkOutputs(*spec, image, *c.expected));
+    if (!differences.empty())
+      return makeDiag(ErrorKind::Internal,
+                      c.kernel + " (" + c.compiler +
+                          "): the interpreter differs from the generator: " + differences.front());
+  }
+  return inputs;
 }
 
 void printRows(const CommonOptions& common, const std::vector<gpu::RecordingRow>& rows,
@@ -121,9 +160,10 @@ int runInfo(const CommonOptions& common) {
 }
 
 int runExport(const CommonOptions& common, const GpuOptions& o) {
-  auto inputs = catalogInputs(common, o);
+  auto inputs = o.random > 0 ? randomInputs(common, o) : catalogInputs(common, o);
   if (!inputs.ok()) return fail(inputs.error());
-  std::string dir = o.out.empty() ? root(common) + "/reports/gpu/inputs" : o.out;
+  const std::string defaultDir = o.random > 0 ? "/reports/gpu/random" : "/reports/gpu/inputs";
+  std::string dir = o.out.empty() ? root(common) + defaultDir : o.out;
   auto wrote = gpu::writeInputs(*inputs, dir);
   if (!wrote.ok()) return fail(wrote.error());
   int refused = 0;
@@ -192,7 +232,17 @@ Command addGpuCommand(CLI::App& root, const CommonOptions& common) {
   CLI::App* exp = app->add_subcommand("export", "Write catalog PTX, launches and interpreter "
                                                 "results for qgpu-gpu-record");
   exp->add_option("--out", opts->out, "Folder (default: reports/gpu/inputs)");
-  exp->add_option("--kernel", opts->kernels, "Only these catalog kernels");
+  auto* kernelOpt = exp->add_option("--kernel", opts->kernels, "Only these catalog kernels");
+  auto* randomOpt =
+      exp->add_option("--random", opts->random,
+                      "This many random CUDA kernels instead of the catalog (default folder "
+                      "reports/gpu/random)")
+          ->excludes(kernelOpt);
+  exp->add_option("--seed", opts->seed, "With --random: the first seed (then S+1, ...)")
+      ->needs(randomOpt);
+  exp->add_option("--policy", opts->policy,
+                  "With --random: policy fields \"name=value ...\" (as qgpu fuzz --gen cuda)")
+      ->needs(randomOpt);
   CLI::App* rec = app->add_subcommand("record", "Run the catalog on the GPU and write the recording");
   rec->add_option("--out", opts->out, "Recording file (default: reports/gpu/recording.json)");
   rec->add_option("--kernel", opts->kernels, "Only these catalog kernels");

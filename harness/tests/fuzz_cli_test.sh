@@ -59,4 +59,21 @@ fi
 first=$(ls "$tmp/found"/rk*.cu 2>/dev/null | head -n 1)
 expect run-found 0 'match' -- "$qgpu" run "${first:-$tmp/none.cu}" --compiler clang
 
+# Random kernels exported for a GPU recording (qgpu gpu export --random): both compilers' PTX,
+# the launch and the interpreter's image, which must first meet the generator's expectation — the
+# planted miscompile stops the export, naming the case.
+expect export-random 0 '^exported 8 cases \(0 without an interpreter result\)' -- \
+  "$qgpu" gpu export --random 4 --seed 3 --out "$tmp/rand"
+if [ "$(grep -c '^case rk[3-6] \(clang\|nvcc\)$' "$tmp/rand/manifest.txt")" = 8 ] &&
+   [ "$(grep -c '^expect ' "$tmp/rand/manifest.txt")" = 8 ] && [ -f "$tmp/rand/rk6.nvcc.ptx" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL export-random-manifest"; head -20 "$tmp/rand/manifest.txt"
+fi
+expect export-random-planted 3 'rk[0-9]+ \(clang\): the interpreter differs from the generator' -- \
+  env QGPU_CLANG="$tmp/bad-clang" "$qgpu" gpu export --random 16 --seed 1 --out "$tmp/rand-bad"
+expect export-seed-without-random 2 'requires --random' -- "$qgpu" gpu export --seed 3 --out "$tmp/rand-y"
+expect export-random-with-kernel 2 'excludes' -- \
+  "$qgpu" gpu export --random 2 --kernel reverse --out "$tmp/rand-x"
+
 finish fuzz_cli_test
