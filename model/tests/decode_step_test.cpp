@@ -1,7 +1,8 @@
 // The decode step's CPU kernels (model/decode_step.h) against the tensor forms they replace, bit
 // for bit: convStep (dead channels left out) against LibTorch's cat / slice / (window * w).sum(-1)
-// in fp32 and bf16, and deltaStep over the live rows only against deltaStep over every row, on
-// states whose skipped rows are the exact zeros the decoder proves them to be.
+// in fp32 and bf16; deltaStep against the rule written out element by element (its vectorised
+// loops must not change a bit), and over the live rows only against over every row, on states
+// whose skipped rows are the exact zeros the decoder proves them to be.
 #include "model/decode_step.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +83,49 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ConvStep, ::testing::Values(torch::kFloat32, to
                          [](const auto& info) {
                            return info.param == torch::kFloat32 ? "F32" : "BF16";
                          });
+
+// The rule written out element by element, the order deltaStep documents (per head: S·decay and
+// kᵀS summed over i upward, δ, then S + k ⊗ δ and qᵀS summed over i upward), for every row.
+void deltaRule(Tensor& s, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& decay,
+               const Tensor& beta, Tensor& out) {
+  const int64_t H = s.size(0), dk = s.size(1), dv = s.size(2);
+  auto S = s.accessor<float, 3>();
+  auto Q = q.accessor<float, 2>(), K = k.accessor<float, 2>(), V = v.accessor<float, 2>();
+  auto O = out.accessor<float, 2>();
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<float> mem(dv, 0.0f), delta(dv);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j) {
+        S[h][i][j] = S[h][i][j] * decay[h].item<float>();
+        mem[j] = mem[j] + S[h][i][j] * K[h][i];
+      }
+    for (int64_t j = 0; j < dv; ++j) delta[j] = (V[h][j] - mem[j]) * beta[h].item<float>();
+    for (int64_t j = 0; j < dv; ++j) O[h][j] = 0.0f;
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j) {
+        S[h][i][j] = S[h][i][j] + K[h][i] * delta[j];
+        O[h][j] = O[h][j] + S[h][i][j] * Q[h][i];
+      }
+  }
+}
+
+TEST(DeltaStep, EqualsTheRuleElementByElement) {
+  torch::manual_seed(5);
+  const int64_t H = 2, dk = 8, dv = 24;
+  const std::vector<std::vector<int32_t>> every(H, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor s = torch::randn({H, dk, dv}), want = s.clone();
+  for (int step = 0; step < 4; ++step) {
+    Tensor q = torch::randn({H, dk}), k = torch::randn({H, dk}), v = torch::randn({H, dv});
+    Tensor decay = torch::rand({H}), beta = torch::rand({H});
+    Tensor out = torch::empty({H, dv}), outWant = torch::empty({H, dv});
+    deltaStep(s.data_ptr<float>(), q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+              decay.data_ptr<float>(), beta.data_ptr<float>(), out.data_ptr<float>(), every, dk,
+              dv);
+    deltaRule(want, q, k, v, decay, beta, outWant);
+    EXPECT_EQ(bitsDiffer(s, want), 0) << "state, step " << step;
+    EXPECT_EQ(bitsDiffer(out, outWant), 0) << "out, step " << step;
+  }
+}
 
 // Three heads of dk 8, dv 16: head 0 every row live, head 1 rows {0, 2, 5} (its other key
 // channels exact zeros), head 2 none (its values exact zeros). Both runs start from the zero
