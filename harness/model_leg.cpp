@@ -145,7 +145,9 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const ModelLegOptions
   }
   QGPU_TRY(limit, circuit::readLegStepLimit(s->dir_));
   s->stepLimit_ = limit;
-  QGPU_TRY(dec, model::Decoder::load(s->dir_, {options.dtype, "cpu"}));
+  model::DecoderOptions decoderOptions{options.dtype, "cpu"};
+  decoderOptions.blasThreads = options.blasThreads;
+  QGPU_TRY(dec, model::Decoder::load(s->dir_, decoderOptions));
   s->decoder_ = std::move(dec);
   return s;
 }
@@ -282,6 +284,8 @@ Expected<std::unique_ptr<ModelLegs>> ModelLegs::open(const ModelLegOptions& opti
                                                      const std::vector<Backend>& legs, int perLeg) {
   std::unique_ptr<ModelLegs> m(new ModelLegs());
   ModelLegOptions each = options;
+  // Workers decode at once on their own threads: one BLAS thread each (DecoderOptions).
+  if (perLeg > 1 || legs.size() > 1) each.blasThreads = 1;
   if (each.checkpoint.empty() && !legs.empty()) {
     m->tempDir_ = (fs::temp_directory_path() / ("qgpu_legs_" + std::to_string(::getpid()))).string();
     QGPU_CHECK(circuit::writeLegCheckpoint(m->tempDir_, circuit::kLegMaxStepLimit));

@@ -77,6 +77,7 @@ struct ModelLegOptions {
   std::string checkpoint;     // empty: build the model into a temporary directory
   size_t tokenBudget = 20000;
   bool check = false;         // --check: token for token against the interpreter
+  int blasThreads = 0;        // model::DecoderOptions::blasThreads (ModelLegs: 1 for 2+ workers)
 };
 
 // The backend of a model case in `dtype`.

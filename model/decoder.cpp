@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -50,6 +52,16 @@ Tensor l2norm(const Tensor& x) { return x * torch::rsqrt((x * x).sum(-1, true) +
 Tensor rotateHalf(const Tensor& x) {
   int64_t h = x.size(-1) / 2;
   return torch::cat({-x.index({"...", Slice(h, None)}), x.index({"...", Slice(None, h)})}, -1);
+}
+
+// openblas_set_num_threads where the BLAS LibTorch loaded is OpenBLAS (looked up in the process,
+// so that nothing links a particular BLAS); false where it is another.
+bool setBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set == nullptr) return false;
+  set(threads);
+  return true;
 }
 
 struct LinearLayer {
@@ -496,6 +508,9 @@ Expected<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const D
   if (options.cpuThreads < 0)
     return makeDiag(ErrorKind::Usage, "cpuThreads must be 0 (LibTorch's default) or positive");
   if (options.cpuThreads > 0) torch::set_num_threads(options.cpuThreads);
+  if (options.blasThreads < 0)
+    return makeDiag(ErrorKind::Usage, "blasThreads must be 0 (the BLAS's setting) or positive");
+  if (options.blasThreads > 0) setBlasThreads(options.blasThreads);
 
   // The weights as stored (a view of the mapping, or a copy where the file's bytes are not aligned
   // for their dtype); `compute` converts what the decoder keeps of them.

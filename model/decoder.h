@@ -40,6 +40,12 @@ struct DecoderOptions {
   // two cores spun against each other (OMP_NUM_THREADS=2: 1.6 decode tokens/s against 22 with
   // one LibTorch thread, hidden 512, 8 layers), hence 1.
   int cpuThreads = 1;
+  // The BLAS's own threads, set process-wide when the decoder loads (OpenBLAS's
+  // openblas_set_num_threads, found at run time; another BLAS is left as it is); 0 leaves them.
+  // Several decoders decoding at once on their own threads (`qgpu check`'s model workers) want 1:
+  // each caller's product then runs on its caller's core, where two callers' two-thread pools
+  // spun against each other on two cores.
+  int blasThreads = 0;
   // A projection weight that is mostly exact zeros is held and multiplied compactly: as its
   // nonzero block (whole rows and columns zero) or, on the CPU, as sparse rows (at most 1/32
   // nonzero); model/linear.h. The same values: every skipped term is a product with 0, only the

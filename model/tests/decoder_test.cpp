@@ -3,13 +3,14 @@
 // load-time rejection of checkpoints that disagree with their config.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 #include "model/decoder.h"
 #include "model/safetensors.h"
@@ -290,6 +291,31 @@ TEST(Decoder, ThreadSettingDoesNotChangeLogitsAndNegativeIsRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
   EXPECT_TRUE(Decoder::load(dir).ok());  // back to the default of one thread
+}
+
+// DecoderOptions::blasThreads sets OpenBLAS's pool where the BLAS is OpenBLAS (the project's
+// choice, README "Dependencies"), read back through its own getter; negative is refused.
+TEST(Decoder, BlasThreadsSetOpenBlasPoolAndNegativeIsRefused) {
+  using GetThreads = int (*)();
+  auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get == nullptr) GTEST_SKIP() << "the BLAS LibTorch loaded is not OpenBLAS";
+  HfFixture fx = loadFixture("mixed4");
+  std::string dir = makeCheckpoint(fx, CheckpointLayout::TextOnly);
+  const int before = get();
+  for (int threads : {1, 2}) {
+    DecoderOptions options{ComputeDtype::F32, "cpu"};
+    options.blasThreads = threads;
+    ASSERT_TRUE(Decoder::load(dir, options).ok());
+    EXPECT_EQ(get(), threads);
+  }
+  DecoderOptions bad{ComputeDtype::F32, "cpu"};
+  bad.blasThreads = -1;
+  auto refused = Decoder::load(dir, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
+  DecoderOptions restore{ComputeDtype::F32, "cpu"};
+  restore.blasThreads = before;
+  EXPECT_TRUE(Decoder::load(dir, restore).ok());
 }
 
 // Load-time checks: each names the file and the tensor.
