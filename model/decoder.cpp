@@ -55,13 +55,11 @@ Tensor rotateHalf(const Tensor& x) {
 }
 
 // openblas_set_num_threads where the BLAS LibTorch loaded is OpenBLAS (looked up in the process,
-// so that nothing links a particular BLAS); false where it is another.
-bool setBlasThreads(int threads) {
+// so that nothing links a particular BLAS); nothing where it is another.
+void setBlasThreads(int threads) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (set == nullptr) return false;
-  set(threads);
-  return true;
+  if (set != nullptr) set(threads);
 }
 
 struct LinearLayer {

@@ -76,11 +76,16 @@ Scan scanAny(const Tensor& w, int64_t keepAtMost) {
   }
 }
 
-Tensor usedIndices(const std::vector<uint8_t>& used) {
+// The positions whose flag is set, in order.
+std::vector<int64_t> usedPositions(const std::vector<uint8_t>& used) {
   std::vector<int64_t> at;
   for (size_t i = 0; i < used.size(); ++i)
     if (used[i]) at.push_back(static_cast<int64_t>(i));
-  return torch::tensor(at, torch::kLong);
+  return at;
+}
+
+Tensor usedIndices(const std::vector<uint8_t>& used) {
+  return torch::tensor(usedPositions(used), torch::kLong);
 }
 
 }  // namespace
@@ -96,11 +101,11 @@ Linear Linear::make(const Tensor& w, bool compact, bool sparseAllowed) {
   const bool sparse = sparseAllowed && l.in_ < (int64_t{1} << 31);
   Scan s = scanAny(w, sparse ? w.numel() / 32 : -1);
   l.rowUsed_ = s.rowUsed;
+  l.zero_ = s.nonzero == 0;
   if (sparse && s.kept) {
     l.form_ = Form::Sparse;
     l.rowStart_ = torch::tensor(s.rowStart, torch::kLong);
-    for (size_t r = 0; r < s.rowUsed.size(); ++r)
-      if (s.rowUsed[r]) l.usedRows_.push_back(static_cast<int32_t>(r));
+    l.usedRows_ = usedPositions(s.rowUsed);
     l.column_ = torch::tensor(s.column, torch::kInt);
     l.weight_ = torch::tensor(s.value, torch::kFloat32);
     return l;
@@ -112,11 +117,6 @@ Linear Linear::make(const Tensor& w, bool compact, bool sparseAllowed) {
   l.cols_ = cols;
   l.weight_ = w.index_select(0, rows).index_select(1, cols).contiguous();
   return l;
-}
-
-bool Linear::isZero() const {
-  return !rowUsed_.empty() &&
-         std::none_of(rowUsed_.begin(), rowUsed_.end(), [](uint8_t u) { return u; });
 }
 
 void Linear::setWeight(Tensor w) {
@@ -148,7 +148,7 @@ Tensor Linear::sparseProduct(const Tensor& x) const {
   const int32_t* column = column_.data_ptr<int32_t>();
   const float* value = weight_.data_ptr<float>();
   for (int64_t p = 0; p < positions; ++p, xs += in_, ys += out_) {
-    for (int32_t r : usedRows_) {
+    for (int64_t r : usedRows_) {
       float sum = 0.0f;
       for (int64_t j = start[r]; j < start[r + 1]; ++j) sum += value[j] * xs[column[j]];
       ys[r] = sum;

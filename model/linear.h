@@ -54,7 +54,7 @@ class Linear {
   }
   // W was scanned and holds no nonzero: y is exactly 0 whatever x is (the Block and Sparse forms
   // multiply nothing), so a caller may skip computing x.
-  bool isZero() const;
+  bool isZero() const { return zero_; }
 
  private:
   torch::Tensor sparseProduct(const torch::Tensor& x) const;
@@ -66,7 +66,8 @@ class Linear {
   torch::Tensor rowStart_;     // Sparse: kLong [out + 1], row r's values at [rowStart[r], rowStart[r + 1])
   torch::Tensor column_;       // Sparse: kInt, each value's column
   std::vector<uint8_t> rowUsed_;   // the scan's rows with a nonzero; empty when W was not scanned
-  std::vector<int32_t> usedRows_;  // Sparse: the rows with a nonzero, the only ones multiplied
+  std::vector<int64_t> usedRows_;  // Sparse: the rows with a nonzero, the only ones multiplied
+  bool zero_ = false;              // scanned, and no entry is nonzero (isZero)
 };
 
 }  // namespace qgpu::model
