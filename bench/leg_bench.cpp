@@ -89,7 +89,7 @@ void BM_LegRun(benchmark::State& state, model::ComputeDtype dtype) {
   if (!kernel.ok()) return state.SkipWithError(kernel.error().str().c_str());
   const machine::Launch launch = kernel->image.toMachineLaunch();
   oracle::RunOptions options;
-  options.maxSteps = circuit::kLegMaxStepLimit;
+  options.maxSteps = circuit::kLegStepLimit;
   auto reference = oracle::run(kernel->program, launch, options);
   if (!reference.ok()) return state.SkipWithError(reference.error().str().c_str());
   auto decoder = model::Decoder::load(checkpoint().dir, {dtype, "cpu"});

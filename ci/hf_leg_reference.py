@@ -20,7 +20,8 @@ decode without a cache writes exactly that run.
                  (transformers' argmax after prompt + run[:i]), gap_<dtype> [R] F32 (its top minus
                  second logit), for dtype f32 and bf16
         metadata qgpu_fixture=hf-leg, version=1, kernel, compiler=clang, config_json (the
-                 checkpoint's config.json text), step_limit, dtypes, use_cache=false,
+                 checkpoint's config.json text), step_limit, dtypes ("f32" or "f32,bf16": the C++
+                 test wants fp32 in every fixture and bf16 in at least three), use_cache=false,
                  teacher_forced=true, transformers, torch, python
 
 The C++ test (harness/tests/model_leg_test.cpp `TransformersWritesTheLegsTokens`) rebuilds the
@@ -31,7 +32,8 @@ Usage (where PyPI is reachable; see ci/requirements-hf.txt):
     python3 -m venv ci/.venv && ci/.venv/bin/pip install -r ci/requirements-hf.txt
     bash ci/build.sh
     ci/.venv/bin/python ci/hf_leg_reference.py --qgpu build/harness/qgpu
-It needs about 12 GB of memory free (the fp32 model) and runs the dtypes one after the other.
+It needs about 15 GB of memory free (the fp32 model) and runs the dtypes one after the other;
+`--bf16-kernel K` (repeatable) keeps bf16, which transformers runs slowly on a CPU, to those kernels.
 """
 import argparse
 import json
@@ -54,10 +56,11 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # (reverse); a data-dependent loop (fibonacci); the bit ALU (popcount); atomics: atom.add of four
 # lanes on one global word (dot_atomic, the dot-product demo), shared atom.add with barriers
 # (histogram_shared), atom.max.s (reduce_max_atomic), an old value into a register (atomic_exch:
-# atom.exch's regrec); warp ops: shfl.bfly (shfl_xor_allreduce), vote.any / all / ballot (warp_vote).
+# atom.exch's regrec); warp ops: shfl.bfly (shfl_xor_allreduce), vote.any / all / ballot (warp_vote);
+# the step ticks: collatz (106 steps, a TICK(1) before step 101's EX).
 KERNELS = ["divergent_branch", "transpose_shared", "oddeven_sort", "matmul2x2", "reverse", "fibonacci",
            "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic", "atomic_exch",
-           "shfl_xor_allreduce", "warp_vote"]
+           "shfl_xor_allreduce", "warp_vote", "collatz"]
 RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 
@@ -103,10 +106,16 @@ def main():
     ap.add_argument("--out", default="circuit/tests/data")
     ap.add_argument("--kernel", action="append", help=f"default: {', '.join(KERNELS)}")
     ap.add_argument("--dtype", action="append", choices=sorted(DTYPES), help="default: f32 and bf16")
+    ap.add_argument("--bf16-kernel", action="append",
+                    help="run bf16 only on these kernels (default: every kernel; bf16 here is slow: "
+                         "about 4 minutes per kernel)")
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     kernels = args.kernel or KERNELS
-    dtypes = args.dtype or ["f32", "bf16"]
+    dtypes = [d for d in ("f32", "bf16") if d in (args.dtype or DTYPES)]  # fp32 first, always named so
+
+    def runs(kernel, dname):
+        return dname != "bf16" or not args.bf16_kernel or kernel in args.bf16_kernel
     with tempfile.TemporaryDirectory() as work:
         ckpt = args.checkpoint or os.path.join(work, "ckpt")
         if not args.checkpoint:
@@ -125,6 +134,8 @@ def main():
             model = load(ckpt, DTYPES[dname])
             print(f"{dname}: loaded in {time.time() - start:.0f} s", flush=True)
             for k in kernels:
+                if not runs(k, dname):
+                    continue
                 prompt, run = traces[k]
                 t0 = time.time()
                 argmax, gaps = teacher_forced(model, prompt, run)
@@ -142,7 +153,8 @@ def main():
             tensors[f"gap_{dname}"] = np.array(gaps, dtype=np.float32)
         meta = {
             "qgpu_fixture": "hf-leg", "version": "1", "kernel": k, "compiler": "clang",
-            "config_json": config_json, "step_limit": str(step_limit), "dtypes": ",".join(dtypes),
+            "config_json": config_json, "step_limit": str(step_limit),
+            "dtypes": ",".join(d for d in dtypes if runs(k, d)),
             "use_cache": "false", "teacher_forced": "true", "transformers": transformers.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "attn_implementation": "eager",

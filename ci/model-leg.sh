@@ -3,13 +3,14 @@
 # `qgpu check --model fp32,bf16` over every catalog kernel and both compilers, each case the
 # circuit target's program token for token against the interpreter. A program beyond the circuit
 # (atom.inc / dec / cas, a multiply the expansion cannot fit) is inconclusive with its reason, as
-# is a run that reaches the leg's 99-step LIMIT;
+# is a run that reaches the leg's LIMIT (10^6 steps) or the token budget (20,000);
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.
 # Hours on this 2-core machine (two model workers): at decode ≈ 50 tokens/s each (now ≈ 150), the
 # first 30 kernels × 2 compilers took 4,100 s of case time in fp32 and 4,500 s in bf16 (49,404 run
 # tokens compared per dtype), divmod_unsigned's expanded divisions alone 1,370 s;
-# QGPU_MODEL_SHARD splits it.
+# QGPU_MODEL_SHARD splits it; QGPU_MODEL_CHECKPOINT reuses a built checkpoint; QGPU_MODEL_TOKEN_BUDGET
+# raises the 20,000 run tokens a case may generate (modpow's expanded multiplies need about 50,000).
 # Usage: ci/model-leg.sh OUT_DIR [KERNEL ...]   (default: every kernel of kernels/catalog/)
 #        QGPU_MODEL_SHARD=i/n runs check's shard i of n (the cases of a part of the catalog).
 #        QGPU_MODEL_LEGS=fp32 for one dtype (default fp32,bf16).
@@ -25,6 +26,7 @@ args=()
 for k in "$@"; do args+=(--kernel "$k"); done
 [ -n "${QGPU_MODEL_SHARD:-}" ] && args+=(--shard "$QGPU_MODEL_SHARD")
 [ -n "${QGPU_MODEL_CHECKPOINT:-}" ] && args+=(--model-checkpoint "$QGPU_MODEL_CHECKPOINT")
+[ -n "${QGPU_MODEL_TOKEN_BUDGET:-}" ] && args+=(--model-token-budget "$QGPU_MODEL_TOKEN_BUDGET")
 "$qgpu" check --no-gpu --model "$legs" "${args[@]}" --report "$out/report.json" \
   --html "$out/report.html" --junit "$out/junit.xml" >"$out/check.log" 2>&1
 rc=$?

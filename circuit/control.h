@@ -13,14 +13,24 @@
 //   blockX, gridX   latched from the PROG word (as circuit/operands.h latches it: a PROG-tag latch,
 //            progEnable = T ∧ PROG-tag, two launch latches of the assembled value's bits)
 //   lastCta  [c ≥ gridX − 1], c = the CTA tokens since RUN (an event counter and 15 thresholds)
-//   atLimit  [s ≥ stepLimit], s = the EX tokens since RUN (an event counter and one threshold)
+//   the step count s = s_1 + R1·s_2 + R1·R2·s_3 (trace.md "Step ticks", R_k = 100) in three event
+//            counters: s_1 the EX tokens since RUN or TICK(1), s_2 the TICK(1) since RUN or
+//            TICK(2), s_3 the TICK(2) since RUN; due_k = [s_k ≥ R_k] (TICK(k) is due), and
+//            atLimit = ∧_k [s_k ≥ c_k] over the nonzero digits of
+//            stepLimit = c_1 + R1·c_2 + R1·R2·c_3
 // and then the next token, as an emit field (emit.h), at every position where the trace's next
 // token is one of these:
-//   EX(b')   at a reset or terminator position (the scheduler's emit), unless LIMIT
+//   EX(b')   at a reset or terminator position (the scheduler's emit), unless TICK(1) or LIMIT;
+//            at a TICK position, unless TICK(2) or LIMIT: b' from the EX latch
 //   WM(w',m')  at the position after (the EX token)
 //   CTA, END   at a terminator position where the CTA is done (END in the last CTA)
-//   LIMIT    at a reset or terminator position where EX would come, when s ≥ stepLimit (trace.md:
-//            "LIMIT instead of the next EX", never before CTA or END)
+//   TICK(1)  at a reset or terminator position where EX would come, when due_1
+//   TICK(2)  at a TICK(1) position when due_2
+//   LIMIT    where EX would come (at a reset or terminator position, or a tick's) and no tick is
+//            due, when atLimit (trace.md: "LIMIT instead of the next EX", never before CTA or END)
+// Why atLimit is exact with ≥: a counter never passes its ratio (s_k = R_k only until the TICK
+// that resets it, and then a tick is due, which comes first), so ∧_k [s_k ≥ c_k] first holds
+// where s = stepLimit, and LIMIT ends the run there.
 //   FAULT    where the supplied fault field is +1 (the faulting op's position: the memory stage's
 //            decision), and at the WM position of a step that faults at a divergent barrier (the
 //            scheduler's fault, computed at the EX position and latched to the WM position)
@@ -42,10 +52,18 @@
 // terminator position and rewrites the PC table. So the fault is latched at every EX token
 // (layer E) and read at the WM position.
 //
+// Why a tick position takes b' from a latch. The scheduler's EX(b') is right at the reset or
+// terminator position (the PC table it writes there, the kind/warp latch); a tick position is
+// none of these, so the EX latch holds the scheduler's emit index at every reset or terminator
+// position (enable `enable`) and the tick position reads it back. A TICK is inert elsewhere: no
+// record end (the front end's isOp, isTerm, exec are −1), no latch's enable.
+//
 // Layers (L = the front end's layer0; S = L + 5 the scheduler's firstLayer; E = S + 8):
-//   L    heads fe.heads[0], +1: the step counter (events EX, reset RUN) and the CTA counter
-//        (events CTA, reset RUN), counter.h, on this stage's own quiet dims.
-//   L+1  head fe.heads[1]: the PROG-tag latch (enable the prompt-tag detector, value the PROG bit).
+//   L    head fe.heads[0]: the CTA counter (events CTA, reset RUN), counter.h, on this stage's own
+//        quiet dims. MLP: tickEvent_k = TICK ∧ (index = k − 1), counterReset_k = RUN ∨ TICK(k).
+//   L+1  head fe.heads[1]: the PROG-tag latch (enable the prompt-tag detector, value the PROG bit);
+//        +1..+3: the step counter s_1 (events EX, reset counterReset_1), s_2 (events TICK(1),
+//        reset counterReset_2), s_3 (events TICK(2), reset RUN).
 //        MLP (after the front end's): progEnable = −u + 2u·[T ∧ PROG-tag].
 //   L+3  heads fe.heads[3], +1: the launch latches (gridX, blockX; enable progEnable).
 //   L+4  MLP (after the front end's): the decode, every output an exclusive AND over sign dims
@@ -56,28 +74,35 @@
 //          pred_l  = (p_l ∧ ¬negate) ∨ (¬p_l ∧ negate)
 //          nextBar = kind = bar (the fetched TERM word: b' at the EX and WM positions)
 //   S    heads 0: the kind/warp latch (enable `enable`, values kindL, warpL); 1..15: [c ≥ 1..15];
-//        16: [s ≥ stepLimit]. MLP: the scheduler's layer L, then lastCta = OR over g = 1..16 of
-//        (gridX = g ∧ [c ≥ g − 1]) (exclusive ANDs; [c ≥ 0] is true).
+//        16, 17: due_1, due_2; then [s_k ≥ c_k] for each nonzero digit. MLP: the scheduler's
+//        layer L, then lastCta = OR over g = 1..16 of (gridX = g ∧ [c ≥ g − 1]) (exclusive ANDs;
+//        [c ≥ 0] is true).
 //   S+1 .. S+7   the scheduler (with its emit layer S+7: the scheduler's emit field and fault).
-//   E    head 0: the fault latch (enable the EX bit, value the scheduler's fault). MLP: the final
-//        emit field = the scheduler's (a linear copy per dim) with, in each override case c,
-//        −copy + the target token's sign (two detectors per dim, gated by c's conjunction):
-//          FAULT:  sf;   ¬sf ∧ WM ∧ latchedFault
-//          LIMIT:  ¬sf ∧ reset ∧ ¬done ∧ atLimit;   ¬sf ∧ term ∧ ¬reset ∧ ¬WM ∧ ¬done ∧ atLimit;
-//                  ¬sf ∧ term ∧ WM ∧ ¬latchedFault ∧ ¬done ∧ atLimit
-//        (sf = the supplied fault field; the five cases are exclusive).
+//   E    head 0: the fault latch (enable the EX bit, value the scheduler's fault); head 1: the EX
+//        latch (enable `enable`, values the scheduler's emit index bits). MLP: the final emit
+//        field = the scheduler's (a linear copy per dim) with, in each override case c, −copy +
+//        the target token's sign, or the EX latch's bit for a latched case (two detectors per dim,
+//        gated by c's conjunction); with X = the EX-would positions (reset ∧ ¬done; term ∧ ¬reset
+//        ∧ ¬WM ∧ ¬done; term ∧ WM ∧ ¬latchedFault ∧ ¬done) and every case but the first ∧ ¬sf:
+//          FAULT:    sf;   WM ∧ latchedFault
+//          TICK(1):  X ∧ due_1
+//          TICK(2):  TICK(1) ∧ due_2
+//          LIMIT:    X ∧ ¬due_1 ∧ atLimit;   TICK(1) ∧ ¬due_2 ∧ atLimit;   TICK(2) ∧ atLimit
+//          EX(b' latched):  TICK(1) ∧ ¬due_2 ∧ ¬atLimit;   TICK(2) ∧ ¬atLimit (one case per
+//                    failing digit: the digits before it hold, it does not)
+//        (sf = the supplied fault field; the cases are exclusive).
 // Margins: every gate is λG·N with N an exact integer; the latches' and counters' are theirs
-// (tap.h, counter.h). The step limit must lie in counter.h's thresholdRange (≤ 105 at u = 16).
+// (tap.h, counter.h). The tick ratio must lie in counter.h's thresholdRange (≤ 105 at u = 16);
+// the step limit in 1..R1·R2·R3 = 10^6 (trace::kModelStepLimit).
 //
-// Budget (heads added per layer; units; dims): L +2, L+1 +1, L+3 +2, S +17 (the scheduler adds 16
-// at S+1 and 1 at E); units: L+1 +4, L+4 +73, S +32 (+ the scheduler's 617 + 115), E 2·(F + I)·6
-// + cancels (F = kNumFamilies, I = tokenIndexBits()); residual dims: Control's fields (≈ 110) plus
-// the scheduler's (≈ 330). `controlHeads` has the per-layer head counts for a key head dim.
+// Budget (heads added per layer; units; dims): L +1, L+1 +4, L+3 +2, S +20 (3 for the limit's
+// digits, reserved whether or not each is nonzero; the scheduler adds 16 at S+1), E +2; units:
+// L +8, L+1 +4, L+4 +73, S +32 (+ the scheduler's 617 + 115), E 2·(F + I) per case + cancels
+// (F = kNumFamilies, I = tokenIndexBits()); residual dims: Control's fields (≈ 120) plus the
+// scheduler's (≈ 330). `controlHeads` has the per-layer head counts for a key head dim.
 //
-// Not handled: the step ticks (docs/trace.md "Step ticks": TICK(1), TICK(2) and the model's
-// built-in limit R1·R2·R3 = 10^6) — this stage counts EX tokens in one counter, so its limit is a
-// build-time stepLimit ≤ 105 and runs must stay below 100 steps (no TICK). The prompt carries no
-// step limit (trace v5), so the limit is the compiled circuit's, as trace.md says.
+// The prompt carries no step limit (trace v5): the limit is the compiled circuit's, as trace.md
+// says; a model leg builds R1·R2·R3 (trace::kModelStepLimit).
 //
 // Failing twin (`ControlTwin`): SwapTargets (taken and next read from each other's bits).
 #pragma once
@@ -114,14 +139,18 @@ struct ControlSpec {
   // Heads and MLP units another stage already took in L..L+4 after the front end's own (the
   // operand select's, circuit/pipeline.h): this stage's follow them.
   std::array<int, 5> hostHeads{}, hostUnits{};
-  int stepLimit = 64;  // LIMIT after this many steps (1 .. counter.h's thresholdRange)
+  int stepLimit = 64;  // LIMIT after this many steps (1 .. trace::kModelStepLimit)
   float headGain = 128;
   float mlpGain = 128;
   ControlTwin twin = ControlTwin::None;
 };
 
 struct Control {
-  Field quiet, heavy;  // 3 quiet dims (0) and one +2u pad (Σx² as the full layout), counters
+  Field quiet, heavy;  // 6 quiet dims (0) and two +2u pads (Σx² as the full layout), counters:
+                       // s_1 quiet[0], the CTAs quiet[1], s_2 quiet[2], s_3 quiet[3] (4 and 5
+                       // unused: a +2u pad balances three)
+  Field tickEvent;     // L MLP: [TICK(1), TICK(2)]
+  Field counterReset;  // L MLP: [RUN ∨ TICK(1), RUN ∨ TICK(2)]
   Field progTag;       // L+1: [isPROG, ballast ×7]
   Field progEnable;    // L+1 MLP
   Field launch;        // L+3: [gridX (5), ballast ×3, blockX (5), ballast ×3]
@@ -134,14 +163,16 @@ struct Control {
   Field nextBar;       // L+4 MLP: 1
   Field latch;         // S: [kind (2), warp (2), ballast ×4]
   Field ctaAtLeast;    // S: [c ≥ 1..15]
-  Field atLimit;       // S: [s ≥ stepLimit]
+  Field tickAtLeast;   // S: [due_1, due_2] = [s_1 ≥ R1], [s_2 ≥ R2]
+  Field limitAtLeast;  // S: [s_k ≥ c_k] for each nonzero digit c_k of stepLimit, k = 1..3
   Field lastCta;       // S MLP: 1
   Scheduler sched;     // S .. S+7
   Field faultLatch;    // E: [fault, ballast ×7]
+  Field exLatch;       // E: [the scheduler's emit index (I), ballast]: b' for a tick position
   EmitField emit;      // E MLP: the next token
   Field decides;       // E MLP: 1 dim, +1 where `emit` is the next token (the positions listed
-                       // above: reset, terminator, EX, a supplied fault, WM of a faulting step);
-                       // elsewhere the record emitter's (RecordEmitSpec::overrideFrom)
+                       // above: reset, terminator, EX, TICK, a supplied fault, WM of a faulting
+                       // step); elsewhere the record emitter's (RecordEmitSpec::overrideFrom)
   int stepLimit = 0;
   std::vector<int> heads;  // this stage's heads per layer L .. L+13 (the scheduler's included)
   std::vector<int> units;  // this stage's units per layer L .. L+13 (the scheduler's included)

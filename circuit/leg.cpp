@@ -24,7 +24,7 @@ constexpr const char* kLegPipeline = "memory+atomics+regrec+warp";
 // The leg pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {
   constexpr int kKeyHeadDim = 64;
-  const ExecuteSpec s = legSpec(kLegMaxStepLimit);
+  const ExecuteSpec s = legSpec(kLegStepLimit);
   model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, trace::kVocabSize);
   const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, s);
   int most = 0;
@@ -50,14 +50,13 @@ ExecuteSpec legSpec(int stepLimit) {
 }
 
 Status pipelineExecutes(const machine::Program& program) {
-  return pipelineExecutes(program, legSpec(kLegMaxStepLimit));
+  return pipelineExecutes(program, legSpec(kLegStepLimit));
 }
 
 Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
-  if (stepLimit < 1 || stepLimit > kLegMaxStepLimit)
+  if (stepLimit < 1 || stepLimit > kLegStepLimit)
     return makeDiag(ErrorKind::Usage, "model leg: step limit " + std::to_string(stepLimit) +
-                                          " (the control stage counts 1.." +
-                                          std::to_string(kLegMaxStepLimit) + ")");
+                                          " outside 1.." + std::to_string(kLegStepLimit) + ")");
   constexpr int kScratchUnits = 16384;
   const ExecuteSpec spec = legSpec(stepLimit);
   QGPU_TRY(plan, planExecuteLayout(legConfig(0, kScratchUnits), spec));
@@ -131,10 +130,9 @@ Expected<int> readLegStepLimit(const std::string& dir) {
                     path.string() + ": expected {\"pipeline\": \"" + kLegPipeline +
                         "\", \"stepLimit\": N} (rebuild it with qgpu circuit build)");
   const int limit = j["stepLimit"].get<int>();
-  if (limit < 1 || limit > kLegMaxStepLimit)
+  if (limit < 1 || limit > kLegStepLimit)
     return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " + std::to_string(limit) +
-                                               " outside 1.." +
-                                               std::to_string(kLegMaxStepLimit));
+                                               " outside 1.." + std::to_string(kLegStepLimit));
   return limit;
 }
 

@@ -18,9 +18,9 @@
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:
 //                     docs/circuit.md §8, fp32 head reads are ulps off at 128), a layer without
 //                     heads a full-attention layer with zero weights (it adds exactly 0), the
-//                     vocabulary = the trace's (no probes). The control stage writes LIMIT after
-//                     `stepLimit` steps (≤ 99, kLegMaxStepLimit): a run of more steps ends
-//                     in LIMIT, as the interpreter's with maxSteps = stepLimit does.
+//                     vocabulary = the trace's (no probes). The control stage writes the step
+//                     ticks and LIMIT after `stepLimit` steps (1..kLegStepLimit = 10^6), as
+//                     the interpreter's run with maxSteps = stepLimit does.
 //   finalGlobal       the launch's global memory with every global MemWrite of the decoded run
 //                     applied in order (a word's value after the access is what the record
 //                     carries, trace.h WordValue); shared memory is per CTA and not returned.
@@ -42,14 +42,12 @@
 
 namespace qgpu::circuit {
 
-// The largest step limit the leg's model is built with: below the first step tick. The
-// interpreter writes TICK(1) before the EX of step 101 and before LIMIT at step 100 (trace.md
-// "Step ticks"), and the control stage builds no ticks yet (it counts steps in one event counter,
-// up to counter.h's thresholdRange, 105): with a limit of 99 a longer run ends in LIMIT, exactly
-// where the interpreter at maxSteps = 99 does, instead of a run the model writes without its tick.
-inline constexpr int kLegMaxStepLimit = static_cast<int>(trace::tickPeriod(1)) - 1;
+// The step limit the leg's model is built with: the compiled model's R1·R2·R3 = 10^6 steps
+// (trace.md "Step ticks"), which the control stage counts with its step ticks; the interpreter a
+// run is compared with must run at the same limit. Any limit 1..kLegStepLimit can be built.
+inline constexpr int kLegStepLimit = static_cast<int>(trace::kModelStepLimit);
 
-ExecuteSpec legSpec(int stepLimit = kLegMaxStepLimit);
+ExecuteSpec legSpec(int stepLimit = kLegStepLimit);
 Status pipelineExecutes(const machine::Program& program);
 
 struct LegModel {
@@ -59,14 +57,14 @@ struct LegModel {
 };
 
 // `storage` CountOnly gives the shapes without arrays (what `qgpu circuit build` would write).
-Expected<LegModel> buildLegModel(int stepLimit = kLegMaxStepLimit,
+Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
                                  WeightStorage storage = WeightStorage::Dense);
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
 // {"pipeline": "memory+atomics+regrec+warp", "stepLimit": N, …}, which readLegStepLimit reads back
 // (Checkpoint error when it is missing or malformed: a directory that is not a leg checkpoint).
-Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegMaxStepLimit);
+Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
 
 // The checkpoint's tokenizer.json: a Hugging Face WordLevel tokenizer whose words are the trace

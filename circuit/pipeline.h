@@ -95,8 +95,7 @@
 // the operand select's words of all four lanes, the psrc0 port's lane bits and the executing
 // lanes e (E+5), adding onto the ALU's r_l and s_l (the ALU writes 0 for a warp opcode).
 //
-// Not here: atom.inc / dec / cas, spill ops, MUL, the step ticks (the control stage's limit is a
-// build-time ≤ 105).
+// Not here: atom.inc / dec / cas, spill ops, MUL.
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -158,7 +157,7 @@ enum class ExecuteTwin : uint8_t {
 struct ExecuteSpec {
   TokenLayout tokens;   // the full layout (λ = 1) of the config's hidden size
   int layer0 = 0;       // E: layers E .. E + kExecuteLayers − 1
-  int stepLimit = 64;   // the control stage's LIMIT (ControlSpec::stepLimit: ≤ 105, no ticks)
+  int stepLimit = 64;   // the control stage's LIMIT (ControlSpec::stepLimit: 1..10^6, with ticks)
   // Memory ops (ld, st, st.b8, st.b16 in both spaces; the bitwise atomics' memrec): the memory
   // stage at E+5 .. E+12 and the outcome select; kExecuteMemoryLayers layers.
   bool memory = false;

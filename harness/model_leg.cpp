@@ -139,7 +139,7 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const ModelLegOptions
   if (options.checkpoint.empty()) {
     s->tempDir_ = (fs::temp_directory_path() / ("qgpu_leg_" + std::to_string(::getpid()))).string();
     s->dir_ = s->tempDir_;
-    QGPU_CHECK(circuit::writeLegCheckpoint(s->dir_, circuit::kLegMaxStepLimit));
+    QGPU_CHECK(circuit::writeLegCheckpoint(s->dir_, circuit::kLegStepLimit));
   } else {
     s->dir_ = options.checkpoint;
   }
@@ -288,7 +288,7 @@ Expected<std::unique_ptr<ModelLegs>> ModelLegs::open(const ModelLegOptions& opti
   if (perLeg > 1 || legs.size() > 1) each.blasThreads = 1;
   if (each.checkpoint.empty() && !legs.empty()) {
     m->tempDir_ = (fs::temp_directory_path() / ("qgpu_legs_" + std::to_string(::getpid()))).string();
-    QGPU_CHECK(circuit::writeLegCheckpoint(m->tempDir_, circuit::kLegMaxStepLimit));
+    QGPU_CHECK(circuit::writeLegCheckpoint(m->tempDir_, circuit::kLegStepLimit));
     each.checkpoint = m->tempDir_;
   }
   for (Backend leg : legs) {

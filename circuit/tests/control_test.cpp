@@ -6,12 +6,15 @@
 // out-of-range addresses, 1..16 threads, 1..3 CTAs), then the run the interpreter writes.
 //
 // What it pins down: at every position where the interpreter's trace has next an EX, WM, CTA,
-// END, LIMIT or FAULT token — every CTA start (RUN, CTA), every terminator position, every EX (the
-// position after), every faulting op's position and the WM of a divergent barrier — the greedy
-// token (the argmax of the lm_head over the trace vocabulary) is that trace token, and it wins
-// by the emit head's stated margin 2W. LIMIT on a hand-made infinite loop (and on random runs that
-// reach the built step limit). The interpreter runs with maxSteps = the circuit's stepLimit, so
-// its LIMIT is where the circuit must write it (docs/trace.md "Step ticks": no tick below 100).
+// END, TICK, LIMIT or FAULT token — every CTA start (RUN, CTA), every terminator position, every
+// EX (the position after), every tick, every faulting op's position and the WM of a divergent
+// barrier — the greedy token (the argmax of the lm_head over the trace vocabulary) is that trace
+// token, and it wins by the emit head's stated margin 2W. LIMIT on a hand-made infinite loop (and
+// on random runs that reach the built step limit). The interpreter runs with maxSteps = the
+// circuit's stepLimit, so its LIMIT is where the circuit must write it. The step ticks
+// (docs/trace.md "Step ticks"): the loop to a limit of 10,200 steps — TICK(1) after every 100
+// steps, TICK(1) TICK(2) after 10,000, TICK(1) LIMIT after 10,200 — and to 150 (LIMIT where two
+// digits of the limit meet, after one TICK(1)).
 //
 // Given fields (the test's, not the circuit's; their stages are others'): the branch predicate
 // per lane (ControlSpec::pred, the predicate file's read of the TERM word's predicate, before
@@ -49,8 +52,8 @@ using harness::Path;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 1472;
-constexpr int kUnits = 640;
+constexpr int kHidden = 1536;
+constexpr int kUnits = 1024;
 constexpr int kLanes = 4;
 constexpr float kUnit = 16;
 constexpr float kEmitWeight = 8;
@@ -71,17 +74,18 @@ struct Case {
 
 bool decidedHere(Family f) {
   return f == Family::Ex || f == Family::Wm || f == Family::Cta || f == Family::End ||
-         f == Family::Limit || f == Family::FaultTok;
+         f == Family::Limit || f == Family::FaultTok || f == Family::Tick;
 }
 
 // The case of one program: the interpreter's trace, cut into events with Execution (the same
 // tokens as oracle::run, checked), the given fields from each step's outcome.
-Case programCase(const machine::Program& prog, const machine::Launch& launch) {
+Case programCase(const machine::Program& prog, const machine::Launch& launch,
+                 int stepLimit = kStepLimit) {
   Case c;
   std::vector<Token> t = trace::encodePrompt(prog, launch);
   c.prompt = t.size();
   oracle::RunOptions o;
-  o.maxSteps = kStepLimit;
+  o.maxSteps = static_cast<uint64_t>(stepLimit);
   auto started = oracle::Execution::start(prog, launch, o);
   EXPECT_TRUE(started.ok());
   if (!started.ok()) return c;
@@ -179,25 +183,41 @@ std::vector<Case> randomCases(int count, size_t maxTokens, uint64_t firstSeed) {
   return out;
 }
 
-// An infinite loop (B0: mov r1, %tid.x; jmp B0) over 6 threads in 2 CTAs: LIMIT after kStepLimit
-// steps, all in CTA 0's warp 0.
-Case loopCase() {
+// An infinite loop (B0 → B1 → B2 → B0, each block mov r1, %tid.x and a jmp) over 6 threads in 2
+// CTAs: LIMIT after stepLimit steps, all in CTA 0, its two warps in turn; the EX after a tick
+// names any of the three blocks.
+Case loopCase(int stepLimit = kStepLimit) {
   machine::Program prog;
   prog.name = "loop";
-  machine::Block b;
-  machine::Instr mov;
-  mov.op = machine::Op::Mov;
-  mov.dst = 1;
-  mov.src[0] = machine::Operand::s(machine::Special::TidX);
-  b.ops.push_back(mov);
-  b.term.kind = machine::TermKind::Jump;
-  b.term.next = 0;
-  prog.blocks.push_back(b);
+  constexpr int kBlocks = 3;
+  for (int i = 0; i < kBlocks; ++i) {
+    machine::Block b;
+    machine::Instr mov;
+    mov.op = machine::Op::Mov;
+    mov.dst = 1;
+    mov.src[0] = machine::Operand::s(machine::Special::TidX);
+    b.ops.push_back(mov);
+    b.term.kind = machine::TermKind::Jump;
+    b.term.next = static_cast<uint8_t>((i + 1) % kBlocks);
+    prog.blocks.push_back(b);
+  }
   machine::Launch launch;
   launch.gridX = 2;
   launch.blockX = 6;
   EXPECT_TRUE(machine::verify(prog, launch).ok());
-  return programCase(prog, launch);
+  return programCase(prog, launch, stepLimit);
+}
+
+// The first `tokens` tokens of a case (a causal model's outputs there are the whole case's).
+Case prefixOf(const Case& c, size_t tokens) {
+  Case p = c;
+  p.tokens.resize(tokens);
+  p.pred.resize(tokens);
+  p.fault.resize(tokens);
+  p.checked.clear();
+  for (size_t q : c.checked)
+    if (q + 1 < tokens) p.checked.push_back(q);
+  return p;
 }
 
 struct Rig {
@@ -219,7 +239,7 @@ model::Qwen35Config config(int keyHeadDim, int64_t vocab) {
 }
 
 Rig build(const std::string& name, const std::vector<Case>& cases, int keyHeadDim = 64,
-          ControlTwin twin = ControlTwin::None) {
+          ControlTwin twin = ControlTwin::None, int stepLimit = kStepLimit) {
   Rig rig;
   std::set<std::tuple<Token, uint8_t, bool>> need;
   for (const Case& c : cases)
@@ -242,7 +262,7 @@ Rig build(const std::string& name, const std::vector<Case>& cases, int keyHeadDi
   cs.tokens = tokens;
   cs.pred = pred;
   cs.fault = fault;
-  cs.stepLimit = kStepLimit;
+  cs.stepLimit = stepLimit;
   cs.twin = twin;
   auto ctl = buildControl(w, alloc, fe.value(), cs);
   EXPECT_TRUE(ctl.ok()) << ctl.error().message;
@@ -304,9 +324,7 @@ std::string summary(const Result& r) {
   std::string s = std::to_string(r.checked) + " positions, " + std::to_string(r.wrong) +
                   " wrong, smallest top-vs-second gap " + std::to_string(r.minGap) + " (";
   for (const auto& [f, n] : r.families)
-    s += (f == Family::Ex ? std::string("EX") : f == Family::Wm ? std::string("WM")
-                                                                : trace::tokenName(trace::single(f))) +
-         " " + std::to_string(n) + " ";
+    s += std::string(trace::kFamilies[static_cast<size_t>(f)].name) + " " + std::to_string(n) + " ";
   return s + ")";
 }
 
@@ -343,22 +361,33 @@ TEST(CircuitControl, BudgetPerLayerAtKeyHeadDims64And128) {
     std::cout << "; widest MLP " << most << std::endl;
     EXPECT_LE(alloc.used(), kHidden);
     EXPECT_LE(most, kUnits);
-    EXPECT_EQ(ctl->heads[kControlLayers - 1], 1);
+    EXPECT_EQ(ctl->heads[kControlLayers - 1], 2);
   }
 }
 
-// Each refusal next to a base case that builds (count-only weights): a step limit outside the
-// counter's range, given fields of the wrong width, a front end with its payload banks (other head
-// counts), a config with too few layers (the heads it needs beyond the front end's fit wherever
-// the front end's 26 do).
+// Each refusal next to a base case that builds (count-only weights): a step limit outside
+// 1..R1·R2·R3 (which builds), given fields of the wrong width, a front end with its payload banks
+// (other head counts), a config with too few layers (the heads it needs beyond the front end's fit
+// wherever the front end's 26 do).
 TEST(CircuitControl, RefusesWhatItCannotBuild) {
   // Accepted: the stage as the tests build it, on a front end with payload banks (the execute
   // pipeline's), and without a supplied fault.
-  enum class Bad { None, PayloadBanks, NoFault, LimitZero, LimitHigh, PredWidth, FaultWidth, FewLayers,
-                   HeadsInAFullAttentionLayer, HostHeadsOverTheConfig };
-  for (Bad bad : {Bad::None, Bad::PayloadBanks, Bad::NoFault, Bad::LimitZero, Bad::LimitHigh,
-                  Bad::PredWidth, Bad::FaultWidth, Bad::FewLayers, Bad::HeadsInAFullAttentionLayer,
-                  Bad::HostHeadsOverTheConfig}) {
+  enum class Bad {
+    None,
+    PayloadBanks,
+    NoFault,
+    ModelLimit,
+    LimitZero,
+    LimitHigh,
+    PredWidth,
+    FaultWidth,
+    FewLayers,
+    HeadsInAFullAttentionLayer,
+    HostHeadsOverTheConfig
+  };
+  for (Bad bad : {Bad::None, Bad::PayloadBanks, Bad::NoFault, Bad::ModelLimit, Bad::LimitZero,
+                  Bad::LimitHigh, Bad::PredWidth, Bad::FaultWidth, Bad::FewLayers,
+                  Bad::HeadsInAFullAttentionLayer, Bad::HostHeadsOverTheConfig}) {
     model::Qwen35Config c = harness::config(4096, bad == Bad::FewLayers ? kControlLayers - 1 : kControlLayers,
                                             4096, trace::kVocabSize);
     c.linearNumKeyHeads = c.linearNumValueHeads = 64;
@@ -378,10 +407,15 @@ TEST(CircuitControl, RefusesWhatItCannotBuild) {
     cs.tokens = tokens;
     cs.pred = alloc.take("pred", bad == Bad::PredWidth ? 3 : kLanes).value();
     if (bad != Bad::NoFault) cs.fault = alloc.take("fault", bad == Bad::FaultWidth ? 2 : 1).value();
-    cs.stepLimit = bad == Bad::LimitZero ? 0 : bad == Bad::LimitHigh ? 200 : kStepLimit;
+    const int model = static_cast<int>(trace::kModelStepLimit);
+    cs.stepLimit = bad == Bad::LimitZero    ? 0
+                   : bad == Bad::LimitHigh  ? model + 1
+                   : bad == Bad::ModelLimit ? model
+                                            : kStepLimit;
     if (bad == Bad::HostHeadsOverTheConfig) cs.hostHeads[3] = 64 - fe->heads[3] - 1;  // + 2 launch latches
     auto ctl = buildControl(w, alloc, fe.value(), cs);
-    if (bad == Bad::None || bad == Bad::PayloadBanks || bad == Bad::NoFault) {
+    if (bad == Bad::None || bad == Bad::PayloadBanks || bad == Bad::NoFault ||
+        bad == Bad::ModelLimit) {
       EXPECT_TRUE(ctl.ok()) << static_cast<int>(bad) << ": " << ctl.error().message;
     } else {
       ASSERT_FALSE(ctl.ok()) << static_cast<int>(bad);
@@ -474,6 +508,57 @@ TEST(CircuitControl, WritesTheSameTokensAtKeyHeadDim128) {
     EXPECT_EQ(r.minGap, 2 * kEmitWeight);
     std::cout << "dk 128 " << (dtype == ComputeDtype::F32 ? "fp32" : "bf16") << " prefill: "
               << summary(r) << "\n";
+  }
+}
+
+// The step ticks: the loop to 150 steps (digits 50, 1: one TICK(1), then LIMIT at a terminator
+// position, where [s_1 ≥ 50] ∧ [s_2 ≥ 1] first hold); under QGPU_CIRCUIT_FULL also to 10,200
+// steps (digits 0, 2, 1: 71,519 tokens, 102 TICK(1) and one TICK(2), LIMIT at a TICK(1) position
+// two hundred steps after the TICK(2); about 13 minutes here), each through a stage built with
+// that limit: every tick, every EX after one (the EX latch) and the LIMIT on the chunked path in
+// fp32 and bf16, the first 1,000 tokens (TICK(1) after step 100) also on the recurrent path.
+TEST(CircuitControl, WritesTheStepTicksAndTheLimitAfterThem) {
+  constexpr int kShortLimit = 150, kLongLimit = 10200;
+  std::vector<std::pair<int, Case>> runs = {{kShortLimit, loopCase(kShortLimit)}};
+  if (harness::fullInputs()) {
+    runs.push_back({kLongLimit, loopCase(kLongLimit)});
+    const Case& longRun = runs.back().second;
+    int ticks = 0;
+    for (size_t p = longRun.prompt; p < longRun.tokens.size(); ++p)
+      ticks += trace::familyOf(longRun.tokens[p]) == Family::Tick ? 1 : 0;
+    ASSERT_EQ(ticks, kLongLimit / 100 + 1) << "TICK(1) every 100 steps, one TICK(2)";
+    ASSERT_EQ(longRun.tokens[longRun.tokens.size() - 2], trace::tick(1));
+  }
+  // The EX latch shows only where a tick's EX is not EX(0), the constant part of the case.
+  std::set<Token> afterTicks;
+  for (const auto& [limit, run] : runs)
+    for (size_t p = run.prompt; p + 1 < run.tokens.size(); ++p)
+      if (trace::familyOf(run.tokens[p]) == Family::Tick &&
+          trace::familyOf(run.tokens[p + 1]) == Family::Ex)
+        afterTicks.insert(run.tokens[p + 1]);
+  ASSERT_FALSE(afterTicks.empty());
+  EXPECT_NE(*afterTicks.rbegin(), trace::tok(Family::Ex, 0)) << "a tick's EX names another block";
+  for (const auto& [limit, run] : runs) {
+    const Rig rig = build("ticks" + std::to_string(limit), {run}, 64, ControlTwin::None, limit);
+    ASSERT_FALSE(rig.dir.empty());
+    for (ComputeDtype dtype : harness::kDtypes) {
+      auto dec = harness::load(rig.dir, dtype);
+      ASSERT_NE(dec, nullptr);
+      std::vector<std::pair<Path, Case>> paths = {{Path::Prefill, run}};
+      if (dtype == ComputeDtype::F32 || harness::fullInputs())
+        paths.push_back({Path::Mixed, prefixOf(run, std::min<size_t>(run.tokens.size(), 1000))});
+      for (const auto& [path, c] : paths) {
+        Result r;
+        const std::clock_t t0 = std::clock();
+        check(r, *dec, rig, c, path);
+        EXPECT_EQ(r.wrong, 0) << r.first;
+        EXPECT_EQ(r.minGap, 2 * kEmitWeight);
+        EXPECT_GT(r.families[Family::Tick], 0);
+        std::cout << "limit " << limit << ", " << (dtype == ComputeDtype::F32 ? "fp32 " : "bf16 ")
+                  << harness::pathName(path) << ": " << c.tokens.size() << " tokens, " << summary(r)
+                  << " (" << static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC << " s CPU)\n";
+      }
+    }
   }
 }
 

@@ -114,7 +114,7 @@ TEST(Leg, FinalGlobalAppliesTheRunsGlobalWritesInOrder) {
 }
 
 TEST(Leg, ModelShapesAndStepLimits) {
-  auto m = buildLegModel(kLegMaxStepLimit, WeightStorage::CountOnly);
+  auto m = buildLegModel(kLegStepLimit, WeightStorage::CountOnly);
   ASSERT_TRUE(m.ok()) << m.error().message;
   const model::Qwen35Config& c = m->weights->config();
   EXPECT_EQ(c.vocabSize, trace::kVocabSize);
@@ -126,9 +126,9 @@ TEST(Leg, ModelShapesAndStepLimits) {
   const std::vector<int> heads = executePipelineHeads(64, legSpec());
   for (size_t l = 0; l < heads.size(); ++l)
     EXPECT_EQ(c.layerTypes[l] == model::LayerType::Full, heads[l] == 0) << "layer " << l;
-  // The limit stays below the first step tick, which the circuit does not write.
-  EXPECT_LT(static_cast<uint64_t>(kLegMaxStepLimit), trace::tickPeriod(1));
-  for (int bad : {0, -1, kLegMaxStepLimit + 1}) {
+  // The leg's limit is the compiled model's R1·R2·R3 (trace.md "Step ticks").
+  EXPECT_EQ(static_cast<uint64_t>(kLegStepLimit), trace::tickPeriod(trace::kTickLevels + 1));
+  for (int bad : {0, -1, kLegStepLimit + 1}) {
     auto refused = buildLegModel(bad, WeightStorage::CountOnly);
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
@@ -154,7 +154,7 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
         std::string("{\"pipeline\": \"alu\", \"stepLimit\": 5}"),
         std::string("{\"pipeline\": \"memory\", \"stepLimit\": 64}"),
         std::string("{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}"),
-        "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 106}",
+        "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
         "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
     std::ofstream(dir / "circuit.json") << text;
     expectCheckpointError(text);

@@ -51,6 +51,7 @@ struct CheckCmdOptions {
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
   std::vector<std::string> models;  // --model: the model legs, "fp32" and/or "bf16"
   std::string modelCheckpoint;      // --model-checkpoint: a `qgpu circuit build` directory
+  size_t modelTokenBudget = harness::ModelLegOptions{}.tokenBudget;  // --model-token-budget
 };
 
 // --model's legs in the order given, each once; a Usage error names an unknown one.
@@ -178,6 +179,8 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   if (!modelLegs.ok()) return reportError(modelLegs.error());
   if (modelLegs->empty() && !o.modelCheckpoint.empty())
     return reportError(makeDiag(ErrorKind::Usage, "--model-checkpoint needs --model"));
+  if (modelLegs->empty() && o.modelTokenBudget != harness::ModelLegOptions{}.tokenBudget)
+    return reportError(makeDiag(ErrorKind::Usage, "--model-token-budget needs --model"));
 #ifndef QGPU_HAVE_MODEL
   if (!modelLegs->empty())
     return reportError(makeDiag(ErrorKind::Usage, "--model needs a LibTorch build (QGPU_WITH_TORCH)"));
@@ -222,6 +225,7 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   if (!modelLegs->empty()) {
     harness::ModelLegOptions mo;
     mo.checkpoint = o.modelCheckpoint;
+    mo.tokenBudget = o.modelTokenBudget;
     mo.check = true;
     auto opened = harness::ModelLegs::open(mo, *modelLegs, o.jobs);
     if (!opened.ok()) return reportError(opened.error());
@@ -324,6 +328,10 @@ Command addCheckCommand(CLI::App& root, const CommonOptions& common) {
       ->delimiter(',');
   app->add_option("--model-checkpoint", o.modelCheckpoint,
                   "--model: a checkpoint `qgpu circuit build` wrote (default: build one, 14 GB, removed after)");
+  app->add_option("--model-token-budget", o.modelTokenBudget,
+                  "--model: most run tokens a case generates (a run still going is inconclusive)")
+      ->check(CLI::Range(size_t{1}, size_t{100'000'000}))
+      ->capture_default_str();
   addMaxStepsOption(app, o.maxSteps);
   return {app, [&common] { return runCheckCommand(o, common); }};
 }

@@ -147,7 +147,7 @@ int runPlan(const CircuitPlanOptions& o) {
 struct CircuitBuildOptions {
   std::string out;
   std::string shape = "compact";
-  int stepLimit = circuit::kLegMaxStepLimit;
+  int stepLimit = circuit::kLegStepLimit;
 };
 
 // `circuit build`: the model leg's checkpoint (circuit/leg.h). Only `compact` holds it today; any
@@ -262,7 +262,7 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
       ->capture_default_str();
   build->add_option("--step-limit", b.stepLimit, "Steps before the model writes LIMIT")
-      ->check(CLI::Range(1, circuit::kLegMaxStepLimit))
+      ->check(CLI::Range(1, circuit::kLegStepLimit))
       ->capture_default_str();
 #ifdef QGPU_HAVE_MODEL
   static CircuitMarginsOptions mg;

@@ -29,24 +29,24 @@ expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of 
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 3,341 dims (4,246 one field per
+# The execute pipeline (the default) on its layout by liveness: 3,355 dims (4,264 one field per
 # value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3341 residual dims, the shape has 2048' -- \
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3355 residual dims, the shape has 2048' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 3341, 35 heads of 128/128, MLP 4957' -- \
+expect pipeline-compact 0 'shape compact: hidden 3355, 35 heads of 128/128, MLP 4957' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3341 +3031' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 3341 \(peak live 3195; one field per value 4246\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3355 +3052' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 3355 \(peak live 3216; one field per value 4264\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 3,921 dims (5,862 one field per value).
-expect memory-pipeline 0 'span 3921 \(peak live 3879; one field per value 5862\)' -- \
+# With memory ops: 18 layers, 3,935 dims (5,880 one field per value).
+expect memory-pipeline 0 'span 3935 \(peak live 3900; one field per value 5880\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
-# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,184 dims (the
+# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,311 dims (the
 # regrec's latched fields are attention-written: they keep their dims from the embedding on, so
 # they are live at the ALU's peak), the memory stage's last layer at 14, the regrec's result stage
 # at 15..18, the select at 19.
-expect leg-pipeline 0 'span 4184 \(peak live 4177; one field per value 8134\)' -- \
+expect leg-pipeline 0 'span 4311 \(peak live 4198; one field per value 8152\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -56,11 +56,11 @@ expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 4184 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 4311 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
-expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 100
+expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 1000001
 # `run --backend model` runs the circuit target's program (multiplies and divisions expanded): a
 # kernel with an op the circuit does not execute (atom.inc / dec / cas) is refused before any
 # model is built (inconclusive), naming the op and where it is; a multiply the expansion cannot
@@ -79,6 +79,10 @@ expect check-model-unknown 2 "--model 'fp16': the model legs are fp32 and bf16" 
   "$qgpu" check --no-gpu --kernel popcount --model fp16
 expect check-model-checkpoint-alone 2 '--model-checkpoint needs --model' -- \
   "$qgpu" check --no-gpu --kernel popcount --model-checkpoint "$tmp"
+expect check-model-budget-alone 2 '--model-token-budget needs --model' -- \
+  "$qgpu" check --no-gpu --kernel popcount --model-token-budget 100
+expect check-model-budget-zero 2 'model-token-budget' -- \
+  "$qgpu" check --no-gpu --kernel popcount --model fp32 --model-token-budget 0
 expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
 # `circuit margins`: a program the circuit does not execute is refused before any model is loaded;

@@ -1,7 +1,7 @@
 // What the model leg runs of the catalog: every kernel under clang-14 and nvcc, built as
 // `run --backend model` builds it (both circuit expansions, BuildOptions::expandDivision and
 // expandMultiply), then asked of circuit::pipelineExecutes, and, where the pipeline executes every
-// op, run in the interpreter at the compiled model's step limit (circuit::kLegMaxStepLimit) to see
+// op, run in the interpreter at the compiled model's step limit (circuit::kLegStepLimit) to see
 // whether the run ends inside it. No model is built: this is the leg's reach, not its exactness
 // (harness_model_leg_test, ci/model-leg.sh). Prints the table docs/circuit.md §9 "Built: the leg"
 // quotes, and the refusals grouped by reason. A missing compiler skips its cases with the reason.
@@ -31,7 +31,7 @@ TEST(ModelLegCoverage, EveryCatalogProgramIsRunnableOrRefusedWithItsReason) {
   BuildOptions build;
   build.expandDivision = build.expandMultiply = true;
   oracle::RunOptions run;
-  run.maxSteps = circuit::kLegMaxStepLimit;
+  run.maxSteps = circuit::kLegStepLimit;
   int programs = 0, runnable = 0, withinLimit = 0, skipped = 0;
   std::map<std::string, int> expansionRefused, pipelineRefused;
   for (host::Compiler c : {host::Compiler::Clang, host::Compiler::Nvcc}) {
@@ -66,8 +66,8 @@ TEST(ModelLegCoverage, EveryCatalogProgramIsRunnableOrRefusedWithItsReason) {
     }
   }
   if (skipped == 2) GTEST_SKIP() << "neither clang-14 nor nvcc is installed";
-  std::printf("%d programs: %d the pipeline executes (%d end within %d steps and match)\n", programs, runnable,
-              withinLimit, circuit::kLegMaxStepLimit);
+  std::printf("%d programs: %d the pipeline executes (%d end within %d steps and match)\n",
+              programs, runnable, withinLimit, circuit::kLegStepLimit);
   for (const auto& [why, n] : expansionRefused) std::printf("  refused by the %s: %d\n", why.c_str(), n);
   for (const auto& [op, n] : pipelineRefused)
     std::printf("  refused by the pipeline at %s: %d\n", op.c_str(), n);
