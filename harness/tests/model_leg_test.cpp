@@ -383,6 +383,31 @@ TEST_F(Leg, TransformersWritesTheLegsTokens) {
             << " run tokens, transformers = the leg = the interpreter" << std::endl;
 }
 
+// A run the token budget cuts is inconclusive, compared token for token as far as the model
+// wrote it — not a mismatch at the first token the interpreter wrote past the budget (what
+// modpow's 50,000-token run gave under the 20,000 budget before).
+TEST_F(Leg, ARunTheTokenBudgetCutsIsInconclusiveAndComparedAsFarAsItGoes) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  auto spec = resolveKernel("reverse", kernels::defaultCatalogDir());
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  BuildOptions build;
+  build.expandDivision = build.expandMultiply = true;
+  auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
+  ASSERT_TRUE(kernel.ok()) << kernel.error().str();
+  ModelLegOptions mo;
+  mo.checkpoint = dir;
+  mo.check = true;
+  mo.tokenBudget = 60;
+  auto session = ModelSession::open(mo);
+  ASSERT_TRUE(session.ok()) << session.error().str();
+  const CaseResult r = (*session)->compare(*spec, *kernel);
+  EXPECT_EQ(r.verdict, Verdict::Inconclusive) << r.detail;
+  EXPECT_NE(
+      r.detail.find("no END after 60 tokens (token budget); --check: 60 run tokens, 0 differ"),
+      std::string::npos)
+      << r.detail;
+}
+
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
   ASSERT_TRUE(fp32 != nullptr);
   fp32->reset();
