@@ -505,8 +505,8 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   es.outcomeFrom = outcome;
   es.into = &alloc;
   es.execFrom = s.atomicRegrec ? p.execRecord : p.fe.exec;
-  // Without memory R is the control stage's emit layer: its fault latch is head 0.
-  es.firstHead = s.memory ? 0 : 1;
+  // Without memory R is the control stage's emit layer: its fault and EX latches come first.
+  es.firstHead = s.memory ? 0 : p.control.heads.back();
   es.overrideFrom = RecordEmitSpec::Override{p.control.emit, p.control.decides};
   QGPU_TRY(emitter, buildRecordEmitter(w, es));
   p.emitter = emitter;
