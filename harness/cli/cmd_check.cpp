@@ -36,6 +36,10 @@ namespace {
 
 constexpr int kMaxJobs = 256;  // --jobs: worker threads
 
+// ModelLegOptions::tokenBudget's default, here too where no LibTorch is built
+// (harness/model_leg.h).
+constexpr size_t kDefaultModelTokenBudget = 20000;
+
 struct CheckCmdOptions {
   std::string compiler = "both";
   std::vector<std::string> kernels;  // only these (names)
@@ -51,7 +55,7 @@ struct CheckCmdOptions {
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
   std::vector<std::string> models;  // --model: the model legs, "fp32" and/or "bf16"
   std::string modelCheckpoint;      // --model-checkpoint: a `qgpu circuit build` directory
-  size_t modelTokenBudget = harness::ModelLegOptions{}.tokenBudget;  // --model-token-budget
+  size_t modelTokenBudget = kDefaultModelTokenBudget;  // --model-token-budget
 };
 
 // --model's legs in the order given, each once; a Usage error names an unknown one.
@@ -179,7 +183,7 @@ int runCheckCommand(CheckCmdOptions& o, const CommonOptions& common) {
   if (!modelLegs.ok()) return reportError(modelLegs.error());
   if (modelLegs->empty() && !o.modelCheckpoint.empty())
     return reportError(makeDiag(ErrorKind::Usage, "--model-checkpoint needs --model"));
-  if (modelLegs->empty() && o.modelTokenBudget != harness::ModelLegOptions{}.tokenBudget)
+  if (modelLegs->empty() && o.modelTokenBudget != kDefaultModelTokenBudget)
     return reportError(makeDiag(ErrorKind::Usage, "--model-token-budget needs --model"));
 #ifndef QGPU_HAVE_MODEL
   if (!modelLegs->empty())
