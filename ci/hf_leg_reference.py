@@ -57,10 +57,11 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # lanes on one global word (dot_atomic, the dot-product demo), shared atom.add with barriers
 # (histogram_shared), atom.max.s (reduce_max_atomic), an old value into a register (atomic_exch:
 # atom.exch's regrec); warp ops: shfl.bfly (shfl_xor_allreduce), vote.any / all / ballot (warp_vote);
-# the step ticks: collatz (106 steps, a TICK(1) before step 101's EX).
+# the step ticks: collatz (106 steps, a TICK(1) before step 101's EX); atom.inc's wrapping ticket
+# into a register (fence_last_block); atom.cas in a multiply loop (atomic_cas_mul).
 KERNELS = ["divergent_branch", "transpose_shared", "oddeven_sort", "matmul2x2", "reverse", "fibonacci",
            "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic", "atomic_exch",
-           "shfl_xor_allreduce", "warp_vote", "collatz"]
+           "shfl_xor_allreduce", "warp_vote", "collatz", "fence_last_block", "atomic_cas_mul"]
 RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 

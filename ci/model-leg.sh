@@ -2,7 +2,7 @@
 # qgpu/ci/model-leg.sh — the catalog through the model leg (docs/circuit.md §9 "Built: the leg"):
 # `qgpu check --model fp32,bf16` over every catalog kernel and both compilers, each case the
 # circuit target's program token for token against the interpreter. A program beyond the circuit
-# (atom.inc / dec / cas, a multiply the expansion cannot fit) is inconclusive with its reason, as
+# (atom.dec, a multiply the expansion cannot fit) is inconclusive with its reason, as
 # is a run that reaches the leg's LIMIT (10^6 steps) or the token budget (20,000);
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.

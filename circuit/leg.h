@@ -8,11 +8,11 @@
 //   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for that pipeline: an op executes iff
 //                     the ALU stage computes it (aluStageExclusion is null), it is a load or a
 //                     store (ld, st, st.b8, st.b16, global or shared), an atom.add / and / or /
-//                     xor / exch / min / max (any dst: the old value into a register too), a
-//                     shuffle or a vote; every block terminator. The first op outside that set is
-//                     refused: OverLimit naming the block, the op's index and its mnemonic and why
-//                     (mul, mad and mulhi: no multiplier in the pipeline yet; atom.inc / dec /
-//                     cas, spills, divisions).
+//                     xor / exch / min / max / inc / cas (any dst: the old value into a register
+//                     too), a shuffle or a vote; every block terminator. The first op outside
+//                     that set is refused: OverLimit naming the block, the op's index and its
+//                     mnemonic and why (mul, mad and mulhi: no multiplier in the pipeline yet;
+//                     atom.dec, spills, divisions).
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:
@@ -62,8 +62,9 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+atomics+regrec+warp", "stepLimit": N, …}, which readLegStepLimit reads back
-// (Checkpoint error when it is missing or malformed: a directory that is not a leg checkpoint).
+// {"pipeline": "memory+atomics+inc+cas+regrec+warp", "stepLimit": N, …}, which readLegStepLimit
+// reads back (Checkpoint error when it is missing or malformed: a directory that is not a leg
+// checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
 

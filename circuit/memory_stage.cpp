@@ -21,11 +21,13 @@ constexpr int kMemoryWord = 32;
 constexpr int kWordBits = kRecordWordBits;  // the word index a_2..a_8
 constexpr int kLanes = kRecordLanes;
 
+// clang-format off
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
-  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas
 };
+// clang-format on
 static_assert(kWrites == kMemoryKindWrites);
 constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
 // The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
@@ -70,7 +72,69 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::AtomMinU || op == machine::Op::AtomMaxU || op == machine::Op::AtomMinS ||
       op == machine::Op::AtomMaxS)
     k.push_back(kIsMinMax);
+  if (op == machine::Op::AtomInc) k.push_back(kIsInc);
+  if (op == machine::Op::AtomCas) k.push_back(kIsCas);
   return k;
+}
+
+// [x ≤ t] for a 32-bit sign field x and a small t ≤ 3, onto `out` (+2u when true): one step pair
+// on N = t − (4·Σ_{i≥2} x_i + 2x_1 + x_0) + 1 — any bit above 1 puts the sum over 3.
+Status addAtMostSmall(UnitWriter& u, const MlpContext& ctx, const Field& x, int t, int out) {
+  LinearForm n;  // in x̂ units: bit = (x̂ + 1)/2
+  double weightSum = 0;
+  for (int i = 0; i < x.dims; ++i) {
+    const double wi = i >= 2 ? 4 : i == 1 ? 2 : 1;
+    n.terms.push_back({x.at(i), -wi / 2});
+    weightSum += wi;
+  }
+  n.constant = t - weightSum / 2 + 1;
+  QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}}, {{out, 2}}));
+  (void)rep;
+  return Ok{};
+}
+
+// out = m + q mod 2^32 for a constant 1 ≤ q ≤ 7, in one layer (out's dims hold −u before: the
+// caller's AndFieldWriter::start). Bit i of m + q is M'_i ⊕ c_i with M' = m ⊕ q and the carry
+// c_i = [T_i ≥ θ_i]: for i < 3 T_i = m mod 2^i + q mod 2^i, θ_i = 2^i; for i ≥ 3 T_i =
+// 4·Σ_{3≤j<i} m_j + m mod 8 + q, θ_i = 4(i − 3) + 8 — all of m_3..m_{i−1} set gives T_i = θ_i − 8
+// + (m mod 8) + q, and one of them clear keeps T_i ≤ θ_i − 1. The XOR in one threshold form: with
+// V = K·M'_i + T_i and K = max T_i + 1, [V ≥ θ_i] − [V ≥ K + θ_i] is c_i when M'_i = 0 and 1 − c_i
+// when it is 1. |V − θ| ≤ 244 (bit 31), inside the step pair's bf16 range.
+Status addSmallConstant(UnitWriter& u, const MlpContext& ctx, const Field& m, int q,
+                        const Field& out) {
+  if (q < 1 || q > 7 || m.dims != kMemoryWord || out.dims != kMemoryWord)
+    return makeDiag(ErrorKind::Usage, "memory stage: a small constant 1..7 onto 32-bit words");
+  for (int i = 0; i < kMemoryWord; ++i) {
+    LinearForm v;
+    double constant = 0;
+    auto addBit = [&](int dim, double weight, bool inverted) {
+      v.terms.push_back({dim, inverted ? -weight / 2 : weight / 2});
+      constant += weight / 2;
+    };
+    double maxT = 0, theta = 0;
+    if (i < 3) {
+      for (int j = 0; j < i; ++j) addBit(m.at(j), 1 << j, false);
+      constant += q % (1 << i);
+      maxT = (1 << i) - 1 + q % (1 << i);
+      theta = 1 << i;
+    } else {
+      for (int j = 3; j < i; ++j) addBit(m.at(j), 4, false);
+      for (int j = 0; j < 3; ++j) addBit(m.at(j), 1 << j, false);
+      constant += q;
+      maxT = 4 * (i - 3) + 7 + q;
+      theta = 4 * (i - 3) + 8;
+    }
+    const double k = maxT + 1;
+    addBit(m.at(i), k, i < 3 && ((q >> i) & 1));
+    for (const double at : {theta, k + theta}) {
+      LinearForm n = v;
+      n.constant = constant - at + 1;
+      QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}},
+                            {{out.at(i), at == theta ? 2.0 : -2.0}}));
+      (void)rep;
+    }
+  }
+  return Ok{};
 }
 
 }  // namespace
@@ -97,6 +161,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         s.lanes[static_cast<size_t>(l)].src1.dims != kMemoryWord)
       return makeDiag(ErrorKind::Usage,
                       "memory stage: lane " + std::to_string(l) + " needs src0 and src1 of 32 dims");
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l)
+    if (s.lanes[static_cast<size_t>(l)].src2.dims != kMemoryWord)
+      return makeDiag(ErrorKind::Usage, "memory stage: lane " + std::to_string(l) +
+                                            " needs src2 of 32 dims (atom.cas's swap value)");
   QGPU_TRY(opcode, memoryHeadField(s.head, "opcode",
                              std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
   QGPU_TRY(spaceField, memoryHeadField(s.head, "space", 1));
@@ -104,6 +172,12 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   MemoryStage r;
   const int before = alloc.takenDims();
   auto take = [&](const std::string& name, int dims) { return alloc.take("mem." + name, dims); };
+  // A 32-bit compare's fields (logic.h): its bus and its 1-dim result.
+  auto takeCompare = [&](const std::string& name) -> Expected<std::pair<Field, Field>> {
+    QGPU_TRY(bus, take(name + "Bus", compareBusDims(kMemoryWord)));
+    QGPU_TRY(out, take(name, 1));
+    return std::pair<Field, Field>{bus, out};
+  };
   {
     QGPU_TRY(f, take("kind", kMemoryKinds)); r.kind = f;
   }
@@ -190,6 +264,35 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     }
     QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord));
     r.mmNew[static_cast<size_t>(l)] = f;
+  }
+  // atom.inc: per lane the words M_l + q (q = 1..l + 1), the compares [M_l + q < b_l] (q = 0..l:
+  // bus + 1 dim each), the small-word wraps [b_l ≤ t] (t = 0..l − 1).
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
+    const std::string n = std::to_string(l);
+    for (int q = 1; q <= l + 1; ++q) {
+      QGPU_TRY(f, take("incPlus" + n + "." + std::to_string(q), kMemoryWord));
+      r.incPlus[static_cast<size_t>(l)].push_back(f);
+    }
+    for (int q = 0; q <= l; ++q) {
+      QGPU_TRY(cmp, takeCompare("incLt" + n + "." + std::to_string(q)));
+      r.incCompare[static_cast<size_t>(l)].push_back(cmp);
+    }
+    if (l > 0) {
+      QGPU_TRY(f, take("incSmall" + n, l));
+      r.incSmall[static_cast<size_t>(l)] = f;
+    }
+  }
+  // atom.cas: 4 + 6 Eq compares (bus + 1 dim each), per lane the states and the swap.
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
+    const std::string n = std::to_string(l);
+    QGPU_TRY(self, takeCompare("casSelf" + n));
+    r.casSelf[static_cast<size_t>(l)] = self;
+    QGPU_TRY(state, take("casState" + n, l + 2));
+    r.casState[static_cast<size_t>(l)] = state;
+  }
+  for (int p = 0; p < kSameWordPairs && s.prefixAtomics; ++p) {
+    QGPU_TRY(pair, takeCompare("casPair" + std::to_string(p)));
+    r.casPair[static_cast<size_t>(p)] = pair;
   }
   for (int l = 1; l < kLanes; ++l) {
     QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
@@ -351,6 +454,36 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   };
   auto same = [&](int k, int l) {
     return Literal{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), 1};
+  };
+  // The paths through the lanes before l on its word (atom.inc, atom.cas): per pattern of the
+  // s_kl (k < l: which lanes share l's word), those lanes in order, each branching on one literal
+  // — its test in the state the word is in so far. `branch(k, state)` gives {test, the state when
+  // it holds, the state when it does not}. Every path starts with kindLit and the pattern's
+  // literals, so the paths of one lane are exclusive ANDs; the order is the pattern's, then the
+  // test's before its negation.
+  auto lanePaths = [&]<typename State>(int l, Literal kindLit, State start, auto branch) {
+    struct Path {
+      std::vector<Literal> lits;
+      State state;
+    };
+    std::vector<Path> all;
+    for (unsigned pattern = 0; pattern < (1u << l); ++pattern) {
+      std::vector<Path> paths(1, Path{{kindLit}, start});
+      for (int k = 0; k < l; ++k)
+        paths[0].lits.push_back((pattern >> k) & 1u ? same(k, l) : no(same(k, l)));
+      for (int k = 0; k < l; ++k) {
+        if (!((pattern >> k) & 1u)) continue;
+        std::vector<Path> next;
+        for (const Path& p : paths) {
+          const auto [test, taken, kept] = branch(k, p.state);
+          next.push_back({p.lits + std::vector<Literal>{test}, taken});
+          next.push_back({p.lits + std::vector<Literal>{no(test)}, kept});
+        }
+        paths = std::move(next);
+      }
+      all.insert(all.end(), paths.begin(), paths.end());
+    }
+    return all;
   };
   // Lane l ≥ 1: old'_l = new_k for the nearest earlier lane k on l's word (s_kl ∧ ¬s_k'l for
   // k < k' < l; the twin: the first, ¬s_k'l for k' < k), else M_l = load_l.
@@ -655,6 +788,163 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       }
     }
 
+    // ---- atom.inc without the serial chain (old ≥ b ? 0 : old + 1). Until a lane on a word wraps,
+    // the word is M + (lanes so far); after a wrap it is small (0 .. lanes since). L+5: the small
+    // words' wraps Z_l(t) = [b_l ≤ t]; L+6: M_l + q, q = 1..l + 1 (addSmallConstant); L+7 / L+8:
+    // [M_l + q < b_l] (logic.h's lt.u; W_l(q) = its negation: the lane wraps the unwrapped word
+    // after q lanes). L+9 selects by the paths below. ----
+    for (int l = 1; l < kLanes; ++l) {
+      const Field& z = r.incSmall[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[1], {z}));
+      for (int tv = 0; tv < l; ++tv)
+        QGPU_CHECK(
+            addAtMostSmall(late[1], ctx, s.lanes[static_cast<size_t>(l)].src1, tv, z.at(tv)));
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& m = r.load[static_cast<size_t>(l)];
+      const auto& plus = r.incPlus[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[2], plus));
+      for (int q = 1; q <= l + 1; ++q)
+        QGPU_CHECK(addSmallConstant(late[2], ctx, m, q, plus[static_cast<size_t>(q - 1)]));
+      for (int q = 0; q <= l; ++q) {
+        CompareSpec cs;
+        cs.op = CompareOp::LtU;
+        cs.a = q == 0 ? m : plus[static_cast<size_t>(q - 1)];
+        cs.b = s.lanes[static_cast<size_t>(l)].src1;
+        cs.bus = r.incCompare[static_cast<size_t>(l)][static_cast<size_t>(q)].first;
+        cs.out = r.incCompare[static_cast<size_t>(l)][static_cast<size_t>(q)].second;
+        cs.busPrior = cs.outPrior = Prior::Replace;
+        QGPU_TRY(rep, buildCompare(late[3], ctx, late[4], ctx, cs));
+        (void)rep;
+      }
+    }
+
+    // ---- atom.cas (old = b ? c : old), by states: along the lanes before l on its word the word
+    // is M until a lane k swaps c_k in, then c_k until a later lane swaps its own in. L+5 / L+6:
+    // [M_j = b_j] per lane and [c_k = b_j] per pair k < j (logic.h's Eq). L+7: per lane and
+    // pattern of the s_kl, the paths (one exclusive AND each, 2^p for p lanes on the word) write
+    // the one-hot state (M, or c_k of the last lane that swapped) and, with lane l's own test,
+    // whether lane l swaps. L+9 selects old'_l by the state and new_l = c_l on a swap, else old'_l.
+    for (int l = 0; l < kLanes; ++l) {
+      auto eqCompare = [&](const Field& a, const std::pair<Field, Field>& f) -> Status {
+        CompareSpec cs;
+        cs.op = CompareOp::Eq;
+        cs.a = a;
+        cs.b = s.lanes[static_cast<size_t>(l)].src1;
+        cs.bus = f.first;
+        cs.out = f.second;
+        cs.busPrior = cs.outPrior = Prior::Replace;
+        QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+        (void)rep;
+        return Ok{};
+      };
+      QGPU_CHECK(eqCompare(r.load[static_cast<size_t>(l)], r.casSelf[static_cast<size_t>(l)]));
+      for (int k = 0; k < l; ++k)
+        QGPU_CHECK(eqCompare(s.lanes[static_cast<size_t>(k)].src2,
+                             r.casPair[static_cast<size_t>(pairIndex(k, l))]));
+    }
+    {
+      UnitWriter& u = late[3];
+      QGPU_CHECK(fw.start(u, std::vector<Field>(r.casState.begin(), r.casState.end())));
+      // Lane j swaps the word in state `from` (0: M, k + 1: c_k): [M_j = b_j] or [c_k = b_j].
+      auto swaps = [&](int j, int from) {
+        if (from > 0 && s.twin != MemoryStageTwin::CasComparesTheOldWord)
+          return Literal{r.casPair[static_cast<size_t>(pairIndex(from - 1, j))].second.at(0), 1};
+        return Literal{r.casSelf[static_cast<size_t>(j)].second.at(0), 1};
+      };
+      struct Swapped {
+        Literal test;
+        int taken, kept;
+      };
+      for (int l = 0; l < kLanes; ++l) {
+        const Field& state = r.casState[static_cast<size_t>(l)];
+        const auto paths = lanePaths(l, kind(kIsCas), 0, [&](int k, int from) {
+          return Swapped{swaps(k, from), k + 1, from};
+        });
+        for (const auto& p : paths) {
+          QGPU_CHECK(fw.add(u, p.lits, {{state.at(p.state), two}}));
+          QGPU_CHECK(fw.add(u, p.lits + std::vector<Literal>{swaps(l, p.state)},
+                            {{state.at(l + 1), two}}));
+        }
+      }
+    }
+    // atom.cas's select for lane l (L+9): old'_l = the state's word; new_l = c_l where lane l
+    // swaps, else old'_l.
+    auto casLane = [&](UnitWriter& u, int l) -> Status {
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      const Field& old = r.atomOld[static_cast<size_t>(l)];
+      const Field& state = r.casState[static_cast<size_t>(l)];
+      const Literal swap{state.at(l + 1), 1};
+      for (int i = 0; i < kMemoryWord; ++i) {
+        QGPU_CHECK(fw.add(u, {swap, Literal{s.lanes[static_cast<size_t>(l)].src2.at(i), 1}},
+                          {{value.at(i), two}}));
+        for (int from = 0; from <= l; ++from) {
+          const Literal at{state.at(from), 1};
+          const Literal bit{from == 0 ? r.load[static_cast<size_t>(l)].at(i)
+                                      : s.lanes[static_cast<size_t>(from - 1)].src2.at(i),
+                            1};
+          QGPU_CHECK(fw.add(u, {at, no(swap), bit}, {{value.at(i), two}}));
+          if (l > 0) QGPU_CHECK(fw.add(u, {at, bit}, {{old.at(i), two}}));
+        }
+      }
+      return Ok{};
+    };
+
+    // atom.inc's paths for lane l (L+9): along the lanes before l on its word the word is
+    // unwrapped (M + i after i lanes) until a lane k wraps it (W_k(i): M + i ≥ b_k), then small
+    // (t: 0 after a wrap, t + 1 or 0 by Z_k(t) = [b_k ≤ t]). Each path ends in old'_l = M_l + p or
+    // t, and lane l's own step gives new_l (0 on a wrap, else old'_l + 1).
+    auto incLane = [&](UnitWriter& u, int l) -> Status {
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      const Field& old = r.atomOld[static_cast<size_t>(l)];
+      auto plusBit = [&](int q, int i) {  // bit i of M_l + q
+        return Literal{q == 0 ? r.load[static_cast<size_t>(l)].at(i)
+                              : r.incPlus[static_cast<size_t>(l)][static_cast<size_t>(q - 1)].at(i),
+                       1};
+      };
+      auto wraps = [&](int k, int q) {  // W_k(q) = ¬[M_k + q < b_k]
+        if (s.twin == MemoryStageTwin::IncWrapsAtTheOldWord) q = 0;
+        return Literal{r.incCompare[static_cast<size_t>(k)][static_cast<size_t>(q)].second.at(0),
+                       -1};
+      };
+      auto smallWraps = [&](int k, int tv) {  // Z_k(t)
+        return Literal{r.incSmall[static_cast<size_t>(k)].at(tv), 1};
+      };
+      struct Word {
+        bool wrapped = false;
+        int n = 0;  // lanes so far (unwrapped) or the small word t (wrapped)
+      };
+      struct Wrapped {
+        Literal test;
+        Word taken, kept;
+      };
+      const auto paths = lanePaths(l, kind(kIsInc), Word{}, [&](int k, Word w) {
+        return Wrapped{w.wrapped ? smallWraps(k, w.n) : wraps(k, w.n), Word{true, 0},
+                       Word{w.wrapped, w.n + 1}};
+      });
+      for (const auto& p : paths) {
+        const Word& w = p.state;
+        if (!w.wrapped) {
+          for (int i = 0; i < kMemoryWord; ++i) {
+            if (l > 0)
+              QGPU_CHECK(
+                  fw.add(u, p.lits + std::vector<Literal>{plusBit(w.n, i)}, {{old.at(i), two}}));
+            QGPU_CHECK(fw.add(u,
+                              p.lits + std::vector<Literal>{no(wraps(l, w.n)), plusBit(w.n + 1, i)},
+                              {{value.at(i), two}}));
+          }
+          continue;
+        }
+        std::vector<std::pair<int, double>> oldOut, newOut;
+        for (int i = 0; i < kMemoryWord; ++i) {
+          if ((static_cast<uint32_t>(w.n) >> i) & 1u) oldOut.push_back({old.at(i), two});
+          if ((static_cast<uint32_t>(w.n + 1) >> i) & 1u) newOut.push_back({value.at(i), two});
+        }
+        if (!oldOut.empty()) QGPU_CHECK(fw.add(u, p.lits, oldOut));
+        QGPU_CHECK(fw.add(u, p.lits + std::vector<Literal>{no(smallWraps(l, w.n))}, newOut));
+      }
+      return Ok{};
+    };
     {
       UnitWriter& u = late[5];
       std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
@@ -666,14 +956,18 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         const std::vector<Source> src = sourcesOf(l, r.addNew);
         const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
         for (int i = 0; i < kMemoryWord; ++i) {
-          QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{value.at(i), 1}},
+          QGPU_CHECK(fw.add(u,
+                            {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
+                             no(kind(kIsCas)), Literal{value.at(i), 1}},
                             {{value.at(i), two}}));
           QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
                             {{value.at(i), two}}));
           QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
                             {{value.at(i), two}}));
           if (l == 0) continue;  // atomOld[0] is load[0]
-          QGPU_CHECK(fw.add(u, {no(kind(kIsAdd)), no(kind(kIsMinMax)), Literal{old.at(i), 1}},
+          QGPU_CHECK(fw.add(u,
+                            {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
+                             no(kind(kIsCas)), Literal{old.at(i), 1}},
                             {{old.at(i), two}}));
           for (const Source& so : src)
             QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
@@ -682,6 +976,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
             QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
                               {{old.at(i), two}}));
         }
+        QGPU_CHECK(incLane(u, l));
+        QGPU_CHECK(casLane(u, l));
       }
     }
   }

@@ -12,10 +12,11 @@
 //   offset      the op's offset word OP(off) (32 bits: the ROM's offset slot; a byte offset)
 //   sharedWords the program word's sharedWords field (7 bits, PROG bits 16..22: the launch latch)
 //   exec        the executing lanes e = m ∧ guard-true (4 bits)
-//   per lane    src0_l (32: the address register), src1_l (32: the store value)
+//   per lane    src0_l (32: the address register), src1_l (32: the store value; atom.cas's
+//               compare value), src2_l (32: atom.cas's swap value; with the prefix atomics)
 // Output semantics, exactly oracle/interpreter.cpp `execMem` (docs/machine.md §4 "Memory"):
 //   addr_l  = src0_l + offset (mod 2^32)
-//   bytes   = oracle::accessBytes(op) (isa.def + semantics.h: 4 ld / st / atomics, 2 st.b16, 1 st.b8)
+//   bytes   = oracle::accessBytes(op) (semantics.h: 4 ld / st / atomics, 2 st.b16, 1 st.b8)
 //   words   = 126 (global) or sharedWords (shared: the user part only)
 //   bad_l   = addr_l mod bytes ≠ 0 ∨ addr_l / 4 ≥ words      (a lane's address faults)
 //   fault_l = isMem ∧ e_l ∧ bad_l;  fault = ⋁_l fault_l       (op-level: no lane acts, FAULT)
@@ -24,9 +25,10 @@
 //   old'_l  = new_k for the nearest k < l with s_kl, else load_l (atomOld_l: what lane l sees,
 //             lane-serial; an atomic's dst value)
 //   new_l   = src1_l (st, atom.exch); evalSubwordStore(op, old'_l, addr_l, src1_l) (st.b8, st.b16);
-//             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add / min / max, u and s)
+//             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add / min / max, u and s;
+//             atom.inc, atom.cas with src2_l)
 //   memrec (stores and atomics): tag MG(e) / MS(e), NOP for e = 0; mask e; word_l = addr_l / 4;
-//           value_l = new_l (0 for the atomics not built: inc, dec, cas).
+//           value_l = new_l (0 for the atomic not built: dec).
 //   Specified where the op does not fault (a faulting op writes nothing and has no memrec; the
 //   same-word compare looks at a_2..a_9 only, which is the word when no lane faults).
 //
@@ -52,8 +54,8 @@
 //             this MLP), so every literal on a read bit has sign −1.
 //        MLP  fault_l = [isMem ∧ e_l ∧ ¬space ∧ high_G,l] + [isMem ∧ e_l ∧ space ∧ high_S,l];
 //             fault = per space Σ_l [isMem ∧ space ∧ (lane l is the lowest faulting lane)], the
-//               "lowest" condition expanded into exclusive literal patterns (¬e_k, or e_k ∧ ¬high_k,
-//               for every k < l: 1 + 2 + 4 + 8 ANDs per space);
+//               "lowest" condition expanded into exclusive literal patterns (¬e_k, or e_k ∧
+//               ¬high_k, for every k < l: 1 + 2 + 4 + 8 ANDs per space);
 //             load_l,i = [¬space ∧ G_l,i] + [space ∧ S_l,i];
 //             lane 0's memrec value (the chain below, its sources the read per space);
 //             s_kl; the masked operands m_kl = e_k ∧ e_l ∧ eq_kl ? b_k : the kind's identity
@@ -84,6 +86,23 @@
 //   lt.s (logic.h's compare, L+5 / L+6, 40 compares); L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq
 //   (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the
 //   maximum): exactly one j, exclusive ANDs; L+9 selects them by isMinMax like atom.add's.
+//   atom.inc (new = old ≥ b ? 0 : old + 1), by paths (no serial dependence): along the lanes
+//   before l on its word (a pattern of the s_kl) the word is M + i after i lanes until a lane k
+//   wraps it (W_k(i) = [M_k + i ≥ b_k]; no overflow on a reachable path: M + i − 1 = 2^32 − 1
+//   would have wrapped), then small: t = 0 after a wrap, then t + 1 or 0 by Z_k(t) = [b_k ≤ t]
+//   (t ≤ 2). Each path is one exclusive AND (fan-in ≤ 1 + 3 + 3 + 2) that writes old'_l
+//   (M_l + p or t) and new_l (0 on lane l's own wrap, else M_l + p + 1 or t + 1). L+5: Z_l(t)
+//   = [4·Σ_{i≥2} b_i + 2b_1 + b_0 ≤ t] (one step pair each, t < l); L+6: M_l + q, q = 1..l + 1,
+//   bit i = [V ≥ θ_i] − [V ≥ K + θ_i] with V = K·(M_i ⊕ q_i) + T_i, T_i the low bits plus q
+//   (weight 4 for each bit 3..i−1, so that one zero among them keeps T_i below θ_i), K = max T + 1
+//   (|V − θ| ≤ 244); L+7 / L+8: [M_l + q < b_l] (logic.h's lt.u, q = 0..l); L+9: the paths,
+//   selected by isInc like atom.add's (3^l paths for lane l: 960 ANDs).
+//   atom.cas (new = old = b ? c : old), by states: along the lanes before l on its word the word
+//   is M until a lane k swaps c_k in, then c_k until a later lane swaps. L+5 / L+6: [M_j = b_j]
+//   per lane and [c_k = b_j] per pair k < j (logic.h's Eq, 10 compares); L+7: every path of a
+//   pattern (2^p for p lanes on the word) is one exclusive AND that writes lane l's one-hot state
+//   (M or c_k: the word old'_l) and, with lane l's own test, its swap bit; L+9: old'_l by the
+//   state, new_l = c_l on a swap, else old'_l (32 bits per state, not per path: 736 ANDs).
 // Every output field is cancelled first, then −u + 2u·Σ(exclusive ANDs or step pairs): each dim
 // ends at exactly ±u (the full layout of docs/circuit.md §3.2). Every AND is a clamped pair
 // (assembler.h addAnd, Gλ = 2·mlpGain).
@@ -91,17 +110,16 @@
 // How it joins the pipeline (circuit/pipeline.h, ExecuteSpec::memory): without the prefix
 // atomics (8 layers), the head word in the ROM's polarity (headInverted), the offset word flipped
 // by the pipeline, sharedWords the operand select's third launch latch, exec computed by the
-// pipeline at L, src0/src1 the operand select's ports 0 and 1, the load onto the ALU's r_l
+// pipeline at L, src0 / src1 / src2 the operand select's ports 0..2, the load onto the ALU's r_l
 // (loadOnto), the fault into the control stage's supplied fault (faultInto), heads and units after
 // the other stages' (firstHead, firstUnit); `memrec` goes to the emitter through the pipeline's
-// outcome select. `atomOld` would go to the regrec of an atomic's old values (not `load`: a later
-// lane on a word sees the earlier lanes' writes): not wired.
+// outcome select; `atomOld` goes to the regrec of an atomic's old values (not `load`: a later
+// lane on a word sees the earlier lanes' writes).
 //
-// Not built (left for later): atom.inc, dec (no prefix form: a compare, old ± 1 and a mux per
-// lane on old'_l, about 3 layers per lane as a chain) and atom.cas (also a third source port src2
-// in MemoryLaneIn): their memrec value field is 0 (tag, mask, words right; atomOld right on a lane
-// with no earlier executing lane on its word); spill ops (ldl/stl: the slot's word sharedWords +
-// s·blockX + tid, no fault).
+// Not built (left for later): atom.dec (states like cas's: docs/circuit.md "Built: the memory
+// stage"): its memrec value field is 0 (tag, mask, words right; atomOld right on a lane with no
+// earlier executing lane on its word); spill ops (ldl/stl: the slot's word sharedWords + s·blockX
+// + tid, no fault).
 //
 // Errors: Usage for fields of the wrong width, too few layers, a head word whose packed layout
 // does not match; the data memories' and gadgets' refusals pass through. A refused spec may leave
@@ -109,7 +127,9 @@
 //
 // Failing twins (`MemoryStageTwin`): SharedBoundOffByOne, the shared bound checked as w > words
 // instead of w ≥ words — the word sharedWords itself reads as valid; FirstSameWordLane, the chain's
-// old'_l taken from the first earlier same-word lane instead of the nearest.
+// old'_l taken from the first earlier same-word lane instead of the nearest; IncWrapsAtTheOldWord,
+// atom.inc's wrap test after i earlier lanes taken as M ≥ b instead of M + i ≥ b;
+// CasComparesTheOldWord, atom.cas's test after an earlier lane swapped taken against M.
 #pragma once
 
 #include <array>
@@ -128,21 +148,27 @@ namespace qgpu::circuit {
 inline constexpr int kMemoryStageLayers = 10;
 inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
-// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax (the built atomics)
-inline constexpr int kMemoryKinds = 19;
+// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas (the built
+// atomics)
+inline constexpr int kMemoryKinds = 21;
 inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
 enum class MemoryStageTwin : uint8_t {
-  None,                 // the stage
-  SharedBoundOffByOne,  // failing twin: shared faults at w > sharedWords (not ≥)
-  FirstSameWordLane,    // failing twin: the chain takes the FIRST earlier same-word lane's new
-                        // word as a lane's old word, not the nearest (wrong from 3 lanes on)
+  None,                   // the stage
+  SharedBoundOffByOne,    // failing twin: shared faults at w > sharedWords (not ≥)
+  FirstSameWordLane,      // failing twin: the chain takes the FIRST earlier same-word lane's new
+                          // word as a lane's old word, not the nearest (wrong from 3 lanes on)
+  IncWrapsAtTheOldWord,   // failing twin: atom.inc's wrap test after i earlier lanes on the word
+                          // compares M ≥ b, not M + i ≥ b (wrong where M < b ≤ M + i)
+  CasComparesTheOldWord,  // failing twin: atom.cas's test after an earlier lane swapped compares
+                          // M = b, not the swapped-in value = b
 };
 
 struct MemoryLaneIn {
   Field src0;  // 32: the address register
-  Field src1;  // 32: the store value
+  Field src1;  // 32: the store value (atom.cas: the compare value)
+  Field src2;  // 32: atom.cas's swap value (needed with the prefix atomics; 0 dims without)
 };
 
 struct MemoryStageSpec {
@@ -161,8 +187,8 @@ struct MemoryStageSpec {
   bool headInverted = false;
   std::array<int, kMemoryDataLayers> firstHead{};
   std::array<int, kMemoryStageLayers> firstUnit{};
-  // false: atom.add, min and max are not built (no prefix sum, no compares, no L+9 select): the
-  // stage is kMemoryChainLayers layers, their memrec values are 0 (as inc, dec, cas).
+  // false: atom.add, min, max and inc are not built (no prefix sum, no compares, no L+9 select):
+  // the stage is kMemoryChainLayers layers, their memrec values are 0 (as dec, cas).
   bool prefixAtomics = true;
   // Optional (0 dims: none): the stage also adds 2u·[isLoad ∧ bit set] onto loadOnto[l] at L+4,
   // without cancelling it, so a field that holds −u (0) at every load position ends there as the
@@ -205,6 +231,19 @@ struct MemoryStage {
   // lane's operand is the kind's identity).
   std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> mmCompare;
   std::array<Field, kRecordLanes> mmNew;
+  // atom.inc: per lane the words M_l + q for q = 1..l + 1 (incPlus[l][q − 1], L+6), the compares
+  // (bus, [M_l + q < b_l]) for q = 0..l (incCompare[l][q], L+7 / L+8) and the small-word wraps
+  // [b_l ≤ t] for t = 0..l − 1 (incSmall[l], l dims, L+5).
+  std::array<std::vector<Field>, kRecordLanes> incPlus;
+  std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> incCompare;
+  std::array<Field, kRecordLanes> incSmall;
+  // atom.cas: the compares (bus, [M_j = b_j]) per lane (casSelf, L+5 / L+6) and (bus, [c_k = b_j])
+  // per pair k < j (casPair, pairIndex order); per lane the one-hot state — the word lane l sees is
+  // M_l (dim 0) or c_k (dim k + 1, the last earlier lane on its word that swapped) — and whether
+  // lane l swaps (casState: l + 2 dims, the last one the swap; L+7).
+  std::array<std::pair<Field, Field>, kRecordLanes> casSelf;
+  std::array<std::pair<Field, Field>, kSameWordPairs> casPair;
+  std::array<Field, kRecordLanes> casState;
   RecordOutcomeFields memrec;  // value[l]: the chain's in L+4+l, final in L+9 (add selected);
                                // words + mask, tag in L+4
   std::array<int, kMemoryStageLayers> units{};  // the stage's own, per layer (datamem's apart)

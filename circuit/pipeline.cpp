@@ -173,7 +173,8 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   ms.exec = p.memExec;
   for (int l = 0; l < kRecordLanes; ++l) {
     ms.lanes[static_cast<size_t>(l)] = {p.operands.word[0][static_cast<size_t>(l)],
-                                        p.operands.word[1][static_cast<size_t>(l)]};
+                                        p.operands.word[1][static_cast<size_t>(l)],
+                                        p.operands.word[2][static_cast<size_t>(l)]};
     ms.loadOnto[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)].r;
   }
   ms.faultInto = p.memFault;
@@ -278,6 +279,8 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
     case Op::AtomMaxU:
     case Op::AtomMinS:
     case Op::AtomMaxS:
+    case Op::AtomInc:
+    case Op::AtomCas:
       if (!s.atomics) return "an atomic: the pipeline is built without them (ExecuteSpec::atomics)";
       return in.dst == 0 || s.atomicRegrec
                  ? nullptr
@@ -293,7 +296,7 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
                  ? nullptr
                  : "a warp op the warp ops gadget does not compute (circuit/warp_ops.h)";
     case machine::OpClass::Mem:
-      return "atom.inc / dec / cas: not in the pipeline yet "
+      return "atom.dec: not in the pipeline yet "
              "(docs/circuit.md \"Built: the memory stage\")";
     case machine::OpClass::Local:
       return "spill slot op: not in the pipeline yet";

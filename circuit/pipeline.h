@@ -45,7 +45,8 @@
 //   layers M..M+7    the memory stage (circuit/memory_stage.h, M = E + 5, prefixAtomics off): its
 //                    heads (the data memories') at M..M+4 after the control stage's, its units
 //                    after the ALU's and the result stage's; head = the fetched head word
-//                    (headInverted), offset the flipped word, src0 / src1 = operand ports 0 / 1;
+//                    (headInverted), offset the flipped word, src0 / src1 / src2 = operand
+//                    ports 0..2 (src2: atom.cas's swap value, read with the prefix atomics);
 //                    the load also onto the ALU's r_l at M+4 = E+9 (loadOnto: the ALU writes 0
 //                    for a memory opcode), in time for the result stage's merge at F+1; its fault
 //                    into the control stage's supplied fault (ControlSpec::fault)
@@ -95,7 +96,7 @@
 // the operand select's words of all four lanes, the psrc0 port's lane bits and the executing
 // lanes e (E+5), adding onto the ALU's r_l and s_l (the ALU writes 0 for a warp opcode).
 //
-// Not here: atom.inc / dec / cas, spill ops, MUL.
+// Not here: atom.dec, spill ops, MUL.
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -242,9 +243,9 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
 // Ok when the pipeline `spec` builds executes every op of `program`; else OverLimit naming the
 // first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the
 // ALU stage computes it (aluStageExclusion is null); with memory a load or a store (ld, st, st.b8,
-// st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max whose
-// dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and votes. Never:
-// atom.inc / dec / cas, spill ops.
+// st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max / inc /
+// cas whose dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and
+// votes. Never: atom.dec, spill ops.
 Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec);
 
 }  // namespace qgpu::circuit

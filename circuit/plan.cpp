@@ -176,7 +176,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
   s.tokens = {};
   s.layer0 = 0;
   s.twin = ExecuteTwin::None;
-  QGPU_TRY(layout, planExecuteLayout(c, s, {}, 2 * kScratchHidden));
+  QGPU_TRY(layout, planExecuteLayout(c, s));  // its own scratch: one field per value
   c.hiddenSize = layout.hidden;
   CircuitWeights w(c, WeightStorage::CountOnly);
   FieldAllocator alloc(layout.hidden, layout.fields);

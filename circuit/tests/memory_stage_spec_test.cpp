@@ -38,19 +38,22 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
   s.offset = alloc.take("offset", 32).value();
   s.sharedWords = alloc.take("sharedWords", 7).value();
   s.exec = alloc.take("exec", 4).value();
-  for (auto& l : s.lanes) l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value()};
+  for (auto& l : s.lanes)
+    l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value(),
+         alloc.take("src2", 32).value()};
   if (host) host(s, alloc);
   Built b{buildMemoryStage(w, alloc, s), 0};
   b.dims = alloc.used();
   return b;
 }
 
+// clang-format off
 // Units by hand (an AND or a step pair: 2 units; a cancel: 1 per dim; each layer's base −u: the
 // empty AND, 2 units per `start`; the chain's sources per lane S = 2 for lane 0 (M per space),
 // 1 + l for lane l ≥ 1 (none, then each earlier lane); logic.h's adder with Replace: level 1 80
 // bus cancels + 417, level 2 32 out cancels + 96):
-//   L    19 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
-//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 53 + 1,988
+//   L    21 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
+//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 55 + 1,988
 //   L+1  4 × (32 out cancels + 96 level 2)                                     = 512
 //   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)
 //        + 6 pairs × (4 bus cancels + Eq level 1: 4 per nibble · 2 + 1)       = 66 + 78
@@ -72,13 +75,36 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //   min / max: lane l's n = l + 2 operands, n(n−1)/2 pairs × (lt.u, lt.s): 40 compares
 //        L+5: 40 × (16 bus cancels + 4 per nibble · 8 + 1);  L+6: 40 × (1 cancel + 1 + a step 2)
 //        L+8: 4 × (32 cancels + 2) + 4 kinds × Σ_l n × 32 ANDs · 2 = 4 · 14 · 32 · 2
+//   inc  L+5: Z_l(t), t < l: per lane l ≥ 1 l cancels + 2, l step pairs      = 3 · 2 + 6 + 2 · 6
+//        L+6: M_l + q, q ≤ l + 1: per lane (l + 1) · 32 cancels + 2, two step pairs per bit
+//                                                                            = 8 + 10 · 32 · 5
+//        L+7 / L+8: 10 compares [M_l + q < b_l], q ≤ l: 10 × 49;  10 × 4
+//   cas  L+5 / L+6: 4 + 6 Eq compares ([M_j = b_j], [c_k = b_j]): 10 × (16 bus cancels + 33);
+//        10 × (1 cancel + 2)
+//        L+7: the states and swaps: 14 cancels + 2, 2 ANDs per path (1 + 3 + 9 + 27 paths)
+//                                                                            = 16 + 2 · 2 · 40
 //   L+9  224 cancels (4 values, 3 atomOld) + 2 + per bit: values 4 lanes × 3 ANDs (copy, add's
 //        sum, min/max's word), atomOld lanes 1..3 × (1 copy + 2 · (1 + l) sources): 12 + 21 = 33 × 32
 //        ANDs                                                                  = 226 + 2 · 1,056
+//        + inc's paths: per pattern of the lanes before l on its word, the unwrapped path's
+//        32 old + 32 new ANDs (lane 0: 32 new), per wrapped path 1 new AND + 1 old AND where
+//        the small word is not 0: lane 1 1, lane 2 2 · 1 + 4, lane 3 3 · 1 + 3 · 4 + 10
+//                                                   = 2 · (32 + 2·64 + 4·64 + 8·64 + 1 + 6 + 25)
+//        + cas's select: per lane 32 swap ANDs (new = c_l), per state (l + 1) 32 new and
+//        32 old ANDs (lane 0: no old)                    = 2 · (4 · 32 + 10 · 32 + 9 · 32)
 constexpr std::array<int, kMemoryStageLayers> kUnits = {
-    2041, 512, 144, 156, 2307 + 578 + 2 * 6 * 6 * 32, 1538 + 497 + 262 + 768 + 40 * 49,
-    2114 + 128 + 497 + 2 * 258 + 40 * 4, 2690 + 128 + 2 * 497, 2 * 128 + 4 * 34 + 4 * 14 * 32 * 2,
-    226 + 2 * 1056};
+    2043,
+    512,
+    144,
+    156,
+    2307 + 578 + 2 * 6 * 6 * 32,
+    1538 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49,
+    2114 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3,
+    2690 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40,
+    2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4,
+    226 + 2 * 1056 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
+        2 * (4 * 32 + 10 * 32 + 9 * 32)};
+// clang-format on
 
 TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   int memRows = 0;
@@ -90,13 +116,15 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   const MemoryStage& s = b.stage.value();
   EXPECT_EQ(s.units, kUnits);
   EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
-  // The stage's own dims: kind 19, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
+  // The stage's own dims: kind 21, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
   // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
-  // address adders'); min / max's 40 compares × (bus 16 + 1) and 4 words × 32.
-  EXPECT_EQ(s.dims, 19 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
-                        40 * 17 + 128);
+  // address adders'); min / max's 40 compares × (bus 16 + 1) and 4 words × 32; atom.inc's 10
+  // words M_l + q × 32, 10 compares × (bus 16 + 1), 1 + 2 + 3 small-word wraps; atom.cas's 10
+  // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5.
+  EXPECT_EQ(s.dims, 21 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
+                        40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14);
 }
 
 TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
@@ -134,12 +162,13 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
                         });
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
   const MemoryStage& m = b.stage.value();
-  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2041, 512, 144, 156, 2307 + 2 * 4 * 64,
-                                                           1538, 2114, 2690, 0, 0}));
+  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2043, 512, 144, 156, 2307 + 2 * 4 * 64,
+                                                          1538, 2114, 2690, 0, 0}));
   EXPECT_EQ(m.heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
   EXPECT_EQ(m.fault.offset, fault.offset);
-  // Its own dims without atom.add's and min / max's and without the fault: 2,516 − 704 − 808 − 1.
-  EXPECT_EQ(m.dims, 2516 - 704 - 808 - 1);
+  // Its own dims without atom.add's, min / max's, inc's and cas's and without the fault:
+  // 3,198 − 704 − 808 − 496 − 184 − 1.
+  EXPECT_EQ(m.dims, 3198 - 704 - 808 - 496 - 184 - 1);
   // 7 layers are too few without the prefix atomics; 8 are too few with them (above).
   EXPECT_FALSE(build(64, ReadHeight::Nominal, kMemoryChainLayers - 1, 32,
                      [](MemoryStageSpec& s, FieldAllocator&) { s.prefixAtomics = false; })

@@ -17,13 +17,17 @@
 //     lane-serial loop (execMem) on a copy of the model's words — lanes 0..3 in order, each lane's
 //     new word from oracle::evalSubwordStore / oracle::evalAtomic of the word as the lanes before
 //     it left it — where the op does not fault; words addr/4; mask = exec; tag MG(e) / MS(e), NOP
-//     for e = 0. atom.inc's value (not built) is left unchecked and counted.
+//     for e = 0. atom.dec and cas (not built) are not drawn.
+// atom.inc also runs on its own stream (knownWordStream): global words of known value (0, 15, 16,
+// the top ones), lanes on one or two of them with operands M − 1 .. M + 4, 0..3 or the top, so that
+// runs of lanes on one word cross the wrap after every number of earlier lanes.
 // Addresses: random and every edge — 0, the last word, one past it (global 504, shared
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
 // sharedWords 0 and 126, bits above the word index; a third of the cases put 2–4 executing lanes on
 // one or two valid words (random sub-word offsets, random values).
 // Failing twins: the shared bound off by one (faults at w > sharedWords) gets fault bits wrong;
-// the chain taking the first earlier same-word lane instead of the nearest gets values wrong.
+// the chain taking the first earlier same-word lane instead of the nearest gets values wrong;
+// atom.inc's wrap test at M instead of M + i gets the increments wrong.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,14 +55,17 @@ using machine::Space;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 3328;  // the fields take 3,266
+constexpr int kHidden = 4096;  // the fields take 4,075
 constexpr int kLanes = 4;
 constexpr int kProbes = 96;
+constexpr int kIncProbes = 64;  // atom.inc on words of known value (knownWordStream)
+constexpr int kCasProbes = 64;  // atom.cas on them
 constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memrec value, atomOld
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
-constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kProbes, kProbeLogits});
+constexpr int64_t kVocab =
+    std::max<int64_t>({trace::kVocabSize + kProbes + kIncProbes + kCasProbes, kProbeLogits});
 constexpr float kUnit = 16;
-constexpr int kUnits = 5632;  // the widest MLP: L+4's, the data memories' 328 + the stage's 5,189
+constexpr int kUnits = 5760;  // the widest MLP: L+9's 5,730 (L+4: the data memories' 328 + 5,189)
 
 // One probe's memory op.
 struct Case {
@@ -67,7 +74,7 @@ struct Case {
   int sharedWords = 0;
   int32_t offset = 0;
   uint8_t exec = 0xf;
-  std::array<uint32_t, kLanes> src0{}, src1{};
+  std::array<uint32_t, kLanes> src0{}, src1{}, src2{};  // src2: atom.cas's swap value
 };
 
 uint32_t packedHead(Op op, Space space) {
@@ -87,14 +94,80 @@ constexpr int kChainedProbe = kProbes - 1;  // two lanes' st.b8 into one word
 constexpr uint32_t kChainedWord = 10;
 
 // The kinds whose memrec value the stage builds (memory_stage.h); the other atomics' value field
-// is 0 and left unchecked (counted: atom.inc here).
+// is 0 and left unchecked (counted; none of them is drawn today).
 bool valueBuilt(Op op) {
   return op == Op::St || op == Op::StB8 || op == Op::StB16 || op == Op::AtomAnd ||
          op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd ||
-         op == Op::AtomMinU || op == Op::AtomMaxU || op == Op::AtomMinS || op == Op::AtomMaxS;
+         op == Op::AtomMinU || op == Op::AtomMaxU || op == Op::AtomMinS || op == Op::AtomMaxS ||
+         op == Op::AtomInc || op == Op::AtomCas;
+}
+
+// atom.inc's operands on same-word lanes, one class per case: small (a wrap, then the small words
+// a wrapped word passes through), high (runs of unwrapped lanes), random. The words here are the
+// stream's (often never written: 0); the known words' stream below sets words of known value and
+// crosses the wrap after every number of earlier lanes.
+uint32_t incOperand(std::mt19937& rng, int mode) {
+  static const uint32_t kSmall[] = {0u, 1u, 2u, 3u};
+  static const uint32_t kHigh[] = {16u,         17u,         18u,         19u,
+                                   0xfffffff1u, 0xfffffff2u, 0xfffffff3u, 0xffffffffu};
+  if (mode == 0) return kSmall[rng() % std::size(kSmall)];
+  if (mode == 1) return kHigh[rng() % std::size(kHigh)];
+  return streams::randomValue(rng);
+}
+
+// The global words knownWordStream writes before its probes: zero, the edges around 16, the top.
+constexpr std::array<uint32_t, 8> kIncWords = {0u,          15u,         16u,         0xfffffff0u,
+                                               0xfffffffeu, 0xffffffffu, 0x7fffffffu, 2u};
+
+// A probe on the known words: `op` by all lanes or a random subset, the lanes on one or two of the
+// words; `operands` sets lane l's sources from the word's value M.
+template <typename Operands>
+Case knownWordCase(Op op, uint32_t seed, Operands operands) {
+  std::mt19937 rng(seed);
+  Case c;
+  c.op = op;
+  c.exec = static_cast<uint8_t>(rng() % 4 == 0 ? rng() % 16 : 15);
+  const uint32_t w0 = rng() % kIncWords.size(), w1 = rng() % kIncWords.size();
+  const bool one = rng() % 3 != 0;
+  for (int l = 0; l < kLanes; ++l) {
+    const uint32_t w = one || rng() % 2 ? w0 : w1;
+    c.src0[static_cast<size_t>(l)] = 4 * w;
+    operands(c, l, kIncWords[w], rng);
+  }
+  return c;
+}
+
+// atom.inc probe j: each operand b near the word's value M (M − 1 .. M + 4, so that M + i ≥ b
+// turns on after i = 0..3 earlier lanes or never), a small word a wrapped word passes through
+// (0..3), or the top.
+Case incCase(int j) {
+  return knownWordCase(Op::AtomInc, static_cast<uint32_t>(7000 + j),
+                       [](Case& c, int l, uint32_t m, std::mt19937& rng) {
+                         const uint32_t pick = rng() % 20;
+                         c.src1[static_cast<size_t>(l)] = pick < 12   ? m + rng() % 6 - 1
+                                                          : pick < 17 ? rng() % 4
+                                                                      : 0xffffffffu;
+                       });
+}
+
+// atom.cas probe j: each swap value c small and distinct per probe lane, each compare value b the
+// word's value M, an earlier lane's c (so that a chain of swaps runs through the lanes), or random.
+Case casCase(int j) {
+  return knownWordCase(Op::AtomCas, static_cast<uint32_t>(9000 + j),
+                       [j](Case& c, int l, uint32_t m, std::mt19937& rng) {
+                         const auto lane = static_cast<size_t>(l);
+                         c.src2[lane] =
+                             100 + 10 * static_cast<uint32_t>(j % 7) + static_cast<uint32_t>(l);
+                         const uint32_t pick = rng() % 10;
+                         c.src1[lane] = pick < 4 || l == 0 ? m
+                                        : pick < 8         ? c.src2[rng() % lane]
+                                                           : streams::randomValue(rng);
+                       });
 }
 
 Case probeCase(int i) {
+  if (i >= kProbes + kIncProbes) return casCase(i - kProbes - kIncProbes);
+  if (i >= kProbes) return incCase(i - kProbes);
   std::mt19937 rng(static_cast<uint32_t>(1000 + i));
   if (i == kChainedProbe) {
     Case c;
@@ -105,10 +178,11 @@ Case probeCase(int i) {
     return c;
   }
   // Early probes cover every built kind (the short bf16 / decode prefixes see only those).
-  static const Op kOps[] = {Op::Ld,       Op::AtomAdd,  Op::AtomMinU, Op::St,      Op::AtomMaxS,
-                            Op::AtomXor,  Op::AtomMinS, Op::StB8,     Op::AtomMaxU, Op::AtomAnd,
-                            Op::StB16,    Op::AtomOr,   Op::AtomExch, Op::AtomAdd,  Op::StB8,
-                            Op::AtomMinU, Op::StB16,    Op::AtomMaxS, Op::AtomInc};
+  // 20 entries: each lands on every residue of i mod 3 (the same-word cases are i % 3 == 1).
+  static const Op kOps[] = {Op::Ld,       Op::AtomInc, Op::AtomMinU, Op::AtomAdd,  Op::St,
+                            Op::AtomMaxS, Op::AtomXor, Op::AtomMinS, Op::StB8,     Op::AtomMaxU,
+                            Op::AtomAnd,  Op::AtomInc, Op::StB16,    Op::AtomOr,   Op::AtomExch,
+                            Op::AtomAdd,  Op::AtomInc, Op::AtomMinU, Op::AtomMaxS, Op::AtomCas};
   Case c;
   c.op = kOps[static_cast<size_t>(i) % std::size(kOps)];
   if (i % 3 == 1) {
@@ -124,11 +198,17 @@ Case probeCase(int i) {
     const uint32_t w0 = static_cast<uint32_t>(rng() % words);
     const std::array<uint32_t, 2> word = {w0, static_cast<uint32_t>(rng() % words)};
     const bool one = rng() % 2 == 0;  // every lane on one word
+    const int incMode = static_cast<int>(rng() % 3);
     for (int l = 0; l < kLanes; ++l) {
       const uint32_t sub = c.op == Op::StB8 ? rng() % 4 : c.op == Op::StB16 ? 2 * (rng() % 2) : 0;
       const uint32_t a = 4u * word[one ? 0 : rng() % 2] + sub;
       c.src0[static_cast<size_t>(l)] = a - static_cast<uint32_t>(c.offset);
-      c.src1[static_cast<size_t>(l)] = streams::randomValue(rng);
+      c.src1[static_cast<size_t>(l)] =
+          c.op == Op::AtomInc ? incOperand(rng, incMode) : streams::randomValue(rng);
+      // atom.cas: half the lanes compare with an earlier lane's swap value.
+      c.src2[static_cast<size_t>(l)] = streams::randomValue(rng);
+      if (c.op == Op::AtomCas && l > 0 && rng() % 2 == 0)
+        c.src1[static_cast<size_t>(l)] = c.src2[rng() % static_cast<size_t>(l)];
     }
     return c;
   }
@@ -155,6 +235,7 @@ Case probeCase(int i) {
     }
     c.src0[static_cast<size_t>(l)] = a - static_cast<uint32_t>(c.offset);
     c.src1[static_cast<size_t>(l)] = streams::randomValue(rng);
+    c.src2[static_cast<size_t>(l)] = streams::randomValue(rng);
   }
   return c;
 }
@@ -172,7 +253,8 @@ bool interpreterFaults(const Case& c, int l) {
   in.offset = c.offset;
   in.src[0] = machine::Operand::i(c.src0[static_cast<size_t>(l)]);
   for (int k = 1; k < machine::numGeneralSources(c.op); ++k)
-    in.src[static_cast<size_t>(k)] = machine::Operand::i(c.src1[static_cast<size_t>(l)]);
+    in.src[static_cast<size_t>(k)] =
+        machine::Operand::i((k == 1 ? c.src1 : c.src2)[static_cast<size_t>(l)]);
   machine::Program p;
   p.name = "probe";
   p.sharedWords = static_cast<uint8_t>(c.sharedWords);
@@ -209,7 +291,9 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
   in.offset = alloc.take("in.offset", 32).value();
   in.sharedWords = alloc.take("in.sharedWords", 7).value();
   in.exec = alloc.take("in.exec", kLanes).value();
-  for (auto& l : in.lanes) l = {alloc.take("in.src0", 32).value(), alloc.take("in.src1", 32).value()};
+  for (auto& l : in.lanes)
+    l = {alloc.take("in.src0", 32).value(), alloc.take("in.src1", 32).value(),
+         alloc.take("in.src2", 32).value()};
   MemoryStageSpec s;
   s.tokens = tokens;
   s.head = in.head;
@@ -225,7 +309,7 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
   b.stage = st.value();
   b.dims = alloc.used();
   const std::string e = w.globalTensor("embed_tokens.weight");
-  for (int i = 0; i < kProbes; ++i) {
+  for (int i = 0; i < kProbes + kIncProbes + kCasProbes; ++i) {
     const int64_t row = trace::kVocabSize + i;
     harness::fillRow(w, row, kUnit);
     for (const Field& f :
@@ -242,6 +326,8 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
     for (int l = 0; l < kLanes; ++l) {
       harness::setSigns(w, row, in.lanes[static_cast<size_t>(l)].src0, c.src0[static_cast<size_t>(l)], kUnit);
       harness::setSigns(w, row, in.lanes[static_cast<size_t>(l)].src1, c.src1[static_cast<size_t>(l)], kUnit);
+      harness::setSigns(w, row, in.lanes[static_cast<size_t>(l)].src2,
+                        c.src2[static_cast<size_t>(l)], kUnit);
     }
   }
   for (int l = 0; l < kLanes; ++l) {
@@ -301,12 +387,20 @@ struct Want {
 
 struct Counts {
   int probes = 0, faultingLanes = 0, faultingOps = 0, nonzeroLoads = 0, stores = 0, subword = 0,
-      atomicLanes = 0,  // executing lanes of atomics in ops that do not fault
-      chained = 0,      // checked lane values / old words after an earlier lane on the same word
-      deep = 0,         // of them, lanes with two or more earlier lanes on their word
-      adds = 0,         // checked atom.add lane values
-      minmax = 0,       // checked atom.min / max lane values
-      unbuilt = 0;      // lane values of unbuilt atomics (atom.inc), unchecked
+      atomicLanes = 0,   // executing lanes of atomics in ops that do not fault
+      chained = 0,       // checked lane values / old words after an earlier lane on the same word
+      deep = 0,          // of them, lanes with two or more earlier lanes on their word
+      adds = 0,          // checked atom.add lane values
+      minmax = 0,        // checked atom.min / max lane values
+      incs = 0,          // checked atom.inc lane values
+      incChained = 0,    // of them, after an earlier lane on their word
+      incSmall = 0,      // of those, on a small word (≤ 3: mostly one an earlier lane wrapped)
+      incLate = 0,       // of those, lanes that wrap the unwrapped word M + i only because of the
+                         // i earlier lanes: M < b ≤ M + i
+      cas = 0,           // checked atom.cas lane values
+      casAfterSwap = 0,  // of them, on a word an earlier lane swapped (old' ≠ M)
+      casSwaps = 0,      // of those, lanes that swap again (compare equal to the swapped-in value)
+      unbuilt = 0;       // lane values of unbuilt atomics (atom.dec, cas: not drawn), unchecked
 };
 
 Want expectProbe(const Case& c, const Model& m, Counts& n) {
@@ -343,7 +437,8 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     oldSeen[static_cast<size_t>(l)] = word;
     if (c.op == Op::St) word = b;
     else if (c.op == Op::StB8 || c.op == Op::StB16) word = oracle::evalSubwordStore(c.op, word, a, b).value();
-    else if (atomic) word = oracle::evalAtomic(c.op, word, b, 0).value();
+    else if (atomic)
+      word = oracle::evalAtomic(c.op, word, b, c.src2[static_cast<size_t>(l)]).value();
     newWord[static_cast<size_t>(l)] = word;
   }
   for (int l = 0; l < kLanes; ++l) {
@@ -370,6 +465,22 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     n.deep += acts && earlier[static_cast<size_t>(l)] >= 2 && valueCheck ? 1 : 0;
     n.unbuilt += acts && !valueBuilt(c.op) ? 1 : 0;
     n.adds += acts && c.op == Op::AtomAdd ? 1 : 0;
+    const bool inc = acts && c.op == Op::AtomInc;
+    n.incs += inc ? 1 : 0;
+    n.incChained += inc && chained ? 1 : 0;
+    n.incSmall += inc && chained && oldSeen[static_cast<size_t>(l)] < kLanes ? 1 : 0;
+    const uint64_t unwrapped =
+        uint64_t{word} + static_cast<uint64_t>(earlier[static_cast<size_t>(l)]);
+    const uint32_t operand = c.src1[static_cast<size_t>(l)];
+    n.incLate += inc && chained && oldSeen[static_cast<size_t>(l)] == unwrapped && word < operand &&
+                         operand <= unwrapped
+                     ? 1
+                     : 0;
+    const bool cas = acts && c.op == Op::AtomCas;
+    const bool afterSwap = cas && oldSeen[static_cast<size_t>(l)] != word;
+    n.cas += cas ? 1 : 0;
+    n.casAfterSwap += afterSwap ? 1 : 0;
+    n.casSwaps += afterSwap && operand == oldSeen[static_cast<size_t>(l)] ? 1 : 0;
     n.minmax += acts && (c.op == Op::AtomMinU || c.op == Op::AtomMaxU || c.op == Op::AtomMinS ||
                          c.op == Op::AtomMaxS)
                     ? 1
@@ -417,6 +528,22 @@ std::vector<int64_t> stream(int steps) {
     if (!inValue && i % 5 == 0) out.push_back(trace::kVocabSize + (next++ % kProbes));
     out.push_back(t[i]);
   }
+  return out;
+}
+
+// The known words' stream: the global words kIncWords written (GMEM / GW pairs), RUN, then `count`
+// probes from `first` once each. No record after RUN, so every probe sees the same words.
+std::vector<int64_t> knownWordStream(int first, int count) {
+  std::vector<Token> t;
+  for (size_t w = 0; w < kIncWords.size(); ++w) {
+    t.push_back(trace::single(Family::Gmem));
+    trace::appendValue(t, static_cast<uint32_t>(w));
+    t.push_back(trace::single(Family::Gw));
+    trace::appendValue(t, kIncWords[w]);
+  }
+  t.push_back(trace::single(Family::Run));
+  std::vector<int64_t> out(t.begin(), t.end());
+  for (int j = 0; j < count; ++j) out.push_back(trace::kVocabSize + first + j);
   return out;
 }
 
@@ -487,12 +614,14 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
                 << r.counts.nonzeroLoads << " nonzero lane loads, " << r.counts.stores
                 << " stores, " << r.counts.subword << " sub-word lane stores, "
                 << r.counts.atomicLanes << " atomic lanes (" << r.counts.adds << " atom.add, "
-                << r.counts.minmax << " min / max), "
-                << r.counts.chained
+                << r.counts.minmax << " min / max, " << r.counts.incs
+                << " atom.inc: " << r.counts.incChained << " after an earlier lane, "
+                << r.counts.incSmall << " of them on a small word; " << r.counts.cas
+                << " atom.cas), " << r.counts.chained
                 << " lanes after an earlier lane on their word (" << r.counts.deep
                 << " after two or more), " << r.counts.unbuilt
-                << " unbuilt atomics' lane values unchecked; " << s
-                << " s): " << r.bits.summary() << "; layout " << r.layout.summary() << "\n";
+                << " unbuilt atomics' lane values unchecked; " << s << " s): " << r.bits.summary()
+                << "; layout " << r.layout.summary() << "\n";
       EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
                                << r.bits.summary();
       EXPECT_TRUE(r.layout.ok()) << r.layout.summary();
@@ -506,6 +635,9 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
         EXPECT_GT(r.counts.deep, 10);
         EXPECT_GT(r.counts.adds, 10);
         EXPECT_GT(r.counts.minmax, 20);
+        EXPECT_GT(r.counts.cas, 5);  // the known words' stream below chains the swaps
+        EXPECT_GT(r.counts.incChained,
+                  10);  // the known words' stream below crosses the wrap in every place
       }
     }
 }
@@ -527,6 +659,78 @@ TEST(MemoryStageTwin, FirstSameWordLaneChainsWrong) {
   std::cout << "chain takes the first same-word lane: " << r.bits.summary() << " ("
             << r.counts.deep << " lanes after two or more on their word)\n";
   EXPECT_GT(r.counts.deep, 0);
+  EXPECT_GT(r.bits.wrongSign, 0);
+}
+
+// atom.inc without the serial chain (memory_stage.h): runs of lanes on one word of known value
+// cross the wrap after 0..3 earlier lanes, or never, or pass through small words after a wrap; the
+// values and old words must be the interpreter's lane-serial ones on every path.
+TEST(MemoryStage, IncOnWordsOfKnownValueIsTheInterpretersLaneSerialIncrement) {
+  const Bench& b = stageBench();
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<int64_t> tokens = knownWordStream(kProbes, kIncProbes);
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (Path path : harness::kPaths) {
+      const Result r = runAndCheck(b, tokens, dtype, path);
+      std::cout << "  atom.inc " << dtypeName(dtype) << " " << harness::pathName(path) << " ("
+                << tokens.size() << " tokens, " << r.counts.probes << " probes, " << r.counts.incs
+                << " lanes: " << r.counts.incChained << " after an earlier lane on their word, "
+                << r.counts.incSmall << " of them on a small word, " << r.counts.incLate
+                << " wrapping only because of the earlier lanes): " << r.bits.summary() << "\n";
+      EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
+                               << r.bits.summary();
+      EXPECT_EQ(r.counts.probes, kIncProbes);
+      EXPECT_GT(r.counts.incChained, 60);
+      EXPECT_GT(r.counts.incSmall, 10);
+      EXPECT_GT(r.counts.incLate, 10);
+    }
+}
+
+// atom.cas by states (memory_stage.h): lanes on one word of known value compare with the word or
+// with an earlier lane's swap value, so that chains of swaps run through the lanes; the values and
+// old words must be the interpreter's lane-serial ones.
+TEST(MemoryStage, CasOnWordsOfKnownValueIsTheInterpretersLaneSerialSwap) {
+  const Bench& b = stageBench();
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<int64_t> tokens = knownWordStream(kProbes + kIncProbes, kCasProbes);
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (Path path : harness::kPaths) {
+      const Result r = runAndCheck(b, tokens, dtype, path);
+      std::cout << "  atom.cas " << dtypeName(dtype) << " " << harness::pathName(path) << " ("
+                << tokens.size() << " tokens, " << r.counts.probes << " probes, " << r.counts.cas
+                << " lanes: " << r.counts.casAfterSwap << " on a word an earlier lane swapped, "
+                << r.counts.casSwaps << " of them swapping again): " << r.bits.summary() << "\n";
+      EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
+                               << r.bits.summary();
+      EXPECT_EQ(r.counts.probes, kCasProbes);
+      EXPECT_GT(r.counts.casAfterSwap, 40);
+      EXPECT_GT(r.counts.casSwaps, 10);
+    }
+}
+
+// atom.cas's failing twin: after an earlier lane swapped, the compare is still with the old word
+// M, not with the swapped-in value.
+TEST(MemoryStageTwin, CasComparingTheOldWordSwapsWrong) {
+  const Bench b = build("twin_cas", MemoryStageTwin::CasComparesTheOldWord);
+  ASSERT_FALSE(b.dir.empty());
+  const Result r = runAndCheck(b, knownWordStream(kProbes + kIncProbes, kCasProbes),
+                               ComputeDtype::F32, Path::Prefill);
+  std::cout << "cas comparing the old word: " << r.bits.summary() << " (" << r.counts.casSwaps
+            << " lanes swapping after an earlier swap)\n";
+  EXPECT_GT(r.counts.casSwaps, 0);
+  EXPECT_GT(r.bits.wrongSign, 0);
+}
+
+// atom.inc's failing twin: the wrap test of a lane after i earlier lanes on its word compares the
+// old word M with b, not M + i — wrong where M < b ≤ M + i.
+TEST(MemoryStageTwin, IncWrapTestAtTheOldWordIncrementsWrong) {
+  const Bench b = build("twin_inc", MemoryStageTwin::IncWrapsAtTheOldWord);
+  ASSERT_FALSE(b.dir.empty());
+  const Result r =
+      runAndCheck(b, knownWordStream(kProbes, kIncProbes), ComputeDtype::F32, Path::Prefill);
+  std::cout << "inc's wrap test at the old word: " << r.bits.summary() << " (" << r.counts.incLate
+            << " lanes wrapping only because of the earlier lanes)\n";
+  EXPECT_GT(r.counts.incLate, 0);
   EXPECT_GT(r.bits.wrongSign, 0);
 }
 

@@ -76,6 +76,20 @@ machine::Program divergent(int32_t storeOffset = 4 * kOut) {
   return p;
 }
 
+// A catalog kernel as the leg runs it: resolved, and built by clang with multiplies and divisions
+// expanded (the circuit target).
+struct CircuitTarget {
+  kernels::KernelSpec spec;
+  BuiltKernel kernel;
+};
+Expected<CircuitTarget> circuitTarget(const std::string& name) {
+  QGPU_TRY(spec, resolveKernel(name, kernels::defaultCatalogDir()));
+  BuildOptions build;
+  build.expandDivision = build.expandMultiply = true;
+  QGPU_TRY(kernel, buildKernel(spec, host::Compiler::Clang, build));
+  return CircuitTarget{std::move(spec), std::move(kernel)};
+}
+
 machine::Launch launch() {
   machine::Launch l;
   l.gridX = 1;
@@ -176,18 +190,20 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 // catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), expanded multiplies
 // (matmul2x2), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
 // several warps (reverse, stencil3), atomics (dot_atomic: the dot-product demo's atom.add, two
-// lanes' adds on one word; atomic_exch: atom.exch's old value into a register, the regrec), a
-// warp op (shfl_xor_allreduce: shfl.bfly); each the circuit target's program token for token; a
-// kernel with atom.inc is refused without running, inconclusive with the op named. Two sessions per
-// dtype, run by runCheck's two model workers.
+// lanes' adds on one word; atomic_exch: atom.exch's old value into a register, the regrec;
+// fence_last_block: atom.inc's wrapping ticket into a register; atomic_cas_mul: atom.cas in a
+// loop, the multiply expanded), a warp op (shfl_xor_allreduce: shfl.bfly); each the circuit
+// target's program token for token; a kernel with atom.dec is refused without running,
+// inconclusive with the op named. Two sessions per dtype, run by runCheck's two model workers.
 TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
   std::vector<kernels::KernelSpec> chosen;
   const std::vector<std::string> names = {
-      "popcount", "matmul2x2",  "transpose_shared", "oddeven_sort",       "reverse",
-      "stencil3", "dot_atomic", "atomic_exch",      "shfl_xor_allreduce", "atomic_inc_dec"};
+      "popcount",         "matmul2x2",      "transpose_shared",   "oddeven_sort",
+      "reverse",          "stencil3",       "dot_atomic",         "atomic_exch",
+      "fence_last_block", "atomic_cas_mul", "shfl_xor_allreduce", "atomic_inc_dec"};
   for (const std::string& name : names)
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
@@ -213,7 +229,7 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
       EXPECT_EQ(c.verdict, Verdict::Match);
     } else if (c.kernel == "atomic_inc_dec") {
       EXPECT_EQ(c.verdict, Verdict::Inconclusive);
-      EXPECT_NE(c.detail.find("does not execute 'atom.inc'"), std::string::npos);
+      EXPECT_NE(c.detail.find("does not execute 'atom.dec'"), std::string::npos);
     } else {
       EXPECT_EQ(c.verdict, Verdict::Match);
       EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"), std::string::npos);
@@ -280,17 +296,14 @@ TEST_F(Leg, ALongLoopWritesTheStepTicksWhereTheInterpreterDoes) {
 // twin: the same meter flags a value planted in the band.
 TEST_F(Leg, MarginsOfACatalogRunAreOutsideTheBandOnBothPaths) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
-  auto spec = resolveKernel("popcount", kernels::defaultCatalogDir());
-  ASSERT_TRUE(spec.ok()) << spec.error().str();
-  BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
-  auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
-  ASSERT_TRUE(kernel.ok()) << kernel.error().str();
+  auto target = circuitTarget("popcount");
+  ASSERT_TRUE(target.ok()) << target.error().str();
+  const BuiltKernel& kernel = target->kernel;
   ModelLegOptions mo;
   mo.checkpoint = dir;
   auto session = ModelSession::open(mo);
   ASSERT_TRUE(session.ok()) << session.error().str();
-  auto m = (*session)->margins(*kernel);
+  auto m = (*session)->margins(kernel);
   ASSERT_TRUE(m.ok()) << m.error().str();
   EXPECT_EQ(m->stop, LegStop::End);
   for (const circuit::MarginReport* r : {&m->prefill, &m->decode}) {
@@ -353,14 +366,12 @@ TEST_F(Leg, TransformersWritesTheLegsTokens) {
       for (int64_t id : ids) out.push_back(static_cast<trace::Token>(id));
       return out;
     };
-    auto spec = resolveKernel(meta["kernel"], kernels::defaultCatalogDir());
-    ASSERT_TRUE(spec.ok()) << spec.error().str();
-    BuildOptions build;
-    build.expandDivision = build.expandMultiply = true;
-    auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
-    ASSERT_TRUE(kernel.ok()) << kernel.error().str();
-    const machine::Launch l = kernel->image.toMachineLaunch();
-    EXPECT_EQ(tokens("prompt"), trace::encodePrompt(kernel->program, l)) << "the kernel's prompt changed";
+    auto target = circuitTarget(meta["kernel"]);
+    ASSERT_TRUE(target.ok()) << target.error().str();
+    const BuiltKernel& kernel = target->kernel;
+    const machine::Launch l = kernel.image.toMachineLaunch();
+    EXPECT_EQ(tokens("prompt"), trace::encodePrompt(kernel.program, l))
+        << "the kernel's prompt changed";
     const std::vector<trace::Token> run = tokens("run");
     // Every fixture has fp32; bf16 where the script ran it (meta "dtypes").
     const std::string dtypes = meta["dtypes"];
@@ -372,7 +383,7 @@ TEST_F(Leg, TransformersWritesTheLegsTokens) {
     }
     withBf16 += dtypes.find("bf16") != std::string::npos ? 1 : 0;
     fp32->reset();
-    auto leg = runLeg(*fp32, kernel->program, l, 5000);
+    auto leg = runLeg(*fp32, kernel.program, l, 5000);
     ASSERT_TRUE(leg.ok()) << leg.error().str();
     EXPECT_EQ(leg->run, run);
     compared += run.size();
@@ -388,19 +399,15 @@ TEST_F(Leg, TransformersWritesTheLegsTokens) {
 // modpow's 50,000-token run gave under the 20,000 budget before).
 TEST_F(Leg, ARunTheTokenBudgetCutsIsInconclusiveAndComparedAsFarAsItGoes) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
-  auto spec = resolveKernel("reverse", kernels::defaultCatalogDir());
-  ASSERT_TRUE(spec.ok()) << spec.error().str();
-  BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
-  auto kernel = buildKernel(*spec, host::Compiler::Clang, build);
-  ASSERT_TRUE(kernel.ok()) << kernel.error().str();
+  auto target = circuitTarget("reverse");
+  ASSERT_TRUE(target.ok()) << target.error().str();
   ModelLegOptions mo;
   mo.checkpoint = dir;
   mo.check = true;
   mo.tokenBudget = 60;
   auto session = ModelSession::open(mo);
   ASSERT_TRUE(session.ok()) << session.error().str();
-  const CaseResult r = (*session)->compare(*spec, *kernel);
+  const CaseResult r = (*session)->compare(target->spec, target->kernel);
   EXPECT_EQ(r.verdict, Verdict::Inconclusive) << r.detail;
   EXPECT_NE(
       r.detail.find("no END after 60 tokens (token budget); --check: 60 run tokens, 0 differ"),
