@@ -58,10 +58,12 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # (histogram_shared), atom.max.s (reduce_max_atomic), an old value into a register (atomic_exch:
 # atom.exch's regrec); warp ops: shfl.bfly (shfl_xor_allreduce), vote.any / all / ballot (warp_vote);
 # the step ticks: collatz (106 steps, a TICK(1) before step 101's EX); atom.inc's wrapping ticket
-# into a register (fence_last_block); atom.cas in a multiply loop (atomic_cas_mul).
+# into a register (fence_last_block); atom.cas in a multiply loop (atomic_cas_mul); atom.inc and
+# atom.dec of four lanes on one word (atomic_inc_dec).
 KERNELS = ["divergent_branch", "transpose_shared", "oddeven_sort", "matmul2x2", "reverse", "fibonacci",
            "popcount", "dot_atomic", "histogram_shared", "reduce_max_atomic", "atomic_exch",
-           "shfl_xor_allreduce", "warp_vote", "collatz", "fence_last_block", "atomic_cas_mul"]
+           "shfl_xor_allreduce", "warp_vote", "collatz", "fence_last_block", "atomic_cas_mul",
+           "atomic_inc_dec"]
 RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 

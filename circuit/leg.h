@@ -12,7 +12,8 @@
 //                     too), a shuffle or a vote; every block terminator. The first op outside
 //                     that set is refused: OverLimit naming the block, the op's index and its
 //                     mnemonic and why (mul, mad and mulhi: no multiplier in the pipeline yet;
-//                     atom.dec, spills, divisions).
+//                     atom.dec: built in the memory stage, not in the leg's pipeline; spills,
+//                     divisions).
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:
@@ -62,7 +63,7 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+atomics+inc+cas+regrec+warp", "stepLimit": N, …}, which readLegStepLimit
+// {"pipeline": "memory+atomics+inc+dec+cas+regrec+warp", "stepLimit": N, …}, which readLegStepLimit
 // reads back (Checkpoint error when it is missing or malformed: a directory that is not a leg
 // checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);

@@ -262,14 +262,16 @@ Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
     pDims.push_back(s.bus.at(2 * j + 1));
   }
   // Level 1: G/P of a' + ~b' (a' = a ^ msb, ~b' = ~b ^ msb when signed).
-  QGPU_CHECK(b1.prior(s.busPrior, s.bus));
-  std::vector<Down> minusAll;
-  for (int i = 0; i < s.bus.dims; ++i) minusAll.push_back({s.bus.at(i), -1});
-  QGPU_CHECK(b1.constant(minusAll));
-  for (int j = 0; j < nibbles; ++j) {
-    const Lin t3 = nibbleSum(s.a, s.b, j, 3, /*invertB=*/true, isSigned, isSigned);
-    QGPU_CHECK(generatePropagate(b1, t3, gDims[static_cast<size_t>(j)],
-                                 pDims[static_cast<size_t>(j)]));
+  if (!s.busWritten) {
+    QGPU_CHECK(b1.prior(s.busPrior, s.bus));
+    std::vector<Down> minusAll;
+    for (int i = 0; i < s.bus.dims; ++i) minusAll.push_back({s.bus.at(i), -1});
+    QGPU_CHECK(b1.constant(minusAll));
+    for (int j = 0; j < nibbles; ++j) {
+      const Lin t3 = nibbleSum(s.a, s.b, j, 3, /*invertB=*/true, isSigned, isSigned);
+      QGPU_CHECK(
+          generatePropagate(b1, t3, gDims[static_cast<size_t>(j)], pDims[static_cast<size_t>(j)]));
+    }
   }
   // Level 2.
   QGPU_CHECK(b2.prior(s.outPrior, s.out));

@@ -160,6 +160,9 @@ struct CompareSpec {
   Field out;                // 1 dim: +u = true
   Prior busPrior = Prior::Zero, outPrior = Prior::Zero;
   bool unclamped = false;   // failing twin, as AdderSpec
+  // Level 1 not written: the bus already holds it, from another compare of the same a, b and
+  // signedness (level 1 does not depend on the op: Eq, Lt and Le of a, b share one bus).
+  bool busWritten = false;
 };
 int compareBusDims(int bits);
 Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,

@@ -25,7 +25,7 @@ constexpr int kLanes = kRecordLanes;
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
-  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec
 };
 // clang-format on
 static_assert(kWrites == kMemoryKindWrites);
@@ -74,12 +74,31 @@ std::vector<int> kindsOf(machine::Op op) {
     k.push_back(kIsMinMax);
   if (op == machine::Op::AtomInc) k.push_back(kIsInc);
   if (op == machine::Op::AtomCas) k.push_back(kIsCas);
+  if (op == machine::Op::AtomDec) k.push_back(kIsDec);
   return k;
 }
 
-// [x ≤ t] for a 32-bit sign field x and a small t ≤ 3, onto `out` (+2u when true): one step pair
-// on N = t − (4·Σ_{i≥2} x_i + 2x_1 + x_0) + 1 — any bit above 1 puts the sum over 3.
-Status addAtMostSmall(UnitWriter& u, const MlpContext& ctx, const Field& x, int t, int out) {
+// atom.dec's states for lane l: the word M − n after n earlier lanes (n = 0..l), then b_k − r,
+// r lanes after lane k < l wrapped it (r = 0..l − k − 1), in that order.
+struct DecWord {
+  bool wrapped = false;
+  int k = 0;  // the lane that wrapped it (wrapped)
+  int n = 0;  // lanes so far (unwrapped) or lanes since the wrap (wrapped)
+};
+constexpr int decStates(int l) {
+  return (l + 1) + l * (l + 1) / 2;
+}
+int decStateIndex(int l, DecWord w) {
+  if (!w.wrapped) return w.n;
+  int at = l + 1;
+  for (int k = 0; k < w.k; ++k) at += l - k;
+  return at + w.n;
+}
+
+// [x ≤ t] for a 32-bit sign field x and a small t ≤ 3, onto `out` (weight·u when true): one step
+// pair on N = t − (4·Σ_{i≥2} x_i + 2x_1 + x_0) + 1 — any bit above 1 puts the sum over 3.
+Status addAtMostSmall(UnitWriter& u, const MlpContext& ctx, const Field& x, int t, int out,
+                      double weight = 2) {
   LinearForm n;  // in x̂ units: bit = (x̂ + 1)/2
   double weightSum = 0;
   for (int i = 0; i < x.dims; ++i) {
@@ -88,23 +107,55 @@ Status addAtMostSmall(UnitWriter& u, const MlpContext& ctx, const Field& x, int 
     weightSum += wi;
   }
   n.constant = t - weightSum / 2 + 1;
-  QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}}, {{out, 2}}));
+  QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}}, {{out, weight}}));
   (void)rep;
   return Ok{};
 }
 
-// out = m + q mod 2^32 for a constant 1 ≤ q ≤ 7, in one layer (out's dims hold −u before: the
-// caller's AndFieldWriter::start). Bit i of m + q is M'_i ⊕ c_i with M' = m ⊕ q and the carry
-// c_i = [T_i ≥ θ_i]: for i < 3 T_i = m mod 2^i + q mod 2^i, θ_i = 2^i; for i ≥ 3 T_i =
+// [x = t] for a 32-bit sign field x and a small t ≤ 3, onto `out` (+2u when true; out holds −u
+// before): [x ≤ t] − [x ≤ t − 1], two step pairs (one for t = 0).
+Status addEqualsSmall(UnitWriter& u, const MlpContext& ctx, const Field& x, int t, int out) {
+  QGPU_CHECK(addAtMostSmall(u, ctx, x, t, out, 2));
+  if (t > 0) QGPU_CHECK(addAtMostSmall(u, ctx, x, t - 1, out, -2));
+  return Ok{};
+}
+
+// +2u·([V ≥ θ] − [V ≥ K + θ]) onto `out`, V = v + constant (an integer, in x̂ units): for V = K·x +
+// T with a bit x, T ≥ 0 and K > max T, that is x ⊕ [T ≥ θ] — one XOR of a bit and a threshold.
+Status addXorSteps(UnitWriter& u, const MlpContext& ctx, const LinearForm& v, double constant,
+                   double theta, double k, int out) {
+  for (const double at : {theta, k + theta}) {
+    LinearForm n = v;
+    n.constant = constant - at + 1;
+    QGPU_TRY(rep,
+             addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}}, {{out, at == theta ? 2.0 : -2.0}}));
+    (void)rep;
+  }
+  return Ok{};
+}
+
+// How addSmallConstant combines m with its constant q.
+enum class SmallOp : uint8_t { Add, Subtract };
+
+// out = m + q or m − q mod 2^32 for a constant 1 ≤ q ≤ 4, in one layer (out's dims hold −u
+// before: the caller's AndFieldWriter::start). Bit i of m + q is M'_i ⊕ c_i with M' = m ⊕ q and
+// the carry c_i = [T_i ≥ θ_i]: for i < 3 T_i = m mod 2^i + q mod 2^i, θ_i = 2^i; for i ≥ 3 T_i =
 // 4·Σ_{3≤j<i} m_j + m mod 8 + q, θ_i = 4(i − 3) + 8 — all of m_3..m_{i−1} set gives T_i = θ_i − 8
-// + (m mod 8) + q, and one of them clear keeps T_i ≤ θ_i − 1. The XOR in one threshold form: with
-// V = K·M'_i + T_i and K = max T_i + 1, [V ≥ θ_i] − [V ≥ K + θ_i] is c_i when M'_i = 0 and 1 − c_i
-// when it is 1. |V − θ| ≤ 244 (bit 31), inside the step pair's bf16 range.
+// + (m mod 8) + q, and one of them clear keeps T_i ≤ θ_i − 12 + 7 + q ≤ θ_i − 1 (q ≤ 4). The XOR
+// in one threshold form: with V = K·M'_i + T_i and K = max T_i + 1, [V ≥ θ_i] − [V ≥ K + θ_i] is
+// c_i when M'_i = 0 and 1 − c_i when it is 1. |V − θ| ≤ 244 (bit 31), inside the step pair's bf16
+// range.
+//   Subtract: m − q = ~(~m + q), so bit i is m_i ⊕ q_i ⊕ c_i with c_i the carry of ~m + q: the
+// same form with T_i read from the complemented bits.
+//   carryOut (Add; −1: none): +2u onto that dim when m + q ≥ 2^32 (T_32 ≥ θ_32, one step pair).
 Status addSmallConstant(UnitWriter& u, const MlpContext& ctx, const Field& m, int q,
-                        const Field& out) {
-  if (q < 1 || q > 7 || m.dims != kMemoryWord || out.dims != kMemoryWord)
-    return makeDiag(ErrorKind::Usage, "memory stage: a small constant 1..7 onto 32-bit words");
-  for (int i = 0; i < kMemoryWord; ++i) {
+                        const Field& out, SmallOp op = SmallOp::Add, int carryOut = -1) {
+  if (q < 1 || q > 4 || m.dims != kMemoryWord || out.dims != kMemoryWord ||
+      (carryOut >= 0 && op != SmallOp::Add))
+    return makeDiag(ErrorKind::Usage, "memory stage: a small constant 1..4 onto 32-bit words");
+  const bool complement = op == SmallOp::Subtract;
+  for (int i = 0; i <= kMemoryWord; ++i) {
+    if (i == kMemoryWord && carryOut < 0) break;
     LinearForm v;
     double constant = 0;
     auto addBit = [&](int dim, double weight, bool inverted) {
@@ -113,26 +164,89 @@ Status addSmallConstant(UnitWriter& u, const MlpContext& ctx, const Field& m, in
     };
     double maxT = 0, theta = 0;
     if (i < 3) {
-      for (int j = 0; j < i; ++j) addBit(m.at(j), 1 << j, false);
+      for (int j = 0; j < i; ++j) addBit(m.at(j), 1 << j, complement);
       constant += q % (1 << i);
       maxT = (1 << i) - 1 + q % (1 << i);
       theta = 1 << i;
     } else {
-      for (int j = 3; j < i; ++j) addBit(m.at(j), 4, false);
-      for (int j = 0; j < 3; ++j) addBit(m.at(j), 1 << j, false);
+      for (int j = 3; j < i; ++j) addBit(m.at(j), 4, complement);
+      for (int j = 0; j < 3; ++j) addBit(m.at(j), 1 << j, complement);
       constant += q;
       maxT = 4 * (i - 3) + 7 + q;
       theta = 4 * (i - 3) + 8;
     }
+    if (i == kMemoryWord) {  // the carry out: T_32 ≥ θ_32
+      LinearForm n = v;
+      n.constant = constant - theta + 1;
+      QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}}, {{carryOut, 2.0}}));
+      (void)rep;
+      break;
+    }
     const double k = maxT + 1;
     addBit(m.at(i), k, i < 3 && ((q >> i) & 1));
-    for (const double at : {theta, k + theta}) {
-      LinearForm n = v;
-      n.constant = constant - at + 1;
-      QGPU_TRY(rep, addStep(u, ctx, n, {{ctx.ballast.at(0), 1.0f}},
-                            {{out.at(i), at == theta ? 2.0 : -2.0}}));
-      (void)rep;
+    QGPU_CHECK(addXorSteps(u, ctx, v, constant, theta, k, out.at(i)));
+  }
+  return Ok{};
+}
+
+// out = min(b + n, 2^32 − 1) for a constant 1 ≤ n ≤ 3, in one layer (out's dims hold −u before):
+// addSmallConstant's b + n mod 2^32, plus the overflow O = [b + n ≥ 2^32] onto every bit that is
+// not already set. With S = 4·Σ_{i≥2} b_i + 2b_1 + b_0 (≤ 123), O = [S ≥ 124 − n], and under O
+// the sum mod 2^32 is v = S − 124 + n < 4: bits 2.. are 0, bit 0 is [v odd], bit 1 [v ≥ 2], so
+// bit 0 adds O − [S = 125 − n] − [S = 127 − n], bit 1 O − [S ≥ 126 − n] (S ≤ 123 drops the
+// thresholds above), the others O.
+Status addSaturatingSmall(UnitWriter& u, const MlpContext& ctx, const Field& b, int n,
+                          const Field& out) {
+  if (n < 1 || n > 3) return makeDiag(ErrorKind::Usage, "memory stage: saturating 1..3 onto words");
+  QGPU_CHECK(addSmallConstant(u, ctx, b, n, out));
+  LinearForm sum;  // S in x̂ units: bit = (x̂ + 1)/2
+  double base = 0;
+  for (int i = 0; i < kMemoryWord; ++i) {
+    const double wi = i >= 2 ? 4 : i == 1 ? 2 : 1;
+    sum.terms.push_back({b.at(i), wi / 2});
+    base += wi / 2;
+  }
+  constexpr int kMaxS = 4 * (kMemoryWord - 2) + 3;
+  auto atLeast = [&](int theta, int dim, double weight) -> Status {  // weight·u·[S ≥ θ]
+    if (theta > kMaxS) return Ok{};
+    LinearForm f = sum;
+    f.constant = base - theta + 1;
+    QGPU_TRY(rep, addStep(u, ctx, f, {{ctx.ballast.at(0), 1.0f}}, {{dim, weight}}));
+    (void)rep;
+    return Ok{};
+  };
+  for (int i = 0; i < kMemoryWord; ++i) QGPU_CHECK(atLeast(124 - n, out.at(i), 2));
+  for (const int theta : {125 - n, 127 - n}) {
+    QGPU_CHECK(atLeast(theta, out.at(0), -2));
+    QGPU_CHECK(atLeast(theta + 1, out.at(0), 2));
+  }
+  QGPU_CHECK(atLeast(126 - n, out.at(1), -2));
+  return Ok{};
+}
+
+// out = m − 1 mod 2^32 unless one of the exclusive literals `off` holds, then 0 (out's dims hold −u
+// before), in one layer. Bit i of m − 1 is m_i ⊕ c_i with the borrow c_i = [m_0..m_{i−1} all 0] =
+// [T_i ≥ θ_i], T_i = 1 + Σ_{j<i} ¬m_j, θ_i = i + 1; addSmallConstant's XOR form with K = i + 2 and
+// V = K·m_i + T_i + (K + θ_i)·[off]: off puts both steps on, so the bit adds nothing. |V − θ| ≤ 98.
+Status addMinusOneUnless(UnitWriter& u, const MlpContext& ctx, const Field& m,
+                         const std::vector<Literal>& off, const Field& out) {
+  if (m.dims != kMemoryWord || out.dims != kMemoryWord)
+    return makeDiag(ErrorKind::Usage, "memory stage: minus one on 32-bit words");
+  for (int i = 0; i < kMemoryWord; ++i) {
+    LinearForm v;  // in x̂ units: bit = (x̂ + 1)/2, [literal] = (sign·x̂ + 1)/2
+    double constant = 1;
+    for (int j = 0; j < i; ++j) {
+      v.terms.push_back({m.at(j), -0.5});
+      constant += 0.5;
     }
+    const double theta = i + 1, k = i + 2, gate = k + theta;
+    v.terms.push_back({m.at(i), k / 2});
+    constant += k / 2;
+    for (const Literal& l : off) {
+      v.terms.push_back({l.dim, gate * l.sign / 2});
+      constant += gate / 2;
+    }
+    QGPU_CHECK(addXorSteps(u, ctx, v, constant, theta, k, out.at(i)));
   }
   return Ok{};
 }
@@ -294,6 +408,57 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(pair, takeCompare("casPair" + std::to_string(p)));
     r.casPair[static_cast<size_t>(p)] = pair;
   }
+  // atom.dec: the b words and zero tests, the wrap compares (bus + 1 dim each; the test after
+  // no earlier lane an output only, on min / max's bus), the M words, the states, the old words.
+  for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
+    const std::string n = std::to_string(l);
+    const size_t li = static_cast<size_t>(l);
+    if (l > 0) {
+      QGPU_TRY(sat, take("decSat" + n, l * kMemoryWord));
+      r.decSat[li] = sat;
+    }
+    if (l + 2 < kLanes) {
+      QGPU_TRY(minus, take("decBMinus" + n, (kLanes - 2 - l) * kMemoryWord));
+      r.decBMinus[li] = minus;
+    }
+    if (l + 2 < kLanes) {
+      QGPU_TRY(zero, take("decZeroB" + n, kLanes - 2 - l));
+      r.decZeroB[li] = zero;
+    }
+    for (int k = 0; k < l; ++k) {
+      QGPU_TRY(zero, take("decZeroMask" + std::to_string(k) + n, 1));
+      r.decZeroMask[static_cast<size_t>(pairIndex(k, l))] = zero;
+    }
+    QGPU_TRY(zeroM, take("decZeroM" + n, l + 1));
+    r.decZeroM[li] = zeroM;
+    {
+      QGPU_TRY(out, take("decWrapM" + n + ".0", 1));
+      r.decWrapM[li].push_back({Field{}, out});
+    }
+    for (int q = 1; q <= l; ++q) {
+      QGPU_TRY(cmp, takeCompare("decWrapM" + n + "." + std::to_string(q)));
+      r.decWrapM[li].push_back(cmp);
+    }
+    for (int k = 0; k < l; ++k)
+      for (int q = 0; q < l - k; ++q) {
+        const std::string name = "decWrapB" + std::to_string(k) + n + "." + std::to_string(q);
+        if (q == 0) {
+          QGPU_TRY(out, take(name, 1));
+          r.decWrapB[static_cast<size_t>(pairIndex(k, l))].push_back({Field{}, out});
+          continue;
+        }
+        QGPU_TRY(cmp, takeCompare(name));
+        r.decWrapB[static_cast<size_t>(pairIndex(k, l))].push_back(cmp);
+      }
+    if (l > 0) {
+      QGPU_TRY(minusM, take("decMinus" + n, l * kMemoryWord));
+      QGPU_TRY(old, take("decOld" + n, kMemoryWord));
+      r.decMinus[li] = minusM;
+      r.decOld[li] = old;
+    }
+    QGPU_TRY(state, take("decState" + n, decStates(l) + 1));
+    r.decState[li] = state;
+  }
   for (int l = 1; l < kLanes; ++l) {
     QGPU_TRY(f, take("atomOld" + std::to_string(l), kMemoryWord));
     r.atomOld[static_cast<size_t>(l)] = f;
@@ -443,9 +608,6 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_TRY(rep, buildCompare(u2, ctx, u3, ctx, cs));
       (void)rep;
     }
-  r.units[2] = u2.used();
-  r.units[3] = u3.used();
-
   // The chain (lane-serial order inside one op). A source of lane l's old word old'_l: the
   // literals that pick it (exclusive over the sources) and its bit i as a literal.
   struct Source {
@@ -890,6 +1052,193 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       return Ok{};
     };
 
+    // ---- atom.dec (old = 0 ∨ old > b ? b : old − 1), by states: along the lanes before l on its
+    // word the word is M − n after n lanes until a lane k wraps it to b_k, then b_k − r after r
+    // more lanes until a later lane wraps it again. Lane j wraps the word M − n iff [M_j = n] ∨
+    // [b_j + n < M_j] (reachable: M ≥ n), and the word b_k − r iff [b_k = r] ∨ [b_j + r < b_k]
+    // (reachable: b_k ≥ r) — b_j + n saturated at 2^32 − 1 (M − n > b_j exactly). Each test is
+    // one compare with its zero test added at level 2 (exclusive: at a zero word it is false).
+    // Nothing before L+3, where the ALU's fields die: L+3 / L+4 the saturated sums (lanes 2, 3 /
+    // lane 1); L+4 [b_k = r] (r ≥ 1) and two tests' level 1; L+5 [m_kl = 0], [M_l = n], the
+    // other tests' level 1; L+6 their level 2 and the n = 0 / r = 0 tests (le.u on min / max's
+    // bus); L+6 / L+7 M_l − q; L+7 b_k − r and the states, as atom.cas's; L+8 the word each lane
+    // sees; L+9 the new words.
+    // A word of atom.dec's: b_k − r and M_l − q (r, q ≥ 0).
+    auto bMinus = [&](int k, int q) {
+      return q == 0 ? s.lanes[static_cast<size_t>(k)].src1
+                    : r.decBMinus[static_cast<size_t>(k)].slice((q - 1) * kMemoryWord, kMemoryWord);
+    };
+    auto mMinus = [&](int l, int q) {
+      return q == 0 ? r.load[static_cast<size_t>(l)]
+                    : r.decMinus[static_cast<size_t>(l)].slice((q - 1) * kMemoryWord, kMemoryWord);
+    };
+    auto bPlus = [&](int l, int n) {  // min(b_l + n, 2^32 − 1), n ≥ 0
+      return n == 0 ? s.lanes[static_cast<size_t>(l)].src1
+                    : r.decSat[static_cast<size_t>(l)].slice((n - 1) * kMemoryWord, kMemoryWord);
+    };
+    // [a < c] ∨ zero: logic.h's lt.u in (level1, level2), the zero test's +2u onto its output.
+    auto wrapTest = [&](UnitWriter& level1, UnitWriter& level2, const Field& a, const Field& c,
+                        const std::pair<Field, Field>& f, Literal zero) -> Status {
+      CompareSpec cs;
+      cs.op = CompareOp::LtU;
+      cs.a = a;
+      cs.b = c;
+      cs.bus = f.first;
+      cs.out = f.second;
+      cs.busPrior = cs.outPrior = Prior::Replace;
+      QGPU_TRY(rep, buildCompare(level1, ctx, level2, ctx, cs));
+      (void)rep;
+      return fw.add(level2, {zero}, {{f.second.at(0), two}});
+    };
+    for (int l = 1; l < kLanes; ++l) {
+      UnitWriter& u = l == 1 ? late[0] : u3;
+      const Field& sat = r.decSat[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(u, {sat}));
+      for (int n = 1; n <= l; ++n)
+        QGPU_CHECK(
+            addSaturatingSmall(u, ctx, s.lanes[static_cast<size_t>(l)].src1, n, bPlus(l, n)));
+    }
+    for (int k = 0; k + 2 < kLanes; ++k) {
+      const Field& zero = r.decZeroB[static_cast<size_t>(k)];
+      QGPU_CHECK(fw.start(late[0], {zero}));
+      for (int q = 1; q + k + 2 <= kLanes; ++q)
+        QGPU_CHECK(
+            addEqualsSmall(late[0], ctx, s.lanes[static_cast<size_t>(k)].src1, q, zero.at(q - 1)));
+    }
+    // [m_kl = 0] (L+5): the r = 0 test's zero, on the operand its compare reads (b_k where lanes
+    // k, l share a word; else the kind's identity, which [b_k = 0] would not exclude).
+    for (int p = 0; p < kSameWordPairs; ++p) {
+      QGPU_CHECK(fw.start(late[1], {r.decZeroMask[static_cast<size_t>(p)]}));
+      QGPU_CHECK(addEqualsSmall(late[1], ctx, r.addMask[static_cast<size_t>(p)], 0,
+                                r.decZeroMask[static_cast<size_t>(p)].at(0)));
+    }
+    // ¬([a ≤ c] ∧ ¬zero) onto f's output at L+6: le.u on the bus min / max's lt.u of (a, c) wrote
+    // at L+5 (operands p < q of lane l's), the zero test's −2u (at zero the compare is true).
+    auto wrapTestOnMinMaxBus = [&](int l, int p, int q, const Field& out, Literal zero) -> Status {
+      int pair = 0;
+      for (int p2 = 0; p2 < p; ++p2) pair += l + 1 - p2;
+      pair += q - p - 1;
+      CompareSpec cs;
+      cs.op = CompareOp::LeU;
+      cs.a = p == 0 ? r.load[static_cast<size_t>(l)]
+                    : r.addMask[static_cast<size_t>(pairIndex(p - 1, l))];
+      cs.b = s.lanes[static_cast<size_t>(l)].src1;
+      cs.bus = r.mmCompare[static_cast<size_t>(l)][static_cast<size_t>(2 * pair)].first;
+      cs.out = out;
+      cs.outPrior = Prior::Replace;
+      cs.busWritten = true;
+      QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+      (void)rep;
+      return fw.add(late[2], {zero}, {{out.at(0), -two}});
+    };
+    // After a wrap: r = 0 on min / max's bus (its operand m_kl is b_k where lanes k, l share a
+    // word); r ≥ 1 with compares of their own, the first two at L+4 / L+5, the others L+5 / L+6.
+    for (int l = 1, early = 2; l < kLanes; ++l)
+      for (int k = 0; k < l; ++k)
+        for (int q = 0; q < l - k; ++q) {
+          const auto& f = r.decWrapB[static_cast<size_t>(pairIndex(k, l))][static_cast<size_t>(q)];
+          if (q == 0) {
+            QGPU_CHECK(wrapTestOnMinMaxBus(
+                l, 1 + k, l + 1, f.second,
+                Literal{r.decZeroMask[static_cast<size_t>(pairIndex(k, l))].at(0), 1}));
+            continue;
+          }
+          const Literal zero{r.decZeroB[static_cast<size_t>(k)].at(q - 1), 1};
+          const int at = early-- > 0 ? 0 : 1;
+          QGPU_CHECK(wrapTest(late[static_cast<size_t>(at)], late[static_cast<size_t>(at + 1)],
+                              bPlus(l, q), s.lanes[static_cast<size_t>(k)].src1, f, zero));
+        }
+    for (int k = 0; k + 2 < kLanes; ++k) {
+      const Field& minus = r.decBMinus[static_cast<size_t>(k)];
+      QGPU_CHECK(fw.start(late[3], {minus}));
+      for (int q = 1; q + k + 2 <= kLanes; ++q)
+        QGPU_CHECK(addSmallConstant(late[3], ctx, s.lanes[static_cast<size_t>(k)].src1, q,
+                                    bMinus(k, q), SmallOp::Subtract));
+    }
+    for (int l = 0; l < kLanes; ++l) {
+      const Field& m = r.load[static_cast<size_t>(l)];
+      const Field& zeroM = r.decZeroM[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[1], {zeroM}));
+      for (int n = 0; n <= l; ++n) QGPU_CHECK(addEqualsSmall(late[1], ctx, m, n, zeroM.at(n)));
+      for (int n = 1; n <= l; ++n)
+        QGPU_CHECK(wrapTest(late[1], late[2], bPlus(l, n), m,
+                            r.decWrapM[static_cast<size_t>(l)][static_cast<size_t>(n)],
+                            Literal{zeroM.at(n), 1}));
+      // After no earlier lane: [M_l = 0] ∨ [b_l < M_l] on min / max's bus of (M_l, b_l).
+      QGPU_CHECK(wrapTestOnMinMaxBus(l, 0, l + 1, r.decWrapM[static_cast<size_t>(l)][0].second,
+                                     Literal{zeroM.at(0), 1}));
+      if (l == 0) continue;
+      const Field& minus = r.decMinus[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[2], {minus}));
+      for (int q = 1; q <= l; ++q)
+        QGPU_CHECK(addSmallConstant(late[q == 1 && l < 3 ? 2 : 3], ctx, m, q, mMinus(l, q),
+                                    SmallOp::Subtract));
+    }
+    // Lane j's wrap test in the state w of the word it sees.
+    auto decWraps = [&](int j, DecWord w) {
+      if (w.wrapped && s.twin == MemoryStageTwin::DecIgnoresLanesSinceTheWrap) w.n = 0;
+      const auto& tests = w.wrapped ? r.decWrapB[static_cast<size_t>(pairIndex(w.k, j))]
+                                    : r.decWrapM[static_cast<size_t>(j)];
+      // The n = 0 / r = 0 tests' output is the le.u: the test is its negation.
+      return Literal{tests[static_cast<size_t>(w.n)].second.at(0), w.n == 0 ? -1 : 1};
+    };
+    // The words lane l can see, in decStateIndex's order.
+    auto decWords = [](int l) {
+      std::vector<DecWord> words;
+      for (int n = 0; n <= l; ++n) words.push_back({false, 0, n});
+      for (int k = 0; k < l; ++k)
+        for (int n = 0; n < l - k; ++n) words.push_back({true, k, n});
+      return words;
+    };
+    {
+      UnitWriter& u = late[3];
+      QGPU_CHECK(fw.start(u, std::vector<Field>(r.decState.begin(), r.decState.end())));
+      struct Wrapped {
+        Literal test;
+        DecWord taken, kept;
+      };
+      for (int l = 0; l < kLanes; ++l) {
+        const Field& state = r.decState[static_cast<size_t>(l)];
+        const auto paths = lanePaths(l, kind(kIsDec), DecWord{}, [&](int k, DecWord w) {
+          return Wrapped{decWraps(k, w), DecWord{true, k, 0}, DecWord{w.wrapped, w.k, w.n + 1}};
+        });
+        for (const auto& p : paths) {
+          QGPU_CHECK(fw.add(u, p.lits, {{state.at(decStateIndex(l, p.state)), two}}));
+          QGPU_CHECK(fw.add(u, p.lits + std::vector<Literal>{decWraps(l, p.state)},
+                            {{state.at(decStates(l)), two}}));
+        }
+      }
+      // L+8: the word lane l ≥ 1 sees, by its state.
+      std::vector<Field> olds(r.decOld.begin() + 1, r.decOld.end());
+      QGPU_CHECK(fw.start(late[4], olds));
+      for (int l = 1; l < kLanes; ++l) {
+        const Field& state = r.decState[static_cast<size_t>(l)];
+        for (const DecWord& w : decWords(l)) {
+          const Field word = w.wrapped ? bMinus(w.k, w.n) : mMinus(l, w.n);
+          for (int i = 0; i < kMemoryWord; ++i)
+            QGPU_CHECK(fw.add(late[4],
+                              {Literal{state.at(decStateIndex(l, w)), 1}, Literal{word.at(i), 1}},
+                              {{r.decOld[static_cast<size_t>(l)].at(i), two}}));
+        }
+      }
+    }
+    // atom.dec's lane l at L+9: new_l = b_l where lane l wraps, else old'_l − 1 (addMinusOneUnless,
+    // off where it wraps or the op is no dec: exclusive, wrap ⟹ isDec); atomOld_l = old'_l.
+    auto decLane = [&](UnitWriter& u, int l) -> Status {
+      const Field& value = r.memrec.value[static_cast<size_t>(l)];
+      const Literal wrap{r.decState[static_cast<size_t>(l)].at(decStates(l)), 1};
+      const Field& old = l == 0 ? r.load[0] : r.decOld[static_cast<size_t>(l)];
+      QGPU_CHECK(addMinusOneUnless(u, ctx, old, {wrap, no(kind(kIsDec))}, value));
+      for (int i = 0; i < kMemoryWord; ++i) {
+        QGPU_CHECK(fw.add(u, {wrap, Literal{s.lanes[static_cast<size_t>(l)].src1.at(i), 1}},
+                          {{value.at(i), two}}));
+        if (l > 0)
+          QGPU_CHECK(fw.add(u, {kind(kIsDec), Literal{old.at(i), 1}},
+                            {{r.atomOld[static_cast<size_t>(l)].at(i), two}}));
+      }
+      return Ok{};
+    };
+
     // atom.inc's paths for lane l (L+9): along the lanes before l on its word the word is
     // unwrapped (M + i after i lanes) until a lane k wraps it (W_k(i): M + i ≥ b_k), then small
     // (t: 0 after a wrap, t + 1 or 0 by Z_k(t) = [b_k ≤ t]). Each path ends in old'_l = M_l + p or
@@ -950,25 +1299,24 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
       outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
       QGPU_CHECK(fw.start(u, outs));
+      // The chain's words stay where no selected kind writes.
+      const std::vector<Literal> keeps = {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
+                                          no(kind(kIsCas)), no(kind(kIsDec))};
       for (int l = 0; l < kLanes; ++l) {
         const Field& value = r.memrec.value[static_cast<size_t>(l)];
         const Field& old = r.atomOld[static_cast<size_t>(l)];
         const std::vector<Source> src = sourcesOf(l, r.addNew);
         const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
         for (int i = 0; i < kMemoryWord; ++i) {
-          QGPU_CHECK(fw.add(u,
-                            {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
-                             no(kind(kIsCas)), Literal{value.at(i), 1}},
+          QGPU_CHECK(fw.add(u, keeps + std::vector<Literal>{Literal{value.at(i), 1}},
                             {{value.at(i), two}}));
           QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
                             {{value.at(i), two}}));
           QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
                             {{value.at(i), two}}));
           if (l == 0) continue;  // atomOld[0] is load[0]
-          QGPU_CHECK(fw.add(u,
-                            {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
-                             no(kind(kIsCas)), Literal{old.at(i), 1}},
-                            {{old.at(i), two}}));
+          QGPU_CHECK(
+              fw.add(u, keeps + std::vector<Literal>{Literal{old.at(i), 1}}, {{old.at(i), two}}));
           for (const Source& so : src)
             QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
                               {{old.at(i), two}}));
@@ -978,9 +1326,12 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         }
         QGPU_CHECK(incLane(u, l));
         QGPU_CHECK(casLane(u, l));
+        QGPU_CHECK(decLane(u, l));
       }
     }
   }
+  r.units[2] = u2.used();
+  r.units[3] = u3.used();
   for (int j = 4; j < layers; ++j)
     r.units[static_cast<size_t>(j)] = late[static_cast<size_t>(j - 4)].used();
   return r;

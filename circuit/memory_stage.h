@@ -26,9 +26,9 @@
 //             lane-serial; an atomic's dst value)
 //   new_l   = src1_l (st, atom.exch); evalSubwordStore(op, old'_l, addr_l, src1_l) (st.b8, st.b16);
 //             evalAtomic(op, old'_l, src1_l) (atom.and / or / xor / add / min / max, u and s;
-//             atom.inc, atom.cas with src2_l)
+//             atom.inc, atom.dec, atom.cas with src2_l)
 //   memrec (stores and atomics): tag MG(e) / MS(e), NOP for e = 0; mask e; word_l = addr_l / 4;
-//           value_l = new_l (0 for the atomic not built: dec).
+//           value_l = new_l.
 //   Specified where the op does not fault (a faulting op writes nothing and has no memrec; the
 //   same-word compare looks at a_2..a_9 only, which is the word when no lane faults).
 //
@@ -40,7 +40,8 @@
 //             accessBytes (one 7-literal AND per op row: the table stays the one definition):
 //               isMem, acc4 (bytes = 4), acc2 (bytes = 2), isLoad (Read), isStore (Write),
 //               isB8, isB16 (the sub-word stores), isAtom (ReadWrite), writes (Write ∨ ReadWrite),
-//               isAnd, isOr, isXor, isExch, isAdd, isMinU, isMaxU, isMinS, isMaxS, isMinMax
+//               isAnd, isOr, isXor, isExch, isAdd, isMinU, isMaxU, isMinS, isMaxS, isMinMax,
+//               isInc, isCas, isDec
 //   L+1  MLP  the adder's level 2: addr_l (32 bits)
 //   L+2  MLP  per lane (a_i = addr_l's bit i, w = a_2..a_8 the word index below 128):
 //               hi_l   = [Σ_{i=9..31} a_i ≥ 1]                       (one step pair)
@@ -103,6 +104,18 @@
 //   pattern (2^p for p lanes on the word) is one exclusive AND that writes lane l's one-hot state
 //   (M or c_k: the word old'_l) and, with lane l's own test, its swap bit; L+9: old'_l by the
 //   state, new_l = c_l on a swap, else old'_l (32 bits per state, not per path: 736 ANDs).
+//   atom.dec (new = old = 0 ∨ old > b ? b : old − 1), by states: along the lanes before l on its
+//   word the word is M − n after n lanes until a lane k wraps it to b_k, then b_k − r after r
+//   more lanes. Lane j wraps M − n iff [M = n] ∨ [b_j + n < M] and b_k − r iff [b_k = r] ∨
+//   [b_j + r < b_k] (b_j + n saturated at 2^32 − 1: one layer, addSmallConstant's sum plus the
+//   overflow on every bit not set); each test one compare with its zero test folded into level 2
+//   (exclusive: at a zero word the compare is false; the n = 0 / r = 0 tests are le.u on min /
+//   max's bus of (M_l, b_l) / (m_kl, b_l), the zero test on the same operand). Nothing before L+3
+//   (the ALU's fields die there): L+3 / L+4 the saturated sums; L+4 / L+5 the zero tests and the
+//   compares' level 1, L+5 / L+6 level 2; L+6 / L+7 the words M_l − q (q ≤ l) and b_k − r; L+7
+//   the one-hot state per lane (10 for lane 3) and its wrap bit, by atom.cas's paths; L+8 old'_l
+//   by the state (32 ANDs per state); L+9 new_l = b_l on a wrap, else old'_l − 1 in one layer
+//   (bit i = m_i ⊕ [m_0..m_{i−1} all 0], both steps forced on where it wraps or the op is no dec).
 // Every output field is cancelled first, then −u + 2u·Σ(exclusive ANDs or step pairs): each dim
 // ends at exactly ±u (the full layout of docs/circuit.md §3.2). Every AND is a clamped pair
 // (assembler.h addAnd, Gλ = 2·mlpGain).
@@ -116,10 +129,8 @@
 // outcome select; `atomOld` goes to the regrec of an atomic's old values (not `load`: a later
 // lane on a word sees the earlier lanes' writes).
 //
-// Not built (left for later): atom.dec (states like cas's: docs/circuit.md "Built: the memory
-// stage"): its memrec value field is 0 (tag, mask, words right; atomOld right on a lane with no
-// earlier executing lane on its word); spill ops (ldl/stl: the slot's word sharedWords + s·blockX
-// + tid, no fault).
+// Not built (left for later): spill ops (ldl/stl: the slot's word sharedWords + s·blockX + tid, no
+// fault).
 //
 // Errors: Usage for fields of the wrong width, too few layers, a head word whose packed layout
 // does not match; the data memories' and gadgets' refusals pass through. A refused spec may leave
@@ -129,7 +140,8 @@
 // instead of w ≥ words — the word sharedWords itself reads as valid; FirstSameWordLane, the chain's
 // old'_l taken from the first earlier same-word lane instead of the nearest; IncWrapsAtTheOldWord,
 // atom.inc's wrap test after i earlier lanes taken as M ≥ b instead of M + i ≥ b;
-// CasComparesTheOldWord, atom.cas's test after an earlier lane swapped taken against M.
+// CasComparesTheOldWord, atom.cas's test after an earlier lane swapped taken against M;
+// DecIgnoresLanesSinceTheWrap, atom.dec's test r lanes after a wrap taken against b_k, not b_k − r.
 #pragma once
 
 #include <array>
@@ -148,9 +160,9 @@ namespace qgpu::circuit {
 inline constexpr int kMemoryStageLayers = 10;
 inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
-// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas (the built
-// atomics)
-inline constexpr int kMemoryKinds = 21;
+// isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas isDec (the
+// built atomics)
+inline constexpr int kMemoryKinds = 22;
 inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
@@ -163,6 +175,8 @@ enum class MemoryStageTwin : uint8_t {
                           // compares M ≥ b, not M + i ≥ b (wrong where M < b ≤ M + i)
   CasComparesTheOldWord,  // failing twin: atom.cas's test after an earlier lane swapped compares
                           // M = b, not the swapped-in value = b
+  DecIgnoresLanesSinceTheWrap,  // failing twin: atom.dec's test r lanes after a wrap to b_k
+                                // compares with b_k, not b_k − r
 };
 
 struct MemoryLaneIn {
@@ -187,8 +201,8 @@ struct MemoryStageSpec {
   bool headInverted = false;
   std::array<int, kMemoryDataLayers> firstHead{};
   std::array<int, kMemoryStageLayers> firstUnit{};
-  // false: atom.add, min, max and inc are not built (no prefix sum, no compares, no L+9 select):
-  // the stage is kMemoryChainLayers layers, their memrec values are 0 (as dec, cas).
+  // false: atom.add, min, max, inc, dec and cas are not built (no prefix sum, no compares, no L+9
+  // select): the stage is kMemoryChainLayers layers, their memrec values are 0.
   bool prefixAtomics = true;
   // Optional (0 dims: none): the stage also adds 2u·[isLoad ∧ bit set] onto loadOnto[l] at L+4,
   // without cancelling it, so a field that holds −u (0) at every load position ends there as the
@@ -244,6 +258,20 @@ struct MemoryStage {
   std::array<std::pair<Field, Field>, kRecordLanes> casSelf;
   std::array<std::pair<Field, Field>, kSameWordPairs> casPair;
   std::array<Field, kRecordLanes> casState;
+  // atom.dec: per lane l ≥ 1 the words min(b_l + n, 2^32 − 1), n = 1..l (decSat: L+3 for lanes 2,
+  // 3, L+4 for lane 1); [b_k = r], r = 1..2 − k (decZeroB, lanes 0, 1: L+4); [m_kl = 0] per pair
+  // (decZeroMask, L+5); [M_l = n], n = 0..l (decZeroM, L+5); the wrap tests — decWrapM[l][n]:
+  // [M_l = n] ∨ [b_l + n < M_l] (the word M − n after n lanes), decWrapB[pair (k, l)][r]: [b_k = r]
+  // ∨ [b_l + r < b_k] (the word b_k − r, r lanes after lane k wrapped it) — as (bus, out): n ≥ 1
+  // and r ≥ 1 compares of their own (level 1 at L+4 or L+5), n = 0 and r = 0 an output only, ¬out
+  // at L+6 (le.u on min / max's bus); the words b_k − r, r = 1..2 − k (decBMinus, lanes 0, 1: L+7)
+  // and M_l − q, q = 1..l (decMinus, L+6 / L+7); per lane the one-hot state (the word lane l sees:
+  // M − n, n = 0..l, then b_k − r per k < l, r = 0..l − k − 1) and whether lane l wraps (decState,
+  // the last dim; L+7); the word lane l ≥ 1 sees (decOld, L+8).
+  std::array<Field, kRecordLanes> decSat, decZeroB, decZeroM, decBMinus, decMinus, decState, decOld;
+  std::array<Field, kSameWordPairs> decZeroMask;
+  std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> decWrapM;
+  std::array<std::vector<std::pair<Field, Field>>, kSameWordPairs> decWrapB;
   RecordOutcomeFields memrec;  // value[l]: the chain's in L+4+l, final in L+9 (add selected);
                                // words + mask, tag in L+4
   std::array<int, kMemoryStageLayers> units{};  // the stage's own, per layer (datamem's apart)

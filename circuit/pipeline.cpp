@@ -280,6 +280,7 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
     case Op::AtomMinS:
     case Op::AtomMaxS:
     case Op::AtomInc:
+    case Op::AtomDec:
     case Op::AtomCas:
       if (!s.atomics) return "an atomic: the pipeline is built without them (ExecuteSpec::atomics)";
       return in.dst == 0 || s.atomicRegrec
@@ -296,8 +297,7 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
                  ? nullptr
                  : "a warp op the warp ops gadget does not compute (circuit/warp_ops.h)";
     case machine::OpClass::Mem:
-      return "atom.dec: not in the pipeline yet "
-             "(docs/circuit.md \"Built: the memory stage\")";
+      return "a memory op the memory stage does not compute (circuit/memory_stage.h)";
     case machine::OpClass::Local:
       return "spill slot op: not in the pipeline yet";
     default:

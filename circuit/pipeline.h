@@ -96,7 +96,7 @@
 // the operand select's words of all four lanes, the psrc0 port's lane bits and the executing
 // lanes e (E+5), adding onto the ALU's r_l and s_l (the ALU writes 0 for a warp opcode).
 //
-// Not here: atom.dec, spill ops, MUL.
+// Not here: spill ops, MUL.
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -162,8 +162,8 @@ struct ExecuteSpec {
   // Memory ops (ld, st, st.b8, st.b16 in both spaces; the bitwise atomics' memrec): the memory
   // stage at E+5 .. E+12 and the outcome select; kExecuteMemoryLayers layers.
   bool memory = false;
-  // With memory: atom.add / and / or / xor / exch / min / max with dst r0 too (the memory stage's
-  // prefix atomics); kExecuteAtomicsLayers layers.
+  // With memory: atom.add / and / or / xor / exch / min / max / inc / dec / cas with dst r0 too
+  // (the memory stage's prefix atomics); kExecuteAtomicsLayers layers.
   bool atomics = false;
   // With atomics: their old value into dst too (the regrec at the continuation position);
   // kExecuteRegrecLayers layers.
@@ -244,8 +244,8 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
 // first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the
 // ALU stage computes it (aluStageExclusion is null); with memory a load or a store (ld, st, st.b8,
 // st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max / inc /
-// cas whose dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and
-// votes. Never: atom.dec, spill ops.
+// dec / cas whose dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and
+// votes. Never: spill ops.
 Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec);
 
 }  // namespace qgpu::circuit

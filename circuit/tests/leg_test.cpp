@@ -79,8 +79,8 @@ TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
     const char* why;
   };
   for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
-                        Case{Op::Mad, "mad", "multiply"}, Case{Op::AtomDec, "atom.dec", "atom.dec"},
-                        Case{Op::LdLocal, "ldl", "spill"}, Case{Op::DivU, "div.u", "division"}}) {
+                        Case{Op::Mad, "mad", "multiply"}, Case{Op::LdLocal, "ldl", "spill"},
+                        Case{Op::DivU, "div.u", "division"}}) {
     machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
     Status s = pipelineExecutes(twoBlocks(in));
     ASSERT_FALSE(s.ok()) << c.mnemonic;
@@ -144,15 +144,17 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
   };
   expectCheckpointError("missing");
-  // "memory", "memory+atomics" and "memory+atomics+regrec+warp" are an older qgpu's checkpoints,
-  // without the atomics' regrec, the warp ops, atom.inc and cas that pipelineExecutes now accepts.
-  const std::string leg = "\"pipeline\": \"memory+atomics+inc+cas+regrec+warp\"";
+  // "memory", "memory+atomics", "memory+atomics+regrec+warp" and "memory+atomics+inc+cas+regrec+
+  // warp" are an older qgpu's checkpoints, without the atomics' regrec, the warp ops, atom.inc,
+  // cas or dec that pipelineExecutes now accepts.
+  const std::string leg = "\"pipeline\": \"memory+atomics+inc+dec+cas+regrec+warp\"";
   for (const std::string& text :
        {std::string("not json"), std::string("{}"), "{" + leg + "}",
         std::string("{\"pipeline\": \"alu\", \"stepLimit\": 5}"),
         std::string("{\"pipeline\": \"memory\", \"stepLimit\": 64}"),
         std::string("{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}"),
         std::string("{\"pipeline\": \"memory+atomics+regrec+warp\", \"stepLimit\": 64}"),
+        std::string("{\"pipeline\": \"memory+atomics+inc+cas+regrec+warp\", \"stepLimit\": 64}"),
         "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
         "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
     std::ofstream(dir / "circuit.json") << text;

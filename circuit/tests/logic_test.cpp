@@ -70,6 +70,17 @@ TEST(LogicGadgets, UnitCountsPerGadget) {
   auto cmp = buildCompare(l1, f.ctx, l2, f.ctx, c);
   ASSERT_TRUE(cmp.ok()) << cmp.error().message;
   EXPECT_EQ(cmp.value().units, 1 + 8 * 4 + 1 + 2);
+  // le.s of the same a, b on that bus: level 2 only (memory_stage_test runs it through model/).
+  const int level1Before = l1.used();
+  const Field le = f.alloc.take("le", 1).value();
+  CompareSpec shared = c;
+  shared.op = CompareOp::LeS;
+  shared.out = le;
+  shared.busWritten = true;
+  auto second = buildCompare(l1, f.ctx, l2, f.ctx, shared);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second.value().units, 1 + 2);
+  EXPECT_EQ(l1.used(), level1Before);
   auto mux = buildMux(l2, {{a, b}, bit, Selector::Binary, out, Prior::Replace}, f.ctx);
   ASSERT_TRUE(mux.ok()) << mux.error().message;
   EXPECT_EQ(mux.value().units, 32 + 2 * 32);

@@ -17,7 +17,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 4096;  // the stage takes 2,516 dims (atom.add's 704, min / max's 808)
+constexpr int kHidden = 5120;  // the stage takes 3,998 dims (atom.add's 704, min / max's 808)
 
 struct Built {
   Expected<MemoryStage> stage;
@@ -52,7 +52,7 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 // empty AND, 2 units per `start`; the chain's sources per lane S = 2 for lane 0 (M per space),
 // 1 + l for lane l ≥ 1 (none, then each earlier lane); logic.h's adder with Replace: level 1 80
 // bus cancels + 417, level 2 32 out cancels + 96):
-//   L    21 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
+//   L    22 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
 //        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 55 + 1,988
 //   L+1  4 × (32 out cancels + 96 level 2)                                     = 512
 //   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)
@@ -92,18 +92,36 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //                                                   = 2 · (32 + 2·64 + 4·64 + 8·64 + 1 + 6 + 25)
 //        + cas's select: per lane 32 swap ANDs (new = c_l), per state (l + 1) 32 new and
 //        32 old ANDs (lane 0: no old)                    = 2 · (4 · 32 + 10 · 32 + 9 · 32)
+//   dec  a saturated word b_l + n: 32 × (two step pairs + the overflow's) = 192, + 2 / 6 more at
+//        n = 2 / 3 (bit 0's, bit 1's corrections); a compare 49 / 4 (+ 2: the zero test's AND);
+//        le.u on min / max's bus: level 2 only (4 + 2); [x = t]: 1 step pair at t = 0, else 2
+//        L+3: lanes 2, 3's words: (64 + 2) + 192 + 194 + (96 + 2) + 192 + 194 + 198     = 1,134
+//        L+4: lane 1's (32 + 2 + 192); [b_0 = 1, 2], [b_1 = 1]: (2 + 2 + 2·4) + (1 + 2 + 4);
+//             2 compares' level 1 (r ≥ 1)                                  = 226 + 19 + 2 · 49
+//        L+5: [m_kl = 0] 6 × (1 + 2 + 2); those 2 compares' level 2, 2 more level 1; [M_l = n]
+//             Σ_l (l + 1 + 2 + 2 + 4l) = 50; 6 unwrapped compares' level 1
+//                                                        = 30 + 2 · 6 + 2 · 49 + 50 + 6 · 49
+//        L+6: 2 + 6 compares' level 2, 4 + 6 le.u's; M_l − q starts (32l + 2) and 2 words × 128
+//                                                        = 8 · 6 + 10 · 6 + 198 + 2 · 128
+//        L+7: b_k − r (64 + 2 + 2 · 128) + (32 + 2 + 128), 4 words M_l − q × 128; the states:
+//             24 cancels + 2, 2 ANDs per path (1 + 3 + 9 + 27)        = 484 + 512 + 26 + 2 · 2 · 40
+//        L+8: old'_l by the state: 96 cancels + 2, (3 + 6 + 10) states × 32 ANDs = 98 + 2 · 19 · 32
+//        L+9: per lane old'_l − 1 (32 · 2 step pairs) and 32 wrap ANDs, lanes 1..3 32 old ANDs
+//                                                        = 4 · (128 + 64) + 3 · 64
 constexpr std::array<int, kMemoryStageLayers> kUnits = {
-    2043,
+    2044,
     512,
     144,
-    156,
-    2307 + 578 + 2 * 6 * 6 * 32,
-    1538 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49,
-    2114 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3,
-    2690 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40,
-    2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4,
+    156 + 1134,
+    2307 + 578 + 2 * 6 * 6 * 32 + 226 + 19 + 2 * 49,
+    1538 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49 + 30 + 2 * 6 + 2 * 49 + 50 +
+        6 * 49,
+    2114 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3 + 8 * 6 + 10 * 6 + 198 +
+        2 * 128,
+    2690 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 + 2 * 2 * 40,
+    2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4 + 98 + 2 * 19 * 32,
     226 + 2 * 1056 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
-        2 * (4 * 32 + 10 * 32 + 9 * 32)};
+        2 * (4 * 32 + 10 * 32 + 9 * 32) + 4 * (128 + 64) + 3 * 64};
 // clang-format on
 
 TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
@@ -116,15 +134,18 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   const MemoryStage& s = b.stage.value();
   EXPECT_EQ(s.units, kUnits);
   EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
-  // The stage's own dims: kind 21, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
+  // The stage's own dims: kind 22, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
   // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
   // address adders'); min / max's 40 compares × (bus 16 + 1) and 4 words × 32; atom.inc's 10
   // words M_l + q × 32, 10 compares × (bus 16 + 1), 1 + 2 + 3 small-word wraps; atom.cas's 10
-  // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5.
-  EXPECT_EQ(s.dims, 21 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
-                        40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14);
+  // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5; atom.dec's 6 saturated words, 3
+  // words b_k − r, 3 + 10 + 6 zero tests, 10 compares × (bus 16 + 1) and 10 outputs, 6 words
+  // M_l − q, 3 old words, states + wraps 2 + 4 + 7 + 11.
+  EXPECT_EQ(s.dims, 22 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
+                        40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 + 3 * 32 +
+                        19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
 }
 
 TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
@@ -162,13 +183,13 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
                         });
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
   const MemoryStage& m = b.stage.value();
-  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2043, 512, 144, 156, 2307 + 2 * 4 * 64,
+  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2044, 512, 144, 156, 2307 + 2 * 4 * 64,
                                                           1538, 2114, 2690, 0, 0}));
   EXPECT_EQ(m.heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
   EXPECT_EQ(m.fault.offset, fault.offset);
-  // Its own dims without atom.add's, min / max's, inc's and cas's and without the fault:
-  // 3,198 − 704 − 808 − 496 − 184 − 1.
-  EXPECT_EQ(m.dims, 3198 - 704 - 808 - 496 - 184 - 1);
+  // Its own dims without atom.add's, min / max's, inc's, cas's and dec's (less its kind dim) and
+  // without the fault: 3,998 − 704 − 808 − 496 − 184 − 799 − 1.
+  EXPECT_EQ(m.dims, 3998 - 704 - 808 - 496 - 184 - 799 - 1);
   // 7 layers are too few without the prefix atomics; 8 are too few with them (above).
   EXPECT_FALSE(build(64, ReadHeight::Nominal, kMemoryChainLayers - 1, 32,
                      [](MemoryStageSpec& s, FieldAllocator&) { s.prefixAtomics = false; })
@@ -188,6 +209,21 @@ TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
   const Built head = build(64, ReadHeight::Nominal, kMemoryStageLayers, 31);
   ASSERT_FALSE(head.stage.ok());
   EXPECT_EQ(head.stage.error().kind, ErrorKind::Usage);
+  // atom.cas's swap value: 32 dims per lane with the prefix atomics, none needed without them.
+  auto narrowSrc2 = [](MemoryStageSpec& s, FieldAllocator& alloc) {
+    s.lanes[2].src2 = alloc.take("src2.narrow", 31).value();
+  };
+  const Built src2 = build(64, ReadHeight::Nominal, kMemoryStageLayers, 32, narrowSrc2);
+  ASSERT_FALSE(src2.stage.ok());
+  EXPECT_EQ(src2.stage.error().kind, ErrorKind::Usage);
+  EXPECT_NE(src2.stage.error().message.find("lane 2 needs src2"), std::string::npos)
+      << src2.stage.error().message;
+  EXPECT_TRUE(build(64, ReadHeight::Nominal, kMemoryChainLayers, 32,
+                    [&](MemoryStageSpec& s, FieldAllocator& alloc) {
+                      narrowSrc2(s, alloc);
+                      s.prefixAtomics = false;
+                    })
+                  .stage.ok());
 }
 
 }  // namespace

@@ -17,17 +17,20 @@
 //     lane-serial loop (execMem) on a copy of the model's words — lanes 0..3 in order, each lane's
 //     new word from oracle::evalSubwordStore / oracle::evalAtomic of the word as the lanes before
 //     it left it — where the op does not fault; words addr/4; mask = exec; tag MG(e) / MS(e), NOP
-//     for e = 0. atom.dec and cas (not built) are not drawn.
-// atom.inc also runs on its own stream (knownWordStream): global words of known value (0, 15, 16,
-// the top ones), lanes on one or two of them with operands M − 1 .. M + 4, 0..3 or the top, so that
-// runs of lanes on one word cross the wrap after every number of earlier lanes.
+//     for e = 0.
+// atom.inc, atom.cas and atom.dec also run on their own streams (knownWordStream): global words of
+// known value (0, 15, 16, the top ones), lanes on one or two of them with operands near the word
+// (inc: M − 1 .. M + 4, 0..3 or the top; dec: M − 1 .. M − 5, 0..3, M .. M + 2 or the top three;
+// cas: the word or an earlier lane's swap value), so that runs of lanes on one word cross the
+// wrap (or swap) after every number of earlier lanes.
 // Addresses: random and every edge — 0, the last word, one past it (global 504, shared
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
 // sharedWords 0 and 126, bits above the word index; a third of the cases put 2–4 executing lanes on
 // one or two valid words (random sub-word offsets, random values).
 // Failing twins: the shared bound off by one (faults at w > sharedWords) gets fault bits wrong;
 // the chain taking the first earlier same-word lane instead of the nearest gets values wrong;
-// atom.inc's wrap test at M instead of M + i gets the increments wrong.
+// atom.inc's wrap test at M instead of M + i gets the increments wrong; atom.cas's test after a
+// swap against M and atom.dec's test after a wrap against b_k (not b_k − r) likewise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,17 +58,18 @@ using machine::Space;
 using trace::Family;
 using trace::Token;
 
-constexpr int kHidden = 4096;  // the fields take 4,075
+constexpr int kHidden = 5376;  // the fields take 4,876
 constexpr int kLanes = 4;
 constexpr int kProbes = 96;
 constexpr int kIncProbes = 64;  // atom.inc on words of known value (knownWordStream)
 constexpr int kCasProbes = 64;  // atom.cas on them
+constexpr int kDecProbes = 64;  // atom.dec on them
+constexpr int kAllProbes = kProbes + kIncProbes + kCasProbes + kDecProbes;
 constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memrec value, atomOld
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
-constexpr int64_t kVocab =
-    std::max<int64_t>({trace::kVocabSize + kProbes + kIncProbes + kCasProbes, kProbeLogits});
+constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kAllProbes, kProbeLogits});
 constexpr float kUnit = 16;
-constexpr int kUnits = 5760;  // the widest MLP: L+9's 5,730 (L+4: the data memories' 328 + 5,189)
+constexpr int kUnits = 6720;  // the widest MLP: L+9's 6,690 (L+4: the data memories' 328 + 5,532)
 
 // One probe's memory op.
 struct Case {
@@ -93,13 +97,13 @@ uint32_t packedHead(Op op, Space space) {
 constexpr int kChainedProbe = kProbes - 1;  // two lanes' st.b8 into one word
 constexpr uint32_t kChainedWord = 10;
 
-// The kinds whose memrec value the stage builds (memory_stage.h); the other atomics' value field
-// is 0 and left unchecked (counted; none of them is drawn today).
+// The kinds whose memrec value the stage builds (memory_stage.h): every store and atomic of
+// isa.def; an op outside them would be counted and left unchecked.
 bool valueBuilt(Op op) {
   return op == Op::St || op == Op::StB8 || op == Op::StB16 || op == Op::AtomAnd ||
          op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd ||
          op == Op::AtomMinU || op == Op::AtomMaxU || op == Op::AtomMinS || op == Op::AtomMaxS ||
-         op == Op::AtomInc || op == Op::AtomCas;
+         op == Op::AtomInc || op == Op::AtomCas || op == Op::AtomDec;
 }
 
 // atom.inc's operands on same-word lanes, one class per case: small (a wrap, then the small words
@@ -165,7 +169,23 @@ Case casCase(int j) {
                        });
 }
 
+// atom.dec probe j: each operand b below the word's value M (M − 1 .. M − 5, so that M − i > b
+// turns on after some i earlier lanes), small (0..3: the words after a wrap reach 0 or stay above
+// a later lane's b), at or above M (no wrap until the word reaches 0), or the top (b + i
+// overflows).
+Case decCase(int j) {
+  return knownWordCase(Op::AtomDec, static_cast<uint32_t>(11000 + j),
+                       [](Case& c, int l, uint32_t m, std::mt19937& rng) {
+                         const uint32_t pick = rng() % 20;
+                         c.src1[static_cast<size_t>(l)] = pick < 7    ? m - 1 - rng() % 5
+                                                          : pick < 13 ? rng() % 4
+                                                          : pick < 17 ? m + rng() % 3
+                                                                      : 0xffffffffu - rng() % 3;
+                       });
+}
+
 Case probeCase(int i) {
+  if (i >= kProbes + kIncProbes + kCasProbes) return decCase(i - kProbes - kIncProbes - kCasProbes);
   if (i >= kProbes + kIncProbes) return casCase(i - kProbes - kIncProbes);
   if (i >= kProbes) return incCase(i - kProbes);
   std::mt19937 rng(static_cast<uint32_t>(1000 + i));
@@ -182,7 +202,7 @@ Case probeCase(int i) {
   static const Op kOps[] = {Op::Ld,       Op::AtomInc, Op::AtomMinU, Op::AtomAdd,  Op::St,
                             Op::AtomMaxS, Op::AtomXor, Op::AtomMinS, Op::StB8,     Op::AtomMaxU,
                             Op::AtomAnd,  Op::AtomInc, Op::StB16,    Op::AtomOr,   Op::AtomExch,
-                            Op::AtomAdd,  Op::AtomInc, Op::AtomMinU, Op::AtomMaxS, Op::AtomCas};
+                            Op::AtomAdd,  Op::AtomDec, Op::AtomMinU, Op::AtomMaxS, Op::AtomCas};
   Case c;
   c.op = kOps[static_cast<size_t>(i) % std::size(kOps)];
   if (i % 3 == 1) {
@@ -203,8 +223,9 @@ Case probeCase(int i) {
       const uint32_t sub = c.op == Op::StB8 ? rng() % 4 : c.op == Op::StB16 ? 2 * (rng() % 2) : 0;
       const uint32_t a = 4u * word[one ? 0 : rng() % 2] + sub;
       c.src0[static_cast<size_t>(l)] = a - static_cast<uint32_t>(c.offset);
-      c.src1[static_cast<size_t>(l)] =
-          c.op == Op::AtomInc ? incOperand(rng, incMode) : streams::randomValue(rng);
+      c.src1[static_cast<size_t>(l)] = c.op == Op::AtomInc || c.op == Op::AtomDec
+                                           ? incOperand(rng, incMode)
+                                           : streams::randomValue(rng);
       // atom.cas: half the lanes compare with an earlier lane's swap value.
       c.src2[static_cast<size_t>(l)] = streams::randomValue(rng);
       if (c.op == Op::AtomCas && l > 0 && rng() % 2 == 0)
@@ -309,7 +330,7 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
   b.stage = st.value();
   b.dims = alloc.used();
   const std::string e = w.globalTensor("embed_tokens.weight");
-  for (int i = 0; i < kProbes + kIncProbes + kCasProbes; ++i) {
+  for (int i = 0; i < kAllProbes; ++i) {
     const int64_t row = trace::kVocabSize + i;
     harness::fillRow(w, row, kUnit);
     for (const Field& f :
@@ -400,7 +421,12 @@ struct Counts {
       cas = 0,           // checked atom.cas lane values
       casAfterSwap = 0,  // of them, on a word an earlier lane swapped (old' ≠ M)
       casSwaps = 0,      // of those, lanes that swap again (compare equal to the swapped-in value)
-      unbuilt = 0;       // lane values of unbuilt atomics (atom.dec, cas: not drawn), unchecked
+      decs = 0,          // checked atom.dec lane values
+      decChained = 0,    // of them, after an earlier lane on their word
+      decAfterWrap = 0,  // of those, on a word an earlier lane wrapped (old' ≠ M − earlier lanes)
+      decWrapAgain = 0,  // of those, lanes that wrap it again
+      decAtZero = 0,     // lanes after an earlier lane that wrap because they see 0
+      unbuilt = 0;       // lane values of atomics the stage does not build (none today)
 };
 
 Want expectProbe(const Case& c, const Model& m, Counts& n) {
@@ -481,6 +507,16 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     n.cas += cas ? 1 : 0;
     n.casAfterSwap += afterSwap ? 1 : 0;
     n.casSwaps += afterSwap && operand == oldSeen[static_cast<size_t>(l)] ? 1 : 0;
+    const bool dec = acts && c.op == Op::AtomDec;
+    const uint32_t seen = oldSeen[static_cast<size_t>(l)];
+    const bool decWraps = dec && (seen == 0 || seen > operand);
+    const bool afterWrap =
+        dec && chained && seen != word - static_cast<uint32_t>(earlier[static_cast<size_t>(l)]);
+    n.decs += dec ? 1 : 0;
+    n.decChained += dec && chained ? 1 : 0;
+    n.decAfterWrap += afterWrap ? 1 : 0;
+    n.decWrapAgain += afterWrap && decWraps ? 1 : 0;
+    n.decAtZero += dec && chained && seen == 0 ? 1 : 0;
     n.minmax += acts && (c.op == Op::AtomMinU || c.op == Op::AtomMaxU || c.op == Op::AtomMinS ||
                          c.op == Op::AtomMaxS)
                     ? 1
@@ -617,7 +653,7 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
                 << r.counts.minmax << " min / max, " << r.counts.incs
                 << " atom.inc: " << r.counts.incChained << " after an earlier lane, "
                 << r.counts.incSmall << " of them on a small word; " << r.counts.cas
-                << " atom.cas), " << r.counts.chained
+                << " atom.cas, " << r.counts.decs << " atom.dec), " << r.counts.chained
                 << " lanes after an earlier lane on their word (" << r.counts.deep
                 << " after two or more), " << r.counts.unbuilt
                 << " unbuilt atomics' lane values unchecked; " << s << " s): " << r.bits.summary()
@@ -706,6 +742,47 @@ TEST(MemoryStage, CasOnWordsOfKnownValueIsTheInterpretersLaneSerialSwap) {
       EXPECT_GT(r.counts.casAfterSwap, 40);
       EXPECT_GT(r.counts.casSwaps, 10);
     }
+}
+
+// atom.dec by states (memory_stage.h): lanes on one word of known value with operands below the
+// word, small, above it or at the top, so that runs of lanes wrap the word after every number of
+// earlier lanes, reach 0, and wrap it again after a wrap; the values and old words must be the
+// interpreter's lane-serial ones.
+TEST(MemoryStage, DecOnWordsOfKnownValueIsTheInterpretersLaneSerialDecrement) {
+  const Bench& b = stageBench();
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<int64_t> tokens =
+      knownWordStream(kProbes + kIncProbes + kCasProbes, kDecProbes);
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (Path path : harness::kPaths) {
+      const Result r = runAndCheck(b, tokens, dtype, path);
+      std::cout << "  atom.dec " << dtypeName(dtype) << " " << harness::pathName(path) << " ("
+                << tokens.size() << " tokens, " << r.counts.probes << " probes, " << r.counts.decs
+                << " lanes: " << r.counts.decChained << " after an earlier lane on their word, "
+                << r.counts.decAfterWrap << " of them on a word an earlier lane wrapped, "
+                << r.counts.decWrapAgain << " wrapping it again, " << r.counts.decAtZero
+                << " seeing 0): " << r.bits.summary() << "\n";
+      EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
+                               << r.bits.summary();
+      EXPECT_EQ(r.counts.probes, kDecProbes);
+      EXPECT_GT(r.counts.decChained, 60);
+      EXPECT_GT(r.counts.decAfterWrap, 20);
+      EXPECT_GT(r.counts.decWrapAgain, 5);
+      EXPECT_GT(r.counts.decAtZero, 5);
+    }
+}
+
+// atom.dec's failing twin: r lanes after a lane wrapped the word to b_k, the wrap test compares
+// with b_k, not with the word b_k − r.
+TEST(MemoryStageTwin, DecIgnoringTheLanesSinceTheWrapDecrementsWrong) {
+  const Bench b = build("twin_dec", MemoryStageTwin::DecIgnoresLanesSinceTheWrap);
+  ASSERT_FALSE(b.dir.empty());
+  const Result r = runAndCheck(b, knownWordStream(kProbes + kIncProbes + kCasProbes, kDecProbes),
+                               ComputeDtype::F32, Path::Prefill);
+  std::cout << "dec ignoring the lanes since the wrap: " << r.bits.summary() << " ("
+            << r.counts.decAfterWrap << " lanes on a word an earlier lane wrapped)\n";
+  EXPECT_GT(r.counts.decAfterWrap, 0);
+  EXPECT_GT(r.bits.wrongSign, 0);
 }
 
 // atom.cas's failing twin: after an earlier lane swapped, the compare is still with the old word

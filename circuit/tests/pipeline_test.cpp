@@ -31,8 +31,8 @@
 //
 // The memory bench (ExecutePipelineMemory) builds the pipeline with every op it has (benchSpec:
 // memory ops, atomics with their regrec, warp ops) on programs of gen/ with memory and warp ops
-// (atom.dec rewritten: withBuiltAtomics); its cases must reach every kind of
-// kMemoryKindsRequired, and the model-leg property (issue 9) draws more.
+// (every second atomic's destination r0: withRegisterlessAtomics); its cases must reach every
+// kind of kMemoryKindsRequired, and the model-leg property (issue 9) draws more.
 //
 // Failing twins: the ALU reading the fetched opcode in the wrong polarity; the ALU's a and b
 // from the wrong operand ports; the guard read from psrc0's port; the regrec's old values from
@@ -84,7 +84,7 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
 // With memory ops, atomics and their regrec (ExecuteSpec::memory, ::atomics, ::atomicRegrec): the
 // widest layer.
-constexpr int kMemoryUnits = 6724;  // E+5: the scheduler, the ALU's S0, e, execRecord and the
+constexpr int kMemoryUnits = 6725;  // E+5: the scheduler, the ALU's S0, e, execRecord and the
                                     // memory stage's L
 
 // The pipeline each bench builds: the ALU stage's ops, or with memory every op the pipeline has
@@ -161,26 +161,17 @@ gen::Policy policy(bool memory) {
   return p;
 }
 
-// With memory: the atomic the pipeline does not build (atom.dec) becomes, in turn, an ld (its dst
-// and address) or an st (its address and value); every second built atomic with a destination
-// (atom.add, and, or, xor, exch, min, max, inc, cas) keeps it, the others get dst r0, so both
+// With memory: every second atomic with a destination keeps it, the others get dst r0, so both
 // the memrec alone and memrec + regrec run. The generator draws 12 of its 16 memory ops from
 // the atomics, most with a destination. The rewritten program must pass verify (else it is
 // skipped).
-machine::Program withBuiltAtomics(machine::Program p) {
-  int built = 0, unbuilt = 0;
+machine::Program withRegisterlessAtomics(machine::Program p) {
+  int atomics = 0;
   for (machine::Block& b : p.blocks)
-    for (machine::Instr& in : b.ops) {
-      if (machine::opInfo(in.op).mem != machine::MemEffect::ReadWrite || in.dst == 0) continue;
-      if (in.op != machine::Op::AtomDec) {
-        if (built++ % 2 == 1) in.dst = 0;
-        continue;
-      }
-      const bool load = unbuilt++ % 2 == 0;
-      in.op = load ? machine::Op::Ld : machine::Op::St;
-      if (!load) in.dst = 0;
-      for (size_t k = load ? 1 : 2; k < in.src.size(); ++k) in.src[k] = {};
-    }
+    for (machine::Instr& in : b.ops)
+      if (machine::opInfo(in.op).mem == machine::MemEffect::ReadWrite && in.dst != 0 &&
+          atomics++ % 2 == 1)
+        in.dst = 0;
   return p;
 }
 
@@ -193,7 +184,7 @@ Case realCase(uint64_t seed, size_t maxTokens, bool memory, const gen::Policy& d
   if (!g.ok()) return c;
   c.header = g->header;
   if (memory) {
-    g->program = withBuiltAtomics(std::move(g->program));
+    g->program = withRegisterlessAtomics(std::move(g->program));
     if (!machine::verify(g->program, g->launch).ok()) return c;
   }
   if (!usable(g->program, memory)) return c;
@@ -539,10 +530,11 @@ std::map<std::string, int> memoryKinds(const Case& c) {
     const bool prefix = op.in.op == machine::Op::AtomAdd || op.in.op == machine::Op::AtomMinU ||
                         op.in.op == machine::Op::AtomMaxU || op.in.op == machine::Op::AtomMinS ||
                         op.in.op == machine::Op::AtomMaxS || op.in.op == machine::Op::AtomInc ||
-                        op.in.op == machine::Op::AtomCas;
+                        op.in.op == machine::Op::AtomCas || op.in.op == machine::Op::AtomDec;
     seen[prefix ? "prefix atomic" : "chain atomic"] += 1;
     seen["atom.inc"] += op.in.op == machine::Op::AtomInc;
     seen["atom.cas"] += op.in.op == machine::Op::AtomCas;
+    seen["atom.dec"] += op.in.op == machine::Op::AtomDec;
     // Two executing lanes on one word: the later one sees the earlier one's update.
     bool shares = false;
     for (int k = 0; k < kLanes; ++k)
@@ -565,7 +557,8 @@ std::map<std::string, int> memoryKinds(const Case& c) {
 // clang-format off
 const std::vector<std::string> kMemoryKindsRequired = {
     "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
-    "partial mask", "prefix atomic", "chain atomic", "atom.inc", "atom.cas", "atomic lanes on one word",
+    "partial mask", "prefix atomic", "chain atomic", "atom.inc", "atom.cas", "atom.dec",
+    "atomic lanes on one word",
     "atomic into a register", "atomic into a register, lanes on one word",
     "atomic into a register, a guard-false lane", "atomic into a register, no lane executing",
     "shfl.up", "shfl.down", "shfl.bfly", "shfl.idx", "vote.ballot", "vote.any", "vote.all",
@@ -639,8 +632,8 @@ const char* dtypeName(ComputeDtype d) { return d == ComputeDtype::F32 ? "fp32" :
 // the interpreter's. rapidcheck draws the policy's sizes within policy(true)'s — regions, blocks,
 // ops per block, loop trips, threads, CTAs, shared words, guard, nonzero-word and out-of-range
 // probabilities — and the seed, so a failure shrinks toward a smaller program, and the printed
-// RC_PARAMS reproduces it. A program the pipeline does not execute (after withBuiltAtomics) or
-// longer than 600 tokens is discarded. Cases: RC_PARAMS's, else 3 per commit and 20 under
+// RC_PARAMS reproduces it. A program the pipeline does not execute (after withRegisterlessAtomics)
+// or longer than 600 tokens is discarded. Cases: RC_PARAMS's, else 3 per commit and 20 under
 // QGPU_CIRCUIT_FULL; under QGPU_CIRCUIT_FULL in bf16 too.
 #ifdef QGPU_HAVE_RAPIDCHECK
 gen::Policy drawPolicy() {
@@ -674,7 +667,7 @@ bool modelLegProperty(ComputeDtype dtype, const Bench& b) {
     prefillCase(t, *dec, c, SIZE_MAX);
     ++runs;
     tokens += c.trace.size() - c.prompt;
-    const std::string where = c.header + " (atomics rewritten: withBuiltAtomics): ";
+    const std::string where = c.header + " (atomics rewritten: withRegisterlessAtomics): ";
     if (t.tokens.wrong != 0) RC_FAIL(where + t.tokens.summary());
     if (!t.head.ok()) RC_FAIL(where + "head word " + t.head.summary());
     if (!t.alu.ok()) RC_FAIL(where + "ALU " + t.alu.summary());

@@ -39,14 +39,14 @@ expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3355 +3052' -- "$qgpu" circu
 expect pipeline-layout 0 'span 3355 \(peak live 3216; one field per value 4264\)' -- \
   "$qgpu" circuit plan --shape compact
 # With memory ops: 18 layers, 3,935 dims (5,880 one field per value).
-expect memory-pipeline 0 'span 3935 \(peak live 3902; one field per value 5882\)' -- \
+expect memory-pipeline 0 'span 3935 \(peak live 3903; one field per value 5883\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
-# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,343 dims (the
+# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,347 dims (the
 # regrec's latched fields are attention-written: they keep their dims from the embedding on, so
-# they are live at the ALU's peak, and so are atom.cas's swap values), the memory stage's last layer at 14, the regrec's result stage
-# at 15..18, the select at 19.
-expect leg-pipeline 0 'span 4343 \(peak live 4327; one field per value 8834\)' -- \
+# they are live at the ALU's peak, and so are atom.cas's swap values), the memory stage's last
+# layer at 14, the regrec's result stage at 15..18, the select at 19.
+expect leg-pipeline 0 'span 4347 \(peak live 4328; one field per value 9634\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -56,22 +56,36 @@ expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 4343 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 4347 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 1000001
 # `run --backend model` runs the circuit target's program (multiplies and divisions expanded, as
 # `--expand-multiply` does on any backend); a kernel with an op the circuit does not execute
-# (atom.dec) is refused before any model is built (inconclusive), naming the op and where it is;
-# a multiply the expansion cannot fit is OverLimit naming its PTX line; --check belongs to the
-# model backend.
+# (local memory's spill slots: a dynamically indexed per-thread array) is refused before any
+# model is built (inconclusive), naming the op and where it is; a multiply the expansion cannot
+# fit is OverLimit naming its PTX line; --check belongs to the model backend.
+cat > "$tmp/local_frame.cu" <<'EOF'
+// qgpu-kernel: local_frame
+// summary: a dynamically indexed per-thread array (local memory: spill slots)
+// launch: grid=1 block=4
+// param: in in u32[4] = 1 6 3 7
+// param: out out u32[4]
+// expect: out = 1 14 19 31
+__global__ void local_frame(const unsigned* in, unsigned* out) {
+  unsigned a[8];
+  unsigned t = threadIdx.x;
+  for (int i = 0; i < 8; ++i) a[i] = t * 8 + i;
+  out[t] = a[in[t] & 7];
+}
+EOF
 expect run-model-expands 4 "^multiplication expanded: 0 ops into chains, 0 into loops" -- \
-  "$qgpu" run atomic_inc_dec --backend model
+  "$qgpu" run "$tmp/local_frame.cu" --backend model
 expect run-expand-multiply 0 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
   "$qgpu" run atomic_cas_mul --expand-multiply
-expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'atom.dec' \(block B[0-9]+, op [0-9]+\): atom.dec" -- \
-  "$qgpu" run atomic_inc_dec --backend model
+expect run-model-refused 4 "inconclusive \[clang, model-fp32\].*does not execute 'stl' \(block B[0-9]+, op [0-9]+\): spill slot op" -- \
+  "$qgpu" run "$tmp/local_frame.cu" --backend model
 expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
   "$qgpu" run dot --backend model
 # `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
@@ -88,7 +102,8 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
   "$qgpu" check --no-gpu --kernel popcount --model fp32,bf16 --model-checkpoint "$tmp"
 # `circuit margins`: a program the circuit does not execute is refused before any model is loaded;
 # a directory that is no leg checkpoint is a Checkpoint error (the measurement: harness_model_leg_test).
-expect margins-refused 4 "does not execute 'atom.dec'" -- "$qgpu" circuit margins atomic_inc_dec --checkpoint "$tmp"
+expect margins-refused 4 "does not execute 'stl'" -- \
+  "$qgpu" circuit margins "$tmp/local_frame.cu" --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check
