@@ -37,8 +37,8 @@
 // stage"): S0 4,349, S1 4,412, S2 4,944, S3 4,048 units — each under 2b's 6,144; the bus is
 // 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit). With
 // busLayout = AluBusLayout::Liveness (circuit/layout.h) the bus's fields share dims by live range
-// (peak 1,846, span 1,906 for four lanes; bfe's sh and m, r, f are then two fields, the BfeSpec
-// naming the 32 dims before m, which level 1 never touches with shiftOutside).
+// (peak 1,846 for four lanes, and the span too; bfe's sh and m, r, f are then two fields, the
+// BfeSpec naming the 32 dims before m, which level 1 never touches with shiftOutside).
 //
 // Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
 // wrong size, a layer without room), OverLimit for λG < 89 (from the pieces). A refused spec may

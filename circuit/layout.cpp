@@ -50,28 +50,57 @@ int LayoutPlan::pin(const std::string& name, int dims, LiveRange range, int offs
   return request({name, dims, range, offset});
 }
 
+namespace {
+
+// How fields written at the same point are ordered for first fit (true: x before y).
+using TieBreak = bool (*)(const LayoutPlan::Request& x, const LayoutPlan::Request& y);
+const TieBreak kTieBreaks[] = {
+    // larger first (then request order)
+    [](const LayoutPlan::Request& x, const LayoutPlan::Request& y) { return x.dims > y.dims; },
+    // longer-lived first, then larger
+    [](const LayoutPlan::Request& x, const LayoutPlan::Request& y) {
+      if (x.range.lastRead.key() != y.range.lastRead.key())
+        return x.range.lastRead.key() > y.range.lastRead.key();
+      return x.dims > y.dims;
+    },
+    // shorter-lived first, then larger
+    [](const LayoutPlan::Request& x, const LayoutPlan::Request& y) {
+      if (x.range.lastRead.key() != y.range.lastRead.key())
+        return x.range.lastRead.key() < y.range.lastRead.key();
+      return x.dims > y.dims;
+    },
+};
+
+}  // namespace
+
 Status LayoutPlan::solve(int hidden) {
   placed_.clear();
   if (badRequest_) return *badRequest_;
-  // occupants[d]: the requests placed on dim d so far.
-  std::vector<std::vector<int>> occupants(static_cast<size_t>(std::max(hidden, 0)));
-  std::vector<Placement> placed(requests_.size());
-  auto firstConflict = [&](const Request& r, int offset) -> std::pair<int, int> {
+  // A placement in progress: occupants[d], the requests placed on dim d so far; placed, by request.
+  struct Trial {
+    std::vector<std::vector<int>> occupants;
+    std::vector<Placement> placed;
+    int span = 0;
+  };
+  auto firstConflict = [&](const Trial& t, const Request& r, int offset) -> std::pair<int, int> {
     for (int d = offset; d < offset + r.dims; ++d)
-      for (int o : occupants[static_cast<size_t>(d)])
+      for (int o : t.occupants[static_cast<size_t>(d)])
         if (conflicts(requests_[static_cast<size_t>(o)].range, r.range)) return {d, o};
     return {-1, -1};
   };
-  auto place = [&](int i, int offset) {
+  auto place = [&](Trial& t, int i, int offset) {
     const Request& r = requests_[static_cast<size_t>(i)];
     bool reused = false;
     for (int d = offset; d < offset + r.dims; ++d) {
-      reused = reused || !occupants[static_cast<size_t>(d)].empty();
-      occupants[static_cast<size_t>(d)].push_back(i);
+      reused = reused || !t.occupants[static_cast<size_t>(d)].empty();
+      t.occupants[static_cast<size_t>(d)].push_back(i);
     }
-    placed[static_cast<size_t>(i)] = Placement{Field{r.name, offset, r.dims}, r.range, reused};
+    t.placed[static_cast<size_t>(i)] = Placement{Field{r.name, offset, r.dims}, r.range, reused};
+    t.span = std::max(t.span, offset + r.dims);
   };
 
+  Trial pinned{std::vector<std::vector<int>>(static_cast<size_t>(std::max(hidden, 0))),
+               std::vector<Placement>(requests_.size()), 0};
   for (size_t i = 0; i < requests_.size(); ++i) {
     const Request& r = requests_[i];
     if (!r.offset) continue;
@@ -81,7 +110,7 @@ Status LayoutPlan::solve(int hidden) {
                                             std::to_string(*r.offset + r.dims) +
                                             ") is outside the hidden size " +
                                             std::to_string(hidden));
-    const auto [d, o] = firstConflict(r, *r.offset);
+    const auto [d, o] = firstConflict(pinned, r, *r.offset);
     if (d >= 0) {
       const Request& other = requests_[static_cast<size_t>(o)];
       return makeDiag(ErrorKind::Usage,
@@ -89,35 +118,53 @@ Status LayoutPlan::solve(int hidden) {
                           " is pinned onto dim " + std::to_string(d) + " of field '" + other.name +
                           "', live " + rangeName(other.range) + ": the live ranges overlap");
     }
-    place(static_cast<int>(i), *r.offset);
+    place(pinned, static_cast<int>(i), *r.offset);
   }
 
-  // By write point; ties: larger first, then request order (stable).
-  std::vector<int> order;
-  for (size_t i = 0; i < requests_.size(); ++i)
-    if (!requests_[i].offset) order.push_back(static_cast<int>(i));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const Request& x = requests_[static_cast<size_t>(a)];
-    const Request& y = requests_[static_cast<size_t>(b)];
-    if (x.range.write.key() != y.range.write.key())
-      return x.range.write.key() < y.range.write.key();
-    return x.dims > y.dims;
-  });
-  for (int i : order) {
-    const Request& r = requests_[static_cast<size_t>(i)];
-    int offset = 0;
-    while (offset + r.dims <= hidden) {
-      const auto [d, o] = firstConflict(r, offset);
-      if (d < 0) break;
-      offset = d + 1;  // no fit can start at or before the conflicting dim
+  // The rest first fit in order of write, once per tie-break among the fields one point writes
+  // (kTieBreaks): which of them takes the low dims decides the fragmentation. The smallest span
+  // wins, the first of equal ones; when none fits, the first tie-break's refusal is the answer.
+  auto firstFit = [&](TieBreak tie) -> Expected<Trial> {
+    std::vector<int> order;
+    for (size_t i = 0; i < requests_.size(); ++i)
+      if (!requests_[i].offset) order.push_back(static_cast<int>(i));
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const Request& x = requests_[static_cast<size_t>(a)];
+      const Request& y = requests_[static_cast<size_t>(b)];
+      if (x.range.write.key() != y.range.write.key())
+        return x.range.write.key() < y.range.write.key();
+      return tie(x, y);
+    });
+    Trial t = pinned;
+    for (int i : order) {
+      const Request& r = requests_[static_cast<size_t>(i)];
+      int offset = 0;
+      while (offset + r.dims <= hidden) {
+        const auto [d, o] = firstConflict(t, r, offset);
+        if (d < 0) break;
+        offset = d + 1;  // no fit can start at or before the conflicting dim
+      }
+      if (offset + r.dims > hidden)
+        return makeDiag(ErrorKind::OverLimit, "layout: field '" + r.name + "' (" +
+                                                  std::to_string(r.dims) + " dims, live " +
+                                                  rangeName(r.range) + ") does not fit in " +
+                                                  std::to_string(hidden) + " residual dims");
+      place(t, i, offset);
     }
-    if (offset + r.dims > hidden)
-      return makeDiag(ErrorKind::OverLimit,
-                      "layout: field '" + r.name + "' (" + std::to_string(r.dims) + " dims, live " +
-                          rangeName(r.range) + ") does not fit in " + std::to_string(hidden) +
-                          " residual dims");
-    place(i, offset);
+    return t;
+  };
+  std::optional<Trial> best;
+  std::optional<Diag> firstError;
+  for (TieBreak tie : kTieBreaks) {
+    Expected<Trial> t = firstFit(tie);
+    if (!t.ok()) {
+      if (!firstError) firstError = t.error();
+      continue;
+    }
+    if (!best || t->span < best->span) best = std::move(t).value();
   }
+  if (!best) return *firstError;
+  std::vector<Placement> placed = std::move(best->placed);
   placed_ = std::move(placed);
   return Ok{};
 }

@@ -26,10 +26,13 @@
 // `Placement::reused` tells the caller which fields landed on another field's dims.
 //
 // Algorithm: pinned fields first (at their offsets, refused when they conflict), then the rest
-// in order of write (ties: larger first, then request order), each at the lowest offset whose
-// dims are free over its range (first fit). Per dim this is the greedy colouring of an interval
-// graph by start, which is optimal for intervals; a field needs *consecutive* dims, so the span
-// can exceed the peak: the difference is reported as fragmentation.
+// in order of write, each at the lowest offset whose dims are free over its range (first fit).
+// Per dim this is the greedy colouring of an interval graph by start, which is optimal for
+// intervals; a field needs *consecutive* dims, so the span can exceed the peak: the difference is
+// reported as fragmentation. Which of the fields written at one point goes first changes the
+// fragmentation, so the placement is tried with three tie-breaks — larger first; longer-lived
+// first, then larger; shorter-lived first, then larger (then request order) — and the smallest
+// span is kept (the first of equal ones).
 //
 // Report: peak live dims (the largest number of dims live at any point: a lower bound for every
 // layout), live dims per layer after its attention and after its MLP (the residual the next
@@ -106,13 +109,15 @@ class LayoutPlan {
   Expected<Field> field(const std::string& name) const;
   LayoutReport report() const;
 
- private:
+  // One add or pin (offset set).
   struct Request {
     std::string name;
     int dims = 0;
     LiveRange range;
     std::optional<int> offset;
   };
+
+ private:
   int request(Request r);
   std::vector<Request> requests_;
   std::vector<Placement> placed_;

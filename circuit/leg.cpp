@@ -18,9 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kCircuitFile = "circuit.json";
 // circuit.json's name of the pipeline the leg builds: a checkpoint of another (an older qgpu's
-// "memory", "memory+atomics", "memory+atomics+regrec+warp" or "memory+atomics+inc+cas+regrec+warp",
-// without atom.inc, cas or dec) is refused, since pipelineExecutes answers for this one.
-constexpr const char* kLegPipeline = "memory+atomics+inc+dec+cas+regrec+warp";
+// "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp"
+// or "memory+atomics+inc+dec+cas+regrec+warp", without atom.inc, cas, dec or the spill slots) is
+// refused, since pipelineExecutes answers for this one.
+constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+warp";
 
 // The leg pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {

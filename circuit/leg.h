@@ -63,9 +63,9 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+atomics+inc+dec+cas+regrec+warp", "stepLimit": N, …}, which readLegStepLimit
-// reads back (Checkpoint error when it is missing or malformed: a directory that is not a leg
-// checkpoint).
+// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp", "stepLimit": N, …}, which
+// readLegStepLimit reads back (Checkpoint error when it is missing or malformed: a directory that
+// is not a leg checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);
 Expected<int> readLegStepLimit(const std::string& dir);
 

@@ -25,10 +25,11 @@ constexpr int kLanes = kRecordLanes;
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
-  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec,
+  kIsSpill, kIsStl, kShared
 };
 // clang-format on
-static_assert(kWrites == kMemoryKindWrites);
+static_assert(kWrites == kMemoryKindWrites && kShared + 1 == kMemoryKinds);
 constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
 // The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
 // 0xffffffff, min.s's 0x7fffffff, max.s's 0x80000000 (the identity of each).
@@ -40,6 +41,22 @@ bool identityBit(int kind, int i) {
 constexpr int pairIndex(int k, int l) { return l * (l - 1) / 2 + k; }
 constexpr int kCmpBits = 8;  // a_2..a_9: the word index and one bit above (a nibble multiple)
 
+// The spill slots' inputs: blockX ≤ 16 threads, warps 0..3.
+constexpr int kBlockXBits = std::bit_width(static_cast<unsigned>(machine::kMaxThreadsPerBlock));
+constexpr int kWarpBits = std::bit_width(static_cast<unsigned>(machine::kMaxWarps - 1));
+// What holds a spill word's step pairs off where the op is no spill op: more than their S.
+constexpr double kSpillGate = 256;
+// The slot's products p_ij = s_i ∧ x_j of weight 2^{i+j} < 2^kWordBits, in order of j, then i.
+struct SlotProduct {
+  int i = 0, j = 0;
+};
+std::vector<SlotProduct> slotProducts() {
+  std::vector<SlotProduct> p;
+  for (int j = 0; j < kBlockXBits; ++j)
+    for (int i = 0; i + j < kWordBits; ++i) p.push_back({i, j});
+  return p;
+}
+
 // The head word's fields by their names in oracle/trace.cpp's table.
 Expected<Field> memoryHeadField(const Field& head, const char* name, int width) {
   return packedSlice(head, trace::PackedWord::OpHead, name, width, "memory stage");
@@ -49,6 +66,12 @@ Expected<Field> memoryHeadField(const Field& head, const char* name, int width) 
 std::vector<int> kindsOf(machine::Op op) {
   const machine::OpInfo& info = machine::opInfo(op);
   std::vector<int> k;
+  if (info.cls == machine::OpClass::Local) {
+    k = {kIsSpill, kShared};
+    if (info.mem == machine::MemEffect::Read) k.push_back(kIsLoad);
+    if (machine::writesMemory(op)) k.insert(k.end(), {kIsStl, kWrites});
+    return k;
+  }
   if (info.cls != machine::OpClass::Mem) return k;
   k.push_back(kIsMem);
   const int bytes = oracle::accessBytes(op);
@@ -263,12 +286,15 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     return makeDiag(ErrorKind::Usage, "memory stage: needs layers " + std::to_string(L) + ".." +
                                           std::to_string(L + layers - 1) +
                                           ", the config has " + std::to_string(c.numLayers()));
-  if (s.head.dims != kMemoryWord || s.offset.dims != kMemoryWord || s.sharedWords.dims != kWordBits ||
+  if (s.head.dims != kMemoryWord || s.offset.dims != kMemoryWord ||
+      s.sharedWords.dims != kWordBits || s.blockX.dims != kBlockXBits || s.warp.dims != kWarpBits ||
       s.exec.dims != kLanes)
     return makeDiag(ErrorKind::Usage,
-                    "memory stage: head and offset need 32 dims, sharedWords 7, exec 4 (have " +
+                    "memory stage: head and offset need 32 dims, sharedWords 7, blockX 5, warp 2, "
+                    "exec 4 (have " +
                         std::to_string(s.head.dims) + ", " + std::to_string(s.offset.dims) + ", " +
-                        std::to_string(s.sharedWords.dims) + ", " + std::to_string(s.exec.dims) +
+                        std::to_string(s.sharedWords.dims) + ", " + std::to_string(s.blockX.dims) +
+                        ", " + std::to_string(s.warp.dims) + ", " + std::to_string(s.exec.dims) +
                         ")");
   for (int l = 0; l < kLanes; ++l)
     if (s.lanes[static_cast<size_t>(l)].src0.dims != kMemoryWord ||
@@ -303,6 +329,12 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.bus[static_cast<size_t>(l)] = bus;
     r.addr[static_cast<size_t>(l)] = addr;
     r.checks[static_cast<size_t>(l)] = checks;
+  }
+  {
+    QGPU_TRY(products, take("spillProducts", static_cast<int>(slotProducts().size())));
+    QGPU_TRY(base, take("spillBase", kWordBits));
+    r.spillProducts = products;
+    r.spillBase = base;
   }
   for (int sp = 0; sp < 2; ++sp)
     for (int l = 0; l < kLanes; ++l) {
@@ -493,11 +525,18 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
   const AndGate g{t.ballast, t.lambda, 2 * s.mlpGain};
   const AndFieldWriter fw{g, ctx, one, r.maxFanIn};
-  // +2u on `out` when Σ_k bit_k ≥ 1 over sign dims (bit = (x̂ + 1)/2): one step pair.
-  auto anyOf = [&](UnitWriter& u, const std::vector<int>& dims, int out) -> Status {
+  // +2u on `out` when Σ_k bit_k ≥ 1 over sign dims (bit = (x̂ + 1)/2) and the sign dim `unless`
+  // (−1: none) is not set — it subtracts more than the dims can add: one step pair.
+  auto anyOf = [&](UnitWriter& u, const std::vector<int>& dims, int out,
+                   int unless = -1) -> Status {
     LinearForm n;
     for (int d : dims) n.terms.push_back({d, 0.5});
     n.constant = 0.5 * static_cast<double>(dims.size());
+    if (unless >= 0) {
+      const double over = static_cast<double>(dims.size());
+      n.terms.push_back({unless, -over / 2});
+      n.constant -= over / 2;
+    }
     QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{out, 2}}));
     (void)rep;
     return Ok{};
@@ -513,9 +552,13 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     return lits;
   };
   const Literal space{spaceField.at(0), headSign};
-  auto spaceIs = [&](int sp) { return sp == 1 ? space : no(space); };
+  // The space the op reads and writes (the kind dim `shared`, not the head's bit: spill ops).
+  auto spaceIs = [&](int sp) { return sp == 1 ? kind(kShared) : no(kind(kShared)); };
 
-  // ---- L: the adder's level 1, the op kind. L+1: the adder's level 2. ----
+  const std::vector<SlotProduct> products = slotProducts();
+
+  // ---- L: the adder's level 1, the op kind. L+1: the adder's level 2, the spill slot's
+  // products. ----
   {
     UnitWriter u1(w, L, s.firstUnit[0] + dm.unitsUsed[0]);
     UnitWriter u2(w, L + 1, s.firstUnit[1] + dm.unitsUsed[1]);
@@ -527,6 +570,23 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       std::vector<std::pair<int, double>> outs;
       for (int k : ks) outs.push_back({r.kind.at(k), two});
       QGPU_CHECK(fw.add(u1, headLits(spells(opcode, static_cast<unsigned>(op))), outs));
+      if (machine::opInfo(static_cast<machine::Op>(op)).cls == machine::OpClass::Mem)
+        QGPU_CHECK(fw.add(
+            u1, headLits(spells(opcode, static_cast<unsigned>(op))) + std::vector<Literal>{space},
+            {{r.kind.at(kShared), two}}));
+    }
+    // L+1: the spill slot's products s_i ∧ blockX_j (s: the offset word's low bits, +u = 1), at a
+    // spill op's position only: elsewhere the offset is any byte offset, and C would pass the step
+    // pairs' range.
+    QGPU_CHECK(fw.start(u2, {r.spillProducts}));
+    for (int op = 0; op < machine::kNumOps; ++op) {
+      if (machine::opInfo(static_cast<machine::Op>(op)).cls != machine::OpClass::Local) continue;
+      for (size_t q = 0; q < products.size(); ++q)
+        QGPU_CHECK(fw.add(u2,
+                          headLits(spells(opcode, static_cast<unsigned>(op))) +
+                              std::vector<Literal>{{s.offset.at(products[q].i), 1},
+                                                   {s.blockX.at(products[q].j), 1}},
+                          {{r.spillProducts.at(static_cast<int>(q)), two}}));
     }
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
@@ -542,11 +602,31 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.units[1] = u2.used();
   }
 
-  // ---- L+2: hi, mis, top, geS per lane; the compares' level 1. ----
+  // ---- L+2: hi, mis, top, geS per lane; the spill slot's base; the compares' level 1. ----
   UnitWriter u2(w, L + 2, s.firstUnit[2] + dm.unitsUsed[2]);
   UnitWriter u3(w, L + 3, s.firstUnit[3] + dm.unitsUsed[3]);
   {
     UnitWriter& u = u2;
+    // C = sharedWords + Σ 2^{i+j} p_ij in bits, by the thresholds m·2^k.
+    LinearForm base;  // in x̂ units: bit = (x̂ + 1)/2
+    for (int i = 0; i < kWordBits; ++i) {
+      base.terms.push_back({s.sharedWords.at(i), (1 << i) / 2.0});
+      base.constant += (1 << i) / 2.0;
+    }
+    for (size_t q = 0; q < products.size(); ++q) {
+      const double weight = 1 << (products[q].i + products[q].j);
+      base.terms.push_back({r.spillProducts.at(static_cast<int>(q)), weight / 2});
+      base.constant += weight / 2;
+    }
+    QGPU_CHECK(fw.start(u, {r.spillBase}));
+    for (int k = 0; k < kWordBits; ++k)
+      for (int m = 1; m << k < 1 << kWordBits; ++m) {
+        LinearForm n = base;
+        n.constant += 1 - (m << k);  // N ≥ 1 iff C ≥ m·2^k
+        QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}},
+                              {{r.spillBase.at(k), m % 2 == 1 ? 2.0 : -2.0}}));
+        (void)rep;
+      }
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
@@ -582,14 +662,53 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];
-      for (int i = 0; i < kWordBits; ++i)
-        QGPU_CHECK(fw.add(u, {bit(l, 2 + i)},
-                       {{r.readAddr[0][static_cast<size_t>(l)].at(i), two},
-                        {r.readAddr[1][static_cast<size_t>(l)].at(i), two}}));
+      const Field& shared = r.readAddr[1][static_cast<size_t>(l)];
+      // weight·q_j in x̂ units for q = 4w + l (a constant of the lane for j < 2, the warp's bit
+      // j − 2 above it); returns q_j's largest value.
+      auto addQBit = [&](LinearForm& f, int j, double weight) -> int {
+        if (j < 2) {
+          f.constant += ((l >> j) & 1) ? weight : 0;
+          return (l >> j) & 1;
+        }
+        if (j - 2 >= kWarpBits || s.twin == MemoryStageTwin::SpillWithoutTheWarp) return 0;
+        f.terms.push_back({s.warp.at(j - 2), weight / 2});
+        f.constant += weight / 2;
+        return 1;
+      };
+      for (int i = 0; i < kWordBits; ++i) {
+        QGPU_CHECK(
+            fw.add(u, {bit(l, 2 + i)}, {{r.readAddr[0][static_cast<size_t>(l)].at(i), two}}));
+        // Shared: the address's word, or a spill op's slot word v = C + q — bit i = parity(C_i +
+        // q_i + c_i), c_i = [T_i ≥ 2^i] — as [S ≥ 2^i] − [S ≥ K + 2^i] + [S ≥ 2K + 2^i] with S =
+        // K·(C_i + q_i) + T_i, each step held off by −kSpillGate·¬isSpill (S ≤ 236 < the gate).
+        QGPU_CHECK(fw.add(u, {no(kind(kIsSpill)), bit(l, 2 + i)}, {{shared.at(i), two}}));
+        LinearForm v;
+        double maxT = 0;
+        for (int j = 0; j < i; ++j) {
+          v.terms.push_back({r.spillBase.at(j), (1 << j) / 2.0});
+          v.constant += (1 << j) / 2.0;
+          maxT += (1 + addQBit(v, j, 1 << j)) * (1 << j);
+        }
+        const double k = maxT + 1;
+        v.terms.push_back({r.spillBase.at(i), k / 2});
+        v.constant += k / 2;
+        const double maxS = k * (1 + addQBit(v, i, k)) + maxT;
+        v.terms.push_back({r.kind.at(kIsSpill), kSpillGate / 2});
+        v.constant -= kSpillGate / 2;
+        const double theta = 1 << i;
+        for (const auto& [at, sign] :
+             {std::pair{theta, 2.0}, std::pair{k + theta, -2.0}, std::pair{2 * k + theta, 2.0}}) {
+          if (at > maxS) continue;  // never reached where q_i is 0
+          LinearForm n = v;
+          n.constant += 1 - at;
+          QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{shared.at(i), sign}}));
+          (void)rep;
+        }
+      }
       QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2)},
                        r.readAddr[0][static_cast<size_t>(l)].at(kWordBits)));
       QGPU_CHECK(anyOf(u, {ck.at(0), ck.at(1), ck.at(2), ck.at(3)},
-                       r.readAddr[1][static_cast<size_t>(l)].at(kWordBits)));
+                       r.readAddr[1][static_cast<size_t>(l)].at(kWordBits), r.kind.at(kIsSpill)));
     }
   }
   // [w_k = w_l] for the 6 pairs: logic.h's Eq compare on a_2..a_9, level 1 in L+2, level 2 in
@@ -667,16 +786,19 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   };
   // new_l = f(old'_l, b_l) for the kinds whose bit i depends on (old'_i, b_i) alone, as disjoint
   // ANDs onto memrec.value[l] (and old'_l onto atomOld[l] when `old` is set):
-  //   st, exch: b_i;  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;  xor: b_i ∧ ¬o + ¬b_i ∧ o;
-  //   st.b8: the addressed byte from b, the other bytes o;  st.b16 likewise (evalSubwordStore).
+  //   st, exch: b_i;  stl: a_i (its value is src0);  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;
+  //   xor: b_i ∧ ¬o + ¬b_i ∧ o;  st.b8: the addressed byte from b, the other bytes o;  st.b16
+  //   likewise (evalSubwordStore).
   auto chainLane = [&](UnitWriter& u, int l, const std::vector<Source>& src,
                        const Field* old) -> Status {
+    const Field& src0 = s.lanes[static_cast<size_t>(l)].src0;
     const Field& src1 = s.lanes[static_cast<size_t>(l)].src1;
     const Field& value = r.memrec.value[static_cast<size_t>(l)];
     for (int i = 0; i < kMemoryWord; ++i) {
       const Literal b{src1.at(i), 1};
       const std::vector<std::pair<int, double>> out = {{value.at(i), two}};
       QGPU_CHECK(fw.add(u, {kind(kIsStore), b}, out));
+      QGPU_CHECK(fw.add(u, {kind(kIsStl), {src0.at(i), 1}}, out));
       QGPU_CHECK(fw.add(u, {kind(kIsExch), b}, out));
       QGPU_CHECK(fw.add(u, {kind(kIsOr), b}, out));
       const int byte = i / 8, half = i / 16;
@@ -699,7 +821,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           if (k != byte)
             QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB8), o} + atByteK(k) + so.pick, out));
         QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsB16), no(atHalf), o} + so.pick, out));
-        if (old != nullptr) QGPU_CHECK(fw.add(u, std::vector<Literal>{o} + so.pick, {{old->at(i), two}}));
+        if (old != nullptr)
+          QGPU_CHECK(fw.add(u, std::vector<Literal>{o} + so.pick, {{old->at(i), two}}));
       }
     }
     return Ok{};
@@ -770,12 +893,16 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     }
     for (int l = 1; l < kLanes; ++l)
       for (int k = 0; k < l; ++k)
-        QGPU_CHECK(fw.add(u, {kind(kWrites), e(k), e(l),
-                              Literal{r.eq[static_cast<size_t>(pairIndex(k, l))].at(0), 1}},
+        // Never a spill op's lanes: their slot words differ (eq compares the unused address).
+        QGPU_CHECK(fw.add(u,
+                          {kind(kWrites), no(kind(kIsSpill)), e(k), e(l),
+                           Literal{r.eq[static_cast<size_t>(pairIndex(k, l))].at(0), 1}},
                           {{r.same[static_cast<size_t>(pairIndex(k, l))].at(0), two}}));
     for (int l = 0; l < kLanes; ++l) {
+      // The word: the shared read address's (the address's word, or a spill op's slot word).
       for (int i = 0; i < kWordBits; ++i)
-        QGPU_CHECK(fw.add(u, {bit(l, 2 + i)}, {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
+        QGPU_CHECK(fw.add(u, {{r.readAddr[1][static_cast<size_t>(l)].at(i), 1}},
+                          {{r.memrec.wordMask.at(l * kWordBits + i), two}}));
       QGPU_CHECK(fw.add(u, {kind(kWrites), e(l)},
                      {{r.memrec.wordMask.at(kLanes * kWordBits + l), two}}));
     }

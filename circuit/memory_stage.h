@@ -11,6 +11,8 @@
 //               opcode (bits 4..10) and space (bit 24: 0 global, 1 shared)
 //   offset      the op's offset word OP(off) (32 bits: the ROM's offset slot; a byte offset)
 //   sharedWords the program word's sharedWords field (7 bits, PROG bits 16..22: the launch latch)
+//   blockX      the launch's blockX (5 bits: the operand select's latch), for the spill slots
+//   warp        the executing warp w (2 bits: the front end's EXEC latch), for the spill slots
 //   exec        the executing lanes e = m ∧ guard-true (4 bits)
 //   per lane    src0_l (32: the address register), src1_l (32: the store value; atom.cas's
 //               compare value), src2_l (32: atom.cas's swap value; with the prefix atomics)
@@ -21,7 +23,8 @@
 //   bad_l   = addr_l mod bytes ≠ 0 ∨ addr_l / 4 ≥ words      (a lane's address faults)
 //   fault_l = isMem ∧ e_l ∧ bad_l;  fault = ⋁_l fault_l       (op-level: no lane acts, FAULT)
 //   load_l  = M_space[addr_l / 4]                             (ld's value: the word before the op)
-//   s_kl    = writes ∧ e_k ∧ e_l ∧ [w_k = w_l], k < l         (lanes of one writing op on one word)
+//   s_kl    = writes ∧ e_k ∧ e_l ∧ [w_k = w_l], k < l         (lanes of one writing op on one word;
+//             0 for stl, whose lanes' slot words differ)
 //   old'_l  = new_k for the nearest k < l with s_kl, else load_l (atomOld_l: what lane l sees,
 //             lane-serial; an atomic's dst value)
 //   new_l   = src1_l (st, atom.exch); evalSubwordStore(op, old'_l, addr_l, src1_l) (st.b8, st.b16);
@@ -31,6 +34,12 @@
 //           value_l = new_l.
 //   Specified where the op does not fault (a faulting op writes nothing and has no memrec; the
 //   same-word compare looks at a_2..a_9 only, which is the word when no lane faults).
+// The spill ops (ldl, stl: isa.def's Local class) use no address: lane l's slot s (the offset word)
+// is shared word v_l = sharedWords + s·blockX + 4w + l (docs/machine.md §4), they never fault
+// (verify(program, launch) keeps every slot inside shared memory, so v_l ≤ 125 on an executing
+// lane), and the lanes' words differ, so no lane sees another's write:
+//   ldl: load_l = M_shared[v_l] (onto the ALU's r_l like ld's);
+//   stl: memrec MS(e), word_l = v_l, value_l = src0_l (the op's one source: `slot = a`).
 //
 // Layers (L = firstLayer, 10 layers L..L+9; the data memories' five layers L..L+4 are built
 // inside, datamem.h, their read address the stage's; the stage's units follow the data memories'
@@ -41,16 +50,30 @@
 //               isMem, acc4 (bytes = 4), acc2 (bytes = 2), isLoad (Read), isStore (Write),
 //               isB8, isB16 (the sub-word stores), isAtom (ReadWrite), writes (Write ∨ ReadWrite),
 //               isAnd, isOr, isXor, isExch, isAdd, isMinU, isMaxU, isMinS, isMaxS, isMinMax,
-//               isInc, isCas, isDec
-//   L+1  MLP  the adder's level 2: addr_l (32 bits)
-//   L+2  MLP  per lane (a_i = addr_l's bit i, w = a_2..a_8 the word index below 128):
+//               isInc, isCas, isDec, isSpill (Local), isStl, and shared — the space the op
+//               reads and writes: [op ∧ space bit] for a Mem row, 1 for a Local row (the head's
+//               space bit is not the spill ops'); every later "space" literal is this dim
+//   L+1  MLP  the adder's level 2: addr_l (32 bits); the spill slot's products p_ij = [spill
+//             opcode ∧ s_i ∧ x_j] of the slot s (the offset word's bits 0..6) and blockX x, for
+//             i + j ≤ 6 (2 × 25 ANDs: a valid slot's s·blockX ≤ 125, so every product of weight
+//             ≥ 128 is 0; at any other op all are 0, so C below stays ≤ 127 + 125)
+//   L+2  MLP  the slot's base C = sharedWords + Σ 2^{i+j} p_ij in bits: bit k = Σ_{m=1..⌊127/2^k⌋}
+//             (−1)^{m+1} [C ≥ m·2^k] (247 step pairs; C ≥ 128 only where no lane executes a
+//             spill op, and the bits stay clean there);
+//             per lane (a_i = addr_l's bit i, w = a_2..a_8 the word index below 128):
 //               hi_l   = [Σ_{i=9..31} a_i ≥ 1]                       (one step pair)
 //               mis_l  = [acc4 ∧ a_0] + [acc4 ∧ ¬a_0 ∧ a_1] + [acc2 ∧ a_0]   (exclusive ANDs)
 //               top_l  = [a_3 ∧ … ∧ a_8]                              (w ≥ 126: w ∈ {126, 127})
 //               geS_l  = [w − sharedWords ≥ 0]: N = Σ_i 2^i (ŵ_i − ŝ_i)/2 + 1, |N| ≤ 128 (step)
 //   L+3  MLP  the data memories' read addresses (8 dims per space per lane: w, then `high`):
-//               w copied; high_G,l = [hi + mis + top ≥ 1], high_S,l = [hi + mis + top + geS ≥ 1]
-//             (step pairs), so datamem's fault (high ∨ w ≥ 126) is bad_l for each space.
+//               global: w copied; shared: [¬isSpill ∧ w] + the slot word v_l = C + q, q = 4w + l,
+//             under isSpill: bit k = C_k ⊕ q_k ⊕ c_k, the carry c_k = [T_k ≥ 2^k], T_k = C mod
+//             2^k + q mod 2^k — with S = K·(C_k + q_k) + T_k (K = max T_k + 1), [S ≥ 2^k] − [S ≥
+//             K + 2^k] + [S ≥ 2K + 2^k] (the last left out where q_k is 0: S < 2K), each step
+//             pair held off by −256·¬isSpill (S ≤ 236);
+//             high_G,l = [hi + mis + top ≥ 1], high_S,l = [hi + mis + top + geS − 4·isSpill ≥ 1]
+//             (step pairs), so datamem's fault (high ∨ w ≥ 126) is bad_l for each space and never
+//             a spill op's.
 //   L+4  GDN  the memory heads read (datamem.h); their out dims hold −u = 1 here (the flip is in
 //             this MLP), so every literal on a read bit has sign −1.
 //        MLP  fault_l = [isMem ∧ e_l ∧ ¬space ∧ high_G,l] + [isMem ∧ e_l ∧ space ∧ high_S,l];
@@ -62,17 +85,19 @@
 //             s_kl; the masked operands m_kl = e_k ∧ e_l ∧ eq_kl ? b_k : the kind's identity
 //             (0 for add and max.u; min.u 0xffffffff, min.s 0x7fffffff, max.s 0x80000000:
 //             3 exclusive patterns for ¬(e_k ∧ e_l ∧ eq_kl) per identity bit);
-//             words w_l and mask bits [writes ∧ e_l] (writes = isStore ∨ isB8 ∨ isB16 ∨ isAtom);
+//             words w_l (the shared read address's word: v_l for stl) and mask bits [writes ∧
+//             e_l] (writes = isStore ∨ isB8 ∨ isB16 ∨ isAtom ∨ isStl);
 //             tag (emit encoding): [writes ∧ space = sp ∧ e = E] → MG(E) / MS(E), E = 1..15;
 //             [writes ∧ e = 0] → NOP.
 //   The same-word literals: L+2 / L+3 logic.h's Eq compare of a_2..a_9 per pair (k, l) (level 1,
-//   level 2), L+4 s_kl = [writes ∧ e_k ∧ e_l ∧ eq_kl] (one AND each).
+//   level 2), L+4 s_kl = [writes ∧ ¬isSpill ∧ e_k ∧ e_l ∧ eq_kl] (one AND each).
 //   The chain (bitwise kinds and sub-word stores; bit i of new is a function of old'_i, b_i):
 //   lane 0 in L+4 (old'_0 = M_0, the read of its space), lane l = 1..3 in L+4+l, its sources
 //   none (∧_{k<l} ¬s_kl → load_l) and k (s_kl ∧ ∧_{k<k'<l} ¬s_k'l → value_k, the nearest), the
 //   source literals folded into the kind's ANDs:
-//             st, exch: b_i;  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;  xor: b_i ∧ ¬o + ¬b_i ∧ o;
-//             st.b8 / st.b16: the addressed byte / half from b, the others o;  atomOld: o
+//             st, exch: b_i;  stl: a_i (src0);  and: b_i ∧ o;  or: b_i + ¬b_i ∧ o;
+//             xor: b_i ∧ ¬o + ¬b_i ∧ o;  st.b8 / st.b16: the addressed byte / half from b, the
+//             others o;  atomOld: o
 //   (o = the source's bit, ANDed with its source literals); value_l and atomOld_l in L+4+l.
 //   atom.add, a prefix sum (no serial dependence; lanes on one word share M): new_l = M_l + b_l +
 //   Σ_{k<l} m_kl, m_kl = b_k where isAdd ∧ e_k ∧ e_l ∧ eq_kl (L+4, ANDs); L+5: per column i the
@@ -129,9 +154,6 @@
 // outcome select; `atomOld` goes to the regrec of an atomic's old values (not `load`: a later
 // lane on a word sees the earlier lanes' writes).
 //
-// Not built (left for later): spill ops (ldl/stl: the slot's word sharedWords + s·blockX + tid, no
-// fault).
-//
 // Errors: Usage for fields of the wrong width, too few layers, a head word whose packed layout
 // does not match; the data memories' and gadgets' refusals pass through. A refused spec may leave
 // units written: discard the weights.
@@ -141,7 +163,8 @@
 // old'_l taken from the first earlier same-word lane instead of the nearest; IncWrapsAtTheOldWord,
 // atom.inc's wrap test after i earlier lanes taken as M ≥ b instead of M + i ≥ b;
 // CasComparesTheOldWord, atom.cas's test after an earlier lane swapped taken against M;
-// DecIgnoresLanesSinceTheWrap, atom.dec's test r lanes after a wrap taken against b_k, not b_k − r.
+// DecIgnoresLanesSinceTheWrap, atom.dec's test r lanes after a wrap taken against b_k, not b_k − r;
+// SpillWithoutTheWarp, a spill slot's word taken as C + l, the warp's 4w left out.
 #pragma once
 
 #include <array>
@@ -161,8 +184,8 @@ inline constexpr int kMemoryStageLayers = 10;
 inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
 // isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas isDec (the
-// built atomics)
-inline constexpr int kMemoryKinds = 22;
+// built atomics), isSpill isStl (the spill ops), shared (the space the op reads and writes)
+inline constexpr int kMemoryKinds = 25;
 inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
@@ -177,6 +200,8 @@ enum class MemoryStageTwin : uint8_t {
                           // M = b, not the swapped-in value = b
   DecIgnoresLanesSinceTheWrap,  // failing twin: atom.dec's test r lanes after a wrap to b_k
                                 // compares with b_k, not b_k − r
+  SpillWithoutTheWarp,          // failing twin: a spill slot's word leaves out the warp (C + l, not
+                                // C + 4w + l): warps past the first read and write warp 0's slots
 };
 
 struct MemoryLaneIn {
@@ -191,6 +216,8 @@ struct MemoryStageSpec {
   Field head;             // 32: OP(a), +u = 1
   Field offset;           // 32: OP(off)
   Field sharedWords;      // 7: the program's sharedWords
+  Field blockX;           // 5: the launch's blockX (the spill slots' stride)
+  Field warp;             // 2: the executing warp (a spill slot's thread is 4·warp + lane)
   Field exec;             // 4: executing lanes
   std::array<MemoryLaneIn, kRecordLanes> lanes;
   ReadHeight read = ReadHeight::Nominal;  // the data memories' read (Exact: 4-row cells at dk 128)
@@ -222,6 +249,8 @@ struct MemoryStage {
   DataMemory dm;                            // the data memories (layers L..L+4)
   Field kind;                               // L: kMemoryKinds dims, order of kMemoryKinds
   std::array<Field, kRecordLanes> bus;      // L: adder level 1
+  Field spillProducts;                      // L+1: p_ij = [s_i ∧ blockX_j], i + j ≤ 6 (25 dims)
+  Field spillBase;                          // L+2: C = sharedWords + s·blockX (7 bits)
   std::array<Field, kRecordLanes> addr;     // L+1: 32 bits
   std::array<Field, kRecordLanes> checks;   // L+2: hi, mis, top, geS
   std::array<std::array<Field, kRecordLanes>, 2> readAddr;  // L+3: [space][lane] 8 dims

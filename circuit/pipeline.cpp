@@ -102,8 +102,9 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
 //           result_stage.h, from the head word's guard code and negate and port 0's lane bit),
 //           after the units already there
 //   E+5..   the memory stage (memory_stage.h; with ExecuteSpec::atomics its prefix atomics too):
-//           head in the ROM's polarity, the flipped offset, the sharedWords latch, e, src0 / src1
-//           = operand ports 0 / 1 of each lane; its load onto the ALU's r_l (the ALU writes 0 for
+//           head in the ROM's polarity, the flipped offset, the sharedWords and blockX latches,
+//           the EXEC latch's warp (the spill slots), e, src0 / src1 = operand ports 0 / 1 of each
+//           lane; its load onto the ALU's r_l (the ALU writes 0 for
 //           a memory opcode), its fault into p.memFault (the control stage's supplied fault);
 //           heads and units after the others' in each layer
 //   E+15    with atomicRegrec (buildAtomicRegrec): the latches and the second result stage
@@ -170,6 +171,8 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   ms.headInverted = true;
   ms.offset = p.offset;
   ms.sharedWords = p.operands.sharedWords.slice(0, kRecordWordBits, "sharedWords");
+  ms.blockX = p.operands.blockX;
+  ms.warp = p.fe.warp;
   ms.exec = p.memExec;
   for (int l = 0; l < kRecordLanes; ++l) {
     ms.lanes[static_cast<size_t>(l)] = {p.operands.word[0][static_cast<size_t>(l)],
@@ -268,6 +271,8 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
     case Op::St:
     case Op::StB8:
     case Op::StB16:
+    case Op::LdLocal:
+    case Op::StLocal:
       return s.memory ? nullptr
                       : "a memory op: the pipeline is built without them (ExecuteSpec::memory)";
     case Op::AtomAdd:
@@ -298,8 +303,6 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
                  : "a warp op the warp ops gadget does not compute (circuit/warp_ops.h)";
     case machine::OpClass::Mem:
       return "a memory op the memory stage does not compute (circuit/memory_stage.h)";
-    case machine::OpClass::Local:
-      return "spill slot op: not in the pipeline yet";
     default:
       return aluStageExclusion(in.op);
   }

@@ -195,7 +195,7 @@ Expected<LegMargins> ModelSession::margins(const BuiltKernel& kernel) {
 std::string ModelSession::description() const {
   const model::Qwen35Config& c = decoder_->config();
   std::ostringstream os;
-  os << "the leg's pipeline (memory, atomics, warp ops), " << c.layerTypes.size()
+  os << "the leg's pipeline (memory, spill slots, atomics, warp ops), " << c.layerTypes.size()
      << " layers, hidden " << c.hiddenSize << ", MLP " << c.intermediateSize << ", "
      << model::computeDtypeName(options_.dtype) << ", step limit " << stepLimit_ << ", "
      << (decoder_->weightBytes() + 500'000) / 1'000'000 << " MB of weights held"

@@ -271,7 +271,7 @@ TEST(AluStage, EveryOpOfFourLanesIsExactInBothDtypesOnEveryPath) {
   std::filesystem::remove_all(dir);
 }
 
-// The bus by liveness (AluBusLayout::Liveness, circuit/layout.h): 1,906 bus dims instead of
+// The bus by liveness (AluBusLayout::Liveness, circuit/layout.h): 1,846 bus dims instead of
 // 2,378, fields sharing dims across S0..S3 (every bus write a Replace); the same ops and checks
 // on fewer tokens per path.
 TEST(AluStage, TheLivenessBusIsExactInBothDtypes) {

@@ -369,15 +369,19 @@ TEST(OneRowRead, FailingTwinTheNominalHeightAtDk128IsUlpsOffInFp32) {
 }
 
 // Candidate (b), measured and rejected: one row at the compensated height 181.019…: every read is
-// 16 on the decode path (exact), but the chunked rule's matmul accumulates s·U_j with the product
-// unrounded (FMA): an overwrite's s·h − s·h leaves a residue of ~2^-20 in the cold channels.
+// 16 on the decode path (exact), but where the chunked rule's matmul accumulates s·U_j with the
+// product unrounded (an FMA in the BLAS kernel) an overwrite's s·h − s·h leaves a residue of
+// ~2^-20 in the cold channels. Whether it does depends on the CPU and its BLAS kernel (off on the
+// machines of the first measurements, exact on an AVX-512 Xeon on 2026-12-06): a construction that
+// is exact on some machines only is rejected, so the fp32 prefill is reported here, not pinned.
 TEST(OneRowRead, CandidateCompensatedHeightIsExactOnlyOnTheDecodePath) {
   Variant v;
   v.read = ReadHeight::OneRowCompensated;
   auto runs = runAll(v);
   ASSERT_EQ(runs.size(), 6u);
   for (auto& [where, pr] : runs) EXPECT_EQ(pr.result.wrongBits, 0) << where;
-  EXPECT_GT(runs[0].second.result.layout.offNominal, 0) << runs[0].first;  // fp32 prefill
+  std::cout << "[dk128] compensated height, fp32 prefill on this machine: "
+            << runs[0].second.result.layout.offNominal << " logits off nominal\n";
   EXPECT_TRUE(runs[1].second.result.layout.ok()) << runs[1].first;         // fp32 decode
   for (size_t i = 3; i < 6; ++i) EXPECT_TRUE(runs[i].second.result.layout.ok()) << runs[i].first;
 }

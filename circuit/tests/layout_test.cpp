@@ -93,8 +93,27 @@ TEST(LayoutPlan, FieldsArePlacedByWritePointNotByRequestOrder) {
 }
 
 TEST(LayoutPlan, ConsecutiveDimsCanCostMoreThanThePeakAndTheReportSaysSo) {
-  // a, b, c of 2 dims each from the embedding at 0, 2, 4; a and c die at L0's MLP, which writes
-  // d (4 dims): dims 0..1 and 4..5 are free but not together, so d takes 4..7 (2 fresh).
+  // a, b, c of 2 dims each, written one after another (no ties): a at 0 (embedding .. L2.mlp), b
+  // at 2 (L0.mlp .. L5.mlp), c at 4 (L1.mlp .. L2.mlp); L2.mlp writes d (4 dims) as a and c die:
+  // dims 0..1 and 4..5 are free but not together, so d takes 4..7 (2 fresh).
+  LayoutPlan plan;
+  plan.add("a", 2, mlp(-1, 2));
+  plan.add("b", 2, mlp(0, 5));
+  plan.add("c", 2, mlp(1, 2));
+  plan.add("d", 4, mlp(2, 5));
+  ASSERT_TRUE(plan.solve(64).ok());
+  const LayoutReport r = plan.report();
+  EXPECT_EQ(r.peak, 6);  // a, b, c before L2.mlp; b + d after it
+  EXPECT_EQ(r.span, 8);
+  EXPECT_EQ(r.fragmentation, 2);
+  EXPECT_EQ(plan.field("d").value().offset, 4);
+}
+
+// Fields written at one point: the tie-break decides which takes the low dims. a, b, c (2 dims
+// each) from the embedding, a and c dying at L0.mlp, which writes d (4 dims): larger-first keeps
+// request order (a 0, b 2, c 4) and leaves d no 4 consecutive free dims below 6; longer-lived
+// first puts b at 0, so a and c free 2..5 together and d fits there — the smaller span wins.
+TEST(LayoutPlan, AmongFieldsWrittenTogetherTheTieBreakThatFragmentsLeastWins) {
   LayoutPlan plan;
   plan.add("a", 2, mlp(-1, 0));
   plan.add("b", 2, mlp(-1, 2));
@@ -102,10 +121,11 @@ TEST(LayoutPlan, ConsecutiveDimsCanCostMoreThanThePeakAndTheReportSaysSo) {
   plan.add("d", 4, mlp(0, 2));
   ASSERT_TRUE(plan.solve(64).ok());
   const LayoutReport r = plan.report();
-  EXPECT_EQ(r.peak, 6);  // b + d after L0.mlp; a, b, c at the embedding
-  EXPECT_EQ(r.span, 8);
-  EXPECT_EQ(r.fragmentation, 2);
-  EXPECT_EQ(plan.field("d").value().offset, 4);
+  EXPECT_EQ(r.peak, 6);
+  EXPECT_EQ(r.span, 6);
+  EXPECT_EQ(r.fragmentation, 0);
+  EXPECT_EQ(plan.field("b").value().offset, 0);
+  EXPECT_EQ(plan.field("d").value().offset, 2);
 }
 
 TEST(LayoutPlan, APinnedFieldOnALiveFieldsDimsIsATypedError) {

@@ -48,6 +48,20 @@ TEST(Leg, ExecutesAluLoadsAndStores) {
   EXPECT_TRUE(pipelineExecutes(twoBlocks(alu(Op::Prmt, 3, Operand::r(2), Operand::i(7)))).ok());
 }
 
+// The spill slots: ldl into a register, stl of a register.
+TEST(Leg, ExecutesTheSpillOps) {
+  machine::Instr ldl;
+  ldl.op = Op::LdLocal;
+  ldl.dst = 3;
+  ldl.offset = 1;
+  EXPECT_TRUE(pipelineExecutes(twoBlocks(ldl)).ok());
+  machine::Instr stl;
+  stl.op = Op::StLocal;
+  stl.offset = 1;
+  stl.src = {Operand::r(2), {}, {}};
+  EXPECT_TRUE(pipelineExecutes(twoBlocks(stl)).ok());
+}
+
 // The prefix atomics and the chain's, their old value to nowhere (dst r0) or to a register (the
 // regrec), in both spaces.
 TEST(Leg, ExecutesTheBuiltAtomicsWithOrWithoutADestination) {
@@ -79,8 +93,7 @@ TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
     const char* why;
   };
   for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
-                        Case{Op::Mad, "mad", "multiply"}, Case{Op::LdLocal, "ldl", "spill"},
-                        Case{Op::DivU, "div.u", "division"}}) {
+                        Case{Op::Mad, "mad", "multiply"}, Case{Op::DivU, "div.u", "division"}}) {
     machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
     Status s = pipelineExecutes(twoBlocks(in));
     ASSERT_FALSE(s.ok()) << c.mnemonic;
@@ -144,10 +157,11 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
   };
   expectCheckpointError("missing");
-  // "memory", "memory+atomics", "memory+atomics+regrec+warp" and "memory+atomics+inc+cas+regrec+
-  // warp" are an older qgpu's checkpoints, without the atomics' regrec, the warp ops, atom.inc,
-  // cas or dec that pipelineExecutes now accepts.
-  const std::string leg = "\"pipeline\": \"memory+atomics+inc+dec+cas+regrec+warp\"";
+  // "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp"
+  // and "memory+atomics+inc+dec+cas+regrec+warp" are an older qgpu's checkpoints, without the
+  // atomics' regrec, the warp ops, atom.inc, cas, dec or the spill slots that pipelineExecutes
+  // now accepts.
+  const std::string leg = "\"pipeline\": \"memory+spill+atomics+inc+dec+cas+regrec+warp\"";
   for (const std::string& text :
        {std::string("not json"), std::string("{}"), "{" + leg + "}",
         std::string("{\"pipeline\": \"alu\", \"stepLimit\": 5}"),
@@ -155,6 +169,8 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
         std::string("{\"pipeline\": \"memory+atomics\", \"stepLimit\": 64}"),
         std::string("{\"pipeline\": \"memory+atomics+regrec+warp\", \"stepLimit\": 64}"),
         std::string("{\"pipeline\": \"memory+atomics+inc+cas+regrec+warp\", \"stepLimit\": 64}"),
+        std::string(
+            "{\"pipeline\": \"memory+atomics+inc+dec+cas+regrec+warp\", \"stepLimit\": 64}"),
         "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
         "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
     std::ofstream(dir / "circuit.json") << text;

@@ -17,7 +17,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 5120;  // the stage takes 3,998 dims (atom.add's 704, min / max's 808)
+constexpr int kHidden = 5120;  // the stage takes 4,033 dims (atom.add's 704, min / max's 808)
 
 struct Built {
   Expected<MemoryStage> stage;
@@ -37,6 +37,8 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
   s.head = alloc.take("head", headWidth).value();
   s.offset = alloc.take("offset", 32).value();
   s.sharedWords = alloc.take("sharedWords", 7).value();
+  s.blockX = alloc.take("blockX", 5).value();
+  s.warp = alloc.take("warp", 2).value();
   s.exec = alloc.take("exec", 4).value();
   for (auto& l : s.lanes)
     l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value(),
@@ -52,22 +54,28 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 // empty AND, 2 units per `start`; the chain's sources per lane S = 2 for lane 0 (M per space),
 // 1 + l for lane l ≥ 1 (none, then each earlier lane); logic.h's adder with Replace: level 1 80
 // bus cancels + 417, level 2 32 out cancels + 96):
-//   L    22 cancels + 2 + 2·16 (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16)
-//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 55 + 1,988
-//   L+1  4 × (32 out cancels + 96 level 2)                                     = 512
+//   L    25 cancels + 2 + 2·(16 + 2 + 16) (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16;
+//        its Local rows ldl, stl; `shared` on each Mem row with the space bit)
+//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 95 + 1,988
+//   L+1  4 × (32 out cancels + 96 level 2)
+//        + the slot's products: 25 cancels + 2 + 2 Local rows × 25 ANDs · 2   = 512 + 127
 //   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)
-//        + 6 pairs × (4 bus cancels + Eq level 1: 4 per nibble · 2 + 1)       = 66 + 78
-//   L+3  64 cancels + 2 + 4 × (7 word ANDs · 2 + 2 steps · 2)
-//        + 6 pairs × (1 cancel + Eq level 2: constant + detector)              = 138 + 18
+//        + 6 pairs × (4 bus cancels + Eq level 1: 4 per nibble · 2 + 1)
+//        + the slot's base: 7 cancels + 2 + Σ_k ⌊127/2^k⌋ = 247 step pairs · 2 = 66 + 78 + 503
+//   L+3  64 cancels + 2 + 4 × (7 × 2 word ANDs · 2 + 2 steps · 2) + the slot words' step pairs
+//        · 2, each of [S ≥ 2^k], [S ≥ K + 2^k], [S ≥ 2K + 2^k] that S = K·(C_k + q_k) + T_k can
+//        reach (K = max T_k + 1; q = 4w + l): per bit of lanes 0..3 {1 1 2 3 2 2 2}, {2 2 3 3 2 2
+//        2}, {1 2 3 3 2 2 2}, {2 3 3 3 2 2 2}: 13 + 16 + 15 + 17 = 61
+//        + 6 pairs × (1 cancel + Eq level 2: constant + detector)          = 66 + 4 · 32 + 122 + 18
 //   L+4  235 cancels (4 + 1 + 128 load + 32 value_0 + 6 same + 32 + 32) + 2
 //        + faults 2 spaces × Σ_l (1 + 2^l) = 38 ANDs + load 2 × 128 ANDs
-//        + lane 0's chain: per bit 5 (st, exch, or's b, st.b8's b, st.b16's b)
-//          + S · 8 (and 1, or 1, xor 2, st.b8 3, st.b16 1) = 21 × 32 = 672 ANDs
-//        + same 6 + words 28 + mask 4 + tags 2·15 + 1 = 69 ANDs                = 237 + 2·1,035
+//        + lane 0's chain: per bit 6 (st, exch, or's b, st.b8's b, st.b16's b, stl's a)
+//          + S · 8 (and 1, or 1, xor 2, st.b8 3, st.b16 1) = 22 × 32 = 704 ANDs
+//        + same 6 + words 28 + mask 4 + tags 2·15 + 1 = 69 ANDs                = 237 + 2·1,067
 //        + the masked operands: 192 cancels + 2 + 6 × 32 ANDs · 2                = 578
 //          + min.u's, min.s's, max.s's identity bits: 3 patterns each, 6 per bit  = 2 · 6 · 6 · 32
 //   L+4+l (l = 1..3): 64 cancels (value_l, atomOld_l) + 2
-//        + per bit 5 + S · 9 (the 8, and old'_l's copy) with S = 1 + l         = 66 + 2·32·(5 + 9(1+l))
+//        + per bit 6 + S · 9 (the 8, and old'_l's copy) with S = 1 + l         = 66 + 2·32·(6 + 9(1+l))
 //   add  L+5: lane 0's level 1 497; count rows (64 + 2) + (96 + 2) + (96 + 2) cancels and bases,
 //             step pairs (3 + 4 + 5) × 32 · 2 = 768                            = 497 + 262 + 768
 //        L+6: lane 0's level 2 128, lane 1's level 1 497, lanes 2, 3's 3:2 (64 + 2 + 3 · 32 · 2) · 2
@@ -109,16 +117,16 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //        L+9: per lane old'_l − 1 (32 · 2 step pairs) and 32 wrap ANDs, lanes 1..3 32 old ANDs
 //                                                        = 4 · (128 + 64) + 3 · 64
 constexpr std::array<int, kMemoryStageLayers> kUnits = {
-    2044,
-    512,
-    144,
-    156 + 1134,
-    2307 + 578 + 2 * 6 * 6 * 32 + 226 + 19 + 2 * 49,
-    1538 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49 + 30 + 2 * 6 + 2 * 49 + 50 +
+    95 + 1988,
+    512 + 127,
+    144 + 503,
+    66 + 4 * 32 + 122 + 18 + 1134,
+    2371 + 578 + 2 * 6 * 6 * 32 + 226 + 19 + 2 * 49,
+    1602 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49 + 30 + 2 * 6 + 2 * 49 + 50 +
         6 * 49,
-    2114 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3 + 8 * 6 + 10 * 6 + 198 +
+    2178 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3 + 8 * 6 + 10 * 6 + 198 +
         2 * 128,
-    2690 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 + 2 * 2 * 40,
+    2754 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 + 2 * 2 * 40,
     2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4 + 98 + 2 * 19 * 32,
     226 + 2 * 1056 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
         2 * (4 * 32 + 10 * 32 + 9 * 32) + 4 * (128 + 64) + 3 * 64};
@@ -129,12 +137,17 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   for (int op = 0; op < machine::kNumOps; ++op)
     memRows += machine::opInfo(static_cast<machine::Op>(op)).cls == machine::OpClass::Mem ? 1 : 0;
   ASSERT_EQ(memRows, 16) << "isa.def's Mem rows changed: recount L";
+  int localRows = 0;
+  for (int op = 0; op < machine::kNumOps; ++op)
+    localRows += machine::opInfo(static_cast<machine::Op>(op)).cls == machine::OpClass::Local;
+  ASSERT_EQ(localRows, 2) << "isa.def's Local rows changed: recount L";
   const Built b = build(64, ReadHeight::Nominal);
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
   const MemoryStage& s = b.stage.value();
   EXPECT_EQ(s.units, kUnits);
   EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
-  // The stage's own dims: kind 22, 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
+  // The stage's own dims: kind 25, the slot's 25 products and 7-bit base,
+  // 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
   // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
@@ -143,9 +156,9 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5; atom.dec's 6 saturated words, 3
   // words b_k − r, 3 + 10 + 6 zero tests, 10 compares × (bus 16 + 1) and 10 outputs, 6 words
   // M_l − q, 3 old words, states + wraps 2 + 4 + 7 + 11.
-  EXPECT_EQ(s.dims, 22 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 + 128 +
-                        40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 + 3 * 32 +
-                        19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
+  EXPECT_EQ(s.dims, 25 + 25 + 7 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 +
+                        128 + 40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 +
+                        3 * 32 + 19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
 }
 
 TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {
@@ -183,13 +196,13 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
                         });
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
   const MemoryStage& m = b.stage.value();
-  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2044, 512, 144, 156, 2307 + 2 * 4 * 64,
-                                                          1538, 2114, 2690, 0, 0}));
+  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2083, 639, 647, 334, 2371 + 2 * 4 * 64,
+                                                          1602, 2178, 2754, 0, 0}));
   EXPECT_EQ(m.heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
   EXPECT_EQ(m.fault.offset, fault.offset);
   // Its own dims without atom.add's, min / max's, inc's, cas's and dec's (less its kind dim) and
-  // without the fault: 3,998 − 704 − 808 − 496 − 184 − 799 − 1.
-  EXPECT_EQ(m.dims, 3998 - 704 - 808 - 496 - 184 - 799 - 1);
+  // without the fault: 4,033 − 704 − 808 − 496 − 184 − 799 − 1.
+  EXPECT_EQ(m.dims, 4033 - 704 - 808 - 496 - 184 - 799 - 1);
   // 7 layers are too few without the prefix atomics; 8 are too few with them (above).
   EXPECT_FALSE(build(64, ReadHeight::Nominal, kMemoryChainLayers - 1, 32,
                      [](MemoryStageSpec& s, FieldAllocator&) { s.prefixAtomics = false; })
@@ -209,6 +222,15 @@ TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
   const Built head = build(64, ReadHeight::Nominal, kMemoryStageLayers, 31);
   ASSERT_FALSE(head.stage.ok());
   EXPECT_EQ(head.stage.error().kind, ErrorKind::Usage);
+  // The spill slots' inputs: blockX 5 bits, the warp 2.
+  const Built warp = build(64, ReadHeight::Nominal, kMemoryStageLayers, 32,
+                           [](MemoryStageSpec& s, FieldAllocator& alloc) {
+                             s.warp = alloc.take("warp.wide", 3).value();
+                           });
+  ASSERT_FALSE(warp.stage.ok());
+  EXPECT_EQ(warp.stage.error().kind, ErrorKind::Usage);
+  EXPECT_NE(warp.stage.error().message.find("warp 2"), std::string::npos)
+      << warp.stage.error().message;
   // atom.cas's swap value: 32 dims per lane with the prefix atomics, none needed without them.
   auto narrowSrc2 = [](MemoryStageSpec& s, FieldAllocator& alloc) {
     s.lanes[2].src2 = alloc.take("src2.narrow", 31).value();

@@ -22,7 +22,10 @@
 // known value (0, 15, 16, the top ones), lanes on one or two of them with operands near the word
 // (inc: M − 1 .. M + 4, 0..3 or the top; dec: M − 1 .. M − 5, 0..3, M .. M + 2 or the top three;
 // cas: the word or an earlier lane's swap value), so that runs of lanes on one word cross the
-// wrap (or swap) after every number of earlier lanes.
+// wrap (or swap) after every number of earlier lanes. The spill ops (ldl, stl) run on a stream of
+// their own (spillStream): launches of 1..16 threads, slots up to the last shared word, every warp,
+// each lane's slot word the interpreter's (its step effects on a one-op program under the case's
+// launch), an MS record writing each ldl's slot words before it.
 // Addresses: random and every edge — 0, the last word, one past it (global 504, shared
 // 4·sharedWords), a negative offset, wrap-around, every misalignment for each access width,
 // sharedWords 0 and 126, bits above the word index; a third of the cases put 2–4 executing lanes on
@@ -30,7 +33,8 @@
 // Failing twins: the shared bound off by one (faults at w > sharedWords) gets fault bits wrong;
 // the chain taking the first earlier same-word lane instead of the nearest gets values wrong;
 // atom.inc's wrap test at M instead of M + i gets the increments wrong; atom.cas's test after a
-// swap against M and atom.dec's test after a wrap against b_k (not b_k − r) likewise.
+// swap against M and atom.dec's test after a wrap against b_k (not b_k − r) likewise; the spill
+// slot's word without the warp reads and writes the wrong slots.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,7 +68,9 @@ constexpr int kProbes = 96;
 constexpr int kIncProbes = 64;  // atom.inc on words of known value (knownWordStream)
 constexpr int kCasProbes = 64;  // atom.cas on them
 constexpr int kDecProbes = 64;  // atom.dec on them
-constexpr int kAllProbes = kProbes + kIncProbes + kCasProbes + kDecProbes;
+constexpr int kSpillProbes = 48;  // ldl / stl (spillCase)
+constexpr int kFirstSpillProbe = kProbes + kIncProbes + kCasProbes + kDecProbes;
+constexpr int kAllProbes = kFirstSpillProbe + kSpillProbes;
 constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memrec value, atomOld
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
 constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kAllProbes, kProbeLogits});
@@ -76,7 +82,8 @@ struct Case {
   Op op = Op::Ld;
   Space space = Space::Global;
   int sharedWords = 0;
-  int32_t offset = 0;
+  int32_t offset = 0;                        // a spill op's slot
+  int spillSlots = 0, blockX = 1, warp = 0;  // the spill ops' launch and warp
   uint8_t exec = 0xf;
   std::array<uint32_t, kLanes> src0{}, src1{}, src2{};  // src2: atom.cas's swap value
 };
@@ -103,7 +110,11 @@ bool valueBuilt(Op op) {
   return op == Op::St || op == Op::StB8 || op == Op::StB16 || op == Op::AtomAnd ||
          op == Op::AtomOr || op == Op::AtomXor || op == Op::AtomExch || op == Op::AtomAdd ||
          op == Op::AtomMinU || op == Op::AtomMaxU || op == Op::AtomMinS || op == Op::AtomMaxS ||
-         op == Op::AtomInc || op == Op::AtomCas || op == Op::AtomDec;
+         op == Op::AtomInc || op == Op::AtomCas || op == Op::AtomDec || op == Op::StLocal;
+}
+
+bool isSpill(Op op) {
+  return machine::opInfo(op).cls == machine::OpClass::Local;
 }
 
 // atom.inc's operands on same-word lanes, one class per case: small (a wrap, then the small words
@@ -184,7 +195,38 @@ Case decCase(int j) {
                        });
 }
 
+// A spill op (ldl or stl) under a launch that fits: blockX 1..16 threads, the slots after
+// sharedWords user words (sharedWords + spillSlots·blockX ≤ 126, so often the last word), a slot
+// and a warp that exist, the lanes of that warp's threads executing (or a random subset of them,
+// or none); src0 is stl's value.
+Case spillCase(int j) {
+  std::mt19937 rng(static_cast<uint32_t>(7000 + j));
+  Case c;
+  c.op = j % 2 == 0 ? Op::StLocal : Op::LdLocal;
+  c.space = (j / 2) % 2 ? Space::Shared : Space::Global;  // the head's space bit: ignored
+  c.blockX = j % 8 == 0 ? machine::kMaxThreadsPerBlock : 1 + static_cast<int>(rng() % 16);
+  const int most = machine::kSharedWords / c.blockX;
+  c.spillSlots = j % 3 == 0 ? most : 1 + static_cast<int>(rng() % static_cast<uint32_t>(most));
+  const int room = machine::kSharedWords - c.spillSlots * c.blockX;
+  c.sharedWords = j % 4 == 0 ? room : static_cast<int>(rng() % static_cast<uint32_t>(room + 1));
+  c.offset =
+      j % 5 == 0 ? c.spillSlots - 1 : static_cast<int>(rng() % static_cast<uint32_t>(c.spillSlots));
+  const int warps = (c.blockX + kLanes - 1) / kLanes;
+  c.warp = j % 6 == 0 ? warps - 1 : static_cast<int>(rng() % static_cast<uint32_t>(warps));
+  uint8_t threads = 0;  // the warp's lanes that are threads of the CTA
+  for (int l = 0; l < kLanes; ++l)
+    if (kLanes * c.warp + l < c.blockX) threads |= static_cast<uint8_t>(1u << l);
+  c.exec = j % 11 == 5 ? 0 : j % 3 == 1 ? static_cast<uint8_t>(threads & rng()) : threads;
+  for (int l = 0; l < kLanes; ++l) {
+    c.src0[static_cast<size_t>(l)] = streams::randomValue(rng);
+    c.src1[static_cast<size_t>(l)] = streams::randomValue(rng);
+    c.src2[static_cast<size_t>(l)] = streams::randomValue(rng);
+  }
+  return c;
+}
+
 Case probeCase(int i) {
+  if (i >= kFirstSpillProbe) return spillCase(i - kFirstSpillProbe);
   if (i >= kProbes + kIncProbes + kCasProbes) return decCase(i - kProbes - kIncProbes - kCasProbes);
   if (i >= kProbes + kIncProbes) return casCase(i - kProbes - kIncProbes);
   if (i >= kProbes) return incCase(i - kProbes);
@@ -265,6 +307,41 @@ uint32_t address(const Case& c, int l) {
   return c.src0[static_cast<size_t>(l)] + static_cast<uint32_t>(c.offset);
 }
 
+// The shared words a spill op's lanes access, from the interpreter: a one-block program of the
+// op (ldl into r1, or stl of 0) under the case's launch, the effects of the case's warp's step.
+std::array<uint32_t, kLanes> interpreterSpillWords(const Case& c) {
+  machine::Instr in;
+  in.op = c.op;
+  in.dst = c.op == Op::LdLocal ? 1 : 0;
+  in.offset = c.offset;
+  if (c.op == Op::StLocal) in.src[0] = machine::Operand::i(0);
+  machine::Program p;
+  p.name = "spill";
+  p.sharedWords = static_cast<uint8_t>(c.sharedWords);
+  p.spillSlots = static_cast<uint8_t>(c.spillSlots);
+  machine::Block b;
+  b.ops.push_back(in);
+  p.blocks.push_back(b);
+  machine::Launch launch;
+  launch.blockX = static_cast<uint32_t>(c.blockX);
+  std::array<uint32_t, kLanes> words{};
+  auto run = oracle::Execution::start(p, launch);
+  EXPECT_TRUE(run.ok()) << run.error().message;
+  if (!run.ok()) return words;
+  for (;;) {
+    const oracle::StepEvent& e = run.value().next();
+    if (e.kind == oracle::EventKind::Step && e.step.warp == c.warp) {
+      for (int l = 0; l < kLanes; ++l)
+        words[static_cast<size_t>(l)] = e.step.ops[0].words[static_cast<size_t>(l)];
+      return words;
+    }
+    if (e.kind != oracle::EventKind::Step && e.kind != oracle::EventKind::CtaStart) {
+      ADD_FAILURE() << "the interpreter ran no step of warp " << c.warp;
+      return words;
+    }
+  }
+}
+
 // Whether the interpreter faults on this lane's access: a one-op program of one thread.
 bool interpreterFaults(const Case& c, int l) {
   machine::Instr in;
@@ -289,7 +366,7 @@ bool interpreterFaults(const Case& c, int l) {
 }
 
 struct Inputs {
-  Field head, offset, sharedWords, exec;
+  Field head, offset, sharedWords, blockX, warp, exec;
   std::array<MemoryLaneIn, kLanes> lanes;
 };
 
@@ -311,6 +388,8 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
   in.head = alloc.take("in.head", 32).value();
   in.offset = alloc.take("in.offset", 32).value();
   in.sharedWords = alloc.take("in.sharedWords", 7).value();
+  in.blockX = alloc.take("in.blockX", 5).value();
+  in.warp = alloc.take("in.warp", 2).value();
   in.exec = alloc.take("in.exec", kLanes).value();
   for (auto& l : in.lanes)
     l = {alloc.take("in.src0", 32).value(), alloc.take("in.src1", 32).value(),
@@ -320,6 +399,8 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
   s.head = in.head;
   s.offset = in.offset;
   s.sharedWords = in.sharedWords;
+  s.blockX = in.blockX;
+  s.warp = in.warp;
   s.exec = in.exec;
   s.lanes = in.lanes;
   s.twin = twin;
@@ -343,6 +424,8 @@ Bench build(const std::string& name, MemoryStageTwin twin = MemoryStageTwin::Non
     harness::setSigns(w, row, in.head, packedHead(c.op, c.space), kUnit);
     harness::setSigns(w, row, in.offset, static_cast<uint32_t>(c.offset), kUnit);
     harness::setSigns(w, row, in.sharedWords, static_cast<uint64_t>(c.sharedWords), kUnit);
+    harness::setSigns(w, row, in.blockX, static_cast<uint64_t>(c.blockX), kUnit);
+    harness::setSigns(w, row, in.warp, static_cast<uint64_t>(c.warp), kUnit);
     harness::setSigns(w, row, in.exec, c.exec, kUnit);
     for (int l = 0; l < kLanes; ++l) {
       harness::setSigns(w, row, in.lanes[static_cast<size_t>(l)].src0, c.src0[static_cast<size_t>(l)], kUnit);
@@ -424,9 +507,12 @@ struct Counts {
       decs = 0,          // checked atom.dec lane values
       decChained = 0,    // of them, after an earlier lane on their word
       decAfterWrap = 0,  // of those, on a word an earlier lane wrapped (old' ≠ M − earlier lanes)
-      decWrapAgain = 0,  // of those, lanes that wrap it again
-      decAtZero = 0,     // lanes after an earlier lane that wrap because they see 0
-      unbuilt = 0;       // lane values of atomics the stage does not build (none today)
+      decWrapAgain = 0,   // of those, lanes that wrap it again
+      decAtZero = 0,      // lanes after an earlier lane that wrap because they see 0
+      spillLoads = 0,     // checked ldl lanes
+      spillStores = 0,    // checked stl lanes
+      spillHighWarp = 0,  // of both, lanes of warps 1..3
+      unbuilt = 0;        // lane values of atomics the stage does not build (none today)
 };
 
 Want expectProbe(const Case& c, const Model& m, Counts& n) {
@@ -437,15 +523,23 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
       w.checked.push_back(check);
     }
   };
-  const int sp = c.space == Space::Shared ? 1 : 0;
+  const int sp = c.space == Space::Shared || isSpill(c.op) ? 1 : 0;
   const bool store = c.op == Op::St || c.op == Op::StB8 || c.op == Op::StB16;
   const bool atomic = machine::opInfo(c.op).mem == machine::MemEffect::ReadWrite;
   const bool writes = machine::writesMemory(c.op);
+  const bool spill = isSpill(c.op);
   bool opFault = false;
-  std::array<bool, kLanes> bad{};
-  for (int l = 0; l < kLanes; ++l) {
+  std::array<bool, kLanes> bad{};  // a spill op never faults (verify keeps its slots in memory)
+  for (int l = 0; l < kLanes && !spill; ++l) {
     bad[static_cast<size_t>(l)] = interpreterFaults(c, l);
     opFault = opFault || (((c.exec >> l) & 1) && bad[static_cast<size_t>(l)]);
+  }
+  // Each lane's word: the address's, or a spill op's slot word (the interpreter's).
+  std::array<uint32_t, kLanes> wordOf{};
+  if (spill) {
+    wordOf = interpreterSpillWords(c);
+  } else {
+    for (int l = 0; l < kLanes; ++l) wordOf[static_cast<size_t>(l)] = (address(c, l) >> 2) & 127;
   }
   // The interpreter's lane-serial order (oracle/interpreter.cpp execMem): lanes 0..3 each read
   // the word as the lanes before them left it, on a copy of the model's memory; evalSubwordStore
@@ -457,11 +551,14 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     const uint32_t a = address(c, l);
     if (!((c.exec >> l) & 1) || opFault) continue;
     for (int k = 0; k < l; ++k)
-      earlier[static_cast<size_t>(l)] += ((c.exec >> k) & 1) && (address(c, k) >> 2) == (a >> 2);
-    uint32_t& word = mem[(a >> 2) & 127];
+      earlier[static_cast<size_t>(l)] +=
+          ((c.exec >> k) & 1) && wordOf[static_cast<size_t>(k)] == wordOf[static_cast<size_t>(l)];
+    uint32_t& word = mem[wordOf[static_cast<size_t>(l)]];
     const uint32_t b = c.src1[static_cast<size_t>(l)];
     oldSeen[static_cast<size_t>(l)] = word;
     if (c.op == Op::St) word = b;
+    else if (c.op == Op::StLocal)
+      word = c.src0[static_cast<size_t>(l)];
     else if (c.op == Op::StB8 || c.op == Op::StB16) word = oracle::evalSubwordStore(c.op, word, a, b).value();
     else if (atomic)
       word = oracle::evalAtomic(c.op, word, b, c.src2[static_cast<size_t>(l)]).value();
@@ -471,7 +568,7 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     const uint32_t a = address(c, l);
     const bool ex = (c.exec >> l) & 1;
     const bool b = bad[static_cast<size_t>(l)];
-    const uint32_t word = m.mem[static_cast<size_t>(sp)][(a >> 2) & 127];
+    const uint32_t word = m.mem[static_cast<size_t>(sp)][wordOf[static_cast<size_t>(l)]];
     const bool acts = ex && !opFault && writes;
     const bool chained = earlier[static_cast<size_t>(l)] > 0;
     const bool valueCheck = acts && valueBuilt(c.op);
@@ -480,7 +577,7 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     const bool oldCheck = ex && !opFault && (valueBuilt(c.op) || !writes || !chained);
     put(a, 32, true);
     put(ex && b, 1, true);
-    put(word, 32, !b);
+    put(word, 32, spill ? ex : !b);  // a spill op's word: the executing lanes' (the interpreter's)
     put(newWord[static_cast<size_t>(l)], 32, valueCheck);
     put(writes ? oldSeen[static_cast<size_t>(l)] : word, 32, oldCheck);
     n.faultingLanes += ex && b ? 1 : 0;
@@ -517,6 +614,9 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
     n.decAfterWrap += afterWrap ? 1 : 0;
     n.decWrapAgain += afterWrap && decWraps ? 1 : 0;
     n.decAtZero += dec && chained && seen == 0 ? 1 : 0;
+    n.spillLoads += ex && c.op == Op::LdLocal ? 1 : 0;
+    n.spillStores += acts && c.op == Op::StLocal ? 1 : 0;
+    n.spillHighWarp += ex && spill && c.warp > 0 ? 1 : 0;
     n.minmax += acts && (c.op == Op::AtomMinU || c.op == Op::AtomMaxU || c.op == Op::AtomMinS ||
                          c.op == Op::AtomMaxS)
                     ? 1
@@ -524,7 +624,7 @@ Want expectProbe(const Case& c, const Model& m, Counts& n) {
   }
   put(opFault, 1, true);
   uint32_t wordMask = 0;
-  for (int l = 0; l < kLanes; ++l) wordMask |= ((address(c, l) >> 2) & 127) << (7 * l);
+  for (int l = 0; l < kLanes; ++l) wordMask |= wordOf[static_cast<size_t>(l)] << (7 * l);
   if (writes) wordMask |= static_cast<uint32_t>(c.exec) << 28;
   for (int i = 0; i < 32; ++i) {
     const int l = i / 7;
@@ -770,6 +870,77 @@ TEST(MemoryStage, DecOnWordsOfKnownValueIsTheInterpretersLaneSerialDecrement) {
       EXPECT_GT(r.counts.decWrapAgain, 5);
       EXPECT_GT(r.counts.decAtZero, 5);
     }
+}
+
+// The spill slots (memory_stage.h): ldl and stl under launches of 1..16 threads, slots up to the
+// last shared word, every warp, between the records of the hand-made trace that writes shared
+// memory, and before every ldl an MS record that writes its lanes' slot words (the interpreter's)
+// — each lane's slot word, load, stored value, mask and tag the interpreter's.
+std::vector<int64_t> spillStream() {
+  const std::vector<Token> t = streams::handMade(5, 60, 40);
+  std::mt19937 rng(11);
+  std::vector<int64_t> out;
+  int next = 0;
+  // Between records only (never between a tag and its value, nor between EX and WM).
+  auto recordStarts = [&](size_t i) {
+    const Family f = trace::familyOf(t[i]);
+    const Family before = i > 0 ? trace::familyOf(t[i - 1]) : Family::Run;
+    return f != Family::C && f != Family::T && f != Family::Wm && f != Family::Run &&
+           (before == Family::T || before == Family::Wm || before == Family::Nop ||
+            before == Family::Cta || before == Family::Run);
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != trace::single(Family::Run) && i > 0 && recordStarts(i) && i % 3 == 0) {
+      const int probe = kFirstSpillProbe + next++ % kSpillProbes;
+      const Case c = probeCase(probe);
+      if (c.op == Op::LdLocal && c.exec != 0) {
+        std::vector<Token> record = {trace::ms(c.exec)};
+        const std::array<uint32_t, kLanes> words = interpreterSpillWords(c);
+        for (int l = 0; l < kLanes; ++l) {
+          if (!((c.exec >> l) & 1)) continue;
+          trace::appendValue(record, words[static_cast<size_t>(l)]);
+          trace::appendValue(record, streams::randomValue(rng));
+        }
+        out.insert(out.end(), record.begin(), record.end());
+      }
+      out.push_back(trace::kVocabSize + probe);
+    }
+    out.push_back(t[i]);
+  }
+  return out;
+}
+
+TEST(MemoryStage, SpillSlotsAreTheInterpretersSharedWords) {
+  const Bench& b = stageBench();
+  ASSERT_FALSE(b.dir.empty());
+  const std::vector<int64_t> tokens = spillStream();
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (Path path : harness::kPaths) {
+      const Result r = runAndCheck(b, tokens, dtype, path);
+      std::cout << "  ldl / stl " << dtypeName(dtype) << " " << harness::pathName(path) << " ("
+                << tokens.size() << " tokens, " << r.counts.probes << " probes, "
+                << r.counts.spillLoads << " ldl lanes (" << r.counts.nonzeroLoads
+                << " nonzero loads), " << r.counts.spillStores << " stl lanes, "
+                << r.counts.spillHighWarp << " of both in warps 1..3): " << r.bits.summary()
+                << "\n";
+      EXPECT_TRUE(r.bits.ok()) << dtypeName(dtype) << " " << harness::pathName(path) << ": "
+                               << r.bits.summary();
+      EXPECT_GE(r.counts.probes, kSpillProbes);
+      EXPECT_GT(r.counts.spillLoads, 40);
+      EXPECT_GT(r.counts.spillStores, 40);
+      EXPECT_GT(r.counts.spillHighWarp, 30);
+      EXPECT_GT(r.counts.nonzeroLoads, 40);  // the words the MS record before each ldl wrote
+    }
+}
+
+// The spill slots' failing twin: the slot word without the warp (C + l): warps 1..3 read and write
+// warp 0's slots.
+TEST(MemoryStageTwin, SpillSlotsWithoutTheWarpAreWrong) {
+  const Bench b = build("twin_spill", MemoryStageTwin::SpillWithoutTheWarp);
+  ASSERT_FALSE(b.dir.empty());
+  const Result r = runAndCheck(b, spillStream(), ComputeDtype::F32, Path::Prefill);
+  std::cout << "spill slots without the warp: " << r.bits.summary() << "\n";
+  EXPECT_GT(r.bits.wrongSign, 0);
 }
 
 // atom.dec's failing twin: r lanes after a lane wrapped the word to b_k, the wrap test compares

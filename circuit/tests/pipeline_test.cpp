@@ -30,7 +30,8 @@
 // Expected values come from the interpreter and its encoder, never from the gadgets.
 //
 // The memory bench (ExecutePipelineMemory) builds the pipeline with every op it has (benchSpec:
-// memory ops, atomics with their regrec, warp ops) on programs of gen/ with memory and warp ops
+// memory ops, spill slots, atomics with their regrec, warp ops) on programs of gen/ with memory,
+// spill and warp ops
 // (every second atomic's destination r0: withRegisterlessAtomics); its cases must reach every
 // kind of kMemoryKindsRequired, and the model-leg property (issue 9) draws more.
 //
@@ -84,8 +85,8 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
 // With memory ops, atomics and their regrec (ExecuteSpec::memory, ::atomics, ::atomicRegrec): the
 // widest layer.
-constexpr int kMemoryUnits = 6725;  // E+5: the scheduler, the ALU's S0, e, execRecord and the
-                                    // memory stage's L
+constexpr int kMemoryUnits = 6782;  // E+10: the memory stage's L+5 (lane 1's chain, the
+                                    // atomics' compares) and the result stage's
 
 // The pipeline each bench builds: the ALU stage's ops, or with memory every op the pipeline has
 // (the leg's pipeline, the atomics' regrec and the warp ops).
@@ -141,9 +142,9 @@ bool usable(const machine::Program& p, bool memory) {
 gen::Policy policy(bool memory) {
   gen::Policy p;
   p.wMem = memory ? 6 : 0;
-  p.wLocal = 0;
+  p.wLocal = memory ? 2 : 0;  // ldl / stl: the memory stage's spill slots
   p.wWarp = memory ? 2 : 0;
-  p.maxSpillSlots = 0;
+  p.maxSpillSlots = memory ? 3 : 0;
   p.maxSharedWords = memory ? 24 : 0;
   p.initNonzeroProb = memory ? 0.15 : 0;  // each nonzero word is prompt tokens (GMEM, GW, value)
   p.minBlockX = 5;  // at least 2 warps
@@ -517,6 +518,8 @@ std::map<std::string, int> memoryKinds(const Case& c) {
       seen["shuffle in a partial warp"] += shuffle && op.fx.exec != 15;
       seen["warp op with a nonzero result"] += nonzero;
     }
+    seen["ldl"] += op.in.op == machine::Op::LdLocal && op.fx.exec != 0;
+    seen["stl"] += op.in.op == machine::Op::StLocal && op.fx.exec != 0;
     if (!isMemOp(op)) continue;
     const bool shared = op.in.space == machine::Space::Shared;
     seen[std::string(machine::opInfo(op.in.op).mnemonic) + (shared ? " shared" : " global")] += 1;
@@ -557,7 +560,7 @@ std::map<std::string, int> memoryKinds(const Case& c) {
 // clang-format off
 const std::vector<std::string> kMemoryKindsRequired = {
     "fault", "MG", "MS", "ld global", "ld shared", "ld nonzero", "st global", "st shared", "guarded",
-    "partial mask", "prefix atomic", "chain atomic", "atom.inc", "atom.cas", "atom.dec",
+    "partial mask", "prefix atomic", "chain atomic", "atom.inc", "atom.cas", "atom.dec", "ldl", "stl",
     "atomic lanes on one word",
     "atomic into a register", "atomic into a register, lanes on one word",
     "atomic into a register, a guard-false lane", "atomic into a register, no lane executing",

@@ -164,7 +164,8 @@ int runBuild(const CircuitBuildOptions& o) {
   }
   if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
   std::printf(
-      "wrote %s (the leg's pipeline: memory ops, atomics with their regrec, warp ops; step "
+      "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops; "
+      "step "
       "limit %d)\n",
       o.out.c_str(), o.stepLimit);
   return kExitOk;

@@ -99,6 +99,24 @@ machine::Launch launch() {
 }
 
 struct Leg : ::testing::Test {
+  // `qgpu check --model fp32,bf16` with --check on `chosen` (clang; the interpreter row beside):
+  // two sessions per dtype on the suite's checkpoint, run by runCheck's two model workers.
+  static Expected<CheckReport> checkModelRows(const std::vector<kernels::KernelSpec>& chosen) {
+    ModelLegOptions mo;
+    mo.checkpoint = dir;
+    mo.check = true;
+    const std::vector<Backend> legs = {Backend::ModelF32, Backend::ModelBf16};
+    QGPU_TRY(opened, ModelLegs::open(mo, legs, 2));
+    CheckOptions options;
+    options.compilers = {host::Compiler::Clang};
+    options.gpu = false;
+    options.modelLegs = legs;
+    options.modelCase = [&](const kernels::KernelSpec& s, host::Compiler c, Backend leg) {
+      return opened->run(s, c, leg);
+    };
+    return runCheck(chosen, options);
+  }
+
   static inline std::string dir;
   static inline std::unique_ptr<model::Decoder> fp32;  // loaded once: 11 GB, ≈ 20 s
   static void SetUpTestSuite() {
@@ -219,20 +237,9 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
   ASSERT_EQ(chosen.size(), names.size());
-  ModelLegOptions mo;
-  mo.checkpoint = dir;
-  mo.check = true;
-  const std::vector<Backend> legs = {Backend::ModelF32, Backend::ModelBf16};
-  auto opened = ModelLegs::open(mo, legs, 2);
-  ASSERT_TRUE(opened.ok()) << opened.error().str();
-  CheckOptions options;
-  options.compilers = {host::Compiler::Clang};
-  options.gpu = false;
-  options.modelLegs = legs;
-  options.modelCase = [&](const kernels::KernelSpec& s, host::Compiler c, Backend leg) {
-    return (*opened)->run(s, c, leg);
-  };
-  CheckReport report = runCheck(chosen, options);
+  auto checked = checkModelRows(chosen);
+  ASSERT_TRUE(checked.ok()) << checked.error().str();
+  CheckReport report = std::move(checked).value();
   ASSERT_EQ(report.cases.size(), 3 * names.size());  // per kernel: interp, model-fp32, model-bf16
   for (const CaseResult& c : report.cases) {
     SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
@@ -252,6 +259,39 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   for (const CaseResult& c : report.cases) compared += isModel(c.backend) ? c.traceTokens : 0;
   std::cout << "[leg] check --model fp32,bf16 on " << names.size() << " catalog kernels (clang): " << compared
             << " run tokens compared, 0 differ" << std::endl;
+}
+
+// The spill slots through the model (no catalog kernel spills): harness/tests/data/model_spill's
+// local_frame (a dynamically indexed per-thread array: a .local frame of 8 slots, two warps) and
+// spill_pressure (16 words live per thread: the register allocator's spills, two warps, the
+// second partial), their expected outputs worked out independently in the files; each through
+// `check --model fp32,bf16` with --check, the interpreter's run token for token.
+TEST_F(Leg, SpillSlotsRunThroughTheModelTokenForToken) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  std::vector<kernels::KernelSpec> chosen;
+  for (const char* name : {"local_frame", "spill_pressure"}) {
+    auto spec = kernels::parseKernelFile(std::string(QGPU_SOURCE_DIR) +
+                                         "/harness/tests/data/model_spill/" + name + ".cu");
+    ASSERT_TRUE(spec.ok()) << spec.error().str();
+    chosen.push_back(*spec);
+  }
+  auto checked = checkModelRows(chosen);
+  ASSERT_TRUE(checked.ok()) << checked.error().str();
+  CheckReport report = std::move(checked).value();
+  ASSERT_EQ(report.cases.size(), 3 * chosen.size());
+  uint64_t compared = 0;
+  for (const CaseResult& c : report.cases) {
+    SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
+    EXPECT_EQ(c.verdict, Verdict::Match);
+    if (!isModel(c.backend)) continue;
+    EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"),
+              std::string::npos);
+    compared += c.traceTokens;
+  }
+  EXPECT_GT(compared, 8000u);
+  std::cout << "[leg] the spill slots: " << chosen.size()
+            << " kernels (clang), fp32 and bf16: " << compared << " run tokens compared, 0 differ"
+            << std::endl;
 }
 
 // The leg against itself: the greedy run (one-token path) replayed on the chunked path gives the
