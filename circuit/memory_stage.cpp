@@ -57,6 +57,12 @@ std::vector<SlotProduct> slotProducts() {
   return p;
 }
 
+// Adds weight·bit of the sign dim `dim` to f, in x̂ units (bit = (x̂ + 1)/2).
+void addBitTerm(LinearForm& f, int dim, double weight) {
+  f.terms.push_back({dim, weight / 2});
+  f.constant += weight / 2;
+}
+
 // The head word's fields by their names in oracle/trace.cpp's table.
 Expected<Field> memoryHeadField(const Field& head, const char* name, int width) {
   return packedSlice(head, trace::PackedWord::OpHead, name, width, "memory stage");
@@ -310,6 +316,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   QGPU_TRY(spaceField, memoryHeadField(s.head, "space", 1));
 
   MemoryStage r;
+  const std::vector<SlotProduct> products = slotProducts();
   const int before = alloc.takenDims();
   auto take = [&](const std::string& name, int dims) { return alloc.take("mem." + name, dims); };
   // A 32-bit compare's fields (logic.h): its bus and its 1-dim result.
@@ -331,9 +338,9 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     r.checks[static_cast<size_t>(l)] = checks;
   }
   {
-    QGPU_TRY(products, take("spillProducts", static_cast<int>(slotProducts().size())));
+    QGPU_TRY(productDims, take("spillProducts", static_cast<int>(products.size())));
     QGPU_TRY(base, take("spillBase", kWordBits));
-    r.spillProducts = products;
+    r.spillProducts = productDims;
     r.spillBase = base;
   }
   for (int sp = 0; sp < 2; ++sp)
@@ -532,11 +539,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     LinearForm n;
     for (int d : dims) n.terms.push_back({d, 0.5});
     n.constant = 0.5 * static_cast<double>(dims.size());
-    if (unless >= 0) {
-      const double over = static_cast<double>(dims.size());
-      n.terms.push_back({unless, -over / 2});
-      n.constant -= over / 2;
-    }
+    if (unless >= 0) addBitTerm(n, unless, -static_cast<double>(dims.size()));
     QGPU_TRY(rep, addStep(u, ctx, n, {{t.ballast.at(0), 1.0f}}, {{out, 2}}));
     (void)rep;
     return Ok{};
@@ -555,8 +558,6 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   // The space the op reads and writes (the kind dim `shared`, not the head's bit: spill ops).
   auto spaceIs = [&](int sp) { return sp == 1 ? kind(kShared) : no(kind(kShared)); };
 
-  const std::vector<SlotProduct> products = slotProducts();
-
   // ---- L: the adder's level 1, the op kind. L+1: the adder's level 2, the spill slot's
   // products. ----
   {
@@ -569,11 +570,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       if (ks.empty()) continue;
       std::vector<std::pair<int, double>> outs;
       for (int k : ks) outs.push_back({r.kind.at(k), two});
-      QGPU_CHECK(fw.add(u1, headLits(spells(opcode, static_cast<unsigned>(op))), outs));
+      const std::vector<Literal> isOp = headLits(spells(opcode, static_cast<unsigned>(op)));
+      QGPU_CHECK(fw.add(u1, isOp, outs));
       if (machine::opInfo(static_cast<machine::Op>(op)).cls == machine::OpClass::Mem)
-        QGPU_CHECK(fw.add(
-            u1, headLits(spells(opcode, static_cast<unsigned>(op))) + std::vector<Literal>{space},
-            {{r.kind.at(kShared), two}}));
+        QGPU_CHECK(fw.add(u1, isOp + std::vector<Literal>{space}, {{r.kind.at(kShared), two}}));
     }
     // L+1: the spill slot's products s_i ∧ blockX_j (s: the offset word's low bits, +u = 1), at a
     // spill op's position only: elsewhere the offset is any byte offset, and C would pass the step
@@ -609,15 +609,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     UnitWriter& u = u2;
     // C = sharedWords + Σ 2^{i+j} p_ij in bits, by the thresholds m·2^k.
     LinearForm base;  // in x̂ units: bit = (x̂ + 1)/2
-    for (int i = 0; i < kWordBits; ++i) {
-      base.terms.push_back({s.sharedWords.at(i), (1 << i) / 2.0});
-      base.constant += (1 << i) / 2.0;
-    }
-    for (size_t q = 0; q < products.size(); ++q) {
-      const double weight = 1 << (products[q].i + products[q].j);
-      base.terms.push_back({r.spillProducts.at(static_cast<int>(q)), weight / 2});
-      base.constant += weight / 2;
-    }
+    for (int i = 0; i < kWordBits; ++i) addBitTerm(base, s.sharedWords.at(i), 1 << i);
+    for (size_t q = 0; q < products.size(); ++q)
+      addBitTerm(base, r.spillProducts.at(static_cast<int>(q)),
+                 1 << (products[q].i + products[q].j));
     QGPU_CHECK(fw.start(u, {r.spillBase}));
     for (int k = 0; k < kWordBits; ++k)
       for (int m = 1; m << k < 1 << kWordBits; ++m) {
@@ -671,8 +666,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           return (l >> j) & 1;
         }
         if (j - 2 >= kWarpBits || s.twin == MemoryStageTwin::SpillWithoutTheWarp) return 0;
-        f.terms.push_back({s.warp.at(j - 2), weight / 2});
-        f.constant += weight / 2;
+        addBitTerm(f, s.warp.at(j - 2), weight);
         return 1;
       };
       for (int i = 0; i < kWordBits; ++i) {
@@ -685,16 +679,14 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         LinearForm v;
         double maxT = 0;
         for (int j = 0; j < i; ++j) {
-          v.terms.push_back({r.spillBase.at(j), (1 << j) / 2.0});
-          v.constant += (1 << j) / 2.0;
+          addBitTerm(v, r.spillBase.at(j), 1 << j);
           maxT += (1 + addQBit(v, j, 1 << j)) * (1 << j);
         }
         const double k = maxT + 1;
-        v.terms.push_back({r.spillBase.at(i), k / 2});
-        v.constant += k / 2;
+        addBitTerm(v, r.spillBase.at(i), k);
         const double maxS = k * (1 + addQBit(v, i, k)) + maxT;
-        v.terms.push_back({r.kind.at(kIsSpill), kSpillGate / 2});
-        v.constant -= kSpillGate / 2;
+        addBitTerm(v, r.kind.at(kIsSpill), kSpillGate);  // − kSpillGate·¬isSpill
+        v.constant -= kSpillGate;
         const double theta = 1 << i;
         for (const auto& [at, sign] :
              {std::pair{theta, 2.0}, std::pair{k + theta, -2.0}, std::pair{2 * k + theta, 2.0}}) {
