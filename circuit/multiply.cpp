@@ -157,13 +157,15 @@ struct Shape {
   int products = 0, countBits = 0, regionX = 0, regionY = 0;
 };
 
-Shape shape(MulOp op) {
+// gatedAddend: stage 0 writes the gated copy of c after the products (header, "gates").
+Shape shape(MulOp op, bool gatedAddend) {
   Shape sh;
   const std::vector<Product> ps = products(op, 0);
   sh.products = static_cast<int>(ps.size());
   sh.countBits = outputBits(windows(initialMatrix(op, ps, {"c", 0, kBits}), 1));
   const int width = matrixWidth(op);
-  sh.regionX = std::max(sh.products, 2 * width + (isHigh(op) ? kBits + 1 : 0));
+  sh.regionX =
+      std::max(sh.products + (gatedAddend ? kBits : 0), 2 * width + (isHigh(op) ? kBits + 1 : 0));
   sh.regionY = std::max(sh.countBits, adderBusDims(kBits) * (isHigh(op) ? 2 : 1));
   return sh;
 }
@@ -188,8 +190,8 @@ int multiplyLayers(MulOp op) {
   return isHigh(op) ? 6 : 5;
 }
 
-int multiplyBusDims(MulOp op) {
-  const Shape sh = shape(op);
+int multiplyBusDims(MulOp op, bool gatedAddend) {
+  const Shape sh = shape(op, gatedAddend);
   return sh.regionX + sh.regionY;
 }
 
@@ -205,7 +207,9 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     return multiplyUsage("a, b and out need 32 dims each");
   if ((op == MulOp::Mad) != (s.c.dims == kBits) || (op != MulOp::Mad && s.c.dims != 0))
     return multiplyUsage("the addend c has 32 dims for mad and none otherwise");
-  const Shape sh = shape(op);
+  const bool gatedAddend = !s.addendEnable.empty();
+  if (gatedAddend && op != MulOp::Mad) return multiplyUsage("addendEnable gates mad's c only");
+  const Shape sh = shape(op, gatedAddend);
   if (s.bus.dims != sh.regionX + sh.regionY)
     return multiplyUsage("the bus needs " + std::to_string(sh.regionX + sh.regionY) +
                          " dims, got " + std::to_string(s.bus.dims));
@@ -221,25 +225,46 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
   for (const MulStage& st : stages) before.push_back(st.units->used());
   GadgetReport& total = rep.gadget;
 
-  // Stage 0: the partial products.
+  // Stage 0: the partial products (and the gated addend after them).
   const MulStage& s0 = stages[0];
   const std::vector<Product> ps = products(op, regionX.offset);
+  const Field addend =
+      gatedAddend ? regionX.slice(static_cast<int>(ps.size()), kBits, "addend") : s.c;
+  // N = Σ literals − (k − 1) over k literals: +1 iff all hold, else ≤ −1 (a detector's decision).
+  auto all = [](std::vector<Literal> lits) {
+    LinearForm n;
+    for (const Literal& l : lits) n.terms.push_back({l.dim, static_cast<double>(l.sign)});
+    n.constant = 1.0 - static_cast<double>(lits.size());
+    return n;
+  };
   QGPU_CHECK(add(total, buildCancel(*s0.units, regionX, s0.ctx)));
   {
     std::vector<Output> constants;
     for (const Product& p : ps) constants.push_back({p.dim, p.complement ? 1.0 : -1.0});
+    if (gatedAddend)
+      for (int k = 0; k < kBits; ++k) constants.push_back({addend.at(k), -1.0});
     QGPU_CHECK(add(total, addConstant(*s0.units, s0.ctx, constants)));
     for (const Product& p : ps) {
-      LinearForm gate;
-      gate.terms.push_back({s.a.at(p.i), 1.0});
+      std::vector<Literal> lits = s.enable;
+      lits.push_back({s.a.at(p.i), 1});
       const std::vector<Term> up = {{s.b.at(p.j), 1.0f}, {s0.ctx.ballast.at(0), 1.0f}};
-      QGPU_CHECK(add(
-          total, addDetector(*s0.units, s0.ctx, gate, up, {{p.dim, p.complement ? -1.0 : 1.0}})));
+      QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), up,
+                                        {{p.dim, p.complement ? -1.0 : 1.0}})));
+    }
+    if (gatedAddend) {
+      const std::vector<Term> two = {{s0.ctx.ballast.at(0), 2.0f}};
+      for (int k = 0; k < kBits; ++k) {
+        std::vector<Literal> lits = s.enable;
+        lits.insert(lits.end(), s.addendEnable.begin(), s.addendEnable.end());
+        lits.push_back({s.c.at(k), 1});
+        QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), two,
+                                          {{addend.at(k), 1.0}})));
+      }
     }
   }
 
   // Stage 1: column counts into region Y.
-  const Matrix m0 = initialMatrix(op, ps, s.c);
+  const Matrix m0 = initialMatrix(op, ps, addend);
   rep.maxHeight.push_back(m0.maxHeight());
   const std::vector<Window> w1 = windows(m0, 1);
   std::vector<std::vector<int>> dims1;

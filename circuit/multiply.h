@@ -30,6 +30,13 @@
 //            −2·(2^62 − 2^31) ≡ 2^63 + 2^32 (mod 2^64), i.e. two constant one-bits (columns 32
 //            and 63) that enter stage 1's thresholds as constants.
 //   mad      c's 32 bits join the matrix at stage 1 as one more row (column k: k + 2 bits).
+//   gates    (the pipeline's multiply at its continuation position, docs/circuit.md "MUL in the
+//            pipeline"): with `enable` literals every product unit's decision gains them,
+//            N = x̂(a_i) + Σ ±x̂(lit) − k, so a product is 1 only where all k hold and the result
+//            is 0 + the gated addend elsewhere; with `addendEnable` (mad) stage 0 also writes
+//            c_k ∧ enable ∧ addendEnable into 32 more dims of region X, one detector each, and
+//            those join the matrix instead of c: one Mad gadget is mul where addendEnable fails
+//            and mad where it holds, with no unit or layer more but the 32 copies.
 //
 // Every threshold is over at most 42 + 1 units, so |N| ≤ 43 on both sides: exact in fp32 and in
 // bf16 (whose gate output keeps 8 bits). Margins: on λG, off ≤ −λG (as the adder).
@@ -48,6 +55,7 @@
 #include <span>
 #include <vector>
 
+#include "circuit/assembler.h"
 #include "circuit/logic.h"
 #include "circuit/units.h"
 #include "circuit/weights.h"
@@ -65,16 +73,20 @@ const char* mulOpName(MulOp op);
 
 // MLP layers the gadget spans (one stage per layer, in order): 5 for Lo and Mad, 6 for HiU/HiS.
 int multiplyLayers(MulOp op);
-// Dims of MultiplySpec::bus.
-int multiplyBusDims(MulOp op);
+// Dims of MultiplySpec::bus (`gatedAddend`: a Mad with addendEnable literals, 32 more).
+int multiplyBusDims(MulOp op, bool gatedAddend = false);
 
 struct MultiplySpec {
   MulOp op = MulOp::Lo;
   Field a, b;  // 32 sign bits each
   Field c;     // Mad: the addend, 32 sign bits; otherwise 0 dims
-  Field bus;   // multiplyBusDims(op) dims, always replaced
+  Field bus;   // multiplyBusDims(op, !addendEnable.empty()) dims, always replaced
   Field out;   // 32 dims
   Prior outPrior = Prior::Zero;
+  // The gates (header): the products count where every `enable` literal holds; mad's c joins
+  // where those and every `addendEnable` literal hold (Mad only). Empty: always.
+  std::vector<Literal> enable;
+  std::vector<Literal> addendEnable;
 };
 
 // One layer's writer and context; stage i of the gadget is written through stages[i].

@@ -359,8 +359,9 @@ class Generator {
     return in.dstPred;
   }
 
-  // `count` trace records (machine::blockRecords: an atomic with a register destination writes
-  // two, and a block holds 16 records), so opCount's room for the structural ops holds.
+  // `count` trace records (machine::blockRecords: an atomic or a multiply with a register
+  // destination writes two, and a block holds 16 records), so opCount's room for the structural ops
+  // holds.
   void randomOps(BlockGen& g, int count) {
     const int limit = blockRecords(g.block) + count;
     while (blockRecords(g.block) < limit) randomOp(g, limit - blockRecords(g.block));

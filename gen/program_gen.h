@@ -37,7 +37,8 @@
 namespace qgpu::gen {
 
 // Bump when the same (policy, seed) can give a different case.
-inline constexpr int kGeneratorVersion = 3;  // 2: no commit masks; 3: sub-word stores
+inline constexpr int kGeneratorVersion = 4;  // 2: no commit masks; 3: sub-word stores;
+                                             // 4: a multiply fills two records (trace v6)
 
 // The policy's fields: X(type, name, default, "one-line meaning"). describe() prints them all and
 // parsePolicy() reads them back, so a new field is printed and replayable with no other change.
@@ -116,7 +117,7 @@ struct Case {
 // The case for (policy, seed); Usage if the policy does not validate.
 Expected<Case> generateProgram(const Policy& policy, uint64_t seed);
 
-// One line that replays the case: "qgpu-gen program v3 seed=S policy: maxRegions=6 ...".
+// One line that replays the case: "qgpu-gen program v4 seed=S policy: maxRegions=6 ...".
 std::string describe(const Policy& policy, uint64_t seed);
 // Reads "name=value" pairs separated by spaces (the part of describe() after "policy:", or any
 // subset of the fields; the rest keep their defaults). Usage for an unknown name or a bad value.

@@ -143,6 +143,8 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
     const std::string name = "op " + std::to_string(op.index) + " of B" + std::to_string(fx.block);
     bool any = false;
     const bool memWrite = op.mem == MemEffect::Write || op.mem == MemEffect::ReadWrite;
+    // From the program, not the interpreter's flag: its register write is a second record.
+    const bool lateReg = machine::recordsOf(c.program.blocks[fx.block].ops[op.index]) == 2;
     if (memWrite && op.exec != 0) {
       any = true;
       const std::string what = name + "'s memory write in lanes " + std::to_string(op.exec);
@@ -159,11 +161,13 @@ Status checkTraceMatchesSteps(const Case& c, std::span<const tk::Token> run) {
         ++j;
       }
       ++k;
-    } else if (memWrite && op.writesReg) {
-      // trace v5: an atomic with a register destination and no executing lane: NOP, then its
-      // regrec (two records, as with lanes).
+    } else if (lateReg) {
+      // An atomic with a register destination and no executing lane (trace v5), or a multiply
+      // (v6): NOP, then its regrec — two records, as an atomic with lanes writes.
       if (k >= events.size() || !std::holds_alternative<tk::NoEffect>(events[k]))
-        return at(name + "'s NOP before its regrec (an atomic with no executing lane)");
+        return at(name +
+                  "'s NOP before its regrec (an atomic with no executing lane, or a "
+                  "multiply)");
       ++k;
     }
     if (op.writesReg) {

@@ -247,6 +247,7 @@ class Execution::Machine {
     rec.space = info.cls == OpClass::Local ? Space::Shared : in.space;
     if (info.dst == DstKind::Reg && in.dst != 0) {
       rec.writesReg = true;
+      rec.lateReg = recordsOf(in) == 2;
       rec.reg = in.dst;
       for (int l = 0; l < kLanes; ++l) {
         if (m >> l & 1) rec.regs[static_cast<size_t>(l)] = lane_[l][in.dst];
@@ -477,13 +478,15 @@ namespace {
 
 // The record of one op (docs/trace.md, "What one op writes"): a memrec iff it writes memory in
 // some lane, a regrec iff it writes a register, a predrec iff it writes a predicate, else NOP. An
-// atomic with a register destination always writes two records (trace v5): with no executing
-// lane, a NOP stands for its memrec, so an op's records (machine::recordsOf) do not depend on the
-// run and the prompt can key the ROM by record index.
+// op whose register write is late (an atomic or a multiply with a register destination) always
+// writes two records (trace v5, v6): NOP stands for the first when it has no memrec (an atomic
+// with no executing lane, a multiply), so an op's records (machine::recordsOf) do not depend on
+// the run and the prompt can key the ROM by record index.
 void appendOpRecord(const OpEffects& op, uint32_t mask, std::vector<tk::Token>& out) {
   bool wrote = false;
   const bool memWrite = op.mem == MemEffect::Write || op.mem == MemEffect::ReadWrite;
-  if (memWrite && op.exec == 0 && op.writesReg) out.push_back(tk::single(tk::Family::Nop));
+  if (op.lateReg && op.writesReg && !(memWrite && op.exec != 0))
+    out.push_back(tk::single(tk::Family::Nop));
   if (memWrite && op.exec != 0) {
     out.push_back(op.space == Space::Global ? tk::mg(op.exec) : tk::ms(op.exec));
     for (int l = 0; l < kLanes; ++l) {

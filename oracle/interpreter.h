@@ -81,6 +81,9 @@ struct OpEffects {
   bool writesReg = false;
   uint8_t reg = 0;
   std::array<uint32_t, machine::kLanes> regs{};
+  // That register write is the op's second record (machine::recordsOf == 2: an atomic after its
+  // memrec, or after a NOP when no lane executes; a multiply after a NOP).
+  bool lateReg = false;
   // The op writes predicate `pred` (its dstPred): predBits = the lanes whose `pred` is true after
   // the op (inactive lanes 0).
   bool writesPred = false;

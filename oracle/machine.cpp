@@ -17,8 +17,15 @@ namespace qgpu::machine {
 
 const OpInfo& opInfo(Op op) {
   static constexpr OpInfo kTable[] = {
-#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) \
-  {mnemonic, nsrc, npsrc, OpClass::cls, DstKind::dst, MemEffect::mem, LaneScope::lanes},
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes, result) \
+  {mnemonic,                                                               \
+   nsrc,                                                                   \
+   npsrc,                                                                  \
+   OpClass::cls,                                                           \
+   DstKind::dst,                                                           \
+   MemEffect::mem,                                                         \
+   LaneScope::lanes,                                                       \
+   ResultTiming::result},
 #include "oracle/isa.def"
 #undef QGPU_OP
   };
@@ -73,13 +80,14 @@ Status verifyBlock(const Program& program, size_t b) {
                                               std::to_string(kMaxOpsPerBlock));
   }
   // The prompt keys an op's ROM row by its first trace record's index (docs/trace.md "Prompt"):
-  // an atomic with a register destination writes two records, and the index has 16 values.
+  // an atomic or a multiply with a register destination writes two records, and the index has 16
+  // values.
   if (const int records = blockRecords(block); records > kMaxOpsPerBlock) {
     return makeDiag(ErrorKind::OverLimit,
                     blockWhere + " has " + std::to_string(block.ops.size()) + " ops that write " +
                         std::to_string(records) +
-                        " trace records (an atomic with a register destination writes two); a "
-                        "block holds at most " +
+                        " trace records (an atomic or a multiply with a register destination "
+                        "writes two); a block holds at most " +
                         std::to_string(kMaxOpsPerBlock) + " records");
   }
   uint8_t written = 0;  // predicates written so far in this block (bit p)

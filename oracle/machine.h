@@ -36,9 +36,12 @@ enum class DstKind : uint8_t { None, Reg, Pred };
 enum class MemEffect : uint8_t { None, Read, Write, ReadWrite };
 // Whether a lane's result depends on other lanes' operands (shuffles and votes).
 enum class LaneScope : uint8_t { Own, Cross };
+// Which record carries a register result: the op's one record, or a second one at a continuation
+// row (atomics, multiplies: recordsOf).
+enum class ResultTiming : uint8_t { Now, Late };
 
 enum class Op : uint8_t {
-#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) name,
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes, result) name,
 #include "oracle/isa.def"
 #undef QGPU_OP
 };
@@ -52,11 +55,12 @@ struct OpInfo {
   DstKind dst;
   MemEffect mem;
   LaneScope lanes;
+  ResultTiming result;
 };
 
 const OpInfo& opInfo(Op op);
 inline constexpr int kNumOps = 0
-#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes) +1
+#define QGPU_OP(name, mnemonic, nsrc, npsrc, cls, dst, mem, lanes, result) +1
 #include "oracle/isa.def"
 #undef QGPU_OP
     ;
@@ -153,18 +157,25 @@ struct Block {
   bool operator==(const Block&) const = default;
 };
 
-// The trace records an op writes (docs/trace.md "What one op writes"): 2 for an op that writes
-// memory and a register (an atomic with dst != r0: its memrec, or NOP when no lane executes, then
-// its regrec), else 1. The prompt keys an op's ROM row by its first record's index in the block
-// (docs/trace.md "Prompt"), so a block holds at most kMaxOpsPerBlock records (verify()).
-inline int recordsOf(const Instr& in) {
-  return writesMemory(in.op) && writesReg(in.op) && in.dst != 0 ? 2 : 1;
+// The trace records an op writes (docs/trace.md "What one op writes"): 2 for a Late op with a
+// register destination (an atomic with dst != r0: its memrec, or NOP when no lane executes, then
+// its regrec; a multiply: NOP, then its regrec), else 1. The prompt keys an op's ROM row by its
+// first record's index in the block (docs/trace.md "Prompt"), so a block holds at most
+// kMaxOpsPerBlock records (verify()). The lowering counts its virtual ops the same way.
+inline int recordsOf(Op op, bool hasDst) {
+  return opInfo(op).result == ResultTiming::Late && writesReg(op) && hasDst ? 2 : 1;
 }
-// The records of a block's ops: the record index past its last op.
-inline int blockRecords(const Block& block) {
+inline int recordsOf(const Instr& in) {
+  return recordsOf(in.op, in.dst != 0);
+}
+// The records of a run of ops, a block's: the record index past its last op.
+inline int blockRecords(const std::vector<Instr>& ops) {
   int n = 0;
-  for (const Instr& in : block.ops) n += recordsOf(in);
+  for (const Instr& in : ops) n += recordsOf(in);
   return n;
+}
+inline int blockRecords(const Block& block) {
+  return blockRecords(block.ops);
 }
 
 struct Program {

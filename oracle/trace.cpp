@@ -263,8 +263,8 @@ constexpr uint32_t code(E e) {
 
 // An op as the prompt carries it: the instruction, its ROM row in the block (the index of its
 // first trace record: trace v5), and the operands' register/special indices of the sources word
-// (kept apart until the kinds are known). A continuation row (continuation = 1) is the row of an
-// atomic's second record: its index and the flag, every other field 0.
+// (kept apart until the kinds are known). A continuation row (continuation = 1) is the row of a
+// two-record op's second record: its index and the flag, every other field 0.
 struct RomOp {
   Instr in;
   uint32_t index = 0;
@@ -307,9 +307,10 @@ constexpr Bits<ProgramHeader> kProgramWord[] = {
 
 // OP(a), the head word: what every op has, the most frequent fields in the low bits (a value's
 // token count grows with its highest set bit). "op index" is the ROM row: the index of the op's
-// first record in its block (trace v5; an atomic with a register destination writes two, so
-// later ops' rows run ahead of their op index). "continuation" (the top bit: set only in the
-// rare continuation rows, so no other word grows) marks the row of an atomic's second record.
+// first record in its block (trace v5; an atomic or (v6) a multiply with a register destination
+// writes two, so later ops' rows run ahead of their op index). "continuation" (the top bit: set
+// only in the rare continuation rows, so no other word grows) marks the row of a two-record op's
+// second record.
 constexpr Bits<RomOp> kOpHeadWord[] = {
     {"op index", kOpIndexBits, 0, machine::kMaxOpsPerBlock - 1,
      [](const RomOp& r) { return r.index; }, [](RomOp& r, uint32_t v) { r.index = v; }},
@@ -456,7 +457,7 @@ std::vector<Token> encodePrompt(const machine::Program& program, const machine::
         if (o.kind == OperandKind::Imm) optional(immSlot(k), o.imm);
       }
       optional(RomSlot::Offset, static_cast<uint32_t>(op.in.offset));
-      // An atomic's second record gets a row of its own: its head word names the row and the
+      // A two-record op's second record gets a row of its own: its head word names the row and the
       // flag, nothing else (docs/trace.md "Prompt").
       if (machine::recordsOf(op.in) == 2) {
         out.push_back(opWord(RomSlot::Head));
@@ -553,8 +554,8 @@ Status decodeOp(Reader& in, uint32_t row, Instr& out) {
   QGPU_CHECK(unpack(in, "head word", kOpHeadWord, op));
   if (op.continuation != 0)
     return in.errorAt(headAt, "head word: a continuation row at row " + std::to_string(row) +
-                                  ", where an op starts (only the row after an atomic with a "
-                                  "register destination is one)");
+                                  ", where an op starts (only the row after an atomic or a "
+                                  "multiply with a register destination is one)");
   if (op.index != row)
     return in.errorAt(headAt, "head word: op index " + std::to_string(op.index) +
                                   ", but this op's first record is record " + std::to_string(row) +
@@ -615,8 +616,8 @@ Expected<Prompt> decodePrompt(std::span<const Token> tokens, size_t* consumed) {
     auto tooMany = [&] {
       return in.error("block " + std::to_string(b) + " has more than " +
                       std::to_string(machine::kMaxOpsPerBlock) +
-                      " records (ops, and a second one for each atomic with a register "
-                      "destination)");
+                      " records (ops, and a second one for each atomic or multiply with a "
+                      "register destination)");
     };
     while (in.next(Family::OpWord)) {
       if (indexOf(in.peek()) != static_cast<int>(RomSlot::Head))

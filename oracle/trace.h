@@ -35,7 +35,9 @@ using Token = uint16_t;
 // with every change to the vocabulary, the prompt or the run grammar.
 // v5: the ROM is keyed by record index (an atomic with a register destination gets a
 // continuation row) and such an atomic with no executing lane writes NOP before its regrec.
-inline constexpr int kTraceVersion = 5;
+// v6: a multiply (mul, mad, mulhi) with a register destination writes two records too, NOP then
+// its regrec, at a continuation row: the circuit computes products in its late layers.
+inline constexpr int kTraceVersion = 6;
 
 // The sizes the vocabulary is derived from: the machine's limits (oracle/machine.h) and the
 // chunk width of the trace itself. Revising the trace for the circuit changes these, not literals.
@@ -49,7 +51,8 @@ inline constexpr int kWritableRegs = machine::kRegs - 1;       // r1..r15 (r0 is
 // The prompt's ROM words (trace v3): every 32-bit word of an op that the circuit's ROM holds,
 // X(Slot, "name"), in the order an op's words appear. The op's row in each slot's ROM bank is
 // keyed by (block, row), row = the index of the op's first trace record in its block (v5: op j's
-// row is j + the atomics with a register destination before it); docs/trace.md "Prompt" gives
+// row is j + the two-record ops before it: atomics and, v6, multiplies with a register
+// destination, machine::recordsOf); docs/trace.md "Prompt" gives
 // every word's bit layout.
 #define QGPU_ROM_SLOTS(X)                                                                         \
   X(Head, "a")    /* always: row, opcode, dst, dstPred, guard, space, continuation */           \
@@ -217,13 +220,15 @@ std::string tokenName(Token t);
 //   PROG v(program word)
 //   { BLK v(b) { OP(a) v(head word) [OP(b) v(sources word)] [OP(i0) v] [OP(i1) v] [OP(i2) v]
 //                [OP(off) v] [OP(a) v(continuation word)] } TERM v(terminator word) }
-// (v5: the head word's op index is the op's first record's index in its block; an atomic with a
-// register destination writes two records, and its second one's row is a continuation row: an
-// OP(a) whose word holds that row and the continuation bit only. decodePrompt drops it.)
+// (v5: the head word's op index is the op's first record's index in its block; an atomic or (v6) a
+// multiply with a register destination writes two records, and its second one's row is a
+// continuation row: an OP(a) whose word holds that row and the continuation bit only. decodePrompt
+// drops it.)
 //   { GMEM v(address) GW v(word) }   (each nonzero global word, increasing addresses)
 //   RUN
 // The packed words: bit fields at fixed offsets (one table in trace.cpp that the encoder and the
-// decoder walk; widths derived from oracle/machine.h and oracle/isa.def). packedLayout() lists them.
+// decoder walk; widths derived from oracle/machine.h and oracle/isa.def). packedLayout() lists
+// them.
 enum class PackedWord : uint8_t {
   Program,  // PROG: gridX, blockX, block count, sharedWords, spillSlots (v3: two words)
   OpHead,   // OP(a): op index (the row), opcode, dst, dstPred, guard, guard negate, space,
@@ -238,8 +243,8 @@ struct PackedField {
 };
 std::vector<PackedField> packedLayout(PackedWord word);
 // The head word OP(a) of `in` at ROM row `row` (its first record's index in its block), as the
-// prompt carries it; `continuation`: the row of an atomic's second record (the row and the flag,
-// `in` ignored). The one packing of the head word (trace.cpp's table): the encoder calls it.
+// prompt carries it; `continuation`: the row of a two-record op's second record (the row and the
+// flag, `in` ignored). The one packing of the head word (trace.cpp's table): the encoder calls it.
 uint32_t packOpHead(const machine::Instr& in, uint32_t row, bool continuation = false);
 
 struct Prompt {

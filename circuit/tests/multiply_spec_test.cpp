@@ -31,10 +31,11 @@ struct Rig {
   std::vector<MulStage> stages;
   MultiplySpec spec;
   Field ballast;
+  Field en, isMad;  // gated: the literals' dims
 
-  Rig(MulOp o, int units)
+  Rig(MulOp o, int units, bool gated = false)
       : op(o),
-        hidden((4 + 4 * kBits + multiplyBusDims(o) + 127) / 128 * 128),
+        hidden((4 + 4 * kBits + multiplyBusDims(o, gated) + 2 + 127) / 128 * 128),
         w(config(hidden, units)) {
     FieldAllocator alloc(hidden);
     ballast = alloc.take("ballast", 4).value();
@@ -44,7 +45,13 @@ struct Rig {
     spec.b = alloc.take("b", kBits).value();
     if (o == MulOp::Mad) spec.c = alloc.take("c", kBits).value();
     spec.out = alloc.take("out", kBits).value();
-    spec.bus = alloc.take("bus", multiplyBusDims(o)).value();
+    spec.bus = alloc.take("bus", multiplyBusDims(o, gated)).value();
+    if (gated) {
+      en = alloc.take("en", 1).value();
+      isMad = alloc.take("isMad", 1).value();
+      spec.enable = {{en.at(0), 1}};
+      spec.addendEnable = {{isMad.at(0), 1}};
+    }
     for (int i = 0; i < multiplyLayers(o); ++i) writers.emplace_back(w, i);
     for (UnitWriter& u : writers)
       stages.push_back({&u, MlpContext{ballast, 1.0, 128, kUnit, false}});
@@ -84,6 +91,35 @@ TEST(MultiplySpec, MadAddsOneRowInStageOneAndNoLayer) {
   EXPECT_EQ(r.maxHeight, (std::vector<int>{33, 5, 2}));
   EXPECT_EQ(r.unitsPerLayer, (std::vector<int>{528 + 1 + 528, 128 + 1 + 2 * (528 + 32),
                                                64 + 1 + 2 * 293, 80 + 1 + 8 * 52, 32 + 32 * 3}));
+}
+
+// The gates: stage 0 gains the 32 gated copies of c (and their cancels); the product units gain
+// en's term and a constant; nothing else changes.
+TEST(MultiplySpec, GatedMadCopiesTheAddendInStageZeroAndGatesEveryProduct) {
+  Rig s(MulOp::Mad, 1280, true);
+  const MultiplyReport r = build(s);
+  EXPECT_EQ(r.busDims, multiplyBusDims(MulOp::Mad) + 32);
+  EXPECT_EQ(r.unitsPerLayer, (std::vector<int>{(528 + 32) + 1 + 528 + 32, 128 + 1 + 2 * (528 + 32),
+                                               64 + 1 + 2 * 293, 80 + 1 + 8 * 52, 32 + 32 * 3}));
+  const std::string gate = s.w.layerTensor(0, "mlp.gate_proj.weight");
+  const std::string up = s.w.layerTensor(0, "mlp.up_proj.weight");
+  const std::string down = s.w.layerTensor(0, "mlp.down_proj.weight");
+  // Units 0..559 cancel region X, 560 the constant, 561 + 32i + j the product a_i·b_j (N = x̂(a_i)
+  // + x̂(en) − 1), then 1,089 + k the copy c_k ∧ en ∧ isMad (N = x̂(c_k) + x̂(en) + x̂(isMad) − 2)
+  // at bus dim 528 + k.
+  const int product = 561 + 32 * 3 + 5;
+  EXPECT_EQ(s.w.get(gate, product, s.spec.a.at(3)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, product, s.en.at(0)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, product, s.isMad.at(0)).value(), 0.0f);
+  EXPECT_EQ(s.w.get(gate, product, s.ballast.at(0)).value(), -128.0f);
+  const int copy = 1089 + 7;
+  EXPECT_EQ(s.w.get(gate, copy, s.spec.c.at(7)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, copy, s.en.at(0)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, copy, s.isMad.at(0)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, copy, s.ballast.at(0)).value(), -256.0f);
+  EXPECT_EQ(s.w.get(up, copy, s.ballast.at(0)).value(), 2.0f);  // up = 2λ: +2u when on
+  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), copy).value(), 0.125f);
+  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), 560).value(), -0.125f);  // the constant's −u
 }
 
 TEST(MultiplySpec, MulHiTakesSixLayersForTheCarryOutOfTheLowHalf) {
@@ -152,6 +188,9 @@ TEST(MultiplySpec, RefusesSpecsThatDoNotFit) {
   MultiplySpec hi = s.spec;
   hi.op = MulOp::HiU;
   expectUsage(hi, s.stages, "mulhi with 5 stages");
+  MultiplySpec gatedLo = s.spec;
+  gatedLo.addendEnable = {{s.spec.a.at(0), 1}};
+  expectUsage(gatedLo, s.stages, "addendEnable on mul");
   expectUsage(s.spec, std::span<const MulStage>(s.stages).first(4), "4 stages");
   std::vector<MulStage> missing = s.stages;
   missing[2].units = nullptr;

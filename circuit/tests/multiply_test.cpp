@@ -8,10 +8,15 @@
 // alternating patterns, two odd constants and every power of two), 1,936 pairs, the rest random;
 // checkpoints 1.. are random. Expected results are plain uint64_t / int64_t expressions here.
 //
+// The gated mad (MultiplySpec::enable, addendEnable: the pipeline's one multiplier for mul and mad)
+// has two more input dims per token, en and isMad, random per input: expected en ? a·b + (isMad ?
+// c : 0) : 0.
+//
 // What it pins down (the costs and refusals are pinned torch-free in multiply_spec_test.cpp): that
 // every result bit is exactly ±1 (right sign and one magnitude) on 4k mul inputs per commit, 100k
-// with QGPU_CIRCUIT_FULL=1 (2k for the other ops) in fp32 (prefill) and on edge cases in bf16, on the decode and mixed paths too; and
-// that the low-gain twin (rule R2 broken in the count layer) is not exact.
+// with QGPU_CIRCUIT_FULL=1 (2k for the other ops) in fp32 (prefill) and on edge cases in bf16, on
+// the decode and mixed paths too; and that the low-gain twin (rule R2 broken in the count layer) is
+// not exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,31 +39,38 @@ constexpr float kUnit = 16;
 
 struct Input {
   uint32_t a = 0, b = 0, c = 0;
+  bool en = true, isMad = true;  // the gated mad's literals (ungated gadgets: both hold)
 };
 
 struct Layout {
   Field ballast, a, b, c, out, bus;
+  Field en, isMad;  // the gated mad's literal dims (1 each), else 0 dims
 };
 
-int hiddenFor(MulOp op) {
-  const int need = 4 + 3 * kBits + kBits + multiplyBusDims(op);
+int hiddenFor(MulOp op, bool gated) {
+  const int need = 4 + 3 * kBits + kBits + multiplyBusDims(op, gated) + (gated ? 2 : 0);
   return (need + 127) / 128 * 128;
 }
 
-Layout layout(MulOp op) {
-  FieldAllocator alloc(hiddenFor(op));
+Layout layout(MulOp op, bool gated) {
+  FieldAllocator alloc(hiddenFor(op, gated));
   Layout l;
   l.ballast = alloc.take("ballast", 4).value();
   l.a = alloc.take("a", kBits).value();
   l.b = alloc.take("b", kBits).value();
   if (op == MulOp::Mad) l.c = alloc.take("c", kBits).value();
   l.out = alloc.take("out", kBits).value();
-  l.bus = alloc.take("bus", multiplyBusDims(op)).value();
+  l.bus = alloc.take("bus", multiplyBusDims(op, gated)).value();
+  if (gated) {
+    l.en = alloc.take("en", 1).value();
+    l.isMad = alloc.take("isMad", 1).value();
+  }
   return l;
 }
 
 // The expected 32 result bits, from 64-bit integer arithmetic.
 uint32_t expected(MulOp op, const Input& in) {
+  if (!in.en) return 0;
   const uint64_t pu = uint64_t{in.a} * in.b;
   const int64_t ps = int64_t{static_cast<int32_t>(in.a)} * static_cast<int32_t>(in.b);
   switch (op) {
@@ -69,13 +81,14 @@ uint32_t expected(MulOp op, const Input& in) {
     case MulOp::HiS:
       return static_cast<uint32_t>(static_cast<uint64_t>(ps) >> 32);
     case MulOp::Mad:
-      return static_cast<uint32_t>(pu + in.c);
+      return static_cast<uint32_t>(pu + (in.isMad ? in.c : 0));
   }
   return 0;
 }
 
 struct Gadget {
   MulOp op = MulOp::Lo;
+  bool gated = false;
   CircuitWeights weights;
   MultiplyReport report;
 };
@@ -85,10 +98,11 @@ int unitsFor(MulOp op) {
   return op == MulOp::HiU || op == MulOp::HiS ? 2560 : 1280;
 }
 
-Gadget gadget(MulOp op, bool lowGainTwin) {
-  const Layout l = layout(op);
+Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false) {
+  const Layout l = layout(op, gated);
   const int layers = multiplyLayers(op);
-  Gadget g{op, CircuitWeights(config(hiddenFor(op), layers, unitsFor(op), kVocab)), {}};
+  Gadget g{
+      op, gated, CircuitWeights(config(hiddenFor(op, gated), layers, unitsFor(op), kVocab)), {}};
   std::vector<UnitWriter> writers;
   for (int i = 0; i < layers; ++i) writers.emplace_back(g.weights, i);
   std::vector<MulStage> stages;
@@ -104,6 +118,10 @@ Gadget gadget(MulOp op, bool lowGainTwin) {
   s.bus = l.bus;
   s.out = l.out;
   s.outPrior = Prior::Replace;
+  if (gated) {
+    s.enable = {{l.en.at(0), 1}};
+    s.addendEnable = {{l.isMad.at(0), 1}};
+  }
   auto r = buildMultiply(stages, s);
   EXPECT_TRUE(r.ok()) << r.error().message;
   if (r.ok()) g.report = r.value();
@@ -112,7 +130,7 @@ Gadget gadget(MulOp op, bool lowGainTwin) {
 }
 
 std::string checkpoint(const Gadget& g, const std::vector<Input>& inputs, const std::string& name) {
-  const Layout l = layout(g.op);
+  const Layout l = layout(g.op, g.gated);
   CircuitWeights w = g.weights;
   for (size_t t = 0; t < inputs.size(); ++t) {
     const auto tok = static_cast<int64_t>(t);
@@ -120,6 +138,8 @@ std::string checkpoint(const Gadget& g, const std::vector<Input>& inputs, const 
     setSigns(w, tok, l.a, inputs[t].a, kUnit);
     setSigns(w, tok, l.b, inputs[t].b, kUnit);
     setSigns(w, tok, l.c, inputs[t].c, kUnit);
+    setSigns(w, tok, l.en, inputs[t].en ? 1 : 0, kUnit);
+    setSigns(w, tok, l.isMad, inputs[t].isMad ? 1 : 0, kUnit);
   }
   return write(w, name);
 }
@@ -152,7 +172,17 @@ std::vector<Input> randomInputs(std::mt19937& rng) {
 }
 
 std::string describe(const Input& in) {
-  return "a=" + std::to_string(in.a) + " b=" + std::to_string(in.b) + " c=" + std::to_string(in.c);
+  return "a=" + std::to_string(in.a) + " b=" + std::to_string(in.b) + " c=" + std::to_string(in.c) +
+         " en=" + std::to_string(in.en) + " isMad=" + std::to_string(in.isMad);
+}
+
+// The gated mad's literals, each combination about a quarter of the inputs.
+void gate(std::vector<Input>& inputs, std::mt19937& rng) {
+  for (Input& in : inputs) {
+    const uint32_t r = rng();
+    in.en = (r & 1) != 0;
+    in.isMad = (r & 2) != 0;
+  }
 }
 
 void check(SignCheck& c, MulOp op, const std::vector<Input>& inputs, size_t n,
@@ -193,7 +223,8 @@ void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
   const int checkpoints = bud.checkpoints;
   SignCheck fp32;
   for (int k = 0; k < checkpoints; ++k) {
-    const std::vector<Input> inputs = k == 0 ? edgeCases(rng) : randomInputs(rng);
+    std::vector<Input> inputs = k == 0 ? edgeCases(rng) : randomInputs(rng);
+    if (g.gated) gate(inputs, rng);
     auto t0 = std::chrono::steady_clock::now();
     auto lap = [&](const std::string& what) {
       const auto t1 = std::chrono::steady_clock::now();
@@ -241,7 +272,7 @@ void printCost(const Gadget& g) {
             << g.report.partialProducts << ", count bits " << g.report.countBits << ", bus dims "
             << g.report.busDims << "; tallest columns";
   for (int h : g.report.maxHeight) std::cout << " " << h;
-  std::cout << "; hidden " << hiddenFor(g.op) << std::endl;
+  std::cout << "; hidden " << hiddenFor(g.op, g.gated) << std::endl;
 }
 
 TEST(MultiplyGadget, MulLoIsExactOnEdgeCasesAndRandomPairsInFp32AndBf16OnEveryPath) {
@@ -254,6 +285,14 @@ TEST(MultiplyGadget, MadIsExactOnEdgeCasesAndRandomTriples) {
   Gadget g = gadget(MulOp::Mad, false);
   printCost(g);
   runMany(g, 29, "mad");
+}
+
+// The pipeline's one multiplier for mul and mad: the products gated by en, c by en ∧ isMad.
+TEST(MultiplyGadget, GatedMadIsMulMadOrZeroByItsLiterals) {
+  Gadget g = gadget(MulOp::Mad, false, true);
+  printCost(g);
+  EXPECT_EQ(g.report.busDims, multiplyBusDims(MulOp::Mad) + kBits);
+  runMany(g, 41, "mad gated");
 }
 
 TEST(MultiplyGadget, MulHiUnsignedIsExact) {

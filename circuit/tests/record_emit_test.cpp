@@ -107,11 +107,10 @@ void appendEvent(Sequence& s, const oracle::StepEvent& e, std::mt19937& rng) {
       noise.values[static_cast<size_t>(l)] = static_cast<uint32_t>(rng());
       noise.words[static_cast<size_t>(l)] = static_cast<uint8_t>(rng() % 128);
     }
-    // trace v5: an atomic with a register destination and no executing lane writes NOP for
-    // its memrec (its two records are static: docs/trace.md "Continuation rows").
-    if (!memWrite && op.writesReg &&
-        (op.mem == machine::MemEffect::Write || op.mem == machine::MemEffect::ReadWrite))
-      outcomes.push_back(noise);
+    // trace v5, v6: an atomic with a register destination and no executing lane, and a
+    // multiply into a register, write NOP first (two static records: docs/trace.md
+    // "Continuation rows").
+    if (!memWrite && op.lateReg) outcomes.push_back(noise);
     if (memWrite) {
       RecordOutcome o = noise;
       o.mask = op.exec;

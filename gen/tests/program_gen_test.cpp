@@ -82,7 +82,7 @@ TEST(ProgramGenPolicy, RefusesFieldsOutOfRange) {
 
 TEST(ProgramGenPolicy, DescribeNamesVersionSeedAndEveryField) {
   const std::string d = describe(Policy{}, 42);
-  EXPECT_THAT(d, HasSubstr("qgpu-gen program v3 seed=42 policy:"));
+  EXPECT_THAT(d, HasSubstr("qgpu-gen program v4 seed=42 policy:"));
   EXPECT_THAT(d, HasSubstr(" maxRegions=6 "));
   EXPECT_THAT(d, HasSubstr(" divergentProb=0.75 "));
   EXPECT_THAT(d, HasSubstr(" maxBlockX=16"));

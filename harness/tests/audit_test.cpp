@@ -112,13 +112,15 @@ class AuditTest : public ::testing::Test {
   std::vector<trace::Token> runTrace_;
 };
 
-// The run of the hand-built program, token by token (docs/trace.md): one step, one record per op.
+// The run of the hand-built program, token by token (docs/trace.md): one step, one record per op
+// but the mul's two (trace v6: NOP, then its regrec).
 TEST_F(AuditTest, TheRecordedRunIsTheHandWorkedTrace) {
   std::vector<std::string> names;
   for (trace::Token t : runTrace_) names.push_back(trace::tokenName(t));
   // clang-format off
   std::vector<std::string> expected = {
       "EX(0)", "WM(w0,1111)",                      // block 0, warp 0, lanes 0-3
+      "NOP",                                       // the mul's first record
       "WR(r1)", "T(0)", "T(3)", "T(6)", "T(9)",    // r1 = tid * 3
       "WR(r2)", "T(0)", "T(4)", "T(8)", "T(12)",   // r2 = tid << 2
       "MG(1111)", "T(0)", "T(0)", "T(1)", "T(3)",  // st: (word, value) per lane
@@ -132,63 +134,64 @@ TEST_F(AuditTest, ConfirmsAnUntouchedRecordingOneToOne) {
   ASSERT_TRUE(r.ok()) << r.error().str();
   ASSERT_EQ(r->cases.size(), 1u);
   EXPECT_EQ(r->cases[0].verdict, Verdict::Match) << r->cases[0].detail;
-  EXPECT_EQ(r->cases[0].runTokens, 22u);
+  EXPECT_EQ(r->cases[0].runTokens, 23u);
   EXPECT_FALSE(r->cases[0].difference.has_value());
   EXPECT_TRUE(r->reportChecked);
   EXPECT_EQ(exitCode(r->total()), kExitOk);
 }
 
-// Token 5 of the run (lane 2's value of r1, 6) recorded as 7: the audit names the position,
+// Token 6 of the run (lane 2's value of r1, 6) recorded as 7: the audit names the position,
 // both tokens and what the token means.
 TEST_F(AuditTest, DetectsATamperedRegisterValueToken) {
   Json rec = load(tracePath());
-  rec["tokens"][promptTokens_ + 5] = trace::tok(trace::Family::T, 7);
+  rec["tokens"][promptTokens_ + 6] = trace::tok(trace::Family::T, 7);
   store(tracePath(), rec);
   auto r = audit();
   ASSERT_TRUE(r.ok()) << r.error().str();
   const CaseAudit& c = r->cases[0];
   EXPECT_EQ(c.verdict, Verdict::Mismatch);
   ASSERT_TRUE(c.difference.has_value());
-  EXPECT_EQ(c.difference->runIndex, 5u);
-  EXPECT_EQ(c.difference->index, promptTokens_ + 5);
+  EXPECT_EQ(c.difference->runIndex, 6u);
+  EXPECT_EQ(c.difference->index, promptTokens_ + 6);
   EXPECT_EQ(c.difference->expectedName, "T(6)");
   EXPECT_EQ(c.difference->actualName, "T(7)");
   EXPECT_EQ(c.difference->where,
-            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 0 WR(r1): the value of lane 2");
+            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 1 WR(r1): the value of lane 2");
   EXPECT_NE(c.detail.find("traceDigest: the manifest says"), std::string::npos) << c.detail;
   EXPECT_EQ(exitCode(r->total()), kExitMismatch);
 }
 
-// The store's tokens: lane 2's word index (run token 17) and the word's value (run token 18).
+// The store's tokens: lane 2's word index (run token 18) and the word's value (run token 19).
 TEST_F(AuditTest, DecodesTamperedMemoryRecordTokens) {
   Json rec = load(tracePath());
-  rec["tokens"][promptTokens_ + 17] = trace::tok(trace::Family::T, 5);
+  rec["tokens"][promptTokens_ + 18] = trace::tok(trace::Family::T, 5);
   store(tracePath(), rec);
   auto r = audit();
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->cases[0].difference.has_value());
   EXPECT_EQ(r->cases[0].difference->where,
-            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 2 MG(1111): lane 2's global word index");
+            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 3 MG(1111): lane 2's global word index");
 
   rec = load(tracePath());
-  rec["tokens"][promptTokens_ + 17] = trace::tok(trace::Family::T, 2);  // restored
-  rec["tokens"][promptTokens_ + 18] = trace::tok(trace::Family::T, 5);
+  rec["tokens"][promptTokens_ + 18] = trace::tok(trace::Family::T, 2);  // restored
+  rec["tokens"][promptTokens_ + 19] = trace::tok(trace::Family::T, 5);
   store(tracePath(), rec);
   r = audit();
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->cases[0].difference.has_value());
   EXPECT_EQ(r->cases[0].difference->where,
-            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 2 MG(1111): the value of global word 2 "
+            "step 0 (CTA 0, EX(0) WM(w0,1111)), op record 3 MG(1111): the value of global word 2 "
             "after lane 2's access");
 }
 
-// Issue 9 item 7, "a swapped trace step": the two register records of the step (run tokens 2-6,
-// r1 = tid * 3, and 7-11, r2 = tid << 2) recorded in the other order. Every token is still
+// Issue 9 item 7, "a swapped trace step": the two register records of the step (run tokens 3-7,
+// r1 = tid * 3, and 8-12, r2 = tid << 2) recorded in the other order. Every token is still
 // well-formed; the audit names the first position where the order differs.
 TEST_F(AuditTest, DetectsASwappedPairOfOpRecords) {
   Json rec = load(tracePath());
   Json tokens = rec["tokens"];
-  for (uint64_t i = 0; i < 5; ++i) std::swap(tokens[promptTokens_ + 2 + i], tokens[promptTokens_ + 7 + i]);
+  for (uint64_t i = 0; i < 5; ++i)
+    std::swap(tokens[promptTokens_ + 3 + i], tokens[promptTokens_ + 8 + i]);
   rec["tokens"] = tokens;
   store(tracePath(), rec);
   auto r = audit();
@@ -196,7 +199,7 @@ TEST_F(AuditTest, DetectsASwappedPairOfOpRecords) {
   const CaseAudit& c = r->cases[0];
   EXPECT_EQ(c.verdict, Verdict::Mismatch);
   ASSERT_TRUE(c.difference.has_value());
-  EXPECT_EQ(c.difference->runIndex, 2u);
+  EXPECT_EQ(c.difference->runIndex, 3u);
   EXPECT_EQ(c.difference->expectedName, "WR(r1)");
   EXPECT_EQ(c.difference->actualName, "WR(r2)");
   EXPECT_EQ(exitCode(r->total()), kExitMismatch);
@@ -235,7 +238,7 @@ TEST_F(AuditTest, DetectsATruncatedRecordedRun) {
   auto r = audit();
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->cases[0].difference.has_value());
-  EXPECT_EQ(r->cases[0].difference->runIndex, 21u);
+  EXPECT_EQ(r->cases[0].difference->runIndex, 22u);
   EXPECT_EQ(r->cases[0].difference->expectedName, "END");
   EXPECT_EQ(r->cases[0].difference->actualName, "end of trace");
 }

@@ -68,7 +68,7 @@ expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" -
 expect run-expand-multiply 0 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
   "$qgpu" run atomic_cas_mul --expand-multiply
 expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
-  "$qgpu" run dot --backend model
+  "$qgpu" run matvec --backend model
 # `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
 # leg checkpoint is refused before any case runs. (The rows themselves: harness_model_leg_test.)
 expect check-model-unknown 2 "--model 'fp16': the model legs are fp32 and bf16" -- \
@@ -85,7 +85,7 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
 # loaded; a directory that is no leg checkpoint is a Checkpoint error (the measurement:
 # harness_model_leg_test).
 expect margins-refused 4 "error\[OverLimit\].*into a shift-add loop" -- \
-  "$qgpu" circuit margins dot --checkpoint "$tmp"
+  "$qgpu" circuit margins matvec --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check

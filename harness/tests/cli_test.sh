@@ -8,9 +8,10 @@ qgpu="$1"
 
 expect expr-dot 0 '^32$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
 # The seeds' demo (47 tokens in qwenGPU): the exact run, pinned as the figure of merit.
-# The dot demo's run, derived by hand in docs/trace.md (32 tokens: B0's set.ge and B1's five ops).
-expect expr-dot-demo-count 0 '^dot_atomic: 32 generated tokens \(91 prompt tokens\), 2 steps$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
-expect expr-dot-demo-trace 0 '^EX\(0\) WM\(w0,0111\) WP\(p0\) T\(0\) EX\(1\) WM\(w0,0111\) WR\(r1\) T\(0\) T\(4\) T\(8\) WR\(r2\) T\(1\) T\(2\) T\(3\) WR\(r1\) T\(4\) T\(5\) T\(6\) WR\(r1\) T\(4\) T\(10\) C\(0\) T\(-14\) MG\(0111\) T\(6\) T\(4\) T\(6\) T\(14\) T\(6\) C\(1\) T\(0\) END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+# The dot demo's run, derived by hand in docs/trace.md (33 tokens: B0's set.ge and B1's five ops,
+# the mul's NOP and regrec two records, trace v6).
+expect expr-dot-demo-count 0 '^dot_atomic: 33 generated tokens \(98 prompt tokens\), 2 steps$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
+expect expr-dot-demo-trace 0 '^EX\(0\) WM\(w0,0111\) WP\(p0\) T\(0\) EX\(1\) WM\(w0,0111\) WR\(r1\) T\(0\) T\(4\) T\(8\) WR\(r2\) T\(1\) T\(2\) T\(3\) WR\(r1\) T\(4\) T\(5\) T\(6\) NOP WR\(r1\) T\(4\) T\(10\) C\(0\) T\(-14\) MG\(0111\) T\(6\) T\(4\) T\(6\) T\(14\) T\(6\) C\(1\) T\(0\) END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
 expect expr-dot-long 0 '^153$' -- "$qgpu" expr "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17] @ [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"
 expect expr-dot-trace-ends 0 'END$' -- "$qgpu" expr "[1, 2, 3] @ [4, 5, 6]"
 expect expr-nvcc 0 '^32$' -- "$qgpu" expr --compiler nvcc "[1, 2, 3] @ [4, 5, 6]"

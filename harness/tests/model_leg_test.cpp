@@ -212,9 +212,9 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 // fence_last_block: atom.inc's wrapping ticket into a register; atomic_cas_mul: atom.cas in a
 // loop, the multiply expanded; atomic_inc_dec: 16 lanes' atom.inc and atom.dec on one word), a
 // warp op (shfl_xor_allreduce: shfl.bfly); each the circuit target's program token for token; a
-// kernel whose multiply the expansion cannot fit (dot's mad in a loop) is refused without
-// running, inconclusive with the op named. Two sessions per dtype, run by runCheck's two model
-// workers.
+// kernel whose multiply the expansion cannot fit (matvec's mad, too few dead registers) is refused
+// without running, inconclusive with the op named. Two sessions per dtype, run by runCheck's two
+// model workers.
 TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
@@ -232,7 +232,7 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
                                           "atomic_cas_mul",
                                           "shfl_xor_allreduce",
                                           "atomic_inc_dec",
-                                          "dot"};
+                                          "matvec"};
   for (const std::string& name : names)
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
@@ -245,7 +245,7 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
     SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
     if (c.backend == Backend::Interp) {
       EXPECT_EQ(c.verdict, Verdict::Match);
-    } else if (c.kernel == "dot") {
+    } else if (c.kernel == "matvec") {
       EXPECT_EQ(c.verdict, Verdict::Inconclusive);
       EXPECT_NE(c.detail.find("into a shift-add loop"), std::string::npos);
     } else {

@@ -139,7 +139,9 @@ PredSet writtenBefore(const Block& blk, size_t until) {
 
 }  // namespace
 
-Splicer::Splicer(Program p, const std::vector<std::vector<SourceLoc>>* opLocs) : p_(std::move(p)) {
+Splicer::Splicer(Program p, const std::vector<std::vector<SourceLoc>>* opLocs,
+                 bool (*replaced)(machine::Op))
+    : p_(std::move(p)), replaced_(replaced) {
   bool fits = opLocs != nullptr && opLocs->size() == p_.blocks.size();
   for (size_t b = 0; fits && b < p_.blocks.size(); ++b) fits = (*opLocs)[b].size() == p_.blocks[b].ops.size();
   if (fits) {
@@ -191,6 +193,13 @@ std::vector<uint8_t> Splicer::deadAfter(size_t b, size_t i, RegSet taken) const 
 
 PredSet Splicer::readAfter(size_t b, size_t i) const { return readBeforeKill(p_.blocks[b], i + 1); }
 
+int Splicer::records(const std::vector<Instr>& ops) const {
+  int n = 0;
+  for (const Instr& in : ops)
+    n += replaced_ != nullptr && replaced_(in.op) ? 1 : machine::recordsOf(in);
+  return n;
+}
+
 PredSet Splicer::mustSave(size_t b, size_t i) const {
   const Block& blk = p_.blocks[b];
   PredSet save = readAfter(b, i) & writtenBefore(blk, i);
@@ -205,18 +214,22 @@ Status Splicer::split(size_t b, size_t i, size_t skip, std::vector<Instr> setup,
   const SourceLoc at = locs_[b][i];
   std::vector<Instr> head(blk.ops.begin(), blk.ops.begin() + static_cast<long>(i));
   head.insert(head.end(), setup.begin(), setup.end());
-  size_t after = blk.ops.size() - i - 1;
-  if (skip != std::string::npos) --after;
-  if (head.size() > static_cast<size_t>(machine::kMaxOpsPerBlock))
-    return overLimit(b, i, loopName, "the ops before it and its setup need " + std::to_string(head.size()) +
-                                         " ops in one block; a block holds " + std::to_string(machine::kMaxOpsPerBlock));
-  if (finish.size() + after > static_cast<size_t>(machine::kMaxOpsPerBlock))
-    return overLimit(b, i, loopName, "its result and the ops after it need " + std::to_string(finish.size() + after) +
-                                         " ops in one block; a block holds " + std::to_string(machine::kMaxOpsPerBlock));
   const size_t added = finish.size();  // the continuation's own ops, before the ops after the op
   std::vector<Instr> cont = std::move(finish);
   for (size_t k = i + 1; k < blk.ops.size(); ++k)
     if (k != skip) cont.push_back(blk.ops[k]);
+  // A block holds kMaxOpsPerBlock trace records (records(): an atomic or a multiply into a
+  // register writes two).
+  auto tooMany = [&](const std::string& what, int records) {
+    return overLimit(b, i, loopName,
+                     what + " need " + std::to_string(records) +
+                         " records in one block; a block holds " +
+                         std::to_string(machine::kMaxOpsPerBlock));
+  };
+  if (const int n = records(head); n > machine::kMaxOpsPerBlock)
+    return tooMany("the ops before it and its setup", n);
+  if (const int n = records(cont); n > machine::kMaxOpsPerBlock)
+    return tooMany("its result and the ops after it", n);
 
   // Blocks after b move up by 2 (the loop at b + 1, the continuation at b + 2); a target b
   // stays b: the head is where the block starts.

@@ -49,7 +49,10 @@ int countOps(const machine::Program& p);
 class Splicer {
  public:
   // opLocs[b][i] for program.blocks[b].ops[i]; nullptr or a shape that does not match: unknown.
-  Splicer(machine::Program p, const std::vector<std::vector<SourceLoc>>* opLocs);
+  // `replaced`: the ops the pass replaces, every one (the program it returns has none), so one
+  // still in a block counts one record in the limits, not the two a multiply writes (trace v6).
+  Splicer(machine::Program p, const std::vector<std::vector<SourceLoc>>* opLocs,
+          bool (*replaced)(machine::Op) = nullptr);
 
   const machine::Program& program() const { return p_; }
   machine::Program take() { return std::move(p_); }
@@ -68,6 +71,10 @@ class Splicer {
   // Replaces ops[i] of block b by `ops` in the same block (no loop), each located at the op.
   void replace(size_t b, size_t i, std::vector<machine::Instr> ops);
 
+  // The trace records `ops` will write once the pass is done (machine::blockRecords, the
+  // constructor's `replaced` ops one each): a block holds kMaxOpsPerBlock.
+  int records(const std::vector<machine::Instr>& ops) const;
+
   // The registers (r1..) dead after op i of block b and not in `taken`, in ascending order.
   std::vector<uint8_t> deadAfter(size_t b, size_t i, RegSet taken) const;
 
@@ -80,13 +87,14 @@ class Splicer {
   // The split (file comment): head = the ops before i + `setup`, then `loop` (its terminator is
   // set here: branch on `loopPred` back to itself, else on), then `finish` + the ops after i but
   // `skip` (a fused partner, or npos) + b's terminator. OverLimit when the head or the
-  // continuation exceeds kMaxOpsPerBlock ops or the program kMaxBlocks blocks.
+  // continuation exceeds kMaxOpsPerBlock records (records()) or the program kMaxBlocks blocks.
   Status split(size_t b, size_t i, size_t skip, std::vector<machine::Instr> setup, machine::Block loop,
                uint8_t loopPred, std::vector<machine::Instr> finish, const std::string& loopName);
 
  private:
   machine::Program p_;
   std::vector<std::vector<SourceLoc>> locs_;  // parallel to p_.blocks[b].ops
+  bool (*replaced_)(machine::Op) = nullptr;
 };
 
 // The saves (selp t, 1, 0, q) before a split and the reloads (set.ne q, t, 0) after it, for the

@@ -51,7 +51,10 @@ std::vector<Term> nafTerms(uint32_t k) {
 
 class MultiplyExpander {
  public:
-  MultiplyExpander(Program p, const ExpandMultiplyOptions& options) : s_(std::move(p), options.opLocs), locsOut_(options.locsOut) {}
+  // Every multiply leaves (the pass refuses a program it cannot expand whole), so the pending
+  // ones count one record each in the limits.
+  MultiplyExpander(Program p, const ExpandMultiplyOptions& options)
+      : s_(std::move(p), options.opLocs, &isMultiply), locsOut_(options.locsOut) {}
 
   Expected<Program> run(ExpandMultiplyStats& stats) {
     for (;;) {
@@ -123,8 +126,8 @@ class MultiplyExpander {
     }
     if (mad) ops.push_back(alu(Op::Add, acc, R(acc), m.src[2]));
     if (acc != m.dst) ops.push_back(alu(Op::Mov, m.dst, R(acc)));
-    const size_t blockOps = s_.program().blocks[b].ops.size() - 1 + ops.size();
-    if (blockOps > static_cast<size_t>(machine::kMaxOpsPerBlock)) return false;
+    const std::vector<Instr>& blockOps = s_.program().blocks[b].ops;
+    if (s_.records(blockOps) - 1 + s_.records(ops) > machine::kMaxOpsPerBlock) return false;
     for (Instr& in : ops) in.guard = m.guard;
     s_.replace(b, i, std::move(ops));
     return true;

@@ -153,11 +153,11 @@ bool globalisePreds(VFunc& f, std::map<int, int>& held) {
 }
 
 // ---- Step 2: splitting ----
-// The trace records an op writes (machine::recordsOf: an atomic with a register destination
-// writes two, and a block holds 16 records); a dst that allocation later drops to r0 is counted
-// as written, which only cuts a piece early.
+// The trace records an op writes (machine::recordsOf: an atomic or a multiply with a register
+// destination writes two, and a block holds 16 records); a dst that allocation later drops to r0 is
+// counted as written, which only cuts a piece early.
 int records(const VInstr& i) {
-  return machine::writesMemory(i.op) && machine::writesReg(i.op) && i.dst != kNone ? 2 : 1;
+  return machine::recordsOf(i.op, i.dst != kNone);
 }
 int records(const VBlock& b) {
   int n = 0;

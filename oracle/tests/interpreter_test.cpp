@@ -792,6 +792,7 @@ TEST(Execution, StepReportsEachOpsEffectsAndNextBlocks) {
   mul1.writesReg = true;
   mul1.reg = 1;
   mul1.regs = {0, 2, 4, 0};
+  mul1.lateReg = true;  // a multiply's register write is its second record (trace v6)
   EXPECT_EQ(first.step.ops[0], mul1);
   EXPECT_EQ(first.step.ops[1].regs, (std::array<uint32_t, 4>{0, 4, 8, 0}));
   OpEffects store;

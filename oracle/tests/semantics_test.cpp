@@ -95,6 +95,23 @@ TEST(Semantics, TableRowsAreConsistentWithTheirClass) {
   }
 }
 
+// The Result column (trace v5, v6): the register result comes in a second record for exactly the
+// atomics (after the memory stage) and the four multiplies (after the circuit's multiplier), by
+// hand; every other op's record is its own.
+TEST(Semantics, LateResultsAreTheAtomicsAndTheMultiplies) {
+  const std::set<Op> kMultiplies = {Op::Mul, Op::Mad, Op::MulHiU, Op::MulHiS};
+  for (int i = 0; i < machine::kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    const machine::OpInfo& info = machine::opInfo(op);
+    const bool atomic = info.cls == OpClass::Mem && info.mem == MemEffect::ReadWrite;
+    EXPECT_EQ(info.result == machine::ResultTiming::Late, atomic || kMultiplies.count(op) == 1)
+        << info.mnemonic;
+    if (info.result == machine::ResultTiming::Late) {
+      EXPECT_EQ(info.dst, DstKind::Reg) << info.mnemonic;
+    }
+  }
+}
+
 TEST(Semantics, SubwordStoresReplaceOnlyTheirFieldLittleEndian) {
   // old = 0x11223344: byte 0 is 0x44, byte 3 is 0x11; the value's high bits are dropped.
   EXPECT_EQ(evalSubwordStore(Op::StB8, 0x11223344u, 0, 0xffffffabu), 0x112233abu);

@@ -27,6 +27,7 @@ Token C(int d) {
   return tok(Family::C, d & 31);
 }
 const Token kEnd = single(Family::End);
+const Token kNop = single(Family::Nop);
 
 // Trace v4: v3's LAUNCH (id 4) is gone, so v3's ids 5..241 are one lower; TICK comes last.
 TEST(TraceVocabulary, FamilyBasesAndSize) {
@@ -244,12 +245,13 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
   // WR(r1) T(0) T(4) T(8)                  shl: 0 4 8
   // WR(r2) T(1) T(2) T(3)                  ld: 1 2 3
   // WR(r3) T(4) T(5) T(6)                  ld: 4 5 6
+  // NOP                                     mul: its product one record late (trace v6)
   // WR(r2) T(4) T(10) C(0) T(18)           mul: 4 10 18 (18 = 00000 10010)
   // MG(0111) T(6) T(4) T(6) T(14) T(6) C(1) T(0)   atom.add r0: word 6 = 4, 14, 32 in lane order
-  // END                                     (exit writes nothing): 28 tokens.
+  // END                                     (exit writes nothing): 29 tokens.
   const std::vector<Token> want = {6,   44,  98,  203, 207, 211, 99,  204, 205, 206,
-                                   100, 207, 208, 209, 99,  207, 213, 171, 221, 142,
-                                   209, 207, 209, 217, 209, 172, 203, 168};
+                                   100, 207, 208, 209, 166, 99,  207, 213, 171, 221,
+                                   142, 209, 207, 209, 217, 209, 172, 203, 168};
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
   // The prompt (v4), summed by hand (a value of 16..511 is 2 chunks, 512..16383 three):
   //   PROG gridX 1 | blockX 3 << 5 | 1 block << 10 = 1121 (3) 4 (v3: PROG T(1) LAUNCH C(3) T(1)
@@ -258,9 +260,10 @@ TEST(TraceRun, DotProductExampleOfDocsTraceMd) {
   //   ld   OP(a) 1 | 50 << 4 | 2 << 11 (4), OP(b) 1 | 1 << 2 = 5 (2)                           = 6
   //   ld   OP(a) (4), OP(b) 5 (2), OP(off) 12 (2)                                             = 8
   //   mul  OP(a) 3 | 3 << 4 | 2 << 11 (4), OP(b) 1 | 2 << 2 | 1 << 6 | 3 << 8 = 841 (4)      = 8
-  //   atom OP(a) 4 | 52 << 4 = 836 (4), OP(b) 2 | 1 << 6 | 2 << 8 = 578 (4), OP(i0) 24 (3)    = 11
-  //   TERM T(3) 2; six words GMEM T(a) GW T(v) 24; RUN 1: 75 tokens (v3: 76, v2: 110).
-  EXPECT_EQ(encodePrompt(p, l).size(), 75u);
+  //        its continuation row (v6) OP(a) 4 | 1 << 25 (7)                                   = 7
+  //   atom OP(a) 5 | 52 << 4 = 837 (4), OP(b) 2 | 1 << 6 | 2 << 8 = 578 (4), OP(i0) 24 (3)    = 11
+  //   TERM T(3) 2; six words GMEM T(a) GW T(v) 24; RUN 1: 82 tokens (v5: 75, v3: 76, v2: 110).
+  EXPECT_EQ(encodePrompt(p, l).size(), 82u);
 }
 
 // Runs `p` (which must verify) and compares its run tokens with `want`.
@@ -270,6 +273,31 @@ void expectTrace(const Program& p, const Launch& l, const std::vector<Token>& wa
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->trace, want) << pretty(r->trace);
   EXPECT_TRUE(decodeRun(r->trace).ok());
+}
+
+// Trace v6: every multiply into a register writes NOP, then its regrec — also when no lane
+// executes it (the regrec of unchanged values, as any register write with e = 0); mulhi and mad
+// alike; into r0 it writes one record, NOP. Values by hand: tid·7 = 0 7 14 21; mulhi.u of
+// 0x80000000 · tid·7 = tid·7 / 2 = 0 3 7 10; mad tid·7 · 3 + 1 = 1 22 43 64 (64 = 00010 00000).
+TEST(TraceRun, AMultiplyIntoARegisterWritesNopThenItsRegrec) {
+  const Program p{"mul",
+                  {block({alu(Op::Mul, 1, Tid(), I(7)), alu(Op::MulHiU, 2, R(1), I(0x80000000u)),
+                          cmp(Op::SetGtU, 0, Tid(), I(9)), guard(alu(Op::Mul, 2, R(1), R(1)), 0),
+                          alu(Op::Mad, 3, R(1), I(3), I(1)), alu(Op::Mul, 0, R(1), R(1))},
+                         exitTerm())},
+                  0,
+                  0};
+  // clang-format off
+  expectTrace(p, launch(1, 4),
+              {ex(0), wm(0, 15),
+               kNop, wr(1), T(0), T(7), T(14), C(0), T(21),              // mul r1, %tid.x, 7
+               kNop, wr(2), T(0), T(3), T(7), T(10),                     // mulhi.u r2
+               wp(0), T(0),                                              // p0 false in every lane
+               kNop, wr(2), T(0), T(3), T(7), T(10),                     // @p0 mul: no lane, r2 kept
+               kNop, wr(3), T(1), C(0), T(22), C(1), T(11), C(2), T(0),  // mad r3
+               kNop,                                                     // mul r0: one record
+               kEnd});
+  // clang-format on
 }
 
 TEST(TraceRun, GuardFalseLanesShowTheirUnchangedValueInWr) {
@@ -385,15 +413,17 @@ TEST(TraceRun, ShuffleAndVoteRecords) {
                          exitTerm())},
                   0,
                   0};
+  // clang-format off
   expectTrace(p, launch(1, 4),
               {ex(0), wm(0, 15),
-               wr(1), T(0), T(10), C(0), T(20), C(0), T(30),         // 0 10 20 30
+               kNop, wr(1), T(0), T(10), C(0), T(20), C(0), T(30),   // mul (v6): 0 10 20 30
                wr(2), T(10), C(0), T(20), C(0), T(30), C(0), T(30),  // down 1; lane 3 keeps its own
                wp(0), T(12),                                         // 1100
                wu(3), T(12),                                         // ballot 0b1100
                wp(1), T(15),                                         // any: all lanes true
                wp(2), T(0),                                          // all: false
                kEnd});
+  // clang-format on
 }
 
 TEST(TraceRun, OpsWithNothingToShowAreNop) {
@@ -434,11 +464,14 @@ TEST(TraceRun, FaultInLaneTwoStoresNothingAndFollowsTheEarlierRecords) {
       << r->fault.message;
   EXPECT_EQ(r->global[0], 5u);   // op 0 stands
   EXPECT_EQ(r->global[63], 0u);  // lane 1's store of op 2 did not happen
-  // 252 = 00111 11100, 504 = 01111 11000, 756 = 00000 10111 10100.
-  EXPECT_EQ(r->trace, (std::vector<Token>{ex(0), wm(0, 15), mg(15), T(0), T(5), T(0), T(5), T(0),
-                                          T(5), T(0), T(5), wr(2), T(0), C(7), T(28), C(15),
-                                          T(24), C(0), C(23), T(20), single(Family::FaultTok)}))
-      << pretty(r->trace);
+  // 252 = 00111 11100, 504 = 01111 11000, 756 = 00000 10111 10100; the mul's NOP first (v6).
+  // clang-format off
+  const std::vector<Token> want = {ex(0), wm(0, 15),
+                                   mg(15), T(0), T(5), T(0), T(5), T(0), T(5), T(0), T(5),
+                                   kNop, wr(2), T(0), C(7), T(28), C(15), T(24), C(0), C(23), T(20),
+                                   single(Family::FaultTok)};
+  // clang-format on
+  EXPECT_EQ(r->trace, want) << pretty(r->trace);
 }
 
 TEST(TraceRun, LimitReplacesTheNextStep) {
@@ -594,7 +627,7 @@ TEST(TraceRun, FaultAndLimitEndTheRun) {
 // 100 divides i > 0, then TICK(2) if 10,000 does.
 
 const Token kTick1 = tick(1), kTick2 = tick(2), kLimit = single(Family::Limit),
-            kCta = single(Family::Cta), kNop = single(Family::Nop);
+            kCta = single(Family::Cta);
 
 // spin: r1 = r1 + 1 forever, one thread. Step i writes EX(0) WM(w0,0001) WU(r1) v(i).
 Program spin() {
@@ -945,6 +978,51 @@ TEST(TracePrompt, AnAtomicWithADestinationHasAContinuationRow) {
   Program q = p;
   q.blocks[0].ops.assign(9, atom(Op::AtomAdd, Space::Global, 1, R(2), I(1)));
   EXPECT_EQ(verify(q).error().kind, ErrorKind::OverLimit);
+}
+
+// Trace v6: a multiply with a register destination is keyed and continued as an atomic is. By hand
+// (block 0):
+//   op 0 mul r1, r2, r3: OP(a) 0 | 3 << 4 | 1 << 11 = 2096 = 00010 00001 10000 → C(2) C(1) T(16);
+//        OP(b) Reg r2 | Reg r3 = 1 | 2 << 2 | 1 << 6 | 3 << 8 = 841 = 11010 01001 → C(0) C(-6) T(9)
+//   row 1, its continuation: OP(a) 1 | 1 << 25 → C(1) C(0) C(0) C(0) C(0) T(1)
+//   op 1 mov r3, 5 at row 2: as above
+//   op 2 mul r0, r2, r3 at row 3 (into r0: one record): OP(a) 3 | 3 << 4 = 51 = 00001 10011 →
+//        C(1) T(19); OP(b) C(0) C(-6) T(9)
+TEST(TracePrompt, AMultiplyWithADestinationHasAContinuationRow) {
+  ASSERT_EQ(static_cast<int>(Op::Mul), 3);
+  Program p{
+      "",
+      {block({alu(Op::Mul, 1, R(2), R(3)), alu(Op::Mov, 3, I(5)), alu(Op::Mul, 0, R(2), R(3))},
+             exitTerm())},
+      0,
+      0};
+  ASSERT_TRUE(verify(p, launch(1, 1)).ok()) << verify(p, launch(1, 1)).error().message;
+  const std::vector<Token> got = encodePrompt(p, launch(1, 1));
+  const Token kA = opWord(RomSlot::Head), kB = opWord(RomSlot::Sources),
+              kI0 = opWord(RomSlot::Imm0);
+  // clang-format off
+  const std::vector<Token> ops = {kA, C(2), C(1), T(16), kB, C(0), C(-6), T(9),
+                                  kA, C(1), C(0), C(0), C(0), C(0), T(1),
+                                  kA, C(6), C(0), T(2), kB, T(2), kI0, T(5),
+                                  kA, C(1), T(19), kB, C(0), C(-6), T(9)};
+  // clang-format on
+  ASSERT_GE(got.size(), 6u + ops.size());
+  EXPECT_EQ(std::vector<Token>(got.begin() + 6, got.begin() + 6 + static_cast<long>(ops.size())),
+            ops);
+  EXPECT_EQ(got[6 + ops.size()], single(Family::Term));
+  auto back = decodePrompt(got);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->program, p);
+  // mad and both mulhi take the row too; 9 multiplies into r1 are 18 records: OverLimit.
+  for (Op op : {Op::Mad, Op::MulHiU, Op::MulHiS}) {
+    const Instr in = alu(op, 1, R(2), R(3), op == Op::Mad ? R(2) : Operand{});
+    EXPECT_EQ(recordsOf(in), 2) << opInfo(op).mnemonic;
+  }
+  Program q = p;
+  q.blocks[0].ops.assign(9, alu(Op::Mul, 1, R(2), R(3)));
+  EXPECT_EQ(verify(q).error().kind, ErrorKind::OverLimit);
+  q.blocks[0].ops.assign(8, alu(Op::Mul, 1, R(2), R(3)));
+  EXPECT_TRUE(verify(q).ok());
 }
 
 TEST(TracePrompt, DecodeRejectsTruncatedAndInvalidPrompts) {

@@ -479,7 +479,7 @@ Program withOpsBefore(int n) {
 }
 
 TEST(ExpandDivision, RefusesAHeadOverSixteenOps) {
-  expectOverLimit(withOpsBefore(14), "div.u r4, r2, r3", "17 ops in one block");
+  expectOverLimit(withOpsBefore(14), "div.u r4, r2, r3", "17 records in one block");
   EXPECT_TRUE(expandDivision(withOpsBefore(13)).ok());  // twin: 13 + 3 setup = 16
 }
 
@@ -494,7 +494,7 @@ Program withOpsAfter(int n) {
 
 TEST(ExpandDivision, RefusesAContinuationOverSixteenOps) {
   // 1 reload + 4 sign fix-ups + the guarded mov + the 11 ops after it
-  expectOverLimit(withOpsAfter(11), "@p0 div.s r4, r2, r3", "17 ops in one block");
+  expectOverLimit(withOpsAfter(11), "@p0 div.s r4, r2, r3", "17 records in one block");
   EXPECT_TRUE(expandDivision(withOpsAfter(10)).ok());
 }
 

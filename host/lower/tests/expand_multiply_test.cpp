@@ -334,24 +334,26 @@ TEST(ExpandMultiply, RefusesWithoutDeadRegistersAndNamesTheLine) {
     Instr sum = alu(Op::Add, 1, R(1), R(2));
     blk.ops.push_back(sum);
     for (uint8_t r = 3; r < 2 + live; ++r) blk.ops.push_back(alu(Op::Add, 1, R(1), R(r)));
-    blk.ops.push_back(machine::build::st(machine::Space::Global, R(0), R(1), 0));
-    blk.term.kind = machine::TermKind::Exit;
     Program p;
     p.name = "full";
-    // 14 registers r1..r14 live after the mul: over 16 ops, so across two blocks.
+    // 14 registers r1..r14 live after the mul: over 16 records (the mul writes two, trace v6),
+    // so across three blocks, the store in the last.
     Block first;
     first.ops.assign(blk.ops.begin(), blk.ops.begin() + 1 + live);
     first.term = machine::build::jmp(1);
     Block second;
     second.ops.assign(blk.ops.begin() + 1 + live, blk.ops.end());
-    second.term.kind = machine::TermKind::Exit;
-    p.blocks = {first, second};
+    second.term = machine::build::jmp(2);
+    Block third;
+    third.ops.push_back(machine::build::st(machine::Space::Global, R(0), R(1), 0));
+    third.term.kind = machine::TermKind::Exit;
+    p.blocks = {first, second, third};
     return p;
   };
   const Program full = program(14);
   ASSERT_TRUE(machine::verify(full).ok()) << machine::verify(full).error().str();
-  std::vector<std::vector<SourceLoc>> locs(2);
-  for (size_t b = 0; b < 2; ++b)
+  std::vector<std::vector<SourceLoc>> locs(3);
+  for (size_t b = 0; b < 3; ++b)
     for (size_t i = 0; i < full.blocks[b].ops.size(); ++i) locs[b].push_back(SourceLoc{"k.ptx", static_cast<uint32_t>(40 + i), 1});
   ExpandMultiplyOptions o;
   o.opLocs = &locs;
