@@ -945,6 +945,19 @@ TEST(TracePrompt, AnOpIsItsTaggedWordsInSlotOrder) {
   EXPECT_EQ(std::count(all.begin(), all.end(), opWord(RomSlot::Offset)), 1);
 }
 
+// One block's prompt: its op words (after PROG's 4 tokens and BLK T(0)) are `ops`, then TERM;
+// the prompt decodes back to `p` (a continuation row dropped, the op indices restored).
+void expectOneBlockPrompt(const Program& p, const std::vector<Token>& got,
+                          const std::vector<Token>& ops) {
+  ASSERT_GE(got.size(), 6u + ops.size());
+  EXPECT_EQ(std::vector<Token>(got.begin() + 6, got.begin() + 6 + static_cast<long>(ops.size())),
+            ops);
+  EXPECT_EQ(got[6 + ops.size()], single(Family::Term));
+  auto back = decodePrompt(got);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->program, p);
+}
+
 // Trace v5: an atomic with a register destination is keyed by its first record's index and gets a
 // continuation row; later ops' rows run ahead of their op index. By hand (block 0):
 //   op 0 atom.add r1, [r2], 1: OP(a) 0 | 52 << 4 | 1 << 11 = 2880 = 00010 11010 00000 →
@@ -967,13 +980,7 @@ TEST(TracePrompt, AnAtomicWithADestinationHasAContinuationRow) {
                                   kA,  C(1), C(0),  C(0), C(0), C(0), T(1),
                                   kA,  C(6), C(0),  T(2), kB,   T(2), kI0,  T(5),
                                   kA,  C(0), C(-6), T(3), kB,   C(4), T(9), kI1,  T(1)};
-  ASSERT_GE(got.size(), 6u + ops.size());
-  EXPECT_EQ(std::vector<Token>(got.begin() + 6, got.begin() + 6 + static_cast<long>(ops.size())),
-            ops);
-  EXPECT_EQ(got[6 + ops.size()], single(Family::Term));
-  auto back = decodePrompt(got);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->program, p);  // the continuation row dropped, the op indices restored
+  expectOneBlockPrompt(p, got, ops);
   // The OverLimit twin: 9 such atomics are 18 records, which verify() refuses before encoding.
   Program q = p;
   q.blocks[0].ops.assign(9, atom(Op::AtomAdd, Space::Global, 1, R(2), I(1)));
@@ -1006,13 +1013,7 @@ TEST(TracePrompt, AMultiplyWithADestinationHasAContinuationRow) {
                                   kA, C(6), C(0), T(2), kB, T(2), kI0, T(5),
                                   kA, C(1), T(19), kB, C(0), C(-6), T(9)};
   // clang-format on
-  ASSERT_GE(got.size(), 6u + ops.size());
-  EXPECT_EQ(std::vector<Token>(got.begin() + 6, got.begin() + 6 + static_cast<long>(ops.size())),
-            ops);
-  EXPECT_EQ(got[6 + ops.size()], single(Family::Term));
-  auto back = decodePrompt(got);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->program, p);
+  expectOneBlockPrompt(p, got, ops);
   // mad and both mulhi take the row too; 9 multiplies into r1 are 18 records: OverLimit.
   for (Op op : {Op::Mad, Op::MulHiU, Op::MulHiS}) {
     const Instr in = alu(op, 1, R(2), R(3), op == Op::Mad ? R(2) : Operand{});
