@@ -1236,6 +1236,21 @@ TEST(TracePromptRejects, AnAtomicWithADestinationWithoutItsContinuationRow) {
                        "the head word must be 33554433 (op index 1 and the continuation bit");
 }
 
+// Trace v6: a multiply into a register needs its continuation row as an atomic does; into r0 it
+// has none. mul r1, r2, r3 at row 0: head 0 | Mul (isa.def row 3) << 4 | r1 << 11; sources Reg r2,
+// Reg r3 = 1 | 2 << 2 | 1 << 6 | 3 << 8 = 841.
+TEST(TracePromptRejects, AMultiplyWithADestinationWithoutItsContinuationRow) {
+  const std::vector<Token> mul = cat({{kA}, val(head(0, Op::Mul, 1)), {kB}, val(841)});
+  expectPromptRejected(onlyBlock(mul), 6 + mul.size(),
+                       "op 0 of block 0 (mul into r1) writes two records: its continuation row "
+                       "OP(a) must follow");
+  EXPECT_TRUE(decodePrompt(onlyBlock(cat({mul, cont(1), mov5(2)}))).ok());  // the twin
+  const std::vector<Token> mulR0 = cat({{kA}, val(head(0, Op::Mul, 0)), {kB}, val(841)});
+  EXPECT_TRUE(decodePrompt(onlyBlock(cat({mulR0, mov5(1)}))).ok());
+  expectPromptRejected(onlyBlock(cat({mulR0, cont(1)})), 6 + mulR0.size() + 1,
+                       "a continuation row at row 1, where an op starts");
+}
+
 TEST(TracePromptRejects, AContinuationRowThatIsNotExactlyTheRowAndItsFlag) {
   // Wrong row; another field set; a word after it.
   expectPromptRejected(onlyBlock(cat({atomR1(0), cont(2), mov5(3)})), 16,
