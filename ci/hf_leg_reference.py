@@ -2,9 +2,9 @@
 """Runs Hugging Face transformers on the model leg's checkpoint and records its tokens.
 
 The checkpoint is the one `qgpu circuit build` writes (the leg's pipeline: memory ops, atomics with
-their regrec, warp ops; 24 layers, those without heads `full_attention` with zero weights, 13 GB
-in fp32). For each kernel (clang, the circuit target's
-program: both expansions), `qgpu trace K --expand-division --expand-multiply --ids` gives the
+their regrec, mul and mad, warp ops; 28 layers, those without heads `full_attention` with zero
+weights, 17.6 GB in fp32). For each kernel (clang, the circuit target's
+program: divisions and mulhi expanded), `qgpu trace K --expand-division --expand-mulhi --ids` gives the
 prompt and the interpreter's run; transformers' Qwen3_5ForCausalLM then runs the prompt and the
 run in ONE forward without a cache (teacher-forced), and its argmax at every run position is
 recorded. Transformers
@@ -32,7 +32,7 @@ Usage (where PyPI is reachable; see ci/requirements-hf.txt):
     python3 -m venv ci/.venv && ci/.venv/bin/pip install -r ci/requirements-hf.txt
     bash ci/build.sh
     ci/.venv/bin/python ci/hf_leg_reference.py --qgpu build/harness/qgpu
-It needs about 15 GB of memory free (the fp32 model) and runs the dtypes one after the other;
+It needs about 18 GB of memory free (the fp32 model) and runs the dtypes one after the other;
 `--bf16-kernel K` (repeatable) keeps bf16, which transformers runs slowly on a CPU, to those kernels.
 """
 import argparse
@@ -52,7 +52,7 @@ from transformers import Qwen3_5ForCausalLM
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Divergence and reconvergence (divergent_branch); shared memory with barriers (transpose_shared,
-# oddeven_sort's loop of them); multiplies expanded into loops (matmul2x2); several warps
+# oddeven_sort's loop of them); mul and mad in the pipeline (matmul2x2); several warps
 # (reverse); a data-dependent loop (fibonacci); the bit ALU (popcount); atomics: atom.add of four
 # lanes on one global word (dot_atomic, the dot-product demo), shared atom.add with barriers
 # (histogram_shared), atom.max.s (reduce_max_atomic), an old value into a register (atomic_exch:
@@ -68,7 +68,7 @@ RUN_TOKEN = 5  # oracle/trace.h: RUN, the prompt's last token
 
 
 def trace(qgpu, kernel):
-    out = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-multiply", "--ids"],
+    out = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-mulhi", "--ids"],
                          check=True, capture_output=True, text=True).stdout.split()
     ids = [int(t) for t in out]
     end = ids.index(RUN_TOKEN) + 1
@@ -78,7 +78,7 @@ def trace(qgpu, kernel):
 def check_tokenizer(qgpu, ckpt, kernel, prompt, run):
     """The checkpoint's tokenizer.json, loaded by transformers, names the tokens as `qgpu trace`."""
     tok = transformers.PreTrainedTokenizerFast(tokenizer_file=os.path.join(ckpt, "tokenizer.json"))
-    names = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-multiply", "--names"],
+    names = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-mulhi", "--names"],
                            check=True, capture_output=True, text=True).stdout.split()
     if tok.decode(prompt + run).split() != names or tok.encode(" ".join(names)) != prompt + run:
         raise SystemExit(f"{kernel}: transformers' tokenizer does not name the trace's tokens")

@@ -18,10 +18,11 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kCircuitFile = "circuit.json";
 // circuit.json's name of the pipeline the leg builds: a checkpoint of another (an older qgpu's
-// "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp"
-// or "memory+atomics+inc+dec+cas+regrec+warp", without atom.inc, cas, dec or the spill slots) is
-// refused, since pipelineExecutes answers for this one.
-constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+warp";
+// "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp",
+// "memory+atomics+inc+dec+cas+regrec+warp" or "memory+spill+atomics+inc+dec+cas+regrec+warp",
+// without atom.inc, cas, dec, the spill slots or mul and mad) is refused, since pipelineExecutes
+// answers for this one.
+constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+warp+mul";
 
 // The leg pipeline's config before the plan fixes the hidden size and the MLP width.
 model::Qwen35Config legConfig(int hidden, int units) {
@@ -46,6 +47,7 @@ ExecuteSpec legSpec(int stepLimit) {
   spec.memory = true;
   spec.atomics = true;
   spec.atomicRegrec = true;
+  spec.multiply = true;
   spec.warpOps = true;
   spec.stepLimit = stepLimit;
   return spec;

@@ -4,12 +4,12 @@
 // through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
 //
 //   legSpec           the leg's pipeline (circuit/pipeline.h ExecuteSpec): memory ops, the
-//                     atomics with their regrec and the warp ops, 24 layers.
+//                     atomics with their regrec, mul and mad, and the warp ops, 28 layers.
 //   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for that pipeline: an op executes iff
 //                     the ALU stage computes it (aluStageExclusion is null), it is a load or a
 //                     store (ld, st, st.b8, st.b16, global or shared), an atom.add / and / or /
 //                     xor / exch / min / max / inc / cas (any dst: the old value into a register
-//                     too), a shuffle or a vote; every block terminator. The first op outside
+//                     too), a mul or mad, a shuffle or a vote (never mulhi: the host expands it); every block terminator. The first op outside
 //                     that set is refused: OverLimit naming the block, the op's index and its
 //                     mnemonic and why (mul, mad and mulhi: no multiplier in the pipeline yet;
 //                     atom.dec: built in the memory stage, not in the leg's pipeline; spills,
@@ -63,7 +63,7 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp", "stepLimit": N, …}, which
+// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N, …}, which
 // readLegStepLimit reads back (Checkpoint error when it is missing or malformed: a directory that
 // is not a leg checkpoint).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);

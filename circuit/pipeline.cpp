@@ -7,6 +7,7 @@
 
 #include "circuit/assembler.h"
 #include "circuit/logic.h"
+#include "circuit/multiply.h"
 #include "circuit/tap.h"
 #include "oracle/machine.h"
 #include "oracle/trace.h"
@@ -35,21 +36,69 @@ Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
   return fe.predPort[static_cast<size_t>(k)].slice(l, 1, "lane " + std::to_string(l));
 }
 
+// A result stage at `first`..first+3 on the held fields (pipeline.h: the atomics' and the
+// multiplies' regrec at the continuation position): r_l = `values`, old_l = the held oldDst_l, the
+// guard from the held head word and the held guard bits (which stand in for s_l and oldPred_l:
+// only a predicate op's ANDs read them, and neither an atomic nor a multiply writes one), m = the
+// WM latch; its units after those already in each layer.
+Expected<ResultStage> buildHeldResultStage(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
+                                           ExecutePipeline& p, int first,
+                                           const std::array<Field, kRecordLanes>& values) {
+  const int E = s.layer0;
+  ResultStageSpec rs;
+  rs.tokens = s.tokens;
+  rs.firstLayer = first;
+  rs.head = p.heldHead;
+  rs.headInverted = true;
+  rs.mask = p.fe.mask;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    const auto i = static_cast<size_t>(l);
+    const Field g = p.heldGuard.slice(l, 1, "lane " + std::to_string(l));
+    rs.lanes[i] = {values[i], g, p.heldDst[i], g, g};
+  }
+  for (int i = 0; i < kResultStageLayers; ++i)
+    rs.firstUnit[static_cast<size_t>(i)] = p.units[static_cast<size_t>(first - E + i)];
+  QGPU_TRY(stage, buildResultStage(w, alloc, rs));
+  for (int i = 0; i < kResultStageLayers; ++i)
+    p.units[static_cast<size_t>(first - E + i)] += stage.units[static_cast<size_t>(i)];
+  return stage;
+}
+
+// A latch head at `layer` (enable = exec: written at every op's executing position p, held until
+// the next) from `from`'s dims, padded with the ballast to `out`'s width (tap.h: dv/V a power of 4).
+Status holdAtExec(CircuitWeights& w, const TokenLayout& t, int layer, int& heads, const FrontEnd& fe,
+                  std::vector<int> sources, const Field& out) {
+  const float headGain = FrontEndSpec{}.headGain;
+  while (static_cast<int>(sources.size()) < out.dims) sources.push_back(t.ballast.at(0));
+  QGPU_CHECK(buildLatch(w, tokenLatch(t, headGain, layer, heads++, fe.exec.at(0), std::move(sources), out)));
+  return Ok{};
+}
+
+std::vector<int> dimsOf(const Field& f) {
+  std::vector<int> d;
+  for (int i = 0; i < f.dims; ++i) d.push_back(f.at(i));
+  return d;
+}
+
+// The held guard latch's dims: the guard port's lane bits, then (with multiply) isMul, isMad.
+inline constexpr int kHeldIsMul = kRecordLanes;
+inline constexpr int kHeldIsMad = kRecordLanes + 1;
+
 // The atomics' regrec (ExecuteSpec::atomicRegrec; pipeline.h): at E+15 the latches, enabled by
 // exec, that hold the executing op's head word, atomOld_l, oldDst_l and guard bits from its
 // position p to the continuation position q after its memrec (or NOP); then the result stage
 // again on them at E+15..E+18, so that at q its outcome is the atomic's regrec: r_l = the old
 // word lane l's access saw, old_l = dst's value before the op (the guard-false lanes' value), the
 // guard decoded from the held head word. Its s_l and oldPred_l are read only by a predicate op's
-// ANDs (an atomic writes none): the held guard bits stand in.
+// ANDs (an atomic writes none): the held guard bits stand in. With multiply the guard latch also
+// holds the op kind (isMul, isMad) in its spare dims.
 Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                          ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
   const int E = s.layer0;
   const int L = p.regrecLayer;
-  const float headGain = FrontEndSpec{}.headGain;
   QGPU_TRY(head, alloc.take("pipe.held.head", kValueBits));
-  // The guard's 4 lane bits padded to a latch of V = 8 (tap.h: dv/V a power of 4).
+  // The guard's 4 lane bits (and the kind's 2) padded to a latch of V = 8.
   QGPU_TRY(guard, alloc.take("pipe.held.guard", 2 * kRecordLanes));
   p.heldHead = head;
   p.heldGuard = guard;
@@ -60,40 +109,74 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
     p.heldDst[static_cast<size_t>(l)] = dst;
   }
   int& heads = p.heads[static_cast<size_t>(L - E)];
-  auto hold = [&](const Field& from, const Field& out) -> Status {
-    std::vector<int> sources;
-    for (int i = 0; i < from.dims; ++i) sources.push_back(from.at(i));
-    while (static_cast<int>(sources.size()) < out.dims) sources.push_back(t.ballast.at(0));
-    QGPU_CHECK(buildLatch(
-        w, tokenLatch(t, headGain, L, heads++, p.fe.exec.at(0), std::move(sources), out)));
-    return Ok{};
+  auto hold = [&](std::vector<int> from, const Field& out) {
+    return holdAtExec(w, t, L, heads, p.fe, std::move(from), out);
   };
-  QGPU_CHECK(hold(p.fe.headWord, p.heldHead));
-  QGPU_CHECK(hold(p.fe.predPort[0], p.heldGuard));
+  QGPU_CHECK(hold(dimsOf(p.fe.headWord), p.heldHead));
+  std::vector<int> guardSources = dimsOf(p.fe.predPort[0]);
+  if (s.multiply) {
+    guardSources.push_back(p.mulKind.at(0));
+    guardSources.push_back(p.mulKind.at(1));
+  }
+  QGPU_CHECK(hold(guardSources, p.heldGuard));
   const bool twin = s.twin == ExecuteTwin::RegrecFromLoad;
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto i = static_cast<size_t>(l);
-    QGPU_CHECK(hold(twin ? p.memory.load[i] : p.memory.atomOld[i], p.heldOld[i]));
-    QGPU_CHECK(hold(p.fe.oldDst[i], p.heldDst[i]));
+    QGPU_CHECK(hold(dimsOf(twin ? p.memory.load[i] : p.memory.atomOld[i]), p.heldOld[i]));
+    QGPU_CHECK(hold(dimsOf(p.fe.oldDst[i]), p.heldDst[i]));
   }
+  QGPU_TRY(regrec, buildHeldResultStage(w, alloc, s, p, L, p.heldOld));
+  p.regrec = regrec;
+  return Ok{};
+}
 
-  ResultStageSpec rs;
-  rs.tokens = t;
-  rs.firstLayer = L;
-  rs.head = p.heldHead;
-  rs.headInverted = true;
-  rs.mask = p.fe.mask;
+// The multiplies' regrec (ExecuteSpec::multiply; pipeline.h), after buildAtomicRegrec: at E+15
+// the operand words of every lane held from p as the atomic's fields are; four lanes of the gated
+// Mad (multiply.h) on them at E+15..E+19, the products counting where the held isMul holds and c
+// where the held isMad does; then the result stage on the products from E+19, its first layer
+// (which reads no r_l) beside the multiplier's last stage.
+Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
+                           ExecutePipeline& p) {
+  const TokenLayout& t = s.tokens;
+  const int E = s.layer0;
+  const int L = p.regrecLayer;
+  auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
+  int& heads = p.heads[static_cast<size_t>(L - E)];
+  for (int l = 0; l < kRecordLanes; ++l)
+    for (int k = 0; k < 3; ++k) {
+      const auto i = static_cast<size_t>(l), j = static_cast<size_t>(k);
+      QGPU_TRY(f, alloc.take("pipe.held.operand" + std::to_string(k) + "." + std::to_string(l), kValueBits));
+      p.heldOperand[i][j] = f;
+      QGPU_CHECK(holdAtExec(w, t, L, heads, p.fe, dimsOf(p.operands.word[j][i]), f));
+    }
+  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
+  const Literal isMul{p.heldGuard.at(kHeldIsMul), 1}, isMad{p.heldGuard.at(kHeldIsMad), 1};
+  const int stages = multiplyLayers(MulOp::Mad);
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto i = static_cast<size_t>(l);
-    const Field g = p.heldGuard.slice(l, 1, "lane " + std::to_string(l));
-    rs.lanes[i] = {p.heldOld[i], g, p.heldDst[i], g, g};
+    QGPU_TRY(product, alloc.take("pipe.product" + std::to_string(l), kValueBits));
+    QGPU_TRY(bus, alloc.take("pipe.mulBus" + std::to_string(l), multiplyBusDims(MulOp::Mad, true)));
+    p.product[i] = product;
+    std::vector<UnitWriter> writers;
+    writers.reserve(static_cast<size_t>(stages));
+    for (int k = 0; k < stages; ++k) writers.emplace_back(w, L + k, at(L + k));
+    std::vector<MulStage> layers;
+    for (UnitWriter& u : writers) layers.push_back({&u, ctx});
+    MultiplySpec ms;
+    ms.op = MulOp::Mad;
+    ms.a = p.heldOperand[i][0];
+    ms.b = p.heldOperand[i][1];
+    ms.c = p.heldOperand[i][2];
+    ms.bus = bus;
+    ms.out = product;
+    ms.outPrior = Prior::Replace;
+    ms.enable = {isMul};
+    ms.addendEnable = {isMad};
+    QGPU_TRY(report, buildMultiply(layers, ms));
+    for (int k = 0; k < stages; ++k) at(L + k) += report.unitsPerLayer[static_cast<size_t>(k)];
   }
-  for (int i = 0; i < kResultStageLayers; ++i)
-    rs.firstUnit[static_cast<size_t>(i)] = p.units[static_cast<size_t>(L - E + i)];
-  QGPU_TRY(regrec, buildResultStage(w, alloc, rs));
-  p.regrec = regrec;
-  for (int i = 0; i < kResultStageLayers; ++i)
-    p.units[static_cast<size_t>(L - E + i)] += regrec.units[static_cast<size_t>(i)];
+  QGPU_TRY(regrec, buildHeldResultStage(w, alloc, s, p, p.mulRegrecLayer, p.product));
+  p.mulRegrec = regrec;
   return Ok{};
 }
 
@@ -107,11 +190,15 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
 //           lane; its load onto the ALU's r_l (the ALU writes 0 for
 //           a memory opcode), its fault into p.memFault (the control stage's supplied fault);
 //           heads and units after the others' in each layer
-//   E+15    with atomicRegrec (buildAtomicRegrec): the latches and the second result stage
-//   E+13    the outcome select (E+15 with atomics, E+19 with their regrec; after the regrec's
-//           build): per dim [writes ∧ memrec] + [¬writes ∧ the result stage's outcome], writes =
-//           the memory stage's kind bit (st, st.b8, st.b16, atomics); with the regrec each of the
-//           two also ∧ ¬isCont, and [isCont ∧ regrec]
+//   E+5     with multiply: the op kind isMul, isMad from the fetched opcode
+//   E+15    with atomicRegrec (buildAtomicRegrec): the latches and the second result stage; with
+//           multiply (buildMultiplyRegrec) the operand latches, the multiplier and a third
+//   E+13    the outcome select (E+15 with atomics, E+19 with their regrec, E+23 with multiply;
+//           after the regrecs' build): per dim [writes ∧ memrec] + [¬writes ∧ the result stage's
+//           outcome], writes = the memory stage's kind bit (st, st.b8, st.b16, atomics); with the
+//           regrec each of the two also ∧ ¬isCont, and [isCont ∧ regrec]; with multiply the
+//           result stage's also ∧ ¬isMul, [¬isCont ∧ isMul] → NOP, and at q the held isMul
+//           choosing between the atomics' regrec and the multiplies'
 Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                            ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
@@ -134,17 +221,29 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   // X = exec ∧ m_l: exactly 0 or 1 (unguarded ops have neg = 0).
   QGPU_TRY(exec, alloc.take("pipe.memExec", kRecordLanes));
   p.memExec = exec;
+  std::vector<Field> outs = {p.memExec};
   if (s.atomicRegrec) {
     QGPU_TRY(record, alloc.take("pipe.execRecord", 1));
     p.execRecord = record;
+    outs.push_back(record);
+  }
+  if (s.multiply) {
+    QGPU_TRY(kind, alloc.take("pipe.mulKind", 2));
+    p.mulKind = kind;
+    outs.push_back(kind);
   }
   {
     UnitWriter u(w, E + 5, at(E + 5));
-    QGPU_CHECK(fw.start(u, s.atomicRegrec ? std::vector<Field>{p.memExec, p.execRecord}
-                                          : std::vector<Field>{p.memExec}));
+    QGPU_CHECK(fw.start(u, outs));
     if (s.atomicRegrec) {  // exec ∨ isCont: exclusive (frontend.h)
       QGPU_CHECK(fw.add(u, {{p.fe.exec.at(0), 1}}, {{p.execRecord.at(0), two}}));
       QGPU_CHECK(fw.add(u, {{p.fe.isCont.at(0), 1}}, {{p.execRecord.at(0), two}}));
+    }
+    if (s.multiply) {  // isMul = [mul] + [mad], isMad = [mad]: the fetched opcode's
+      QGPU_TRY(mul, headIs("opcode", kOpcodeBits, static_cast<unsigned>(machine::Op::Mul)));
+      QGPU_TRY(mad, headIs("opcode", kOpcodeBits, static_cast<unsigned>(machine::Op::Mad)));
+      QGPU_CHECK(fw.add(u, mul, {{p.mulKind.at(0), two}}));
+      QGPU_CHECK(fw.add(u, mad, {{p.mulKind.at(0), two}, {p.mulKind.at(1), two}}));
     }
     QGPU_TRY(unguarded, headIs("guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds)), 0));
     QGPU_TRY(negSet, headIs("guard negate", 1, 1));
@@ -211,18 +310,18 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
       at(ws.firstLayer + i) += warp.units[static_cast<size_t>(i)];
   }
   if (s.atomicRegrec) QGPU_CHECK(buildAtomicRegrec(w, alloc, s, p));
+  if (s.multiply) QGPU_CHECK(buildMultiplyRegrec(w, alloc, s, p));
 
-  // E+13 (E+15 with atomics, E+19 with their regrec): the outcome select.
+  // E+13 (E+15 with atomics, E+19 with their regrec, E+23 with the multiplies): the outcome
+  // select, one exclusive AND per source and dim.
   RecordOutcomeFields& o = p.outcome;
-  const RecordOutcomeFields& a = p.memory.memrec;
-  const RecordOutcomeFields& b = p.result.outcome;
-  const RecordOutcomeFields& c = p.regrec.outcome;
+  const RecordOutcomeFields& res = p.result.outcome;
   for (int l = 0; l < kRecordLanes; ++l) {
-    QGPU_TRY(f, alloc.take("pipe.outcome.value" + std::to_string(l), b.value[static_cast<size_t>(l)].dims));
+    QGPU_TRY(f, alloc.take("pipe.outcome.value" + std::to_string(l), res.value[static_cast<size_t>(l)].dims));
     o.value[static_cast<size_t>(l)] = f;
   }
-  QGPU_TRY(wm, alloc.take("pipe.outcome.wordMask", b.wordMask.dims));
-  QGPU_TRY(tag, alloc.take("pipe.outcome.tag", b.tag.dims));
+  QGPU_TRY(wm, alloc.take("pipe.outcome.wordMask", res.wordMask.dims));
+  QGPU_TRY(tag, alloc.take("pipe.outcome.tag", res.tag.dims));
   o.wordMask = wm;
   o.tag = tag;
   {
@@ -235,29 +334,43 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     // Without the regrec no position is a continuation position: the literal is left out.
     const std::vector<Literal> notCont =
         s.atomicRegrec ? std::vector<Literal>{{p.fe.isCont.at(0), -1}} : std::vector<Literal>{};
-    auto select = [&](const Field& out, const Field& mem, const Field& res,
-                      const Field& reg) -> Status {
-      if (mem.dims != out.dims || res.dims != out.dims || (s.atomicRegrec && reg.dims != out.dims))
-        return makeDiag(ErrorKind::Internal,
-                        "execute pipeline: the memrec and the result stages' "
-                        "outcomes differ in shape at " +
-                            out.name);
-      for (int i = 0; i < out.dims; ++i) {
-        QGPU_CHECK(
-            fw.add(u, notCont + std::vector<Literal>{writes, {mem.at(i), 1}}, {{out.at(i), two}}));
-        QGPU_CHECK(fw.add(u, notCont + std::vector<Literal>{no(writes), {res.at(i), 1}},
-                          {{out.at(i), two}}));
-        if (s.atomicRegrec)
-          QGPU_CHECK(fw.add(u, {{p.fe.isCont.at(0), 1}, {reg.at(i), 1}}, {{out.at(i), two}}));
+    struct Source {
+      std::vector<Literal> when;
+      const RecordOutcomeFields* from;
+    };
+    std::vector<Source> sources = {{notCont + std::vector<Literal>{writes}, &p.memory.memrec},
+                                   {notCont + std::vector<Literal>{no(writes)}, &res}};
+    if (s.multiply) sources[1].when.push_back({p.mulKind.at(0), -1});  // a multiply's is NOP
+    if (s.atomicRegrec) {  // at q: the atomic's regrec, or the multiply's by the held isMul
+      const Literal isCont{p.fe.isCont.at(0), 1};
+      sources.push_back({{isCont}, &p.regrec.outcome});
+      if (s.multiply) {
+        const Literal heldMul{p.heldGuard.at(kHeldIsMul), 1};
+        sources.back().when.push_back(no(heldMul));
+        sources.push_back({{isCont, heldMul}, &p.mulRegrec.outcome});
+      }
+    }
+    auto select = [&](const Field& out, auto part) -> Status {
+      for (const Source& source : sources) {
+        const Field& from = part(*source.from);
+        if (from.dims != out.dims)
+          return makeDiag(ErrorKind::Internal, "execute pipeline: the outcomes differ in shape at " + out.name);
+        for (int i = 0; i < out.dims; ++i)
+          QGPU_CHECK(fw.add(u, source.when + std::vector<Literal>{{from.at(i), 1}}, {{out.at(i), two}}));
       }
       return Ok{};
     };
-    for (int l = 0; l < kRecordLanes; ++l) {
-      const auto i = static_cast<size_t>(l);
-      QGPU_CHECK(select(o.value[i], a.value[i], b.value[i], c.value[i]));
+    for (size_t l = 0; l < kRecordLanes; ++l)
+      QGPU_CHECK(select(o.value[l], [l](const RecordOutcomeFields& f) -> const Field& { return f.value[l]; }));
+    QGPU_CHECK(select(o.wordMask, [](const RecordOutcomeFields& f) -> const Field& { return f.wordMask; }));
+    QGPU_CHECK(select(o.tag, [](const RecordOutcomeFields& f) -> const Field& { return f.tag; }));
+    if (s.multiply) {  // a multiply's first record at p: NOP (its family, its index bits)
+      const trace::Token nop = trace::single(trace::Family::Nop);
+      std::vector<std::pair<int, double>> nopOuts = {{o.tag.at(static_cast<int>(trace::Family::Nop)), two}};
+      for (int bit = 0; bit < tokenIndexBits(); ++bit)
+        if (indexBit(nop, bit) > 0) nopOuts.push_back({o.tag.at(trace::kNumFamilies + bit), two});
+      QGPU_CHECK(fw.add(u, notCont + std::vector<Literal>{{p.mulKind.at(0), 1}}, nopOuts));
     }
-    QGPU_CHECK(select(o.wordMask, a.wordMask, b.wordMask, c.wordMask));
-    QGPU_CHECK(select(o.tag, a.tag, b.tag, c.tag));
     at(p.selectLayer) += u.used();
   }
   return Ok{};
@@ -275,6 +388,14 @@ const char* notExecuted(const machine::Instr& in, const ExecuteSpec& s) {
     case Op::StLocal:
       return s.memory ? nullptr
                       : "a memory op: the pipeline is built without them (ExecuteSpec::memory)";
+    case Op::Mul:
+    case Op::Mad:
+      return s.multiply ? nullptr
+                        : "a multiply: the pipeline is built without them (ExecuteSpec::multiply)";
+    case Op::MulHiU:
+    case Op::MulHiS:
+      return "a high-half multiply: the pipeline's multiplier gives the low half only (the host "
+             "expands mulhi)";
     case Op::AtomAdd:
     case Op::AtomAnd:
     case Op::AtomOr:
@@ -345,7 +466,7 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
   if (spec.memory && spec.atomics && spec.atomicRegrec)
-    h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
+    h[5 + kMemoryStageLayers] += kRegrecLatchHeads + (spec.multiply ? kMultiplyLatchHeads : 0);
   return h;
 }
 
@@ -356,6 +477,8 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     return pipelineUsage("atomics need the memory ops (ExecuteSpec::memory)");
   if (s.atomicRegrec && !s.atomics)
     return pipelineUsage("the atomics' regrec needs the atomics (ExecuteSpec::atomics)");
+  if (s.multiply && !s.atomicRegrec)
+    return pipelineUsage("the multiplies need the atomics' regrec (ExecuteSpec::atomicRegrec)");
   if (s.warpOps && !s.memory)
     return pipelineUsage("the warp ops need the memory ops' executing lanes (ExecuteSpec::memory)");
   const int layers = executeLayers(s);
@@ -372,6 +495,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     p.selectLayer = p.emitLayer - 1;
   }
   if (s.atomicRegrec) p.regrecLayer = p.memoryLayer + kMemoryStageLayers;
+  if (s.multiply) p.mulRegrecLayer = p.regrecLayer + multiplyLayers(MulOp::Mad) - 1;
   p.heads.assign(static_cast<size_t>(layers), 0);
   p.units.assign(static_cast<size_t>(layers), 0);
   const TokenLayout& t = s.tokens;

@@ -96,7 +96,23 @@
 // the operand select's words of all four lanes, the psrc0 port's lane bits and the executing
 // lanes e (E+5), adding onto the ALU's r_l and s_l (the ALU writes 0 for a warp opcode).
 //
-// Not here: spill ops, MUL.
+// With the multiplies too (ExecuteSpec::multiply, with atomicRegrec: mul and mad — trace.md's
+// NOP + regrec, the product written at the continuation position q as an atomic's old value is),
+// 28 layers (docs/circuit.md "MUL in the pipeline"):
+//   layer  E+5 MLP   the op kind at p from the fetched opcode: isMul = [mul] + [mad], isMad
+//   layer  E+15 GDN  the guard latch also holds isMul and isMad (its spare dims); 12 latch heads
+//                    more hold the operand words a_l, b_l, c_l (ports 0..2) of every lane
+//   layers E+15..E+19  four lanes of circuit/multiply.h's gated Mad on the held operands: the
+//                    products gated by the held isMul, c by the held isMad (mul: a·b, mad: a·b + c)
+//   layers E+19..E+22  a third result stage on the held fields (r_l = the product; its first
+//                    layer reads no r_l, so it starts beside the multiplier's last stage)
+//   layer  E+23 MLP  the outcome select, two terms more: [¬isCont ∧ isMul] → NOP (the multiply's
+//                    first record) and, at q, the held isMul choosing the multiply's regrec over
+//                    the atomic's
+//   layers R..R+3    the record emitter at R = E + 24
+// mulhi.u and mulhi.s are not executed (the host expands them: host/lower/expand_multiply.h).
+//
+// Not here: mulhi.
 //
 // The layout: buildExecutePipeline takes its fields from the caller's allocator, in one order. On
 // a fresh one that is one field per value (4,246 dims; 5,862 with memory). planExecuteLayout
@@ -137,6 +153,11 @@ inline constexpr int kExecuteAtomicsLayers = kExecuteMemoryLayers + kMemoryStage
 // With the atomics' regrec (ExecuteSpec::atomicRegrec): a second result stage at E+15..E+18 on the
 // latched fields, the select at E+19 and the emitter at E+20.
 inline constexpr int kExecuteRegrecLayers = kExecuteAtomicsLayers + kResultStageLayers;
+// With the multiplies (ExecuteSpec::multiply): the multiplier's five stages from E+15, its result
+// stage from E+19 beside the last, the select at E+23 and the emitter at E+24.
+inline constexpr int kExecuteMultiplyLayers = kExecuteRegrecLayers + 4;
+// The latch heads at E+15 that hold a multiply's operand words: 3 ports × 4 lanes.
+inline constexpr int kMultiplyLatchHeads = 3 * kRecordLanes;
 // The latch heads at E+15 that carry an atomic's fields from p to its continuation position: the
 // head word, atomOld and oldDst per lane (32 bits each), the guard port's 4 lane bits.
 inline constexpr int kRegrecLatchHeads = 2 + 2 * kRecordLanes;
@@ -168,6 +189,9 @@ struct ExecuteSpec {
   // With atomics: their old value into dst too (the regrec at the continuation position);
   // kExecuteRegrecLayers layers.
   bool atomicRegrec = false;
+  // With atomicRegrec: mul and mad, their product at the continuation position;
+  // kExecuteMultiplyLayers layers.
+  bool multiply = false;
   // With memory (its executing lanes): the warp ops in the ALU's layers (circuit/warp_ops.h).
   bool warpOps = false;
   ExecuteTwin twin = ExecuteTwin::None;
@@ -196,11 +220,18 @@ struct ExecutePipeline {
   Field heldHead, heldGuard;
   std::array<Field, kRecordLanes> heldOld, heldDst;
   ResultStage regrec;
+  // With multiply: the op kind at p (E+5: isMul, isMad), the held operand words (E+15, by lane:
+  // ports 0..2), the multiplier's products and their result stage (E+19).
+  Field mulKind;
+  std::array<std::array<Field, 3>, kRecordLanes> heldOperand;
+  std::array<Field, kRecordLanes> product;
+  ResultStage mulRegrec;
   WarpOps warp;  // with warpOps
   RecordEmitter emitter;
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
   int memoryLayer = -1, selectLayer = -1;  // with memory: E+5, E+13 (atomics: E+15, regrec: E+19)
   int regrecLayer = -1;                    // with atomicRegrec: E+15
+  int mulRegrecLayer = -1;                 // with multiply: E+19
   std::vector<int> heads;                  // per layer E .. E + executeLayers(spec) − 1
   std::vector<int> units;  // per layer, cancels included
 };
@@ -233,7 +264,8 @@ Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const Execu
 inline int executeLayers(const ExecuteSpec& spec) {
   if (!spec.memory) return kExecuteLayers;
   if (!spec.atomics) return kExecuteMemoryLayers;
-  return spec.atomicRegrec ? kExecuteRegrecLayers : kExecuteAtomicsLayers;
+  if (!spec.atomicRegrec) return kExecuteAtomicsLayers;
+  return spec.multiply ? kExecuteMultiplyLayers : kExecuteRegrecLayers;
 }
 
 // Value heads per layer of the pipeline `spec` builds, at a key head dim (0 where a layer holds
@@ -244,8 +276,8 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
 // first op it does not execute (its mnemonic, block and index) and why. It executes an op iff the
 // ALU stage computes it (aluStageExclusion is null); with memory a load or a store (ld, st, st.b8,
 // st.b16, global or shared); with atomics an atom.add / and / or / xor / exch / min / max / inc /
-// dec / cas whose dst is r0, and with atomicRegrec one with any dst; with warpOps the shuffles and
-// votes. Never: spill ops.
+// dec / cas whose dst is r0, and with atomicRegrec one with any dst; with multiply mul and mad;
+// with warpOps the shuffles and votes. Never: mulhi.u, mulhi.s.
 Status pipelineExecutes(const machine::Program& program, const ExecuteSpec& spec);
 
 }  // namespace qgpu::circuit

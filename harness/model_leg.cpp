@@ -195,7 +195,7 @@ Expected<LegMargins> ModelSession::margins(const BuiltKernel& kernel) {
 std::string ModelSession::description() const {
   const model::Qwen35Config& c = decoder_->config();
   std::ostringstream os;
-  os << "the leg's pipeline (memory, spill slots, atomics, warp ops), " << c.layerTypes.size()
+  os << "the leg's pipeline (memory, spill slots, atomics, warp ops, mul and mad), " << c.layerTypes.size()
      << " layers, hidden " << c.hiddenSize << ", MLP " << c.intermediateSize << ", "
      << model::computeDtypeName(options_.dtype) << ", step limit " << stepLimit_ << ", "
      << (decoder_->weightBytes() + 500'000) / 1'000'000 << " MB of weights held"
@@ -322,8 +322,7 @@ CaseResult ModelLegs::run(const kernels::KernelSpec& spec, host::Compiler compil
   if (!sessions_.count(leg))
     return refusedModelCase(spec.name, compiler, leg,
                             makeDiag(ErrorKind::Internal, std::string("no session for ") + backendName(leg)));
-  BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
+  const BuildOptions build = circuitBuildOptions();
   auto built = buildKernel(spec, compiler, build);
   if (!built.ok()) return refusedModelCase(spec.name, compiler, leg, built.error());
   if (Status executes = circuit::pipelineExecutes(built->program); !executes.ok())

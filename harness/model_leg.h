@@ -21,7 +21,7 @@
 //                there.
 //   ModelLegs    the model legs of a conformance run (`qgpu check --model`): one checkpoint for
 //                every dtype, a session per dtype, and each kernel's model case — the circuit
-//                target's program built (both expansions, BuildOptions), refused without running
+//                target's program built (circuitBuildOptions), refused without running
 //                when it does not build or the pipeline does not execute it, else compared.
 #pragma once
 

@@ -59,6 +59,7 @@ Expected<machine::Program> expandProgram(machine::Program program, const BuildOp
   if (build.expandMultiply) {
     const auto given = locs;
     lower::ExpandMultiplyOptions options;
+    options.highOnly = build.multiplyHighOnly;
     options.opLocs = &given;
     options.locsOut = &locs;
     QGPU_TRY(expanded, lower::expandMultiply(program, options, multiply));

@@ -42,9 +42,17 @@ struct BuildOptions {
   // as the circuit target needs: `--expand-division` on run, trace and compile.
   bool expandDivision = false;
   // Replace every mul/mad/mulhi by a shift-add chain or loop after that
-  // (host/lower/expand_multiply.h): `--expand-multiply`. The model backend sets both.
+  // (host/lower/expand_multiply.h): `--expand-multiply`.
   bool expandMultiply = false;
+  // With expandMultiply: only mulhi (ExpandMultiplyOptions::highOnly): `--expand-mulhi`.
+  bool multiplyHighOnly = false;
 };
+
+// The circuit target's build, the model backend's: division expanded, and mulhi (its pipeline
+// multiplies the low half itself: docs/circuit.md "MUL in the pipeline").
+inline BuildOptions circuitBuildOptions() {
+  return BuildOptions{.expandDivision = true, .expandMultiply = true, .multiplyHighOnly = true};
+}
 
 // The circuit target's expansions `build` asks for, division first, on a lowered program whose op
 // locations `opLocs` gives (LowerStats::opLocs): errors name PTX lines through both passes.

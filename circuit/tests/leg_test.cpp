@@ -76,6 +76,16 @@ TEST(Leg, ExecutesTheBuiltAtomicsWithOrWithoutADestination) {
       }
 }
 
+// mul and mad, into a register (NOP, then the product's regrec) or r0.
+TEST(Leg, ExecutesMulAndMad) {
+  for (Op op : {Op::Mul, Op::Mad})
+    for (int dst : {0, 3}) {
+      machine::Instr in = alu(op, dst, Operand::r(2), Operand::r(1));
+      if (op == Op::Mad) in.src[2] = Operand::r(4);
+      EXPECT_TRUE(pipelineExecutes(twoBlocks(in)).ok()) << machine::opInfo(op).mnemonic << " r" << dst;
+    }
+}
+
 // Every op of isa.def's Warp class: shuffles and votes.
 TEST(Leg, ExecutesTheWarpOps) {
   for (int i = 0; i < machine::kNumOps; ++i) {
@@ -92,8 +102,9 @@ TEST(Leg, RefusesWhatThePipelineDoesNotExecuteNamingBlockOpAndWhy) {
     const char* mnemonic;
     const char* why;
   };
-  for (const Case& c : {Case{Op::Mul, "mul", "multiply"}, Case{Op::MulHiS, "mulhi.s", "multiply"},
-                        Case{Op::Mad, "mad", "multiply"}, Case{Op::DivU, "div.u", "division"}}) {
+  for (const Case& c : {Case{Op::MulHiU, "mulhi.u", "high-half multiply"},
+                        Case{Op::MulHiS, "mulhi.s", "high-half multiply"},
+                        Case{Op::DivU, "div.u", "division"}}) {
     machine::Instr in = alu(c.op, 3, Operand::r(2), Operand::r(1));
     Status s = pipelineExecutes(twoBlocks(in));
     ASSERT_FALSE(s.ok()) << c.mnemonic;
@@ -129,7 +140,7 @@ TEST(Leg, ModelShapesAndStepLimits) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   const model::Qwen35Config& c = m->weights->config();
   EXPECT_EQ(c.vocabSize, trace::kVocabSize);
-  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteRegrecLayers);
+  EXPECT_EQ(static_cast<int>(c.layerTypes.size()), kExecuteMultiplyLayers);
   EXPECT_EQ(c.linearKeyHeadDim, 64);
   int widest = 0;
   for (int u : m->pipeline.units) widest = std::max(widest, u);
@@ -157,11 +168,11 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
   };
   expectCheckpointError("missing");
-  // "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp"
-  // and "memory+atomics+inc+dec+cas+regrec+warp" are an older qgpu's checkpoints, without the
-  // atomics' regrec, the warp ops, atom.inc, cas, dec or the spill slots that pipelineExecutes
-  // now accepts.
-  const std::string leg = "\"pipeline\": \"memory+spill+atomics+inc+dec+cas+regrec+warp\"";
+  // "memory", "memory+atomics", "memory+atomics+regrec+warp", "memory+atomics+inc+cas+regrec+warp",
+  // "memory+atomics+inc+dec+cas+regrec+warp" and "memory+spill+atomics+inc+dec+cas+regrec+warp"
+  // are an older qgpu's checkpoints, without the atomics' regrec, the warp ops, atom.inc, cas,
+  // dec, the spill slots or mul and mad that pipelineExecutes now accepts.
+  const std::string leg = "\"pipeline\": \"memory+spill+atomics+inc+dec+cas+regrec+warp+mul\"";
   for (const std::string& text :
        {std::string("not json"), std::string("{}"), "{" + leg + "}",
         std::string("{\"pipeline\": \"alu\", \"stepLimit\": 5}"),
@@ -171,6 +182,8 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
         std::string("{\"pipeline\": \"memory+atomics+inc+cas+regrec+warp\", \"stepLimit\": 64}"),
         std::string(
             "{\"pipeline\": \"memory+atomics+inc+dec+cas+regrec+warp\", \"stepLimit\": 64}"),
+        std::string("{\"pipeline\": \"memory+spill+atomics+inc+dec+cas+regrec+warp\", "
+                    "\"stepLimit\": 64}"),
         "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
         "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
     std::ofstream(dir / "circuit.json") << text;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "circuit/layout.h"
+#include "circuit/multiply.h"
 #include "circuit/pipeline.h"
 #include "circuit/config.h"
 #include "oracle/trace.h"
@@ -228,6 +229,50 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
   EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
 }
 
+// With the multiplies (ExecuteSpec::multiply): the op kind at E+5 (2 dims), 12 operand latches
+// more at E+15 (32 dims each), four lanes of the gated Mad at E+15..E+19 (a product of 32 and a
+// bus each: multiplyBusDims, pinned in multiply_spec_test), a third result stage from E+19 (its
+// own fields: 391), the select at E+23 and the emitter at E+24: 28 layers.
+const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = true, .multiply = true};
+// On the layout by liveness (measured): the operand words live on from E+4 to the latches at E+15,
+// through the ALU's peak, so the plan grows by about their 384 dims over the regrec's 4,249.
+constexpr int kMultiplyPlanned = 4659;
+const int kMultiplyHidden = kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true)) + 391;
+
+TEST(ExecutePipelineSpec, WithTheMultipliesTheProductIsTheThirdResultStagesValue) {
+  const Built b = buildInOrder(config(kExecuteMultiplyLayers, kMultiplyHidden, 12000), kMultiply);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  const ExecutePipeline& p = b.pipe.value();
+  EXPECT_EQ(kExecuteMultiplyLayers, 28);
+  expectPlacement(p, {.memory = 5, .result = 9, .select = 23, .emit = 24});
+  EXPECT_EQ(p.regrecLayer, 15);
+  EXPECT_EQ(p.mulRegrecLayer, 19);
+  // The regrec's 10 latches and the 12 operand latches at E+15; the emitter's heads at E+24, E+25.
+  const std::vector<int> want = {6, 15, 29, 51, 35, 24, 21, 8, 1, 16, 0, 0, 0,  2,
+                                 0, 22, 0,  0,  0,  0,  0,  0, 0, 0, 10, 11, 0, 0};
+  EXPECT_EQ(p.heads, want);
+  EXPECT_EQ(executePipelineHeads(64, kMultiply), want);
+  EXPECT_EQ(b.used, kMultiplyHidden);
+  EXPECT_EQ(p.mulKind.dims, 2);
+  for (int l = 0; l < 4; ++l) {
+    const auto i = static_cast<size_t>(l);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(p.heldOperand[i][static_cast<size_t>(k)].dims, 32);
+      EXPECT_NE(p.heldOperand[i][static_cast<size_t>(k)].offset, p.operands.word[static_cast<size_t>(k)][i].offset);
+    }
+    EXPECT_EQ(p.product[i].dims, 32);
+  }
+  EXPECT_EQ(p.mulRegrec.outcome.tag.dims, p.outcome.tag.dims);
+  // The multiplier's units in E+15..E+19 beside the atomics' regrec; no layer over the widest
+  // of the pipeline before them (E+10).
+  printUnits("with the multiplies", b.used, p);
+  for (int l = 15; l <= 19; ++l) EXPECT_LT(p.units[static_cast<size_t>(l)], p.units[10]) << "layer " << l;
+  auto refused = buildInOrder(config(kExecuteMultiplyLayers, kMultiplyHidden, 12000),
+                              ExecuteSpec{.memory = true, .atomics = true, .multiply = true});
+  ASSERT_FALSE(refused.pipe.ok());
+  EXPECT_EQ(refused.pipe.error().kind, ErrorKind::Usage);
+}
+
 // With the warp ops (ExecuteSpec::warpOps) the pipeline keeps its layers and heads: the gadget is
 // MLP units in the ALU's S1..S3 (E+6..E+8), adding onto the ALU's r_l and s_l.
 TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
@@ -311,6 +356,27 @@ TEST(ExecutePipelineSpec, WhatEachBuildExecutes) {
   ExecuteSpec warp = kRegrec;
   warp.warpOps = true;
   EXPECT_TRUE(pipelineExecutes(program(shfl), warp).ok());
+  // mul and mad with the multiplies, into a register or r0; mulhi never (the host expands it).
+  machine::Instr mul;
+  mul.op = machine::Op::Mul;
+  mul.dst = 3;
+  mul.src = {machine::Operand::r(1), machine::Operand::r(2), machine::Operand::i(0)};
+  machine::Instr mad = mul, mulR0 = mul, hi = mul, his = mul;
+  mad.op = machine::Op::Mad;
+  mad.src[2] = machine::Operand::r(4);
+  mulR0.dst = 0;
+  hi.op = machine::Op::MulHiU;
+  his.op = machine::Op::MulHiS;
+  for (const machine::Instr& in : {mul, mad, mulR0}) {
+    EXPECT_FALSE(pipelineExecutes(program(in), regrec).ok());
+    EXPECT_TRUE(pipelineExecutes(program(in), kMultiply).ok());
+  }
+  for (const machine::Instr& in : {hi, his}) {
+    const Status refused = pipelineExecutes(program(in), kMultiply);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind, ErrorKind::OverLimit);
+    EXPECT_NE(refused.error().message.find("high-half multiply"), std::string::npos) << refused.error().message;
+  }
 }
 
 TEST(ExecutePipelineSpec, TheAluReadsTheFetchedOpcodeAndThePortsInOrder) {
@@ -464,7 +530,8 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
   for (const Case& c :
        {Case{{}, 3164, kHidden, "ALU only"}, Case{kMemory, 3896, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
-        Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"}}) {
+        Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
+        Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {
     LivenessPlan plan;
     const Audit a = auditLayout(config(executeLayers(c.spec), kHidden, 12000), c.spec, &plan);
     EXPECT_GT(a.compared, 0);

@@ -20,7 +20,8 @@
 //
 // What it pins down:
 //   (1) at every op position: the fetched head word and the ALU's result per lane equal the
-//       interpreter's: r_l = OpEffects::regs[l] for an op writing a register, s_l = bit l of
+//       interpreter's: r_l = OpEffects::regs[l] for an op writing a register (not an atomic or
+//       a multiply, whose result comes one position later: the run tokens pin it), s_l = bit l of
 //       OpEffects::predBits for one writing a predicate, in every executing lane (exec: active
 //       and guard-true), every bit exactly ±1;
 //   (2) prefill, teacher forcing: the argmax at every run position (from RUN to the token before
@@ -30,7 +31,7 @@
 // Expected values come from the interpreter and its encoder, never from the gadgets.
 //
 // The memory bench (ExecutePipelineMemory) builds the pipeline with every op it has (benchSpec:
-// memory ops, spill slots, atomics with their regrec, warp ops) on programs of gen/ with memory,
+// memory ops, spill slots, atomics with their regrec, mul and mad, warp ops) on programs of gen/ with memory,
 // spill and warp ops
 // (every second atomic's destination r0: withRegisterlessAtomics); its cases must reach every
 // kind of kMemoryKindsRequired, and the model-leg property (issue 9) draws more.
@@ -93,13 +94,13 @@ constexpr int kMemoryUnits = 6782;  // E+10: the memory stage's L+5 (lane 1's ch
 ExecuteSpec benchSpec(bool memory) {
   ExecuteSpec s;
   s.stepLimit = kStepLimit;
-  s.memory = s.atomics = s.atomicRegrec = s.warpOps = memory;
+  s.memory = s.atomics = s.atomicRegrec = s.multiply = s.warpOps = memory;
   return s;
 }
 
 model::Qwen35Config config(bool memory = false) {
   model::Qwen35Config c = memory
-                              ? harness::config(kHidden, kExecuteRegrecLayers, kMemoryUnits, kVocab)
+                              ? harness::config(kHidden, kExecuteMultiplyLayers, kMemoryUnits, kVocab)
                               : harness::config(kHidden, kExecuteLayers, kUnits, kVocab);
   const std::vector<int> heads = executePipelineHeads(64, benchSpec(memory));
   int most = 0;
@@ -417,13 +418,14 @@ void checkOps(Tally& t, const Case& c, const std::vector<std::vector<float>>& ro
     const std::vector<float> head(row.begin() + kHeadProbe, row.begin() + kHeadProbe + 32);
     harness::checkBits(t.head, head, harness::bitsOf(~trace::packOpHead(op.in, op.row), 32), 1.0,
                        where + " head word");
-    // An atomic's old value is not the ALU's r_l (the regrec takes the memory stage's atomOld):
-    // the run tokens (2) check it.
-    const bool atomic = op.fx.mem == machine::MemEffect::ReadWrite;
+    // An atomic's old value and a multiply's product are not the ALU's r_l (their regrec, one
+    // position later, takes the memory stage's atomOld or the multiplier's product): the run
+    // tokens (2) check them.
+    const bool late = machine::opInfo(op.in.op).result == machine::ResultTiming::Late;
     for (int l = 0; l < kLanes; ++l) {
       if (!((op.fx.exec >> l) & 1)) continue;
       const auto at = static_cast<size_t>(kProbeBase + l * 33);
-      if (op.fx.writesReg && !atomic) {
+      if (op.fx.writesReg && !late) {
         const std::vector<float> got(row.begin() + static_cast<long>(at), row.begin() + static_cast<long>(at) + 32);
         harness::checkBits(t.alu, got, harness::bitsOf(op.fx.regs[static_cast<size_t>(l)], 32), 1.0,
                            where + " lane " + std::to_string(l) + " r");
@@ -518,6 +520,13 @@ std::map<std::string, int> memoryKinds(const Case& c) {
       seen["shuffle in a partial warp"] += shuffle && op.fx.exec != 15;
       seen["warp op with a nonzero result"] += nonzero;
     }
+    // mul and mad (their product at the continuation position), into a register with a
+    // guard-false or inactive lane (whose dst keeps its value), and mad's product + c.
+    const bool multiply = op.in.op == machine::Op::Mul || op.in.op == machine::Op::Mad;
+    if (multiply && op.in.dst != 0 && op.fx.exec != 0) {
+      seen[std::string(machine::opInfo(op.in.op).mnemonic) + " into a register"] += 1;
+      seen["multiply with a lane not executing"] += op.fx.exec != 15;
+    }
     seen["ldl"] += op.in.op == machine::Op::LdLocal && op.fx.exec != 0;
     seen["stl"] += op.in.op == machine::Op::StLocal && op.fx.exec != 0;
     if (!isMemOp(op)) continue;
@@ -565,7 +574,8 @@ const std::vector<std::string> kMemoryKindsRequired = {
     "atomic into a register", "atomic into a register, lanes on one word",
     "atomic into a register, a guard-false lane", "atomic into a register, no lane executing",
     "shfl.up", "shfl.down", "shfl.bfly", "shfl.idx", "vote.ballot", "vote.any", "vote.all",
-    "shuffle in a partial warp"};
+    "shuffle in a partial warp", "mul into a register", "mad into a register",
+    "multiply with a lane not executing"};
 // clang-format on
 
 // Programs with memory ops: the first `count` usable ones by seed with at least three memory ops

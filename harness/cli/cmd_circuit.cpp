@@ -22,7 +22,7 @@
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
 // with memory ops (18 layers); --of leg the leg's (circuit/leg.h legSpec: memory ops, atomics
-// with their regrec, warp ops; 24 layers: the checkpoint `circuit build` writes, and the plan a
+// with their regrec, mul and mad, warp ops; 28 layers: the checkpoint `circuit build` writes, and the plan a
 // shape other than compact is checked against); --of stages: the
 // front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
 // liveness). --hidden / --heads / --units override the shape's limit (to try a shape that is not
@@ -164,7 +164,7 @@ int runBuild(const CircuitBuildOptions& o) {
   }
   if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
   std::printf(
-      "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops; "
+      "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops, mul and mad; "
       "step "
       "limit %d)\n",
       o.out.c_str(), o.stepLimit);
@@ -188,8 +188,7 @@ int runMargins(const CircuitMarginsOptions& o, const CommonOptions& common) {
   auto compilers = parseCompilers(o.compiler);
   if (!compilers.ok()) return reportError(compilers.error());
   if (compilers->size() != 1) return reportError(makeDiag(ErrorKind::Usage, "margins: one --compiler"));
-  harness::BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
+  const harness::BuildOptions build = harness::circuitBuildOptions();
   auto kernel = harness::buildKernel(*spec, compilers->front(), build);
   if (!kernel.ok()) return reportError(kernel.error());
   if (Status executes = circuit::pipelineExecutes(kernel->program); !executes.ok())

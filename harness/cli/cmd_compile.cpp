@@ -22,7 +22,7 @@ struct CompileCmdOptions {
   bool programOnly = false;
   std::string entry;                  // .ptx input: the kernel (default: the only one)
   std::vector<int64_t> params;        // .ptx input: parameter values
-  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
+  ExpandFlags expand;  // --expand-division, --expand-multiply, --expand-mulhi
 };
 
 nlohmann::json statsJson(const lower::LowerStats& s) {

@@ -31,7 +31,7 @@ struct RunCmdOptions {
   std::string compiler = "clang";
   std::string backend = "interp";
   bool trace = false;
-  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
+  ExpandFlags expand;  // --expand-division, --expand-multiply, --expand-mulhi
   uint64_t maxSteps = trace::kModelStepLimit;  // the limit a compiled model writes LIMIT at
   // --backend model (harness/model_leg.h)
   std::string dtype = "fp32";
@@ -74,10 +74,11 @@ int runRun(const RunCmdOptions& o, const CommonOptions& common) {
   oracle::RunOptions runOptions;
   runOptions.maxSteps = o.maxSteps;
   // The interpreter case always runs: it is the reference the GPU is compared with.
-  // The model runs the circuit target's program: division and multiplication expanded (the
-  // circuit has neither a divider nor a multiplier), and the interpreter beside it runs the same.
+  // The model runs the circuit target's program (harness::circuitBuildOptions): division and mulhi
+  // expanded (the circuit has no divider, and its multiplier gives the low half), and the
+  // interpreter beside it runs the same.
   ExpandFlags expand = o.expand;
-  if (o.backend == "model") expand.division = expand.multiply = true;
+  if (o.backend == "model") expand.division = expand.mulhi = true;
   harness::BuildOptions build;
   expand.applyTo(build);
   harness::InterpCase interp = harness::runInterpCase(*spec, compilers->front(), runOptions, build);

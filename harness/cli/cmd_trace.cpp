@@ -27,7 +27,7 @@ struct TraceCmdOptions {
   std::string compiler = "clang";
   bool ids = false;       // print token ids (one line) instead of the decoded listing
   bool names = false;     // print token names (one line)
-  ExpandFlags expand;  // --expand-division, --expand-multiply: the circuit target's program
+  ExpandFlags expand;  // --expand-division, --expand-multiply, --expand-mulhi
 };
 
 // A token file holds decimal ids separated by white space: 16 MiB is over 3 million tokens.

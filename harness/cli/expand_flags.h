@@ -1,12 +1,13 @@
-// qgpu/harness/cli/expand_flags.h — the `--expand-division` and `--expand-multiply` flags,
+// qgpu/harness/cli/expand_flags.h — the `--expand-division`, `--expand-multiply` and `--expand-mulhi` flags,
 // defined once for every subcommand that builds a program (run, trace, compile), and the lines
 // that report what the passes did.
 //
 // With `--expand-division`, every div/rem of the lowered program is replaced by a shift-subtract
 // loop of existing ops (host/lower/expand_division.h); with `--expand-multiply`, every mul, mad
-// and mulhi by a shift-add chain or loop (host/lower/expand_multiply.h): the program the circuit
-// target runs (docs/circuit.md §8, docs/lowering.md §7 and §8). The interpreter then runs, and
-// traces, the program the model must write. A program an expansion does not fit is OverLimit
+// and mulhi by a shift-add chain or loop (host/lower/expand_multiply.h); with `--expand-mulhi`,
+// only mulhi. `--expand-division --expand-mulhi` is the program the circuit target runs, whose
+// pipeline multiplies mul and mad itself (docs/circuit.md "MUL in the pipeline", docs/lowering.md
+// §7 and §8): the interpreter then runs, and traces, the program the model must write. A program an expansion does not fit is OverLimit
 // (exit 4), the message naming the op and its PTX line.
 #pragma once
 
@@ -22,10 +23,12 @@ namespace qgpu::cli {
 struct ExpandFlags {
   bool division = false;
   bool multiply = false;
-  bool any() const { return division || multiply; }
+  bool mulhi = false;  // only mulhi; `multiply` wins where both are given
+  bool any() const { return division || multiply || mulhi; }
   void applyTo(harness::BuildOptions& build) const {
     build.expandDivision = division;
-    build.expandMultiply = multiply;
+    build.expandMultiply = multiply || mulhi;
+    build.multiplyHighOnly = mulhi && !multiply;
   }
 };
 
@@ -33,7 +36,10 @@ inline void addExpandFlags(CLI::App* app, ExpandFlags& flags) {
   app->add_flag("--expand-division", flags.division,
                 "Replace div/rem by a shift-subtract loop (the circuit target; docs/lowering.md)");
   app->add_flag("--expand-multiply", flags.multiply,
-                "Replace mul/mad/mulhi by shift-add chains and loops (the circuit target; docs/lowering.md)");
+                "Replace mul/mad/mulhi by shift-add chains and loops (docs/lowering.md)");
+  app->add_flag("--expand-mulhi", flags.mulhi,
+                "Replace only mulhi by shift-add loops (the circuit target, with --expand-division; "
+                "docs/lowering.md)");
 }
 
 // "6 -> 10 blocks, 23 -> 419 ops": the program's size before and after a pass.
@@ -82,13 +88,13 @@ inline std::vector<std::string> expansionLines(const ExpandFlags& f, const lower
                                                const lower::ExpandMultiplyStats& m) {
   std::vector<std::string> lines;
   if (f.division) lines.push_back(describeExpansion(d));
-  if (f.multiply) lines.push_back(describeExpansion(m));
+  if (f.multiply || f.mulhi) lines.push_back(describeExpansion(m));
   return lines;
 }
 inline void addExpansionJson(nlohmann::json& out, const ExpandFlags& f, const lower::ExpandDivisionStats& d,
                              const lower::ExpandMultiplyStats& m) {
   if (f.division) out["expandDivision"] = expansionJson(d);
-  if (f.multiply) out["expandMultiply"] = expansionJson(m);
+  if (f.multiply || f.mulhi) out["expandMultiply"] = expansionJson(m);
 }
 
 }  // namespace qgpu::cli

@@ -42,33 +42,39 @@ expect pipeline-layout 0 'span 3164 \(peak live 3156; one field per value 4204\)
 expect memory-pipeline 0 'span 3896 \(peak live 3894; one field per value 5858\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
-# The leg's pipeline (memory ops, atomics with their regrec, warp ops): 24 layers, 4,297 dims (the
-# regrec's latched fields are attention-written: they keep their dims from the embedding on, so
-# they are live at the ALU's peak, and so are atom.cas's swap values), the memory stage's last
-# layer at 14, the regrec's result stage at 15..18, the select at 19.
-expect leg-pipeline 0 'span 4297 \(peak live 4296; one field per value 9609\)' -- \
+# The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 28 layers,
+# 4,682 dims (the regrec's latched fields are attention-written: they keep their dims from the
+# embedding on, so they are live at the ALU's peak, and so are atom.cas's swap values and the
+# operand words the multiplier's latches read at 15), the memory stage's last layer at 14, the
+# regrec's result stage at 15..18 beside the multiplier (15..19), the multiplies' result stage at
+# 19..22, the select at 23.
+expect leg-pipeline 0 'span 4682 \(peak live 4682; one field per value 13266\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-regrec 0 '^18 +regrec +3 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-select 0 '^19 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-regrec 0 '^18 +regrec\+mul +3 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-mul 0 '^19 +mul\+mulrec +4 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-select 0 '^23 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 4297 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 4682 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 1000001
-# `run --backend model` runs the circuit target's program (multiplies and divisions expanded, as
-# `--expand-multiply` does on any backend); a multiply the expansion cannot fit is OverLimit
-# naming its PTX line before any model is built; --check belongs to the model backend. (Every op
-# of the machine runs through the model, the spill slots too: harness_model_leg_test.)
+# `run --backend model` runs the circuit target's program (divisions and mulhi expanded, as
+# `--expand-division --expand-mulhi` do on any backend; mul and mad are the pipeline's own); a
+# mulhi the expansion cannot fit is OverLimit naming its PTX line before any model is built;
+# --check belongs to the model backend. (Every op of the machine runs through the model, the
+# spill slots too: harness_model_leg_test.)
 expect run-expand-multiply 0 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
   "$qgpu" run atomic_cas_mul --expand-multiply
-expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mad .*PTX line [0-9]+\) into a shift-add loop" -- \
-  "$qgpu" run matvec --backend model
+expect run-expand-mulhi 0 "^multiplication expanded: 0 ops into chains, 0 into loops" -- \
+  "$qgpu" run atomic_cas_mul --expand-mulhi
+expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mulhi.u .*PTX line [0-9]+\) into a shift-add loop" -- \
+  "$qgpu" run int64_ops --backend model
 # `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
 # leg checkpoint is refused before any case runs. (The rows themselves: harness_model_leg_test.)
 expect check-model-unknown 2 "--model 'fp16': the model legs are fp32 and bf16" -- \
@@ -85,7 +91,7 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
 # loaded; a directory that is no leg checkpoint is a Checkpoint error (the measurement:
 # harness_model_leg_test).
 expect margins-refused 4 "error\[OverLimit\].*into a shift-add loop" -- \
-  "$qgpu" circuit margins matvec --checkpoint "$tmp"
+  "$qgpu" circuit margins int64_ops --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check

@@ -1,6 +1,6 @@
 // What the model leg runs of the catalog: every kernel under clang-14 and nvcc, built as
-// `run --backend model` builds it (both circuit expansions, BuildOptions::expandDivision and
-// expandMultiply), then asked of circuit::pipelineExecutes, and, where the pipeline executes every
+// `run --backend model` builds it (circuitBuildOptions: divisions and mulhi expanded; mul and mad
+// are the pipeline's own), then asked of circuit::pipelineExecutes, and, where the pipeline executes every
 // op, run in the interpreter at the compiled model's step limit (circuit::kLegStepLimit) to see
 // whether the run ends inside it. No model is built: this is the leg's reach, not its exactness
 // (harness_model_leg_test, ci/model-leg.sh). Prints the table docs/circuit.md §9 "Built: the leg"
@@ -28,8 +28,7 @@ std::string refusedOp(const std::string& message) {
 TEST(ModelLegCoverage, EveryCatalogProgramIsRunnableOrRefusedWithItsReason) {
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
-  BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
+  const BuildOptions build = circuitBuildOptions();
   oracle::RunOptions run;
   run.maxSteps = circuit::kLegStepLimit;
   int programs = 0, runnable = 0, withinLimit = 0, skipped = 0;
@@ -71,7 +70,7 @@ TEST(ModelLegCoverage, EveryCatalogProgramIsRunnableOrRefusedWithItsReason) {
   for (const auto& [why, n] : expansionRefused) std::printf("  refused by the %s: %d\n", why.c_str(), n);
   for (const auto& [op, n] : pipelineRefused)
     std::printf("  refused by the pipeline at %s: %d\n", op.c_str(), n);
-  // With both expansions no catalog program is refused for a multiply or a division.
+  // With the circuit's expansions no catalog program is refused for a multiply or a division.
   for (const char* op : {"mul", "mad", "mulhi.u", "mulhi.s", "div.u", "div.s", "rem.u", "rem.s"})
     EXPECT_EQ(pipelineRefused.count(op), 0u) << op;
   EXPECT_GT(runnable, 0);

@@ -76,16 +76,15 @@ machine::Program divergent(int32_t storeOffset = 4 * kOut) {
   return p;
 }
 
-// A catalog kernel as the leg runs it: resolved, and built by clang with multiplies and divisions
-// expanded (the circuit target).
+// A catalog kernel as the leg runs it: resolved, and built by clang with divisions and mulhi
+// expanded (the circuit target: circuitBuildOptions).
 struct CircuitTarget {
   kernels::KernelSpec spec;
   BuiltKernel kernel;
 };
 Expected<CircuitTarget> circuitTarget(const std::string& name) {
   QGPU_TRY(spec, resolveKernel(name, kernels::defaultCatalogDir()));
-  BuildOptions build;
-  build.expandDivision = build.expandMultiply = true;
+  const BuildOptions build = circuitBuildOptions();
   QGPU_TRY(kernel, buildKernel(spec, host::Compiler::Clang, build));
   return CircuitTarget{std::move(spec), std::move(kernel)};
 }
@@ -205,15 +204,15 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 }
 
 // `qgpu check --model fp32,bf16` on a representative subset of the catalog per commit (the whole
-// catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), expanded multiplies
-// (matmul2x2), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
+// catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), the pipeline's mul and
+// mad (matmul2x2; matvec's mad in a loop), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
 // several warps (reverse, stencil3), atomics (dot_atomic: the dot-product demo's atom.add, two
 // lanes' adds on one word; atomic_exch: atom.exch's old value into a register, the regrec;
 // fence_last_block: atom.inc's wrapping ticket into a register; atomic_cas_mul: atom.cas in a
-// loop, the multiply expanded; atomic_inc_dec: 16 lanes' atom.inc and atom.dec on one word), a
+// loop, a multiply after it; atomic_inc_dec: 16 lanes' atom.inc and atom.dec on one word), a
 // warp op (shfl_xor_allreduce: shfl.bfly); each the circuit target's program token for token; a
-// kernel whose multiply the expansion cannot fit (matvec's mad, too few dead registers) is refused
-// without running, inconclusive with the op named. Two sessions per dtype, run by runCheck's two
+// kernel whose mulhi the expansion cannot fit (int64_ops' mulhi.u, too few dead registers) is
+// refused without running, inconclusive with the op named. Two sessions per dtype, run by runCheck's two
 // model workers.
 TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
@@ -232,7 +231,8 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
                                           "atomic_cas_mul",
                                           "shfl_xor_allreduce",
                                           "atomic_inc_dec",
-                                          "matvec"};
+                                          "matvec",
+                                          "int64_ops"};
   for (const std::string& name : names)
     for (const kernels::KernelSpec& spec : *catalog)
       if (spec.name == name) chosen.push_back(spec);
@@ -245,7 +245,7 @@ TEST_F(Leg, CheckRunsTheModelRowsOfCatalogKernels) {
     SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
     if (c.backend == Backend::Interp) {
       EXPECT_EQ(c.verdict, Verdict::Match);
-    } else if (c.kernel == "matvec") {
+    } else if (c.kernel == "int64_ops") {
       EXPECT_EQ(c.verdict, Verdict::Inconclusive);
       EXPECT_NE(c.detail.find("into a shift-add loop"), std::string::npos);
     } else {
@@ -470,11 +470,11 @@ TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
   ASSERT_TRUE(fp32 != nullptr);
   fp32->reset();
   machine::Program p = divergent();
-  p.blocks[1].ops[0] = op(Op::Mul, 3, Operand::r(3), Operand::r(2));
+  p.blocks[1].ops[0] = op(Op::MulHiU, 3, Operand::r(3), Operand::r(2));  // the host expands mulhi
   auto r = runLeg(*fp32, p, launch(), 100);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::OverLimit);
-  EXPECT_NE(r.error().message.find("'mul' (block B1, op 0)"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("'mulhi.u' (block B1, op 0)"), std::string::npos) << r.error().message;
   EXPECT_EQ(fp32->position(), 0);  // nothing was fed to the model
 }
 

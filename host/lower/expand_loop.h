@@ -105,9 +105,9 @@ std::vector<machine::Instr> reloadOps(const std::vector<std::pair<uint8_t, uint8
 // A pass's entry point: the input verified (its own Diag), `Expander(program, options).run(stats)`
 // (Stats an ExpansionCounts with the pass's own counts), the result verified again (Internal
 // naming `what` — "division", "multiplication" — when the pass broke it), the counts filled in.
-template <class Expander, class Stats>
+template <class Expander, class Stats, class Options>
 Expected<machine::Program> runExpansion(const machine::Program& program,
-                                        const ExpandOptions& options, Stats* stats,
+                                        const Options& options, Stats* stats,
                                         const char* what) {
   QGPU_CHECK(machine::verify(program));
   Stats local;

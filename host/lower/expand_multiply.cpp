@@ -21,7 +21,8 @@ using machine::Operand;
 using machine::OperandKind;
 using machine::Program;
 
-bool isMultiply(Op op) { return op == Op::Mul || op == Op::Mad || op == Op::MulHiU || op == Op::MulHiS; }
+bool isMultiply(Op op) { return op == Op::Mul || op == Op::Mad || isMultiplyHigh(op); }
+bool isMultiplyHigh(Op op) { return op == Op::MulHiU || op == Op::MulHiS; }
 
 namespace {
 
@@ -51,10 +52,12 @@ std::vector<Term> nafTerms(uint32_t k) {
 
 class MultiplyExpander {
  public:
-  // Every multiply leaves (the pass refuses a program it cannot expand whole), so the pending
-  // ones count one record each in the limits.
+  // Every replaced multiply leaves (the pass refuses a program it cannot expand whole), so the
+  // pending ones count one record each in the limits; the kept ones (highOnly) their two.
   MultiplyExpander(Program p, const ExpandMultiplyOptions& options)
-      : s_(std::move(p), options.opLocs, &isMultiply), locsOut_(options.locsOut) {}
+      : replaced_(options.highOnly ? &isMultiplyHigh : &isMultiply),
+        s_(std::move(p), options.opLocs, replaced_),
+        locsOut_(options.locsOut) {}
 
   Expected<Program> run(ExpandMultiplyStats& stats) {
     for (;;) {
@@ -80,7 +83,7 @@ class MultiplyExpander {
     const Program& p = s_.program();
     for (b = 0; b < p.blocks.size(); ++b)
       for (i = 0; i < p.blocks[b].ops.size(); ++i)
-        if (isMultiply(p.blocks[b].ops[i].op)) return true;
+        if (replaced_(p.blocks[b].ops[i].op)) return true;
     return false;
   }
 
@@ -266,6 +269,7 @@ class MultiplyExpander {
     return s_.split(b, i, std::string::npos, std::move(head), std::move(loop), 0, std::move(cont), kShiftAddLoop);
   }
 
+  bool (*replaced_)(Op);  // the ops this run replaces: isMultiply, or isMultiplyHigh
   Splicer s_;
   std::vector<std::vector<SourceLoc>>* locsOut_;
 };

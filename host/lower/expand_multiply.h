@@ -4,7 +4,7 @@
 // the sizing"; docs/lowering.md "Expanding multiplication").
 //
 // Contract: `expandMultiply` takes a machine program that passes machine::verify() and returns one
-// without those four ops that passes machine::verify() and computes, in every lane, exactly what
+// without those four ops (`highOnly`: without mulhi.u and mulhi.s) that passes machine::verify() and computes, in every lane, exactly what
 // oracle/semantics.h `evalAlu` gives for the replaced op, leaving every other register, predicate
 // and memory word as the original does: a guarded multiply stays guarded, lanes outside the active
 // mask are untouched. Two forms:
@@ -46,8 +46,14 @@ namespace qgpu::lower {
 
 // mul, mad, mulhi.u, mulhi.s: the ops this pass replaces.
 bool isMultiply(machine::Op op);
+// mulhi.u, mulhi.s: the ops it replaces with `highOnly`.
+bool isMultiplyHigh(machine::Op op);
 
-using ExpandMultiplyOptions = ExpandOptions;
+struct ExpandMultiplyOptions : ExpandOptions {
+  // Replace only mulhi.u and mulhi.s, leaving mul and mad (and multiplies into r0) as they are:
+  // the circuit's pipeline multiplies the low half itself (docs/circuit.md "MUL in the pipeline").
+  bool highOnly = false;
+};
 
 struct ExpandMultiplyStats : ExpansionCounts {
   int chains = 0;        // multiplies by an immediate replaced in place by a shift-add chain

@@ -323,6 +323,40 @@ TEST(ExpandMultiply, IntoR0IsDeleted) {
   EXPECT_EQ(s.loops + s.chains, 0);
 }
 
+// highOnly (the circuit target's): mul and mad, into a register or r0, stay as they are; mulhi.u
+// and mulhi.s become loops whose results equal the native ones on the edge triples.
+TEST(ExpandMultiply, HighOnlyLeavesMulAndMadAndExpandsMulhi) {
+  ExpandMultiplyOptions o;
+  o.highOnly = true;
+  for (Op op : kMulOps) {
+    SCOPED_TRACE(machine::opInfo(op).mnemonic);
+    Program p = multiplyProgram(op, {"reg, reg"}, 0);
+    Program r0 = p;
+    r0.blocks[0].ops[7].dst = 0;
+    for (const Program& in : {p, r0}) {
+      ExpandMultiplyStats stats;
+      auto e = expandMultiply(in, o, &stats);
+      ASSERT_TRUE(e.ok()) << e.error().str();
+      if (op == Op::Mul || op == Op::Mad) {
+        EXPECT_EQ(*e, in);
+        EXPECT_EQ(stats.loops + stats.chains + stats.removed, 0);
+        continue;
+      }
+      EXPECT_FALSE(hasMultiply(*e));
+      for (size_t first = 0; first < edgeInputs().size(); first += kThreads) {
+        Memory m{};
+        for (uint32_t t = 0; t < kThreads; ++t) {
+          const Inputs& x = edgeInputs()[first + t];
+          m[t] = x.a;
+          m[8 + t] = x.b;
+          m[16 + t] = x.c;
+        }
+        EXPECT_EQ(runProgram(*e, m).global, runProgram(in, m).global) << "inputs from " << first;
+      }
+    }
+  }
+}
+
 // Every register live across the multiply: OverLimit naming the op and its PTX line; the twin
 // with one register fewer in use expands.
 TEST(ExpandMultiply, RefusesWithoutDeadRegistersAndNamesTheLine) {
