@@ -2,7 +2,7 @@
 # qgpu/ci/model-leg.sh — the catalog through the model leg (docs/circuit.md §9 "Built: the leg"):
 # `qgpu check --model fp32,bf16` over every catalog kernel and both compilers, each case the
 # circuit target's program token for token against the interpreter. A program beyond the circuit
-# (atom.dec, a multiply the expansion cannot fit) is inconclusive with its reason, as
+# (a mulhi the expansion cannot fit) is inconclusive with its reason, as
 # is a run that reaches the leg's LIMIT (10^6 steps) or the token budget (20,000);
 # anything else but a match fails the script (the exit code is check's: 1 on a mismatch).
 # Writes OUT_DIR/report.json, report.html, junit.xml and the log, and prints the tokens compared.
@@ -15,11 +15,13 @@
 #        QGPU_MODEL_SHARD=i/n runs check's shard i of n (the cases of a part of the catalog).
 #        QGPU_MODEL_LEGS=fp32 for one dtype (default fp32,bf16).
 #        QGPU_MODEL_CHECKPOINT=DIR a checkpoint `qgpu circuit build` wrote (default: check builds
-#        one, 14 GB of memory and disk while it is written).
+#        one, 18 GB of disk while it is written).
+#        QGPU_BIN=FILE the qgpu to run (default ./build/harness/qgpu; a copy keeps a long run
+#        apart from a rebuild).
 set -u
 out="${1:?usage: ci/model-leg.sh OUT_DIR [KERNEL ...]}"
 shift
-qgpu=./build/harness/qgpu
+qgpu=${QGPU_BIN:-./build/harness/qgpu}
 legs="${QGPU_MODEL_LEGS:-fp32,bf16}"
 mkdir -p "$out"
 args=()
