@@ -162,11 +162,14 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
     for (int k = 0; k < stages; ++k) writers.emplace_back(w, L + k, at(L + k));
     std::vector<MulStage> layers;
     for (UnitWriter& u : writers) layers.push_back({&u, ctx});
+    const auto& from = s.twin == ExecuteTwin::MultiplyUnheld
+                           ? std::array<Field, 3>{p.operands.word[0][i], p.operands.word[1][i], p.operands.word[2][i]}
+                           : p.heldOperand[i];
     MultiplySpec ms;
     ms.op = MulOp::Mad;
-    ms.a = p.heldOperand[i][0];
-    ms.b = p.heldOperand[i][1];
-    ms.c = p.heldOperand[i][2];
+    ms.a = from[0];
+    ms.b = from[1];
+    ms.c = from[2];
     ms.bus = bus;
     ms.out = product;
     ms.outPrior = Prior::Replace;

@@ -174,6 +174,8 @@ enum class ExecuteTwin : uint8_t {
   RegrecFromLoad,       // the regrec's old values are the memory stage's loads (the word before
                         // the op), not atomOld (before the lane: wrong after a same-word lane)
   ShuffleAnySource,     // a shuffle reads its source lane even where that lane does not execute
+  MultiplyUnheld,       // the multiplier reads the operand words at q (the continuation row's),
+                        // not those held from the multiply's position p
 };
 
 struct ExecuteSpec {

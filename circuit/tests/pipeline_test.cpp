@@ -38,7 +38,8 @@
 //
 // Failing twins: the ALU reading the fetched opcode in the wrong polarity; the ALU's a and b
 // from the wrong operand ports; the guard read from psrc0's port; the regrec's old values from
-// the loads; a shuffle reading a source lane that does not execute.
+// the loads; a shuffle reading a source lane that does not execute; the multiplier reading the
+// operand words at the continuation position instead of those held from the multiply.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -844,6 +845,14 @@ TEST(ExecutePipelineTwin, ShuffleFromALaneThatDoesNotExecuteIsWrong) {
   const Tally t = memoryTwin("shuffle", ExecuteTwin::ShuffleAnySource);
   EXPECT_GT(t.alu.wrongSign, 0);
   EXPECT_GT(t.tokens.wrong, 0);
+}
+
+// The multiplies' twin: the multiplier reads the operand words at the continuation position q
+// (the continuation row's, not the multiply's) instead of those latched at p — wrong in every
+// multiply whose product is not 0 in an executing lane, which the bench reaches.
+TEST(ExecutePipelineTwin, MultiplyFromUnheldOperandsIsWrong) {
+  if (!harness::fullInputs()) GTEST_SKIP() << "QGPU_CIRCUIT_FULL=1 runs it (a checkpoint of 18 GB)";
+  EXPECT_GT(memoryTwin("multiply", ExecuteTwin::MultiplyUnheld).tokens.wrong, 0);
 }
 
 TEST(ExecutePipelineTwin, OpcodeReadInTheWrongPolarityIsWrong) {
