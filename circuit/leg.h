@@ -9,11 +9,10 @@
 //                     the ALU stage computes it (aluStageExclusion is null), it is a load or a
 //                     store (ld, st, st.b8, st.b16, global or shared), an atom.add / and / or /
 //                     xor / exch / min / max / inc / cas (any dst: the old value into a register
-//                     too), a mul or mad, a shuffle or a vote (never mulhi: the host expands it); every block terminator. The first op outside
-//                     that set is refused: OverLimit naming the block, the op's index and its
-//                     mnemonic and why (mul, mad and mulhi: no multiplier in the pipeline yet;
-//                     atom.dec: built in the memory stage, not in the leg's pipeline; spills,
-//                     divisions).
+//                     too), an atom.dec, a spill op, a mul or mad, a shuffle or a vote; every
+//                     block terminator. The first op outside that set is refused: OverLimit
+//                     naming the block, the op's index and its mnemonic and why (mulhi: the
+//                     multiplier gives the low half, the host expands mulhi; divisions).
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64:

@@ -162,9 +162,10 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
     for (int k = 0; k < stages; ++k) writers.emplace_back(w, L + k, at(L + k));
     std::vector<MulStage> layers;
     for (UnitWriter& u : writers) layers.push_back({&u, ctx});
-    const auto& from = s.twin == ExecuteTwin::MultiplyUnheld
-                           ? std::array<Field, 3>{p.operands.word[0][i], p.operands.word[1][i], p.operands.word[2][i]}
-                           : p.heldOperand[i];
+    const std::array<Field, 3> unheld = {p.operands.word[0][i], p.operands.word[1][i],
+                                         p.operands.word[2][i]};
+    const std::array<Field, 3>& from =
+        s.twin == ExecuteTwin::MultiplyUnheld ? unheld : p.heldOperand[i];
     MultiplySpec ms;
     ms.op = MulOp::Mad;
     ms.a = from[0];
@@ -357,7 +358,8 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
       for (const Source& source : sources) {
         const Field& from = part(*source.from);
         if (from.dims != out.dims)
-          return makeDiag(ErrorKind::Internal, "execute pipeline: the outcomes differ in shape at " + out.name);
+          return makeDiag(ErrorKind::Internal,
+                          "execute pipeline: the outcomes differ in shape at " + out.name);
         for (int i = 0; i < out.dims; ++i)
           QGPU_CHECK(fw.add(u, source.when + std::vector<Literal>{{from.at(i), 1}}, {{out.at(i), two}}));
       }

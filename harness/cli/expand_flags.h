@@ -1,14 +1,14 @@
-// qgpu/harness/cli/expand_flags.h — the `--expand-division`, `--expand-multiply` and `--expand-mulhi` flags,
-// defined once for every subcommand that builds a program (run, trace, compile), and the lines
-// that report what the passes did.
+// qgpu/harness/cli/expand_flags.h — the `--expand-division`, `--expand-multiply` and
+// `--expand-mulhi` flags, defined once for every subcommand that builds a program (run, trace,
+// compile), and the lines that report what the passes did.
 //
 // With `--expand-division`, every div/rem of the lowered program is replaced by a shift-subtract
 // loop of existing ops (host/lower/expand_division.h); with `--expand-multiply`, every mul, mad
 // and mulhi by a shift-add chain or loop (host/lower/expand_multiply.h); with `--expand-mulhi`,
 // only mulhi. `--expand-division --expand-mulhi` is the program the circuit target runs, whose
 // pipeline multiplies mul and mad itself (docs/circuit.md "MUL in the pipeline", docs/lowering.md
-// §7 and §8): the interpreter then runs, and traces, the program the model must write. A program an expansion does not fit is OverLimit
-// (exit 4), the message naming the op and its PTX line.
+// §7 and §8): the interpreter then runs, and traces, the program the model must write. A program
+// an expansion does not fit is OverLimit (exit 4), the message naming the op and its PTX line.
 #pragma once
 
 #include <CLI/CLI.hpp>

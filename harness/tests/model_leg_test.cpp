@@ -205,8 +205,8 @@ TEST(LegCheck, TheComparatorNamesFlippedDroppedAndExtraTokens) {
 
 // `qgpu check --model fp32,bf16` on a representative subset of the catalog per commit (the whole
 // catalog × both compilers: ci/model-leg.sh, nightly): bit ops (popcount), the pipeline's mul and
-// mad (matmul2x2; matvec's mad in a loop), shared memory with barriers (transpose_shared, oddeven_sort's loop of barriers),
-// several warps (reverse, stencil3), atomics (dot_atomic: the dot-product demo's atom.add, two
+// mad (matmul2x2; matvec's mad in a loop), shared memory with barriers (transpose_shared,
+// oddeven_sort's loop of barriers), several warps (reverse, stencil3), atomics (dot_atomic: the dot-product demo's atom.add, two
 // lanes' adds on one word; atomic_exch: atom.exch's old value into a register, the regrec;
 // fence_last_block: atom.inc's wrapping ticket into a register; atomic_cas_mul: atom.cas in a
 // loop, a multiply after it; atomic_inc_dec: 16 lanes' atom.inc and atom.dec on one word), a

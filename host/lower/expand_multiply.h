@@ -4,10 +4,10 @@
 // the sizing"; docs/lowering.md "Expanding multiplication").
 //
 // Contract: `expandMultiply` takes a machine program that passes machine::verify() and returns one
-// without those four ops (`highOnly`: without mulhi.u and mulhi.s) that passes machine::verify() and computes, in every lane, exactly what
-// oracle/semantics.h `evalAlu` gives for the replaced op, leaving every other register, predicate
-// and memory word as the original does: a guarded multiply stays guarded, lanes outside the active
-// mask are untouched. Two forms:
+// without those four ops (`highOnly`: without mulhi.u and mulhi.s) that passes machine::verify()
+// and computes, in every lane, exactly what oracle/semantics.h `evalAlu` gives for the replaced
+// op, leaving every other register, predicate and memory word as the original does: a guarded
+// multiply stays guarded, lanes outside the active mask are untouched. Two forms:
 //   * chain — `mul`/`mad` by an immediate whose shift-add chain (its non-adjacent form: each
 //     nonzero digit ±2^j one `shl` and one `add`/`sub`) fits the op's block: the op is replaced in
 //     place, no new block, no new step (255·x = (x << 8) − x: 2 ops);
