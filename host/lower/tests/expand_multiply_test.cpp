@@ -343,10 +343,11 @@ TEST(ExpandMultiply, HighOnlyLeavesMulAndMadAndExpandsMulhi) {
         continue;
       }
       EXPECT_FALSE(hasMultiply(*e));
-      for (size_t first = 0; first < edgeInputs().size(); first += kThreads) {
+      const std::vector<Inputs> inputs = edgeInputs();
+      for (size_t first = 0; first < inputs.size(); first += kThreads) {
         Memory m{};
         for (uint32_t t = 0; t < kThreads; ++t) {
-          const Inputs& x = edgeInputs()[first + t];
+          const Inputs& x = inputs[first + t];
           m[t] = x.a;
           m[8 + t] = x.b;
           m[16 + t] = x.c;
