@@ -38,8 +38,8 @@ inline void addExpandFlags(CLI::App* app, ExpandFlags& flags) {
   app->add_flag("--expand-multiply", flags.multiply,
                 "Replace mul/mad/mulhi by shift-add chains and loops (docs/lowering.md)");
   app->add_flag("--expand-mulhi", flags.mulhi,
-                "Replace only mulhi by shift-add loops (the circuit target, with --expand-division; "
-                "docs/lowering.md)");
+                "Replace only mulhi by straight code of 16-bit half products (the circuit target, "
+                "with --expand-division; docs/lowering.md)");
 }
 
 // "6 -> 10 blocks, 23 -> 419 ops": the program's size before and after a pass.
@@ -60,11 +60,12 @@ inline std::string describeExpansion(const lower::ExpandDivisionStats& s) {
          std::to_string(s.removed) + " dead ones removed); " + describeCounts(s);
 }
 
-// "multiplication expanded: 1 op into a chain, 2 into loops (0 dead ones removed); 3 -> 7 blocks, ..."
+// "multiplication expanded: 1 ops into chains, 2 into loops, 0 into halves (0 dead ones removed);
+// 3 -> 7 blocks, ..."
 inline std::string describeExpansion(const lower::ExpandMultiplyStats& s) {
   return "multiplication expanded: " + std::to_string(s.chains) + " ops into chains, " +
-         std::to_string(s.loops) + " into loops (" + std::to_string(s.removed) +
-         " dead ones removed); " + describeCounts(s);
+         std::to_string(s.loops) + " into loops, " + std::to_string(s.halves) + " into halves (" +
+         std::to_string(s.removed) + " dead ones removed); " + describeCounts(s);
 }
 
 inline nlohmann::json expansionJson(const lower::ExpandDivisionStats& s) {
@@ -78,6 +79,7 @@ inline nlohmann::json expansionJson(const lower::ExpandMultiplyStats& s) {
   nlohmann::json j = countsJson(s);
   j["chains"] = s.chains;
   j["loops"] = s.loops;
+  j["halves"] = s.halves;
   j["removed"] = s.removed;
   return j;
 }

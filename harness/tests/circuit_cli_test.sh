@@ -8,6 +8,7 @@
 set -u
 qgpu="$1"
 source "$(dirname "$0")/expect.sh"
+refused="$(dirname "$0")/data/model_refused/many_loops.cu"
 
 expect compact-fits 0 'fits compact' -- "$qgpu" circuit plan --of stages --shape compact
 expect compact-shape 0 'shape compact: hidden 2249, 26 heads of 128/128, MLP 4944' -- \
@@ -66,15 +67,18 @@ expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 1000001
 # `run --backend model` runs the circuit target's program (divisions and mulhi expanded, as
 # `--expand-division --expand-mulhi` do on any backend; mul and mad are the pipeline's own); a
-# mulhi the expansion cannot fit is OverLimit naming its PTX line before any model is built;
+# mulhi the expansion cannot fit (harness/tests/data/model_refused: its split would take the
+# program past 32 blocks) is OverLimit naming its PTX line before any model is built;
 # --check belongs to the model backend. (Every op of the machine runs through the model, the
 # spill slots too: harness_model_leg_test.)
-expect run-expand-multiply 0 "^multiplication expanded: 0 ops into chains, 1 into loops" -- \
+expect run-expand-multiply 0 "^multiplication expanded: 0 ops into chains, 1 into loops, 0 into halves" -- \
   "$qgpu" run atomic_cas_mul --expand-multiply
-expect run-expand-mulhi 0 "^multiplication expanded: 0 ops into chains, 0 into loops" -- \
+expect run-expand-mulhi 0 "^multiplication expanded: 0 ops into chains, 0 into loops, 0 into halves" -- \
   "$qgpu" run atomic_cas_mul --expand-mulhi
-expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mulhi.u .*PTX line [0-9]+\) into a shift-add loop" -- \
-  "$qgpu" run int64_ops --backend model
+expect run-expand-mulhi-halves 0 "^multiplication expanded: 0 ops into chains, 0 into loops, 4 into halves" -- \
+  "$qgpu" run int64_ops --expand-mulhi
+expect run-model-expansion-refused 4 "error\[OverLimit\].*expanding \`mulhi.s .*PTX line [0-9]+\) into 16-bit halves: the program would need 34 program blocks" -- \
+  "$qgpu" run "$refused" --backend model
 # `check --model`: the legs are fp32 and bf16; a checkpoint needs --model; a directory that is no
 # leg checkpoint is refused before any case runs. (The rows themselves: harness_model_leg_test.)
 expect check-model-unknown 2 "--model 'fp16': the model legs are fp32 and bf16" -- \
@@ -90,8 +94,8 @@ expect check-model-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing'
 # `circuit margins`: a kernel the circuit target cannot be built for is refused before any model is
 # loaded; a directory that is no leg checkpoint is a Checkpoint error (the measurement:
 # harness_model_leg_test).
-expect margins-refused 4 "error\[OverLimit\].*into a shift-add loop" -- \
-  "$qgpu" circuit margins int64_ops --checkpoint "$tmp"
+expect margins-refused 4 "error\[OverLimit\].*into 16-bit halves" -- \
+  "$qgpu" circuit margins "$refused" --checkpoint "$tmp"
 expect margins-bad-checkpoint 2 'error\[Checkpoint\].*circuit.json: missing' -- \
   "$qgpu" circuit margins popcount --checkpoint "$tmp"
 expect run-check-interp 2 '--check and --checkpoint are --backend model' -- "$qgpu" run dot --check

@@ -88,5 +88,47 @@ TEST(ExpandMultiplyCatalog, EveryMultiplyingKernelGivesTheSameMemoryOrATypedRefu
   EXPECT_GE(expandedOk, 40 * (2 - skipped));
 }
 
+// The circuit target's form (circuitBuildOptions: mul and mad stay, mulhi through 16-bit halves):
+// every catalog program with a mulhi is built — none refused — and gives the plain build's final
+// memory and the kernel file's expected outputs, each mulhi replaced by halves.
+TEST(ExpandMultiplyCatalog, EveryMulhiKernelRunsThroughHalvesOnTheCircuitTarget) {
+  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().str();
+  int withMulhi = 0, skipped = 0;
+  for (host::Compiler c : {host::Compiler::Clang, host::Compiler::Nvcc}) {
+    if (!host::toolAvailable(c)) {
+      ++skipped;
+      continue;
+    }
+    for (const kernels::KernelSpec& spec : *catalog) {
+      BuildOptions divisionOnly;
+      divisionOnly.expandDivision = true;
+      InterpCase plain = runInterpCase(spec, c, {}, divisionOnly);
+      const std::string name = spec.name + " (" + host::compilerName(c) + ")";
+      ASSERT_TRUE(plain.built()) << name << ": " << plain.kernel.error().str();
+      int mulhis = 0;
+      for (const machine::Block& b : plain.kernel->program.blocks)
+        for (const machine::Instr& in : b.ops)
+          mulhis += lower::isMultiplyHigh(in.op) && in.dst != 0 ? 1 : 0;
+      if (mulhis == 0) continue;
+      ++withMulhi;
+      InterpCase circuit = runInterpCase(spec, c, {}, circuitBuildOptions());
+      ASSERT_TRUE(circuit.built()) << name << ": " << circuit.kernel.error().str();
+      EXPECT_EQ(circuit.kernel->multiply.halves, mulhis) << name;
+      EXPECT_EQ(plain.result.verdict, Verdict::Match) << name << ": " << plain.result.detail;
+      EXPECT_EQ(circuit.result.verdict, Verdict::Match) << name << ": " << circuit.result.detail;
+      ASSERT_TRUE(plain.run.ok() && circuit.run.ok()) << name;
+      EXPECT_EQ(plain.run->global, circuit.run->global) << name;
+      std::printf("%-18s %-5s %d mulhi: %3llu -> %-3llu steps, %zu -> %zu blocks\n",
+                  spec.name.c_str(), host::compilerName(c), mulhis,
+                  static_cast<unsigned long long>(plain.run->blockExecs),
+                  static_cast<unsigned long long>(circuit.run->blockExecs),
+                  plain.kernel->program.blocks.size(), circuit.kernel->program.blocks.size());
+    }
+  }
+  if (skipped == 2) GTEST_SKIP() << "neither clang-14 nor nvcc is installed";
+  EXPECT_GE(withMulhi, 2 * (2 - skipped));  // checksum_mod255 and int64_ops at least
+}
+
 }  // namespace
 }  // namespace qgpu::harness

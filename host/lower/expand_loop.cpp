@@ -1,6 +1,9 @@
 // qgpu/host/lower/expand_loop.cpp — see expand_loop.h.
 #include "host/lower/expand_loop.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace qgpu::lower::expand {
 
 using machine::Block;
@@ -166,6 +169,10 @@ void Splicer::erase(size_t b, size_t i) {
   locs_[b].erase(locs_[b].begin() + static_cast<long>(i));
 }
 
+void Splicer::useSpillSlots(int slots) {
+  p_.spillSlots = static_cast<uint8_t>(std::max<int>(p_.spillSlots, slots));
+}
+
 void Splicer::replace(size_t b, size_t i, std::vector<Instr> ops) {
   const SourceLoc at = locs_[b][i];
   erase(b, i);
@@ -174,9 +181,14 @@ void Splicer::replace(size_t b, size_t i, std::vector<Instr> ops) {
 }
 
 Status Splicer::roomForLoop(size_t b, size_t i, const std::string& loopName) const {
-  if (p_.blocks.size() + 2 > static_cast<size_t>(machine::kMaxBlocks))
-    return overLimit(b, i, loopName, "the program would need " + std::to_string(p_.blocks.size() + 2) +
-                                         " program blocks; the machine has " + std::to_string(machine::kMaxBlocks));
+  return roomForBlocks(b, i, loopName, 2);
+}
+
+Status Splicer::roomForBlocks(size_t b, size_t i, const std::string& name, size_t extra) const {
+  if (p_.blocks.size() + extra > static_cast<size_t>(machine::kMaxBlocks))
+    return overLimit(b, i, name,
+                     "the program would need " + std::to_string(p_.blocks.size() + extra) +
+                         " program blocks; the machine has " + std::to_string(machine::kMaxBlocks));
   return Ok{};
 }
 
@@ -207,6 +219,39 @@ PredSet Splicer::mustSave(size_t b, size_t i) const {
   return save;
 }
 
+Diag Splicer::tooManyRecords(size_t b, size_t i, const std::string& name, const std::string& what,
+                             int records) const {
+  // A block holds kMaxOpsPerBlock trace records (records(): an atomic or a multiply into a
+  // register writes two).
+  return overLimit(b, i, name,
+                   what + " need " + std::to_string(records) +
+                       " records in one block; a block holds " +
+                       std::to_string(machine::kMaxOpsPerBlock));
+}
+
+void Splicer::insertAfter(size_t b, std::vector<Block> extra,
+                          std::vector<std::vector<SourceLoc>> extraLocs) {
+  const size_t n = extra.size();
+  // A target b stays b: the block's first part keeps its index.
+  auto shift = [&](uint8_t& t) {
+    if (t != kExitTarget && t > b) t = static_cast<uint8_t>(t + n);
+  };
+  for (Block& x : p_.blocks) {
+    if (x.term.kind == TermKind::Exit) continue;
+    shift(x.term.next);
+    if (x.term.kind == TermKind::Branch) shift(x.term.taken);
+  }
+  for (Block& x : extra) {
+    if (x.term.kind == TermKind::Exit) continue;
+    shift(x.term.next);
+    if (x.term.kind == TermKind::Branch) shift(x.term.taken);
+  }
+  p_.blocks.insert(p_.blocks.begin() + static_cast<long>(b) + 1,
+                   std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
+  locs_.insert(locs_.begin() + static_cast<long>(b) + 1, std::make_move_iterator(extraLocs.begin()),
+               std::make_move_iterator(extraLocs.end()));
+}
+
 Status Splicer::split(size_t b, size_t i, size_t skip, std::vector<Instr> setup, Block loop, uint8_t loopPred,
                       std::vector<Instr> finish, const std::string& loopName) {
   QGPU_CHECK(roomForLoop(b, i, loopName));
@@ -218,45 +263,85 @@ Status Splicer::split(size_t b, size_t i, size_t skip, std::vector<Instr> setup,
   std::vector<Instr> cont = std::move(finish);
   for (size_t k = i + 1; k < blk.ops.size(); ++k)
     if (k != skip) cont.push_back(blk.ops[k]);
-  // A block holds kMaxOpsPerBlock trace records (records(): an atomic or a multiply into a
-  // register writes two).
-  auto tooMany = [&](const std::string& what, int records) {
-    return overLimit(b, i, loopName,
-                     what + " need " + std::to_string(records) +
-                         " records in one block; a block holds " +
-                         std::to_string(machine::kMaxOpsPerBlock));
-  };
   if (const int n = records(head); n > machine::kMaxOpsPerBlock)
-    return tooMany("the ops before it and its setup", n);
+    return tooManyRecords(b, i, loopName, "the ops before it and its setup", n);
   if (const int n = records(cont); n > machine::kMaxOpsPerBlock)
-    return tooMany("its result and the ops after it", n);
+    return tooManyRecords(b, i, loopName, "its result and the ops after it", n);
 
-  // Blocks after b move up by 2 (the loop at b + 1, the continuation at b + 2); a target b
-  // stays b: the head is where the block starts.
-  auto shift = [&](uint8_t& t) {
-    if (t != kExitTarget && t > b) t = static_cast<uint8_t>(t + 2);
-  };
-  for (Block& x : p_.blocks) {
-    if (x.term.kind == TermKind::Exit) continue;
-    shift(x.term.next);
-    if (x.term.kind == TermKind::Branch) shift(x.term.taken);
-  }
-  const auto loopIndex = static_cast<uint8_t>(b + 1);
-  loop.term = Terminator{TermKind::Branch, loopPred, false, loopIndex, static_cast<uint8_t>(b + 2)};
-  Block contBlock{std::move(cont), p_.blocks[b].term};
-  Block headBlock{std::move(head), Terminator{TermKind::Jump, kNoPred, false, 0, loopIndex}};
-
+  // The loop at b + 1, the continuation at b + 2 (targets written as they will be: insertAfter
+  // moves only the targets past b, and these are set after it).
   std::vector<SourceLoc> headLocs(locs_[b].begin(), locs_[b].begin() + static_cast<long>(i));
-  headLocs.resize(headBlock.ops.size(), at);
+  headLocs.resize(head.size(), at);
   std::vector<SourceLoc> contLocs(added, at);
   for (size_t k = i + 1; k < locs_[b].size(); ++k)
     if (k != skip) contLocs.push_back(locs_[b][k]);
   std::vector<SourceLoc> loopLocs(loop.ops.size(), at);
-
-  p_.blocks[b] = std::move(headBlock);
-  p_.blocks.insert(p_.blocks.begin() + static_cast<long>(b) + 1, {std::move(loop), std::move(contBlock)});
+  const Terminator term = blk.term;
+  Block contBlock{std::move(cont), term};
+  p_.blocks[b] = Block{std::move(head), Terminator{TermKind::Jump, kNoPred, false, 0, 0}};
   locs_[b] = std::move(headLocs);
-  locs_.insert(locs_.begin() + static_cast<long>(b) + 1, {std::move(loopLocs), std::move(contLocs)});
+  insertAfter(b, {std::move(loop), std::move(contBlock)},
+              {std::move(loopLocs), std::move(contLocs)});
+  const auto loopIndex = static_cast<uint8_t>(b + 1);
+  p_.blocks[b].term.next = loopIndex;
+  p_.blocks[b + 1].term =
+      Terminator{TermKind::Branch, loopPred, false, loopIndex, static_cast<uint8_t>(b + 2)};
+  return Ok{};
+}
+
+Status Splicer::splitStraight(size_t b, size_t i, std::vector<Instr> setup, std::vector<Instr> body,
+                              std::vector<Instr> finish, const std::string& name) {
+  const Block& blk = p_.blocks[b];
+  const SourceLoc at = locs_[b][i];
+  std::vector<Instr> head(blk.ops.begin(), blk.ops.begin() + static_cast<long>(i));
+  head.insert(head.end(), setup.begin(), setup.end());
+  std::vector<Instr> tail = std::move(finish);  // the continuation after the body's rest
+  const size_t added = tail.size();
+  tail.insert(tail.end(), blk.ops.begin() + static_cast<long>(i) + 1, blk.ops.end());
+  if (const int n = records(head); n > machine::kMaxOpsPerBlock)
+    return tooManyRecords(b, i, name, "the ops before it and its setup", n);
+  if (const int n = records(tail); n > machine::kMaxOpsPerBlock)
+    return tooManyRecords(b, i, name, "its result and the ops after it", n);
+
+  // Fill the head, then whole blocks, while the rest and the tail do not fit one block.
+  std::vector<std::vector<Instr>> parts{std::move(head)};
+  size_t next = 0;
+  auto fill = [&](std::vector<Instr>& part) {
+    int used = records(part);
+    while (next < body.size() && used + records({body[next]}) <= machine::kMaxOpsPerBlock)
+      used += records({body[next]}), part.push_back(body[next++]);
+  };
+  fill(parts.back());
+  const int tailRecords = records(tail);
+  auto restRecords = [&] {
+    return records(std::vector<Instr>(body.begin() + static_cast<long>(next), body.end()));
+  };
+  while (restRecords() + tailRecords > machine::kMaxOpsPerBlock) {
+    parts.emplace_back();
+    fill(parts.back());
+  }
+  std::vector<Instr> cont(body.begin() + static_cast<long>(next), body.end());
+  const size_t contBody = cont.size();
+  cont.insert(cont.end(), tail.begin(), tail.end());
+  parts.push_back(std::move(cont));
+  QGPU_CHECK(roomForBlocks(b, i, name, parts.size() - 1));
+
+  std::vector<std::vector<SourceLoc>> partLocs;
+  for (const std::vector<Instr>& part : parts) partLocs.emplace_back(part.size(), at);
+  std::copy(locs_[b].begin(), locs_[b].begin() + static_cast<long>(i), partLocs.front().begin());
+  std::copy(locs_[b].begin() + static_cast<long>(i) + 1, locs_[b].end(),
+            partLocs.back().begin() + static_cast<long>(contBody + added));
+  const Terminator term = blk.term;
+  std::vector<Block> extra;
+  for (size_t k = 1; k < parts.size(); ++k)
+    extra.push_back(Block{std::move(parts[k]), Terminator{TermKind::Jump, kNoPred, false, 0, 0}});
+  extra.back().term = term;
+  const size_t n = extra.size();
+  p_.blocks[b] = Block{std::move(parts.front()), Terminator{TermKind::Jump, kNoPred, false, 0, 0}};
+  locs_[b] = std::move(partLocs.front());
+  partLocs.erase(partLocs.begin());
+  insertAfter(b, std::move(extra), std::move(partLocs));
+  for (size_t k = 0; k < n; ++k) p_.blocks[b + k].term.next = static_cast<uint8_t>(b + k + 1);
   return Ok{};
 }
 

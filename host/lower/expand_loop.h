@@ -64,6 +64,8 @@ class Splicer {
   Diag overLimit(size_t b, size_t i, const std::string& loop, const std::string& why) const;
 
   void erase(size_t b, size_t i);
+  // Grows the program's spill slots to at least `slots`.
+  void useSpillSlots(int slots);
 
   // OverLimit when a split at (b, i) would take the program past kMaxBlocks blocks.
   Status roomForLoop(size_t b, size_t i, const std::string& loopName) const;
@@ -91,7 +93,26 @@ class Splicer {
   Status split(size_t b, size_t i, size_t skip, std::vector<machine::Instr> setup, machine::Block loop,
                uint8_t loopPred, std::vector<machine::Instr> finish, const std::string& loopName);
 
+  // The straight split: op i of block b replaced by `setup`, `body` and `finish` in order, no loop.
+  // The head is the ops before i + `setup` + as much of `body` as fits; then as many blocks as the
+  // rest of `body` needs, each full but the last; the continuation the rest + `finish` + the ops
+  // after i + b's terminator. Every new block jumps to the next, so each is one step more.
+  // `body` may write no predicate (the head's predicates are gone after it: a continuation reads
+  // them through `setup`'s saves and `finish`'s reloads). OverLimit as split().
+  Status splitStraight(size_t b, size_t i, std::vector<machine::Instr> setup,
+                       std::vector<machine::Instr> body, std::vector<machine::Instr> finish,
+                       const std::string& name);
+
  private:
+  // Inserts `extra` after block b, every branch target past b moved up by extra.size(); b's own
+  // ops, locations and terminator are the caller's to set.
+  void insertAfter(size_t b, std::vector<machine::Block> extra,
+                   std::vector<std::vector<SourceLoc>> extraLocs);
+  Diag tooManyRecords(size_t b, size_t i, const std::string& name, const std::string& what,
+                      int records) const;
+  // OverLimit when `extra` more blocks would take the program past kMaxBlocks.
+  Status roomForBlocks(size_t b, size_t i, const std::string& name, size_t extra) const;
+
   machine::Program p_;
   std::vector<std::vector<SourceLoc>> locs_;  // parallel to p_.blocks[b].ops
   bool (*replaced_)(machine::Op) = nullptr;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/lower/expand_loop.h"
+#include "oracle/semantics.h"
 
 namespace qgpu::lower {
 
@@ -29,6 +30,7 @@ namespace {
 using namespace expand;  // NOLINT(google-build-using-namespace): the expansion kit, this pass's vocabulary
 
 constexpr const char* kShiftAddLoop = "a shift-add loop";
+constexpr const char* kHalves = "16-bit halves";
 constexpr int kLowBitsPerStep = 3;  // mul/mad: 3 bits of 4 ops + the exit test = 13 of 16 ops
 
 struct Term {
@@ -55,7 +57,9 @@ class MultiplyExpander {
   // Every replaced multiply leaves (the pass refuses a program it cannot expand whole), so the
   // pending ones count one record each in the limits; the kept ones (highOnly) their two.
   MultiplyExpander(Program p, const ExpandMultiplyOptions& options)
-      : replaced_(options.highOnly ? &isMultiplyHigh : &isMultiply),
+      : highOnly_(options.highOnly),
+        replaced_(options.highOnly ? &isMultiplyHigh : &isMultiply),
+        ownSpillSlots_(p.spillSlots),
         s_(std::move(p), options.opLocs, replaced_),
         locsOut_(options.locsOut) {}
 
@@ -69,9 +73,15 @@ class MultiplyExpander {
         ++stats.removed;
       } else if (chainAt(b, i)) {
         ++stats.chains;
-      } else {
-        QGPU_CHECK(m.op == Op::Mul || m.op == Op::Mad ? lowLoopAt(b, i) : highLoopAt(b, i));
+      } else if (m.op == Op::Mul || m.op == Op::Mad) {
+        QGPU_CHECK(lowLoopAt(b, i));
         ++stats.loops;
+      } else if (!highOnly_) {
+        QGPU_CHECK(highLoopAt(b, i));
+        ++stats.loops;
+      } else {
+        QGPU_CHECK(halvesAt(b, i));
+        ++stats.halves;
       }
     }
     if (locsOut_ != nullptr) *locsOut_ = s_.locs();
@@ -136,23 +146,25 @@ class MultiplyExpander {
     return true;
   }
 
-  // The registers and saved predicates a loop needs: `count` dead registers (not the operands or
+  // The registers and saved predicates a split needs: `count` dead registers (not the operands or
   // the destination) after the saves', or OverLimit naming what they are for.
   struct Frame {
     std::vector<uint8_t> regs;
     std::vector<std::pair<uint8_t, uint8_t>> saved;  // (predicate, register)
   };
-  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count, const std::string& forWhat) const {
+  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count, const std::string& forWhat,
+                        const char* form = kShiftAddLoop) const {
     const PredSet save = s_.mustSave(b, i);
     const std::vector<uint8_t> dead = s_.deadAfter(b, i, taken);
     const size_t need = count + static_cast<size_t>(std::popcount(save));
     if (dead.size() < need) {
       std::string names;
       for (uint8_t r : dead) names += (names.empty() ? "r" : ", r") + std::to_string(r);
-      return s_.overLimit(b, i, kShiftAddLoop,
-                          "it needs " + std::to_string(need) + " registers that are dead there (" + forWhat +
-                              (save ? ", one per predicate live across the split" : "") + ") and " +
-                              std::to_string(dead.size()) + " are" + (names.empty() ? "" : " (" + names + ")"));
+      return s_.overLimit(b, i, form,
+                          "it needs " + std::to_string(need) + " registers that are dead there (" +
+                              forWhat + (save ? ", one per predicate live across the split" : "") +
+                              ") and " + std::to_string(dead.size()) + " are" +
+                              (names.empty() ? "" : " (" + names + ")"));
     }
     Frame f;
     f.regs.assign(dead.begin(), dead.begin() + static_cast<long>(count));
@@ -269,7 +281,128 @@ class MultiplyExpander {
     return s_.split(b, i, std::string::npos, std::move(head), std::move(loop), 0, std::move(cont), kShiftAddLoop);
   }
 
-  bool (*replaced_)(Op);  // the ops this run replaces: isMultiply, or isMultiplyHigh
+  // mulhi.u/mulhi.s through the target's own low multiplies (highOnly), straight code over a split
+  // block: with a = u1·2^16 + u0 and b = v1·2^16 + v0 (halves),
+  //   t  = u1·v0 + (u0·v0 >> 16)               < 2^32: no carry
+  //   P  = u0·v1 + t, c its carry out           c = min.u(t − min.u(P, t), 1)
+  //   hi = u1·v1 + ({c, P} >> 16)               shf.r: bits 16..47 of the 33-bit sum
+  // which is ⌊a·b / 2^32⌋ since ⌊a·b / 2^16⌋ = u1·v1·2^16 + u0·v1 + t. mulhi.s then subtracts b
+  // where a < 0 and a where b < 0 (the signed high word modulo 2^32), by masks (shr.s by 31), so
+  // no op writes a predicate. Three registers: x, y and the sum d, which is the destination when
+  // the multiply is unguarded and neither operand (a and b are read to the end); otherwise a dead
+  // one, moved into the destination under the guard at the end; where too few are dead, live ones
+  // are borrowed through spill slots (borrowingFrame). 16 ops (mulhi.s 22, fewer with an
+  // immediate), 20 records: over one block, so the block is split (Splicer::splitStraight).
+  Status halvesAt(size_t b, size_t i) {
+    const Instr mu = s_.program().blocks[b].ops[i];
+    Operand a = mu.src[0], bOp = mu.src[1];
+    if (a.kind == OperandKind::Imm) std::swap(a, bOp);  // both products commute
+    const bool isGuarded = mu.guard.pred != kNoPred;
+    const RegSet taken = regBit(a) | regBit(bOp) | (RegSet{1} << mu.dst);
+    const bool dstIsSum = !isGuarded && !((regBit(a) | regBit(bOp)) >> mu.dst & 1);
+    QGPU_TRY(f, borrowingFrame(b, i, taken, dstIsSum ? 2 : 3));
+    const uint8_t x = f.regs[0], y = f.regs[1], d = dstIsSum ? mu.dst : f.regs[2];
+
+    std::vector<Instr> body;
+    if (a.kind == OperandKind::Imm) {  // both immediates: the value itself
+      body.push_back(alu(Op::Mov, d, I(oracle::evalAlu(mu.op, a.imm, bOp.imm, 0).value())));
+    } else {
+      const bool immB = bOp.kind == OperandKind::Imm;
+      const Operand v0 = immB ? I(bOp.imm & 0xffffu) : R(y), v1 = immB ? I(bOp.imm >> 16) : R(y);
+      auto low = [&](uint8_t r, Operand w) { body.push_back(alu(Op::And, r, w, I(0xffffu))); };
+      auto high = [&](uint8_t r, Operand w) { body.push_back(alu(Op::ShrU, r, w, I(16))); };
+      low(x, a);
+      if (!immB) low(y, bOp);
+      body.push_back(alu(Op::Mul, d, R(x), v0));
+      high(d, R(d));
+      high(x, a);
+      body.push_back(alu(Op::Mad, d, R(x), v0, R(d)));  // t
+      low(x, a);
+      if (!immB) high(y, bOp);
+      body.push_back(alu(Op::Mad, x, R(x), v1, R(d)));  // P
+      body.push_back(alu(Op::MinU, y, R(x), R(d)));
+      body.push_back(alu(Op::Sub, d, R(d), R(y)));
+      body.push_back(alu(Op::MinU, d, R(d), I(1)));  // c
+      body.push_back(alu(Op::ShfRW, d, R(x), R(d), I(16)));
+      high(x, a);
+      if (!immB) high(y, bOp);
+      body.push_back(alu(Op::Mad, d, R(x), v1, R(d)));  // hi, unsigned
+      if (mu.op == Op::MulHiS)
+        for (const auto& [neg, other] : {std::pair{a, bOp}, std::pair{bOp, a}}) {
+          if (neg.kind == OperandKind::Imm) {
+            if (static_cast<int32_t>(neg.imm) < 0) body.push_back(alu(Op::Sub, d, R(d), other));
+            continue;
+          }
+          body.push_back(alu(Op::ShrS, x, neg, I(31)));
+          body.push_back(alu(Op::And, x, R(x), other));
+          body.push_back(alu(Op::Sub, d, R(d), R(x)));
+        }
+    }
+    std::vector<Instr> setup, finish = reloadOps(f.saved);
+    for (size_t k = 0; k < f.borrowed.size(); ++k) {
+      Instr save;
+      save.op = Op::StLocal;
+      save.src[0] = R(f.borrowed[k]);
+      save.offset = ownSpillSlots_ + static_cast<int32_t>(k);
+      setup.push_back(save);
+    }
+    const std::vector<Instr> saves = saveOps(f.saved);
+    setup.insert(setup.end(), saves.begin(), saves.end());
+    if (d != mu.dst) {
+      Instr mv = alu(Op::Mov, mu.dst, R(d));
+      mv.guard = mu.guard;
+      finish.push_back(mv);
+    }
+    for (size_t k = 0; k < f.borrowed.size(); ++k) {
+      Instr reload;
+      reload.op = Op::LdLocal;
+      reload.dst = f.borrowed[k];
+      reload.offset = ownSpillSlots_ + static_cast<int32_t>(k);
+      finish.push_back(reload);
+    }
+    QGPU_CHECK(
+        s_.splitStraight(b, i, std::move(setup), std::move(body), std::move(finish), kHalves));
+    s_.useSpillSlots(ownSpillSlots_ + static_cast<int>(f.borrowed.size()));
+    return Ok{};
+  }
+
+  // frame() for the halves: the registers dead after the op first, then (where too few are) ones
+  // live across it but for the multiply's own, each borrowed — stored to a spill slot past the
+  // program's own before the body, reloaded after it. OverLimit when even that is too few, or the
+  // slots do not fit shared memory (kSharedWords; the launch's threads are verify()'s at run).
+  struct BorrowingFrame : Frame {
+    std::vector<uint8_t> borrowed;
+  };
+  Expected<BorrowingFrame> borrowingFrame(size_t b, size_t i, RegSet taken, size_t count) const {
+    const PredSet save = s_.mustSave(b, i);
+    std::vector<uint8_t> pool = s_.deadAfter(b, i, taken);
+    const size_t need = count + static_cast<size_t>(std::popcount(save));
+    BorrowingFrame f;
+    for (uint8_t r = 1; r < machine::kRegs && pool.size() + f.borrowed.size() < need; ++r)
+      if (!(taken >> r & 1) && std::ranges::find(pool, r) == pool.end()) f.borrowed.push_back(r);
+    if (pool.size() + f.borrowed.size() < need)
+      return s_.overLimit(b, i, kHalves,
+                          "it needs " + std::to_string(need) +
+                              " registers besides its operands and " +
+                              std::to_string(pool.size() + f.borrowed.size()) + " are");
+    const Program& p = s_.program();
+    if (const size_t words = p.sharedWords + ownSpillSlots_ + f.borrowed.size();
+        words > machine::kSharedWords)
+      return s_.overLimit(b, i, kHalves,
+                          "it borrows " + std::to_string(f.borrowed.size()) +
+                              " registers through spill slots and " + std::to_string(words) +
+                              " words of shared memory do not fit the machine's " +
+                              std::to_string(machine::kSharedWords));
+    pool.insert(pool.end(), f.borrowed.begin(), f.borrowed.end());
+    f.regs.assign(pool.begin(), pool.begin() + static_cast<long>(count));
+    for (uint8_t q = 0, n = 0; q < machine::kPreds; ++q)
+      if (save >> q & 1) f.saved.emplace_back(q, pool[count + n++]);
+    return f;
+  }
+
+  bool highOnly_;          // the target multiplies the low half itself (mul and mad stay)
+  bool (*replaced_)(Op);   // the ops this run replaces: isMultiply, or isMultiplyHigh
+  int32_t ownSpillSlots_;  // the input's; the halves' borrowed registers go to the slots after
   Splicer s_;
   std::vector<std::vector<SourceLoc>>* locsOut_;
 };

@@ -1,13 +1,13 @@
 // qgpu/host/lower/expand_multiply.h — register multiplies (`mul`, `mad`, `mulhi.u`, `mulhi.s`)
-// expanded into shift-add code of existing ops, for targets without a native multiplier (the
-// circuit: a four-lane multiplier does not fit the model, docs/circuit.md "MUL in the pipeline:
-// the sizing"; docs/lowering.md "Expanding multiplication").
+// expanded into code of existing ops, for targets without a native multiplier, or (`highOnly`) with
+// one for the low half only: the circuit's pipeline computes mul and mad but not mulhi
+// (docs/circuit.md "Built: MUL in the pipeline"; docs/lowering.md "Expanding multiplication").
 //
 // Contract: `expandMultiply` takes a machine program that passes machine::verify() and returns one
 // without those four ops (`highOnly`: without mulhi.u and mulhi.s) that passes machine::verify()
 // and computes, in every lane, exactly what oracle/semantics.h `evalAlu` gives for the replaced
 // op, leaving every other register, predicate and memory word as the original does: a guarded
-// multiply stays guarded, lanes outside the active mask are untouched. Two forms:
+// multiply stays guarded, lanes outside the active mask are untouched. Three forms:
 //   * chain — `mul`/`mad` by an immediate whose shift-add chain (its non-adjacent form: each
 //     nonzero digit ±2^j one `shl` and one `add`/`sub`) fits the op's block: the op is replaced in
 //     place, no new block, no new step (255·x = (x << 8) − x: 2 ops);
@@ -20,6 +20,13 @@
 //     carry, 1 bit per step (10 ops), ≤ 32 steps; `mulhi.s` then subtracts b where a < 0 and a
 //     where b < 0 (the high word of the signed product, modulo 2^32). Lanes whose multiplier has
 //     fewer bits leave the loop early and wait at the continuation (min-PC).
+//   * halves — `mulhi` with `highOnly` (the target multiplies the low half itself): straight code
+//     of four 16-bit half products through `mul`/`mad`, a carry by `min.u` and a funnel shift
+//     (16 ops, mulhi.s 22; three registers, two when the destination can hold the sum, live ones
+//     borrowed through spill slots past the program's own where too few are dead), over a
+//     split block: head, a block more where the records need it, continuation; a step more per
+//     new block (one or two), whatever the operands. It
+//     needs fewer registers and setup ops than the loop, so with `highOnly` it is the only form.
 // Multiplies into r0 (no effect: a multiply cannot fault) are deleted.
 //
 // Errors (each names the op, its block and index, and its PTX line when `opLocs` has it):
@@ -58,6 +65,7 @@ struct ExpandMultiplyOptions : ExpandOptions {
 struct ExpandMultiplyStats : ExpansionCounts {
   int chains = 0;        // multiplies by an immediate replaced in place by a shift-add chain
   int loops = 0;         // multiplies replaced by a loop
+  int halves = 0;        // mulhi replaced by straight code of 16-bit half products (highOnly)
   int removed = 0;       // multiplies into r0 deleted
 };
 

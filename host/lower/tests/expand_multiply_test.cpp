@@ -4,7 +4,8 @@
 // edge values and 4,000 seeded random pairs per operand shape, for mul, mad, mulhi.u and mulhi.s;
 // guarded multiplies (guard-false lanes keep the destination) and a predicate live across the
 // split; the chain for immediates (no new block) and the loop for the rest (at most 11 / 32
-// steps, fewer for small multipliers); a multiply in a loop with per-lane trip counts against
+// steps, fewer for small multipliers); with highOnly, mulhi through 16-bit halves (2 steps more,
+// the same suite of inputs and shapes); a multiply in a loop with per-lane trip counts against
 // values worked here in plain C++; the expanded programs verify; each over-limit case a typed
 // OverLimit naming the op, with a twin that fits.
 #include <gtest/gtest.h>
@@ -128,11 +129,25 @@ bool hasMultiply(const Program& p) {
   return false;
 }
 
-Program expanded(const Program& p, ExpandMultiplyStats* stats = nullptr) {
-  auto e = expandMultiply(p, {}, stats);
+bool hasMultiplyHigh(const Program& p) {
+  for (const Block& b : p.blocks)
+    for (const Instr& in : b.ops)
+      if (isMultiplyHigh(in.op)) return true;
+  return false;
+}
+
+ExpandMultiplyOptions highOnly() {
+  ExpandMultiplyOptions o;
+  o.highOnly = true;
+  return o;
+}
+
+Program expanded(const Program& p, ExpandMultiplyStats* stats = nullptr,
+                 const ExpandMultiplyOptions& options = {}) {
+  auto e = expandMultiply(p, options, stats);
   EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().str());
   if (!e.ok()) return p;
-  EXPECT_FALSE(hasMultiply(*e));
+  EXPECT_FALSE(options.highOnly ? hasMultiplyHigh(*e) : hasMultiply(*e));
   EXPECT_TRUE(machine::verify(*e).ok());
   return *e;
 }
@@ -144,9 +159,10 @@ struct Inputs {
 // Runs `op` with `shape` on the inputs 8 lanes at a time, before and after the pass: each output
 // word is evalAlu's (or kOld in a guard-false lane), the predicate read after the op is the
 // guard's, and the inputs are unchanged. Returns the inputs checked.
-size_t check(Op op, const Shape& shape, const std::vector<Inputs>& inputs, uint32_t imm = 0) {
+size_t check(Op op, const Shape& shape, const std::vector<Inputs>& inputs, uint32_t imm = 0,
+             const ExpandMultiplyOptions& options = {}) {
   const Program original = multiplyProgram(op, shape, imm);
-  const Program after = expanded(original);
+  const Program after = expanded(original, nullptr, options);
   size_t checked = 0;
   for (size_t first = 0; first < inputs.size(); first += kThreads) {
     Memory m{};
@@ -324,7 +340,8 @@ TEST(ExpandMultiply, IntoR0IsDeleted) {
 }
 
 // highOnly (the circuit target's): mul and mad, into a register or r0, stay as they are; mulhi.u
-// and mulhi.s become loops whose results equal the native ones on the edge triples.
+// and mulhi.s become straight code (the halves) whose results equal the native ones on the edge
+// triples.
 TEST(ExpandMultiply, HighOnlyLeavesMulAndMadAndExpandsMulhi) {
   ExpandMultiplyOptions o;
   o.highOnly = true;
@@ -342,7 +359,7 @@ TEST(ExpandMultiply, HighOnlyLeavesMulAndMadAndExpandsMulhi) {
         EXPECT_EQ(stats.loops + stats.chains + stats.removed, 0);
         continue;
       }
-      EXPECT_FALSE(hasMultiply(*e));
+      EXPECT_FALSE(hasMultiplyHigh(*e));
       const std::vector<Inputs> inputs = edgeInputs();
       for (size_t first = 0; first < inputs.size(); first += kThreads) {
         Memory m{};
@@ -354,6 +371,113 @@ TEST(ExpandMultiply, HighOnlyLeavesMulAndMadAndExpandsMulhi) {
         }
         EXPECT_EQ(runProgram(*e, m).global, runProgram(in, m).global) << "inputs from " << first;
       }
+    }
+  }
+}
+
+// highOnly's halves: mulhi.u and mulhi.s through the target's own mul and mad, on every edge pair
+// and 4,000 random pairs per shape, and on the compilers' magic constants as immediates.
+TEST(ExpandMultiply, HalvesEqualEvalAluInEveryShape) {
+  uint32_t seed = 20261206;
+  for (Op op : {Op::MulHiU, Op::MulHiS})
+    for (const Shape& s : kShapes) {
+      if (s.dst == Shape::IntoC) continue;
+      SCOPED_TRACE(std::string(machine::opInfo(op).mnemonic) + " " + s.name);
+      EXPECT_EQ(check(op, s, edgeInputs(), 0xfffffffdu, highOnly()), 256u);
+      EXPECT_EQ(check(op, s, randomInputs(seed++, 4000), 0x9e3779b9u, highOnly()), 4000u);
+    }
+  const Shape onB{"reg, imm", Shape::Fresh, false, true};
+  const Shape onA{"imm, reg", Shape::Fresh, true, false};
+  for (uint32_t k :
+       {0u, 1u, 0xffffu, 0x10000u, 0x80808081u, 0xaaaaaaabu, 0x92492493u, 0x80000000u, 0xffffffffu})
+    for (Op op : {Op::MulHiU, Op::MulHiS}) {
+      SCOPED_TRACE(std::string(machine::opInfo(op).mnemonic) + " by " + std::to_string(k));
+      EXPECT_EQ(check(op, onB, randomInputs(k, 256), k, highOnly()), 256u);
+      EXPECT_EQ(check(op, onA, randomInputs(k + 1, 256), k, highOnly()), 256u);
+    }
+}
+
+// The halves' shape: straight code whose only multiplies are mul and mad, over the block split as
+// the records need, a step more per new block whatever the operands (no loop); two immediates
+// folded. Here 7 ops before the multiply and 3 after: the head takes 9 of the body's records;
+// mulhi.u's other 11 fit the continuation with the 3 (2 blocks), mulhi.s's 17 do not (3 blocks).
+TEST(ExpandMultiply, HalvesAreStraightCodeOfAStepPerBlock) {
+  for (Op op : {Op::MulHiU, Op::MulHiS}) {
+    SCOPED_TRACE(machine::opInfo(op).mnemonic);
+    const Program original = multiplyProgram(op, {"reg, reg"}, 0);
+    ExpandMultiplyStats stats;
+    const Program after = expanded(original, &stats, highOnly());
+    EXPECT_EQ(stats.halves, 1);
+    EXPECT_EQ(stats.loops + stats.chains, 0);
+    const int blocks = op == Op::MulHiU ? 2 : 3;
+    EXPECT_EQ(stats.blocksAfter, blocks);
+    int products = 0;
+    for (const Block& b : after.blocks)
+      for (const Instr& in : b.ops) products += in.op == Op::Mul || in.op == Op::Mad ? 1 : 0;
+    EXPECT_EQ(products, 4);
+    for (uint32_t v : {0u, 1u, 0xffffffffu}) {
+      Memory m{};
+      for (uint32_t t = 0; t < kThreads; ++t) m[t] = m[8 + t] = v;
+      EXPECT_EQ(runProgram(after, m).steps - runProgram(original, m).steps, 2 * (blocks - 1))
+          << v;  // two warps
+    }
+  }
+  Program both = multiplyProgram(Op::MulHiS, {"imm, imm", Shape::Fresh, true, true}, 0x80000001u);
+  Memory m{};
+  const Memory got = runProgram(expanded(both, nullptr, highOnly()), m).global;
+  const uint32_t want = oracle::evalAlu(Op::MulHiS, 0x80000001u, 0x80000001u, 0).value();
+  for (uint32_t t = 0; t < kThreads; ++t) EXPECT_EQ(got[24 + t], want);
+}
+
+// The halves with every register but one live across a guarded mulhi.s into its own operand (3
+// registers and a saved guard needed, 1 dead): the other 3 are borrowed through spill slots past
+// the program's one, and every live value and the result come out as worked here.
+TEST(ExpandMultiply, HalvesBorrowLiveRegistersThroughSpillSlots) {
+  Program p;
+  p.name = "pressure";
+  p.spillSlots = 1;
+  Block b0;  // r1 = 4t, r2 = a[t], r3 = b[t], r4..r14 = a[t] + k
+  b0.ops = {alu(Op::Shl, 1, Operand::s(Special::TidX), I(2)), ld(2, 0), ld(3, kB)};
+  for (uint8_t r = 4; r <= 14; ++r) b0.ops.push_back(alu(Op::Add, r, R(2), I(r)));
+  b0.term = machine::build::jmp(1);
+  Block b1;  // @(a odd) r2 = mulhi.s(r2, r3); out[t] = r2; r15 = odd ? 11 : 22
+  b1.ops = {alu(Op::And, 15, R(2), I(1)), cmp(Op::SetNe, 1, R(15), I(0)),
+            alu(Op::MulHiS, 2, R(2), R(3))};
+  b1.ops.back().guard = {1, false};
+  Instr keep;
+  keep.op = Op::Selp;
+  keep.dst = 15;
+  keep.src = {I(11), I(22), Operand{}};
+  keep.psrc = {1, machine::kNoPred};
+  b1.ops.push_back(keep);
+  b1.ops.push_back(st(kOut, R(2)));
+  b1.term = machine::build::jmp(2);
+  Block b2;  // out2[t] = r15 + Σ r4..r14, b[t] stored back
+  for (uint8_t r = 4; r <= 14; ++r) b2.ops.push_back(alu(Op::Add, 15, R(15), R(r)));
+  b2.ops.push_back(st(kOut + 4 * 32, R(15)));
+  b2.ops.push_back(st(kB, R(3)));
+  b2.term.kind = machine::TermKind::Exit;
+  p.blocks = {b0, b1, b2};
+  ASSERT_TRUE(machine::verify(p).ok()) << machine::verify(p).error().str();
+  const Program after = expanded(p, nullptr, highOnly());
+  EXPECT_EQ(after.spillSlots, 4);
+  const std::vector<Inputs> inputs = randomInputs(20261207, 256);
+  for (size_t first = 0; first < inputs.size(); first += kThreads) {
+    Memory m{};
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      m[t] = inputs[first + t].a;
+      m[8 + t] = inputs[first + t].b;
+    }
+    const Memory got = runProgram(after, m).global;
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      const uint32_t a = m[t], b = m[8 + t];
+      const bool odd = (a & 1) != 0;
+      uint32_t sum = odd ? 11u : 22u;
+      for (uint32_t k = 4; k <= 14; ++k) sum += a + k;
+      EXPECT_EQ(got[24 + t], odd ? oracle::evalAlu(Op::MulHiS, a, b, 0).value() : a)
+          << a << " " << b;
+      EXPECT_EQ(got[56 + t], sum) << "lane " << t;
+      EXPECT_EQ(got[8 + t], b) << "lane " << t;
     }
   }
 }
