@@ -78,6 +78,16 @@ uint8_t dstOf(const Shape& s) {
   return 5;
 }
 
+// selp dst, 11, 22, p1: the guard predicate read after the multiply (live across a split).
+Instr readGuard(uint8_t dst) {
+  Instr keep;
+  keep.op = Op::Selp;
+  keep.dst = dst;
+  keep.src = {I(11), I(22), Operand{}};
+  keep.psrc = {1, machine::kNoPred};
+  return keep;
+}
+
 // One block: load a, b, c, r5 = kOld, p1 = a odd (the guard), the multiply, store the destination,
 // then a selp reading p1 after the multiply (a predicate live across a split) into out + 4 words.
 Program multiplyProgram(Op op, const Shape& s, uint32_t imm) {
@@ -90,12 +100,7 @@ Program multiplyProgram(Op op, const Shape& s, uint32_t imm) {
   if (s.guarded) m.guard = {1, false};
   blk.ops.push_back(m);
   blk.ops.push_back(st(kOut, R(dstOf(s))));
-  Instr keep;
-  keep.op = Op::Selp;
-  keep.dst = 7;
-  keep.src = {I(11), I(22), Operand{}};
-  keep.psrc = {1, machine::kNoPred};
-  blk.ops.push_back(keep);
+  blk.ops.push_back(readGuard(7));
   blk.ops.push_back(st(kOut + 4 * 32, R(7)));  // word 24 + 32 + t
   blk.term.kind = machine::TermKind::Exit;
   Program p;
@@ -444,12 +449,7 @@ TEST(ExpandMultiply, HalvesBorrowLiveRegistersThroughSpillSlots) {
   b1.ops = {alu(Op::And, 15, R(2), I(1)), cmp(Op::SetNe, 1, R(15), I(0)),
             alu(Op::MulHiS, 2, R(2), R(3))};
   b1.ops.back().guard = {1, false};
-  Instr keep;
-  keep.op = Op::Selp;
-  keep.dst = 15;
-  keep.src = {I(11), I(22), Operand{}};
-  keep.psrc = {1, machine::kNoPred};
-  b1.ops.push_back(keep);
+  b1.ops.push_back(readGuard(15));
   b1.ops.push_back(st(kOut, R(2)));
   b1.term = machine::build::jmp(2);
   Block b2;  // out2[t] = r15 + Σ r4..r14, b[t] stored back
