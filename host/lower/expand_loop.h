@@ -1,5 +1,6 @@
 // qgpu/host/lower/expand_loop.h — what the expansion passes share (expand_division.h,
-// expand_multiply.h): an op the circuit lacks replaced, in place, by a loop of existing ops.
+// expand_multiply.h): an op the circuit lacks replaced, in place, by a loop of existing ops (or by
+// straight code too long for its block: Splicer::splitStraight, mulhi's halves).
 //
 // The shape every expansion takes: the op's block b is split at the op into
 //   head (block b)          the ops before it, predicate saves, the loop's setup;
