@@ -5,8 +5,8 @@
 // `atom.add [r0 + 4·125], d` adds the result of every executing lane to the last global word, an
 // order-free sum. For every such program with a mulhi, the expansion either refuses it
 // with a typed OverLimit or returns a program without mulhi that verifies and, run by the
-// interpreter, ends as the original does — Finished with the same final global memory and no
-// more than 2 steps more per mulhi executed, or Fault where the original faults (a divergent
+// interpreter, ends as the original does — Finished with the same final global memory within its
+// step bound (expandedStepBound), or Fault where the original faults (a divergent
 // barrier is checked before its block runs, and the split block's first part has run by then, so
 // only the status is compared). The warps' order is the same (a warp runs until a barrier or its
 // exit; the split keeps block order), so a race in the program cannot make the runs differ.
@@ -52,6 +52,12 @@ Case observed(Case c) {
   return c;
 }
 
+// The expanded program's step bound: a block's k mulhis (2 records each, so k ≤ 8) become at most
+// 1 + 2k blocks, so one step of the original at most 17.
+uint64_t expandedStepBound(const Case& c) {
+  return c.stepBound * (1 + 2 * (machine::kMaxOpsPerBlock / 2));
+}
+
 enum class Outcome { NoMulhi, Refused, Same };
 
 lower::ExpandMultiplyOptions highOnly() {
@@ -79,10 +85,8 @@ Expected<Outcome> checkHalves(const Case& c) {
     if (e->spillSlots == c.program.spillSlots) return fail("the expanded program does not verify");
     return Outcome::Refused;
   }
-  oracle::RunOptions run{c.stepBound, false};
-  auto before = oracle::run(c.program, c.launch, run);
-  run.maxSteps = c.stepBound * 3 + 8;  // each mulhi executed adds at most 2 steps
-  auto after = oracle::run(*e, c.launch, run);
+  auto before = oracle::run(c.program, c.launch, oracle::RunOptions{c.stepBound, false});
+  auto after = oracle::run(*e, c.launch, oracle::RunOptions{expandedStepBound(c), false});
   if (!before.ok() || !after.ok()) return fail("a run did not start");
   if (before->status != after->status)
     return fail(std::string("the original ended ") +
@@ -125,17 +129,15 @@ TEST(ExpansionProperties, AChangedHalfIsCaught) {
   for (uint64_t seed = 0; seed < 400; ++seed) {
     auto generated = generateProgram(mulhiHeavy(), seed);
     ASSERT_TRUE(generated.ok());
-    const Case obs = observed(*generated);
-    const Case* c = &obs;
-    if (mulhis(c->program) == 0) continue;
-    auto e = lower::expandMultiply(c->program, highOnly());
-    if (!e.ok() || !machine::verify(*e, c->launch).ok()) continue;
+    const Case c = observed(*generated);
+    if (mulhis(c.program) == 0) continue;
+    auto e = lower::expandMultiply(c.program, highOnly());
+    if (!e.ok() || !machine::verify(*e, c.launch).ok()) continue;
     for (machine::Block& b : e->blocks)
       for (machine::Instr& in : b.ops)
         if (in.op == machine::Op::ShfRW) in.src[2] = machine::Operand::i(15);
-    oracle::RunOptions run{c->stepBound * 3 + 8, false};
-    auto before = oracle::run(c->program, c->launch, oracle::RunOptions{c->stepBound, false});
-    auto after = oracle::run(*e, c->launch, run);
+    auto before = oracle::run(c.program, c.launch, oracle::RunOptions{c.stepBound, false});
+    auto after = oracle::run(*e, c.launch, oracle::RunOptions{expandedStepBound(c), false});
     ASSERT_TRUE(before.ok() && after.ok());
     if (before->status != oracle::RunStatus::Finished ||
         after->status != oracle::RunStatus::Finished)

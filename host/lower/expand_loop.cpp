@@ -236,16 +236,13 @@ void Splicer::insertAfter(size_t b, std::vector<Block> extra,
   auto shift = [&](uint8_t& t) {
     if (t != kExitTarget && t > b) t = static_cast<uint8_t>(t + n);
   };
-  for (Block& x : p_.blocks) {
-    if (x.term.kind == TermKind::Exit) continue;
+  auto shiftTargets = [&](Block& x) {
+    if (x.term.kind == TermKind::Exit) return;
     shift(x.term.next);
     if (x.term.kind == TermKind::Branch) shift(x.term.taken);
-  }
-  for (Block& x : extra) {
-    if (x.term.kind == TermKind::Exit) continue;
-    shift(x.term.next);
-    if (x.term.kind == TermKind::Branch) shift(x.term.taken);
-  }
+  };
+  std::ranges::for_each(p_.blocks, shiftTargets);
+  std::ranges::for_each(extra, shiftTargets);
   p_.blocks.insert(p_.blocks.begin() + static_cast<long>(b) + 1,
                    std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
   locs_.insert(locs_.begin() + static_cast<long>(b) + 1, std::make_move_iterator(extraLocs.begin()),
@@ -307,9 +304,11 @@ Status Splicer::splitStraight(size_t b, size_t i, std::vector<Instr> setup, std:
   std::vector<std::vector<Instr>> parts{std::move(head)};
   size_t next = 0;
   auto fill = [&](std::vector<Instr>& part) {
-    int used = records(part);
-    while (next < body.size() && used + records({body[next]}) <= machine::kMaxOpsPerBlock)
-      used += records({body[next]}), part.push_back(body[next++]);
+    for (int used = records(part); next < body.size(); ++next) {
+      used += records({body[next]});
+      if (used > machine::kMaxOpsPerBlock) break;
+      part.push_back(body[next]);
+    }
   };
   fill(parts.back());
   const int tailRecords = records(tail);

@@ -152,24 +152,27 @@ class MultiplyExpander {
     std::vector<uint8_t> regs;
     std::vector<std::pair<uint8_t, uint8_t>> saved;  // (predicate, register)
   };
-  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count, const std::string& forWhat,
-                        const char* form = kShiftAddLoop) const {
+  // The first `count` registers of `pool` for the values, the next ones for the saved predicates.
+  static void fill(Frame& f, const std::vector<uint8_t>& pool, size_t count, PredSet save) {
+    f.regs.assign(pool.begin(), pool.begin() + static_cast<long>(count));
+    for (uint8_t q = 0, n = 0; q < machine::kPreds; ++q)
+      if (save >> q & 1) f.saved.emplace_back(q, pool[count + n++]);
+  }
+  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count, const std::string& forWhat) const {
     const PredSet save = s_.mustSave(b, i);
     const std::vector<uint8_t> dead = s_.deadAfter(b, i, taken);
     const size_t need = count + static_cast<size_t>(std::popcount(save));
     if (dead.size() < need) {
       std::string names;
       for (uint8_t r : dead) names += (names.empty() ? "r" : ", r") + std::to_string(r);
-      return s_.overLimit(b, i, form,
+      return s_.overLimit(b, i, kShiftAddLoop,
                           "it needs " + std::to_string(need) + " registers that are dead there (" +
                               forWhat + (save ? ", one per predicate live across the split" : "") +
                               ") and " + std::to_string(dead.size()) + " are" +
                               (names.empty() ? "" : " (" + names + ")"));
     }
     Frame f;
-    f.regs.assign(dead.begin(), dead.begin() + static_cast<long>(count));
-    for (uint8_t q = 0, n = 0; q < machine::kPreds; ++q)
-      if (save >> q & 1) f.saved.emplace_back(q, dead[count + n++]);
+    fill(f, dead, count, save);
     return f;
   }
 
@@ -394,9 +397,7 @@ class MultiplyExpander {
                               " words of shared memory do not fit the machine's " +
                               std::to_string(machine::kSharedWords));
     pool.insert(pool.end(), f.borrowed.begin(), f.borrowed.end());
-    f.regs.assign(pool.begin(), pool.begin() + static_cast<long>(count));
-    for (uint8_t q = 0, n = 0; q < machine::kPreds; ++q)
-      if (save >> q & 1) f.saved.emplace_back(q, pool[count + n++]);
+    fill(f, pool, count, save);
     return f;
   }
 
