@@ -158,7 +158,8 @@ class MultiplyExpander {
     for (uint8_t q = 0, n = 0; q < machine::kPreds; ++q)
       if (save >> q & 1) f.saved.emplace_back(q, pool[count + n++]);
   }
-  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count, const std::string& forWhat) const {
+  Expected<Frame> frame(size_t b, size_t i, RegSet taken, size_t count,
+                        const std::string& forWhat) const {
     const PredSet save = s_.mustSave(b, i);
     const std::vector<uint8_t> dead = s_.deadAfter(b, i, taken);
     const size_t need = count + static_cast<size_t>(std::popcount(save));
