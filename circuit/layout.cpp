@@ -222,6 +222,7 @@ struct DimRange {
   int start = 0, end = 0;
   bool touched = false;
   bool fromEmbedding = false;
+  bool needsPad = false;  // its first writer needs the +u pad, given back at start (PadRestore)
 };
 
 DimRange dimRange(const ResidualTouches& t, int d) {
@@ -246,18 +247,89 @@ DimRange dimRange(const ResidualTouches& t, int d) {
   }
   const bool replaces = firstWrite >= 0 && firstWrite % 2 == 1 && t.reads(d, firstWrite);
   const bool readEarly = firstRead != -2 && (firstWrite == -2 || firstRead < firstWrite);
-  r.fromEmbedding = embedded || !replaces || readEarly;
-  r.start = r.fromEmbedding ? -1 : firstWrite;
+  // A first writer that needs the pad — an attention head, or an MLP that adds — can have it
+  // back from an MLP: the one before the head's layer, or the adding MLP itself (its pad unit
+  // reads the input the adder reads). Layer 0's attention has no MLP before it.
+  r.needsPad = !embedded && !readEarly && !replaces && firstWrite >= 1;
+  r.fromEmbedding = embedded || readEarly || (!replaces && !r.needsPad);
+  if (r.fromEmbedding)
+    r.start = -1;
+  else if (r.needsPad)
+    r.start = firstWrite % 2 == 0 ? firstWrite - 1 : firstWrite;
+  else
+    r.start = firstWrite;
   r.end = std::max(lastRead, lastWrite + 1);
   r.end = std::max(r.end, r.start + 1);
   if (t.offNorm(d)) r.end = t.lastKey() + 1;
   return r;
 }
 
+// How many layers before its writer a field that needs pads may start, so that they go in an MLP
+// with room (planByLiveness).
+constexpr int kPadLookback = 3;
+
+// The pads a plan needs: per take that does not start at the embedding, its dims whose first
+// writer needs the pad (`needs`, by the take's dims in the first build) and that the plan put
+// where another take lived before it, as runs of consecutive dims. A run's pad may go in any MLP
+// from the last read of the dims' earlier takes up to the take's start (the dims are dead in
+// between; a Replace writer's own dims get none, so no MLP cancels a dim twice): the latest with
+// room for it under the widest layer's `units`, else the one with the fewest (the pads counted as
+// they are placed). A dim no earlier take held still has the embedding's pad.
+std::vector<PadRestore> padRestores(const std::vector<Field>& taken,
+                                    const std::vector<DimRange>& needs, const LivenessPlan& plan,
+                                    std::vector<int> units) {
+  const int cap = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
+  std::vector<std::vector<size_t>> on(static_cast<size_t>(plan.hidden));
+  for (size_t i = 0; i < plan.fields.size(); ++i)
+    for (int j = 0; j < plan.fields[i].dims; ++j)
+      on[static_cast<size_t>(plan.fields[i].at(j))].push_back(i);
+  std::vector<PadRestore> pads;
+  for (size_t i = 0; i < plan.fields.size(); ++i) {
+    const int start = plan.ranges[i].write.key();
+    if (plan.fromEmbedding[i] || start < 0) continue;
+    // The last read of an earlier take on the dim (its pad may go there or later), −1 for none.
+    auto freeFrom = [&](int dim) {
+      int from = -1;
+      for (size_t o : on[static_cast<size_t>(dim)])
+        if (o != i && plan.ranges[o].lastRead.key() <= start)
+          from = std::max(from, plan.ranges[o].lastRead.key());
+      return from;
+    };
+    const Field& f = plan.fields[i];
+    auto padFrom = [&](int j) {
+      return needs[static_cast<size_t>(taken[i].at(j))].needsPad ? freeFrom(f.at(j)) : -1;
+    };
+    auto load = [&](int layer) {
+      return layer < static_cast<int>(units.size()) ? units[static_cast<size_t>(layer)] : 0;
+    };
+    for (int j = 0; j < f.dims;) {
+      int from = padFrom(j), k = j + 1;
+      while (from >= 0 && k < f.dims && padFrom(k) >= 0) from = std::max(from, padFrom(k++));
+      if (from >= 0) {
+        // MLP l (key 2l + 1) may hold it from l = from / 2 on, up to the take's start.
+        const int last = plan.ranges[i].write.layer;
+        int layer = last;
+        for (int l = last; l >= from / 2; --l) {
+          if (load(l) + (k - j) <= cap) {
+            layer = l;
+            break;
+          }
+          if (load(l) < load(layer)) layer = l;
+        }
+        pads.push_back({f.slice(j, k - j, "pad"), layer});
+        if (layer < static_cast<int>(units.size())) units[static_cast<size_t>(layer)] += k - j;
+      }
+      j = k;
+    }
+  }
+  return pads;
+}
+
 }  // namespace
 
 Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
-                                      const ResidualTouches& touches, int pinnedDims) {
+                                      const ResidualTouches& touches, int pinnedDims,
+                                      const std::vector<int>& unitsPerLayer) {
   const int hidden = touches.hidden();
   std::vector<int> owner(static_cast<size_t>(hidden), -1);
   for (size_t i = 0; i < taken.size(); ++i) {
@@ -283,17 +355,34 @@ Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
       return makeDiag(ErrorKind::Internal, "layout: dim " + std::to_string(d) +
                                                " is touched by the weights but no field holds it");
   }
+  const int cap =
+      unitsPerLayer.empty() ? 0 : *std::max_element(unitsPerLayer.begin(), unitsPerLayer.end());
+  std::vector<int> reserved(unitsPerLayer.size(), 0);  // pad units a start was moved for
   for (size_t i = 0; i < taken.size(); ++i) {
     const Field& f = taken[i];
     DimRange r{touches.lastKey(), touches.lastKey() + 1, false, false};
     bool any = false;
+    int padDims = 0;
     for (int d = f.offset; d < f.offset + f.dims; ++d) {
       const DimRange& x = dims[static_cast<size_t>(d)];
       if (!x.touched) continue;
       r.start = any ? std::min(r.start, x.start) : x.start;
       r.end = any ? std::max(r.end, x.end) : x.end;
       r.fromEmbedding = r.fromEmbedding || x.fromEmbedding;
+      padDims += x.needsPad;
       any = true;
+    }
+    if (!r.fromEmbedding && padDims > 0 && r.start < 2 * static_cast<int>(unitsPerLayer.size())) {
+      // Its pads may all be needed: start at the latest MLP within kPadLookback layers that has
+      // room for them under the widest layer's units (none has: the start as it is).
+      const int latest = r.start / 2;
+      for (int l = latest; l >= std::max(0, latest - kPadLookback); --l) {
+        int& pads = reserved[static_cast<size_t>(l)];
+        if (unitsPerLayer[static_cast<size_t>(l)] + pads + padDims > cap) continue;
+        pads += padDims;
+        r.start = 2 * l + 1;
+        break;
+      }
     }
     const LiveRange range{pointOfKey(r.start), pointOfKey(r.end)};
     const std::string name = f.name + "#" + std::to_string(i);  // names need not be unique
@@ -309,6 +398,7 @@ Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
     plan.fields.push_back(Field{taken[i].name, layout.placements()[i].field.offset, taken[i].dims});
   plan.report = layout.report();
   plan.hidden = plan.report.span;
+  plan.pads = padRestores(taken, dims, plan, unitsPerLayer);
   return plan;
 }
 

@@ -133,14 +133,25 @@ class LayoutPlan {
 //   - its writers are the blocks whose output rows touch d, its readers the blocks whose input
 //     columns touch d, and lm_head;
 //   - d starts at its first block writer w if that writer replaces (an MLP that also reads d at
-//     w: Prior::Replace's cancel, circuit/logic.h) and nothing reads d before w. Otherwise — an
-//     embedding value, an attention writer (it writes onto the +u pad: tap.h HeadPrior::Pad), an
-//     MLP writer that adds onto what d holds, a read before any write — d starts at the
-//     embedding, so that it holds the embedding's pad or value until its writer;
+//     w: Prior::Replace's cancel, circuit/logic.h) and nothing reads d before w;
+//   - a first writer that needs the +u pad — an attention writer (tap.h HeadPrior::Pad) or an
+//     MLP writer that adds onto what d holds — can have the pad back: d starts at the MLP before
+//     the head's layer, or at the adding MLP itself, and there, if the plan put d where another
+//     field lived before, a pad restore writes +u over it (`pads`, logic.h buildPad: its unit
+//     reads d from the same input the adder reads, so the two add up to pad + the adder's word).
+//     Given `unitsPerLayer` (the build's units by layer), such a field starts up to three layers
+//     earlier, at the latest MLP with room for all its pads under the widest layer, and each pad
+//     goes to the latest MLP back to the last read of d's earlier fields with room for it (else
+//     the one with the fewest units);
+//   - otherwise — an embedding value, a read before any write, an attention writer at layer 0
+//     (no MLP before it) — d starts at the embedding, so that it holds the embedding's pad or
+//     value until its writer;
 //   - d ends at its last reader, or one point after its last writer if that is later; a dim off
 //     the norm (ResidualTouches: the embedding sets it to neither ±u, e.g. a counter's quiet 0
 //     and heavy 2u) lives to the end, since a field on it would write ±u and change Σx².
-// A field lives from its dims' earliest start to their latest end. A field nothing touches lives
+// A field lives from its dims' earliest start to their latest end (an MLP point, or the
+// embedding); only its dims that need the pad get one, never a dim a Replace writer cancels in
+// the same MLP. A field nothing touches lives
 // at lm_head's point alone (it may share any dim). Fields within the first `pinnedDims` dims keep
 // their offsets (the token layout: writeTokenEmbeddings pads every dim after it).
 //
@@ -149,14 +160,18 @@ class LayoutPlan {
 // the same order (FieldAllocator's planned mode checks it). Internal diags: a touched dim that no
 // field holds, two taken fields on one dim, a field outside the touches' hidden size.
 struct LivenessPlan {
-  std::vector<Field> fields;       // the takes at their planned offsets: FieldAllocator(hidden, fields)
+  std::vector<Field> fields;       // the takes at their planned offsets
   std::vector<LiveRange> ranges;   // per take
   std::vector<bool> fromEmbedding; // per take: starts at the embedding by the rule above
+  std::vector<PadRestore> pads;    // the dims that get the pad back before their writer
   int hidden = 0;                  // the span of the plan: the hidden size it needs
   LayoutReport report;
+  // The allocator a build on this plan takes its fields from (and its pads: weights.h).
+  FieldAllocator allocator() const { return FieldAllocator(hidden, fields, pads); }
 };
 Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
-                                      const ResidualTouches& touches, int pinnedDims);
+                                      const ResidualTouches& touches, int pinnedDims,
+                                      const std::vector<int>& unitsPerLayer = {});
 
 // The point of a key (−1 the embedding, 2i layer i's attention, 2i + 1 its MLP).
 Point pointOfKey(int key);

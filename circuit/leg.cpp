@@ -69,7 +69,7 @@ Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
   int units = 0;
   {
     CircuitWeights counted(config, WeightStorage::CountOnly);
-    FieldAllocator alloc(plan.hidden, plan.fields);
+    FieldAllocator alloc = plan.allocator();
     QGPU_TRY(pipe, buildExecuteModel(counted, alloc, spec));
     for (int u : pipe.units) units = std::max(units, u);
   }
@@ -77,7 +77,7 @@ Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
   LegModel m;
   m.stepLimit = stepLimit;
   m.weights = std::make_unique<CircuitWeights>(config, storage);
-  FieldAllocator alloc(plan.hidden, plan.fields);
+  FieldAllocator alloc = plan.allocator();
   QGPU_TRY(pipe, buildExecuteModel(*m.weights, alloc, spec));
   m.pipeline = std::move(pipe);
   return m;

@@ -338,6 +338,14 @@ Expected<GadgetReport> buildCancel(UnitWriter& units, const Field& field, const 
   return b.report();
 }
 
+Expected<GadgetReport> buildPad(UnitWriter& units, const Field& field, const MlpContext& ctx) {
+  Builder b(units, ctx, "pad");
+  QGPU_CHECK(b.check());
+  for (int i = 0; i < field.dims; ++i)
+    QGPU_CHECK(b.linear({b.ballastUp(), {field.at(i), -1.0f}}, {{field.at(i), 1}}));
+  return b.report();
+}
+
 namespace {
 Lin toLin(const LinearForm& n) {
   Lin l;

@@ -58,6 +58,9 @@
 //              dim of field i bit j (linear), output exactly u·x̂: n·m units. A selector that
 //              names no field writes 0.
 //   cancel     −x on every dim of a field (linear units; exact when λ is the layout's λ).
+//   pad        +u on every dim of a field whatever it held: one linear unit per dim with
+//              up = λ(1 − x̂) (the ballast minus the dim), adding u − x (circuit/layout.h's pad
+//              restores, before an attention head or an adding MLP writes onto the pad).
 //
 // Errors: Usage for a spec that does not fit (widths, table size, a weight bf16 cannot hold),
 // OverLimit for λG < 89. A refused spec may leave some of its units written in the layer (the
@@ -185,6 +188,9 @@ Expected<GadgetReport> buildMux(UnitWriter& units, const MuxSpec& s, const MlpCo
 
 // −x on every dim of `field` (it then holds exactly 0). One linear unit per dim.
 Expected<GadgetReport> buildCancel(UnitWriter& units, const Field& field, const MlpContext& ctx);
+
+// u − x on every dim of `field` (it then holds exactly the +u pad). One linear unit per dim.
+Expected<GadgetReport> buildPad(UnitWriter& units, const Field& field, const MlpContext& ctx);
 
 // The three pieces of the header, one call each, for gadgets built in other files
 // (circuit/multiply.h). A decision N = Σ coef·x̂[dim] + constant is in units of λG; an up is

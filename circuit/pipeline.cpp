@@ -653,6 +653,27 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   return p;
 }
 
+namespace {
+
+// The plan's pad restores (layout.h), each after the units the pipeline put in its layer.
+Status writePads(CircuitWeights& w, const std::vector<PadRestore>& pads, int E,
+                 ExecutePipeline& p) {
+  const MlpContext ctx{p.tokens.ballast, p.tokens.lambda, 128, p.tokens.unit};
+  for (const PadRestore& pad : pads) {
+    const int i = pad.layer - E;
+    if (i < 0 || i >= static_cast<int>(p.units.size()))
+      return makeDiag(ErrorKind::Internal, "pad restore of '" + pad.field.name + "' at layer " +
+                                               std::to_string(pad.layer) +
+                                               ", outside the pipeline");
+    UnitWriter units(w, pad.layer, p.units[static_cast<size_t>(i)]);
+    QGPU_CHECK(buildPad(units, pad.field, ctx));
+    p.units[static_cast<size_t>(i)] += units.used();
+  }
+  return Ok{};
+}
+
+}  // namespace
+
 Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& w, FieldAllocator& alloc,
                                             ExecuteSpec s, const ExecuteExtra& extra) {
   const int hidden = static_cast<int>(w.config().hiddenSize);
@@ -661,6 +682,7 @@ Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& w, FieldAllocator& a
   QGPU_CHECK(writeTokenEmbeddings(w, s.tokens));
   QGPU_TRY(pipe, buildExecutePipeline(w, alloc, s));
   if (extra) QGPU_CHECK(extra(w, pipe));
+  if (s.twin != ExecuteTwin::NoPads) QGPU_CHECK(writePads(w, alloc.pads(), s.layer0, pipe));
   return pipe;
 }
 
@@ -671,7 +693,9 @@ Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const Execu
   w.recordTouches(s.tokens.unit);  // the pads: +unit
   FieldAllocator alloc(scratchHidden);
   QGPU_TRY(pipe, buildExecuteModel(w, alloc, s, extra));
-  return planByLiveness(alloc.taken(), w.touches(), pipe.tokens.fieldDims());
+  std::vector<int> units(static_cast<size_t>(s.layer0), 0);  // by layer, for the pads
+  units.insert(units.end(), pipe.units.begin(), pipe.units.end());
+  return planByLiveness(alloc.taken(), w.touches(), pipe.tokens.fieldDims(), units);
 }
 
 }  // namespace qgpu::circuit

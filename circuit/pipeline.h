@@ -176,6 +176,8 @@ enum class ExecuteTwin : uint8_t {
   ShuffleAnySource,     // a shuffle reads its source lane even where that lane does not execute
   MultiplyUnheld,       // the multiplier reads the operand words at q (the continuation row's),
                         // not those held from the multiply's position p
+  NoPads,               // the layout's pad restores are not written: a head writes onto a dead
+                        // field's word where it needs the +u pad
 };
 
 struct ExecuteSpec {
@@ -235,7 +237,7 @@ struct ExecutePipeline {
   int regrecLayer = -1;                    // with atomicRegrec: E+15
   int mulRegrecLayer = -1;                 // with multiply: E+19
   std::vector<int> heads;                  // per layer E .. E + executeLayers(spec) − 1
-  std::vector<int> units;  // per layer, cancels included
+  std::vector<int> units;                  // per layer, cancels and pad restores included
 };
 
 // Builds the pipeline into `weights` (fields from `alloc`, after the token layout).
@@ -249,14 +251,15 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& weights, FieldAll
 using ExecuteExtra = std::function<Status(CircuitWeights&, const ExecutePipeline&)>;
 
 // The whole model on `alloc` (fresh, or planned): the token layout over the config's hidden size,
-// the token embeddings, the pipeline (`spec` without its tokens), then `extra`.
+// the token embeddings, the pipeline (`spec` without its tokens), `extra`, then the planned
+// allocator's pad restores (layout.h).
 Expected<ExecutePipeline> buildExecuteModel(CircuitWeights& weights, FieldAllocator& alloc,
                                             ExecuteSpec spec, const ExecuteExtra& extra = {});
 
 // The layout by liveness of that model (circuit/layout.h planByLiveness): built once with
 // count-only weights over `scratchHidden` dims, one field per value, recording which block touches
 // which dim; then planned. Build the model itself with `config.hiddenSize = plan.hidden` and
-// FieldAllocator(plan.hidden, plan.fields). `config` gives everything but the hidden size.
+// plan.allocator(). `config` gives everything but the hidden size.
 // Without memory ops the fields live a few layers each: hidden 3,855 one field per value, the
 // plan's span in docs/circuit.md (pipeline_spec_test).
 Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const ExecuteSpec& spec,

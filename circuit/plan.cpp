@@ -2,6 +2,7 @@
 #include "circuit/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "circuit/alu_stage.h"
@@ -35,6 +36,26 @@ model::Qwen35Config scratchConfig(int layers, int keyHeadDim) {
   c.maxPositionEmbeddings = 1 << 20;
   c.dtype = "float32";
   return c;
+}
+
+// The dims live after layer l's attention or its MLP, whichever holds more (the plan's `live`),
+// by field group: the name up to its first '.'.
+std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int l) {
+  std::map<std::string, int> at[2];
+  int total[2] = {0, 0};
+  for (size_t i = 0; i < plan.fields.size(); ++i)
+    for (int b = 0; b < 2; ++b) {
+      const int key = 2 * l + b;
+      if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
+      const std::string& name = plan.fields[i].name;
+      at[b][name.substr(0, name.find('.'))] += plan.fields[i].dims;
+      total[b] += plan.fields[i].dims;
+    }
+  const auto& most = at[total[1] > total[0] ? 1 : 0];
+  std::vector<std::pair<std::string, int>> v(most.begin(), most.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  return v;
 }
 
 Status checkKeyHeadDim(int keyHeadDim) {
@@ -179,7 +200,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
   QGPU_TRY(layout, planExecuteLayout(c, s));  // its own scratch: one field per value
   c.hiddenSize = layout.hidden;
   CircuitWeights w(c, WeightStorage::CountOnly);
-  FieldAllocator alloc(layout.hidden, layout.fields);
+  FieldAllocator alloc = layout.allocator();
   QGPU_TRY(pipe, buildExecuteModel(w, alloc, s));
   CircuitPlan plan;
   plan.pipelineLayout = layout.report;
@@ -231,8 +252,11 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
     const int live = i < layout.report.liveAfterMlp.size()
                          ? std::max(layout.report.liveAfterAttention[i], layout.report.liveAfterMlp[i])
                          : 0;
+    int pads = 0;
+    for (const PadRestore& pad : layout.pads) pads += pad.layer == l ? pad.field.dims : 0;
     plan.layers.push_back({stage, stageLayer, pipe.heads[static_cast<size_t>(l)],
-                           pipe.units[static_cast<size_t>(l)], alloc.used(), live});
+                           pipe.units[static_cast<size_t>(l)], alloc.used(), live, pads,
+                           liveByGroup(layout, l)});
   }
   return plan;
 }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "circuit/layout.h"
@@ -49,6 +50,10 @@ struct LayerBudget {
   int units = 0;
   int dims = 0;       // residual dims the stage's fields need at this layer
   int live = 0;       // the pipeline's: dims live after the layer's attention or MLP (0: not planned)
+  int padUnits = 0;   // the pipeline's: of `units`, its layout's pad restores (layout.h)
+  // The pipeline's: `live` by field group (a field's name up to its first '.': "alu", "mem",
+  // "rf", …), largest first.
+  std::vector<std::pair<std::string, int>> liveByGroup;
 };
 
 struct CircuitPlan {

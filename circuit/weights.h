@@ -43,11 +43,18 @@ struct Field {
 //
 // Planned: the i-th take gets the plan's i-th field, which must have the same name and dims (the
 // plan was made from a build that took the same fields in the same order; a build that takes
-// others is an Internal diag naming both).
+// others is an Internal diag naming both). The plan's pad restores (layout.h) travel with it:
+// the build writes them (pipeline.h buildExecuteModel), since a field that needs the +u pad and
+// was placed on another field's dims is wrong without them.
+struct PadRestore {
+  Field field;    // dims another field held before: they get the +u pad back ...
+  int layer = 0;  // ... in this layer's MLP (circuit/logic.h buildPad)
+};
 class FieldAllocator {
  public:
   explicit FieldAllocator(int hidden) : hidden_(hidden) {}
-  FieldAllocator(int hidden, std::vector<Field> plan) : hidden_(hidden), plan_(std::move(plan)) {}
+  FieldAllocator(int hidden, std::vector<Field> plan, std::vector<PadRestore> pads = {})
+      : hidden_(hidden), plan_(std::move(plan)), pads_(std::move(pads)) {}
   Expected<Field> take(const std::string& name, int dims);
   // The highest dim handed out + 1 (in order: the next free dim).
   int used() const { return span_; }
@@ -55,10 +62,12 @@ class FieldAllocator {
   int takenDims() const { return takenDims_; }
   const std::vector<Field>& taken() const { return taken_; }
   bool planned() const { return !plan_.empty(); }
+  const std::vector<PadRestore>& pads() const { return pads_; }
 
  private:
   int hidden_;
   std::vector<Field> plan_;
+  std::vector<PadRestore> pads_;
   std::vector<Field> taken_;
   int span_ = 0;
   int takenDims_ = 0;

@@ -259,23 +259,93 @@ TEST(LayoutByLiveness, AReplacingMlpWriterTakesTheDimsOfAFieldReadBeforeIt) {
   EXPECT_EQ(p->fields[1].name, "b");  // the takes' own names, for FieldAllocator's check
 }
 
-// The twins: each makes B start at the embedding (it needs the pad or the embedding's value up to
-// its writer), so it cannot share A's dims.
-TEST(LayoutByLiveness, WritersThatDoNotReplaceStartAtTheEmbedding) {
-  auto expectApart = [](const TwoFields& f, const char* what) {
-    auto p = f.plan();
-    ASSERT_TRUE(p.ok()) << what;
-    EXPECT_EQ(p->hidden, 8) << what;
-    EXPECT_TRUE(p->fromEmbedding[1]) << what;
+// A writer that needs the +u pad — an MLP that adds, an attention head — gets it back where the
+// plan puts it on dims another field held: B then starts at the adding MLP itself, or at the
+// MLP before the head's layer, shares A's dims, and the plan lists the pad restore.
+TEST(LayoutByLiveness, WritersThatNeedThePadGetItBackWhereTheyReuseDims) {
+  struct Case {
+    TwoFields f;
+    int start, padLayer, padOffset, padDims;
+    const char* what;
   };
-  expectApart(TwoFields(3, false), "an MLP writer that adds onto what the dims hold");
-  expectApart(TwoFields(2, true), "an attention writer (onto the +u pad)");
-  TwoFields early;
-  reads(early.t, early.b, 2);
-  expectApart(early, "a read before its writer (the embedding's value)");
   TwoFields oneDim;
-  oneDim.t.write(oneDim.b.at(2), 2);
-  expectApart(oneDim, "one dim of B written by attention");
+  oneDim.t.write(oneDim.b.at(2), 2);  // one dim of B written by L1's attention first
+  for (const Case& c : {Case{TwoFields(3, false), 3, 1, 0, 4, "an MLP writer that adds"},
+                        Case{TwoFields(2, true), 1, 0, 0, 4, "an attention writer"},
+                        Case{oneDim, 1, 0, 2, 1, "one dim of B written by attention"}}) {
+    auto p = c.f.plan();
+    ASSERT_TRUE(p.ok()) << c.what;
+    EXPECT_EQ(p->hidden, 4) << c.what;
+    EXPECT_FALSE(p->fromEmbedding[1]) << c.what;
+    EXPECT_EQ(p->ranges[1].write.key(), c.start) << c.what;
+    ASSERT_EQ(p->pads.size(), 1u) << c.what;
+    EXPECT_EQ(p->pads[0].layer, c.padLayer) << c.what;
+    EXPECT_EQ(p->pads[0].field.offset, p->fields[1].offset + c.padOffset) << c.what;
+    EXPECT_EQ(p->pads[0].field.dims, c.padDims) << c.what;
+    const FieldAllocator alloc = p->allocator();
+    EXPECT_EQ(alloc.pads().size(), 1u) << c.what;
+  }
+  // A replacing writer needs no pad.
+  auto replacing = TwoFields().plan();
+  ASSERT_TRUE(replacing.ok());
+  EXPECT_TRUE(replacing->pads.empty());
+}
+
+// Given the build's units per layer, a field that needs pads starts at the latest MLP within
+// three layers of its writer with room for them under the widest layer (here L1's is full, so
+// L0's), and its pads go there.
+TEST(LayoutByLiveness, PadsGoToAnMlpWithRoom) {
+  const TwoFields f(4, false);  // B written by L2's attention, read by L2's MLP
+  auto latest = f.plan();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->ranges[1].write.key(), 3);
+  ASSERT_EQ(latest->pads.size(), 1u);
+  EXPECT_EQ(latest->pads[0].layer, 1);
+  auto roomy = planByLiveness({f.a, f.b}, f.t, 0, {10, 100, 50});
+  ASSERT_TRUE(roomy.ok());
+  EXPECT_EQ(roomy->hidden, 4);
+  EXPECT_EQ(roomy->ranges[1].write.key(), 1);
+  ASSERT_EQ(roomy->pads.size(), 1u);
+  EXPECT_EQ(roomy->pads[0].layer, 0);
+  // No MLP has room: the latest, as without units.
+  auto full = planByLiveness({f.a, f.b}, f.t, 0, {100, 100, 100});
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->ranges[1].write.key(), 3);
+  EXPECT_EQ(full->pads[0].layer, 1);
+}
+
+// On dims nobody held before, the embedding's pad is still there: no restore.
+TEST(LayoutByLiveness, APadIsRestoredOnlyWhereAnotherFieldLivedBefore) {
+  TwoFields f(2, true);
+  reads(f.t, f.a, 5);  // A now lives past B's writer
+  auto p = f.plan();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hidden, 8);
+  EXPECT_FALSE(p->fromEmbedding[1]);
+  EXPECT_TRUE(p->pads.empty());
+}
+
+// The twins that still start at the embedding, and so cannot share A's dims.
+TEST(LayoutByLiveness, AReadBeforeTheWriterOrAHeadAtLayerZeroStartsAtTheEmbedding) {
+  TwoFields early;
+  reads(early.t, early.b, 2);  // the embedding's value is read before B's writer
+  auto p = early.plan();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hidden, 8);
+  EXPECT_TRUE(p->fromEmbedding[1]);
+  EXPECT_TRUE(p->pads.empty());
+  // Layer 0's attention: no MLP before it could give the pad back.
+  Field a{"a", 0, 4}, b{"b", 4, 4};
+  ResidualTouches t = touches(8);
+  writes(t, a, -1);
+  reads(t, a, 0);
+  writes(t, b, 0);
+  reads(t, b, 5);
+  auto q = planByLiveness({a, b}, t, 0);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->fromEmbedding[1]);
+  EXPECT_EQ(q->ranges[1].write.key(), -1);
+  EXPECT_EQ(q->hidden, 8);
 }
 
 TEST(LayoutByLiveness, ADimOffTheNormLivesToTheEnd) {

@@ -86,6 +86,31 @@ TEST(LogicGadgets, UnitCountsPerGadget) {
   EXPECT_EQ(mux.value().units, 32 + 2 * 32);
 }
 
+// The pad restore (layout.h): one always-on linear unit per dim, up = ballast − the dim, so it
+// adds u − x: gate G on the ballast, up +1 on the ballast and −1 on its dim, down u/(λ²G).
+TEST(LogicGadgets, APadUnitAddsUMinusWhatTheDimHolds) {
+  Fixture f;
+  const Field field = f.alloc.take("field", 3).value();
+  UnitWriter units(f.w, 0);
+  auto r = buildPad(units, field, f.ctx);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().units, 3);
+  const std::string gate = f.w.layerTensor(0, "mlp.gate_proj.weight");
+  const std::string up = f.w.layerTensor(0, "mlp.up_proj.weight");
+  const std::string down = f.w.layerTensor(0, "mlp.down_proj.weight");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(f.w.get(gate, i, f.ballast.at(0)).value(), 128.0f) << i;
+    EXPECT_EQ(f.w.get(gate, i, field.at(i)).value(), 0.0f) << i;
+    EXPECT_EQ(f.w.get(up, i, f.ballast.at(0)).value(), 1.0f) << i;
+    EXPECT_EQ(f.w.get(up, i, field.at(i)).value(), -1.0f) << i;
+    EXPECT_EQ(f.w.get(down, field.at(i), i).value(), 0.125f) << i;
+    for (int j = 0; j < 3; ++j) {
+      if (j == i) continue;
+      EXPECT_EQ(f.w.get(down, field.at(j), i).value(), 0.0f) << i << " " << j;
+    }
+  }
+}
+
 TEST(LogicGadgets, RefusesBadSpecs) {
   Fixture f;
   const Field in = f.alloc.take("in", 9).value(), out = f.alloc.take("out", 32).value();

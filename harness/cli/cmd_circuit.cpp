@@ -3,7 +3,7 @@
 // against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
 //
 //   qgpu circuit plan [--of pipeline|memory-pipeline|leg|stages] [--shape 2b|compact] [--hidden N]
-//                     [--heads N] [--units N]
+//                     [--heads N] [--units N] [--live]
 //   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
 //   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
 //
@@ -22,17 +22,18 @@
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
 // with memory ops (18 layers); --of leg the leg's (circuit/leg.h legSpec: memory ops, atomics
-// with their regrec, mul and mad, warp ops; 28 layers: the checkpoint `circuit build` writes, and the plan a
-// shape other than compact is checked against); --of stages: the
-// front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
-// liveness). --hidden / --heads / --units override the shape's limit (to try a shape that is not
-// in the table). Prints the shape, then one row per layer (layer, stage, its layer in the stage,
-// heads, units, dims, and "over: heads" etc. where a budget is exceeded), then the ALU bus's
-// liveness figures. Exit codes (common/outcome.h): 0 the plan fits the shape; 4 (OverLimit,
-// inconclusive: the circuit does not fit this shape) with the message naming the budget (heads,
-// MLP units or residual dims), the layer and the stage; 2 for an unknown shape, plan or a bad
-// override. --json: {"of": ..., "shape": {...}, "layers": [...], "aluBus": {...}, "fits": bool,
-// "error"?: {...}}.
+// with their regrec, mul and mad, warp ops; 28 layers: the checkpoint `circuit build` writes, and
+// the plan a shape other than compact is checked against); --of stages: the front end and the ALU
+// stage each planned alone (each stage's dims its own fields, the ALU's by liveness). --hidden /
+// --heads / --units override the shape's limit (to try a shape that is not in the table). Prints
+// the shape, then one row per layer (layer, stage, its layer in the stage, heads, units, dims, and
+// "over: heads" etc. where a budget is exceeded), then the ALU bus's liveness figures; with --live
+// (a pipeline's plan), per layer the live dims by field group (a field's name up to its first '.':
+// "alu", "mem", "rf", …), largest first — where the residual goes. Exit codes (common/outcome.h): 0
+// the plan fits the shape; 4 (OverLimit, inconclusive: the circuit does not fit this shape) with
+// the message naming the budget (heads, MLP units or residual dims), the layer and the stage; 2 for
+// an unknown shape, plan or a bad override. --json: {"of": ..., "shape": {...}, "layers": [...]
+// (each with "liveByGroup" for a pipeline), "aluBus": {...}, "fits": bool, "error"?: {...}}.
 #include <iostream>
 #include <tuple>
 
@@ -54,6 +55,7 @@ struct CircuitPlanOptions {
   std::string of = "pipeline";
   std::string shape = "2b";
   int hidden = 0, heads = 0, units = 0;  // 0: the shape's own
+  bool live = false;                     // print the live dims by field group per layer
 };
 
 // The pipeline `--of` names (not stages).
@@ -93,9 +95,18 @@ int runPlan(const CircuitPlanOptions& o) {
     nlohmann::json layers = nlohmann::json::array();
     for (size_t i = 0; i < plan->layers.size(); ++i) {
       const circuit::LayerBudget& l = plan->layers[i];
-      layers.push_back({{"layer", i}, {"stage", l.stage}, {"stageLayer", l.stageLayer},
-                        {"heads", l.heads}, {"units", l.units}, {"dims", l.dims},
-                        {"live", l.live}, {"over", overs(l)}});
+      nlohmann::json groups = nlohmann::json::object();
+      for (const auto& [group, dims] : l.liveByGroup) groups[group] = dims;
+      layers.push_back({{"layer", i},
+                        {"stage", l.stage},
+                        {"stageLayer", l.stageLayer},
+                        {"heads", l.heads},
+                        {"units", l.units},
+                        {"padUnits", l.padUnits},
+                        {"dims", l.dims},
+                        {"live", l.live},
+                        {"liveByGroup", groups},
+                        {"over", overs(l)}});
     }
     nlohmann::json out = {
         {"of", o.of},
@@ -139,6 +150,15 @@ int runPlan(const CircuitPlanOptions& o) {
                 "value %d); live: the dims live at that layer\n",
                 plan->pipelineLayout.span, plan->pipelineLayout.peak,
                 plan->pipelineLayout.oneFieldPerValue);
+  if (o.live && o.of != "stages") {
+    std::printf("live by field group (dims):\n");
+    for (size_t i = 0; i < plan->layers.size(); ++i) {
+      std::printf("%-6zu", i);
+      for (const auto& [group, dims] : plan->layers[i].liveByGroup)
+        std::printf(" %s %d", group.c_str(), dims);
+      std::printf("\n");
+    }
+  }
   if (!fits.ok()) return reportError(fits.error());
   std::printf("fits %s\n", s.name.c_str());
   return kExitOk;
@@ -254,6 +274,7 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   plan->add_option("--hidden", o.hidden, "Override the shape's residual dims");
   plan->add_option("--heads", o.heads, "Override the shape's heads per layer");
   plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
+  plan->add_flag("--live", o.live, "Per layer, the live dims by field group (a pipeline's plan)");
   static CircuitBuildOptions b;
   CLI::App* build = app->add_subcommand(
       "build",

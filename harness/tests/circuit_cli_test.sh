@@ -30,37 +30,39 @@ expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of 
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 3,355 dims (4,264 one field per
+# The execute pipeline (the default) on its layout by liveness: 2,896 dims (4,204 one field per
 # value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 3164 residual dims, the shape has 2048' -- \
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2896 residual dims, the shape has 2048' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 3164, 35 heads of 128/128, MLP 4957' -- \
+expect pipeline-compact 0 'shape compact: hidden 2896, 35 heads of 128/128, MLP 4957' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +3164 +2992' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 3164 \(peak live 3156; one field per value 4204\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2896 +2728' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 2896 \(peak live 2892; one field per value 4204\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 3,896 dims (5,858 one field per value).
-expect memory-pipeline 0 'span 3896 \(peak live 3894; one field per value 5858\)' -- \
+# With memory ops: 18 layers, 3,358 dims (5,858 one field per value).
+expect memory-pipeline 0 'span 3358 \(peak live 3358; one field per value 5858\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 28 layers,
-# 4,682 dims (the regrec's latched fields are attention-written: they keep their dims from the
-# embedding on, so they are live at the ALU's peak, and so are atom.cas's swap values and the
-# operand words the multiplier's latches read at 15), the memory stage's last layer at 14, the
+# 4,007 dims (peak live 3,737: the multiplier's four buses at 17; attention-written fields live
+# from the pad restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
 # regrec's result stage at 15..18 beside the multiplier (15..19), the multiplies' result stage at
 # 19..22, the select at 23.
-expect leg-pipeline 0 'span 4682 \(peak live 4682; one field per value 13266\)' -- \
+expect leg-pipeline 0 'span 4007 \(peak live 3737; one field per value 13266\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-regrec 0 '^18 +regrec\+mul +3 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-mul 0 '^19 +mul\+mulrec +4 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-select 0 '^23 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
+# --live: where the residual goes, per layer by field group (the ALU's bus, one field, leads at 5).
+expect leg-live 0 '^5 +alu 1846 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
+expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 4682 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 4007 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
