@@ -296,29 +296,34 @@ std::vector<PadRestore> padRestores(const std::vector<Field>& taken,
       return from;
     };
     const Field& f = plan.fields[i];
-    auto padFrom = [&](int j) {
-      return needs[static_cast<size_t>(taken[i].at(j))].needsPad ? freeFrom(f.at(j)) : -1;
-    };
+    // Per dim of the take: the point its pad may go from, −1 where it needs none.
+    std::vector<int> from(static_cast<size_t>(f.dims));
+    for (int j = 0; j < f.dims; ++j)
+      from[static_cast<size_t>(j)] =
+          needs[static_cast<size_t>(taken[i].at(j))].needsPad ? freeFrom(f.at(j)) : -1;
     auto load = [&](int layer) {
       return layer < static_cast<int>(units.size()) ? units[static_cast<size_t>(layer)] : 0;
     };
     for (int j = 0; j < f.dims;) {
-      int from = padFrom(j), k = j + 1;
-      while (from >= 0 && k < f.dims && padFrom(k) >= 0) from = std::max(from, padFrom(k++));
-      if (from >= 0) {
-        // MLP l (key 2l + 1) may hold it from l = from / 2 on, up to the take's start.
-        const int last = plan.ranges[i].write.layer;
-        int layer = last;
-        for (int l = last; l >= from / 2; --l) {
-          if (load(l) + (k - j) <= cap) {
-            layer = l;
-            break;
-          }
-          if (load(l) < load(layer)) layer = l;
-        }
-        pads.push_back({f.slice(j, k - j, "pad"), layer});
-        if (layer < static_cast<int>(units.size())) units[static_cast<size_t>(layer)] += k - j;
+      if (from[static_cast<size_t>(j)] < 0) {
+        ++j;
+        continue;
       }
+      int k = j, runFrom = -1;  // the run [j, k) of dims that need a pad, and where it may go from
+      for (; k < f.dims && from[static_cast<size_t>(k)] >= 0; ++k)
+        runFrom = std::max(runFrom, from[static_cast<size_t>(k)]);
+      // MLP l (key 2l + 1) may hold it from l = runFrom / 2 on, up to the take's start.
+      const int last = plan.ranges[i].write.layer;
+      int layer = last;
+      for (int l = last; l >= runFrom / 2; --l) {
+        if (load(l) + (k - j) <= cap) {
+          layer = l;
+          break;
+        }
+        if (load(l) < load(layer)) layer = l;
+      }
+      pads.push_back({f.slice(j, k - j, "pad"), layer});
+      if (layer < static_cast<int>(units.size())) units[static_cast<size_t>(layer)] += k - j;
       j = k;
     }
   }
