@@ -6,10 +6,9 @@
 // docs/circuit.md §8 "Division". A missing compiler skips its cases with the reason.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 
-#include "harness/pipeline.h"
+#include "harness/tests/expansion_catalog.h"
 #include "host/lower/expand_division.h"
 
 namespace qgpu::harness {
@@ -22,50 +21,24 @@ int divisions(const machine::Program& p) {
   return n;
 }
 
-int ops(const machine::Program& p) {
-  int n = 0;
-  for (const machine::Block& b : p.blocks) n += static_cast<int>(b.ops.size());
-  return n;
-}
-
 TEST(ExpandDivisionCatalog, EveryDividingKernelGivesTheSameMemory) {
-  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
-  ASSERT_TRUE(catalog.ok()) << catalog.error().str();
   int dividing = 0, skipped = 0;
-  std::printf("%-18s %-5s %4s  %-11s %-10s %-10s %-13s\n", "kernel", "cc", "divs", "ops", "blocks", "steps",
-              "trace tokens");
-  for (host::Compiler c : {host::Compiler::Clang, host::Compiler::Nvcc}) {
-    if (!host::toolAvailable(c)) {
-      ++skipped;
-      continue;
-    }
-    for (const kernels::KernelSpec& spec : *catalog) {
-      InterpCase plain = runInterpCase(spec, c);
-      ASSERT_TRUE(plain.built()) << spec.name << ": " << plain.kernel.error().str();
-      const int divs = divisions(plain.kernel->program);
-      if (divs == 0) continue;
-      ++dividing;
-      BuildOptions build;
-      build.expandDivision = true;
-      InterpCase expanded = runInterpCase(spec, c, {}, build);
-      const std::string name = spec.name + " (" + host::compilerName(c) + ")";
-      ASSERT_TRUE(expanded.built()) << name << ": " << expanded.kernel.error().str();
-      EXPECT_EQ(plain.result.verdict, Verdict::Match) << name << ": " << plain.result.detail;
-      EXPECT_EQ(expanded.result.verdict, Verdict::Match) << name << ": " << expanded.result.detail;
-      ASSERT_TRUE(plain.run.ok() && expanded.run.ok()) << name;
-      EXPECT_EQ(plain.run->global, expanded.run->global) << name;
-      const machine::Program& p = plain.kernel->program;
-      const machine::Program& e = expanded.kernel->program;
-      EXPECT_EQ(divisions(e), 0) << name;
-      EXPECT_TRUE(machine::verify(e, expanded.kernel->image.toMachineLaunch()).ok()) << name;
-      EXPECT_EQ(expanded.kernel->division.expanded + expanded.kernel->division.removed, divs) << name;
-      std::printf("%-18s %-5s %4d  %4d -> %-4d %3zu -> %-3zu %4llu -> %-5llu %6zu -> %zu\n", spec.name.c_str(),
-                  host::compilerName(c), divs, ops(p), ops(e), p.blocks.size(), e.blocks.size(),
-                  static_cast<unsigned long long>(plain.run->blockExecs),
-                  static_cast<unsigned long long>(expanded.run->blockExecs), plain.run->trace.size(),
-                  expanded.run->trace.size());
-    }
-  }
+  printCostHeader("divs");
+  forEachCatalogBuild({}, skipped, [&](CatalogBuild& k) {
+    ASSERT_TRUE(k.plain.built()) << k.name << ": " << k.plain.kernel.error().str();
+    const int divs = divisions(k.plain.kernel->program);
+    if (divs == 0) return;
+    ++dividing;
+    BuildOptions build;
+    build.expandDivision = true;
+    InterpCase expanded = runInterpCase(k.spec, k.compiler, {}, build);
+    ASSERT_TRUE(expanded.built()) << k.name << ": " << expanded.kernel.error().str();
+    if (!expectSameMemory(k.plain, expanded, k.name)) return;
+    EXPECT_EQ(divisions(expanded.kernel->program), 0) << k.name;
+    EXPECT_EQ(expanded.kernel->division.expanded + expanded.kernel->division.removed, divs)
+        << k.name;
+    printCostRow(k, divs, expanded);
+  });
   if (skipped == 2) GTEST_SKIP() << "neither clang-14 nor nvcc is installed";
   // The catalog has dividing kernels under each compiler (8 each today): none found would mean
   // this test checks nothing.
