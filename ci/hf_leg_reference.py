@@ -2,8 +2,8 @@
 """Runs Hugging Face transformers on the model leg's checkpoint and records its tokens.
 
 The checkpoint is the one `qgpu circuit build` writes (the leg's pipeline: memory ops, atomics with
-their regrec, mul and mad, warp ops; 28 layers, those without heads `full_attention` with zero
-weights, 15.0 GB in fp32). For each kernel (clang, the circuit target's
+their regrec, mul and mad, warp ops; 32 layers, those without heads `full_attention` with zero
+weights, 15.4 GB in fp32). For each kernel (clang, the circuit target's
 program: divisions and mulhi expanded), `qgpu trace K --expand-division --expand-mulhi --ids` gives the
 prompt and the interpreter's run; transformers' Qwen3_5ForCausalLM then runs the prompt and the
 run in ONE forward without a cache (teacher-forced), and its argmax at every run position is

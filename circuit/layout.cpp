@@ -217,6 +217,11 @@ Point pointOfKey(int key) {
 
 namespace {
 
+// The widest layer's units (0 for none): where a pad may go without widening the MLP.
+int widestLayer(const std::vector<int>& units) {
+  return units.empty() ? 0 : *std::max_element(units.begin(), units.end());
+}
+
 // The live range of one dim (keys); {lm_head, lm_head + 1} for an untouched dim.
 struct DimRange {
   int start = 0, end = 0;
@@ -278,7 +283,7 @@ constexpr int kPadLookback = 3;
 std::vector<PadRestore> padRestores(const std::vector<Field>& taken,
                                     const std::vector<DimRange>& needs, const LivenessPlan& plan,
                                     std::vector<int> units) {
-  const int cap = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
+  const int cap = widestLayer(units);
   std::vector<std::vector<size_t>> on(static_cast<size_t>(plan.hidden));
   for (size_t i = 0; i < plan.fields.size(); ++i)
     for (int j = 0; j < plan.fields[i].dims; ++j)
@@ -360,8 +365,7 @@ Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
       return makeDiag(ErrorKind::Internal, "layout: dim " + std::to_string(d) +
                                                " is touched by the weights but no field holds it");
   }
-  const int cap =
-      unitsPerLayer.empty() ? 0 : *std::max_element(unitsPerLayer.begin(), unitsPerLayer.end());
+  const int cap = widestLayer(unitsPerLayer);
   std::vector<int> reserved(unitsPerLayer.size(), 0);  // pad units a start was moved for
   for (size_t i = 0; i < taken.size(); ++i) {
     const Field& f = taken[i];

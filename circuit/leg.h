@@ -4,7 +4,7 @@
 // through model/) is harness/model_leg.h; nothing here runs a model or the interpreter.
 //
 //   legSpec           the leg's pipeline (circuit/pipeline.h ExecuteSpec): memory ops, the
-//                     atomics with their regrec, mul and mad, and the warp ops, 28 layers.
+//                     atomics with their regrec, mul and mad, and the warp ops, 32 layers.
 //   pipelineExecutes  circuit/pipeline.h's pipelineExecutes for that pipeline: an op executes iff
 //                     the ALU stage computes it (aluStageExclusion is null), it is a load or a
 //                     store (ld, st, st.b8, st.b16, global or shared), an atom.add / and / or /

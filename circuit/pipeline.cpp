@@ -30,6 +30,11 @@ Expected<Field> opcodeBits(const Field& head) {
   return makeDiag(ErrorKind::Internal, "execute pipeline: the head word has no opcode field");
 }
 
+// The context of every MLP gadget the pipeline places itself (G = 128 in the full layout).
+MlpContext mlpContext(const TokenLayout& t) {
+  return {t.ballast, t.lambda, 128, t.unit};
+}
+
 // Lane l's raw bit (+u = true) of the front end's predicate port k: 0 guard, 1 psrc0, 2 psrc1,
 // 3 dstPred (frontend.h predPort).
 Field pipelinePredLane(const FrontEnd& fe, int k, int l) {
@@ -130,36 +135,37 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
   return Ok{};
 }
 
-// The multiplies' regrec (ExecuteSpec::multiply; pipeline.h), after buildAtomicRegrec: at E+15
-// the operand words of every lane held from p as the atomic's fields are; four lanes of the gated
-// Mad (multiply.h) on them at E+15..E+19, the products counting where the held isMul holds and c
-// where the held isMad does; then the result stage on the products from E+19, its first layer
-// (which reads no r_l) beside the multiplier's last stage.
+// The multiplies' regrec (ExecuteSpec::multiply; pipeline.h), after buildAtomicRegrec: the
+// multiplier two lanes at a time. Group g (lanes 2g, 2g + 1) starts at G = E+15 + 4g, beside the
+// previous group's last stage: at G latch heads hold its lanes' operand words from p (as the
+// atomic's fields are held), and the gated Mad (multiply.h) runs on them at G..G+4, the products
+// counting where the held isMul holds and c where the held isMad does. Then the result stage on
+// the products from E+23, its first layer (which reads no r_l) beside the last group's last stage.
 Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                            ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
   const int E = s.layer0;
-  const int L = p.regrecLayer;
   auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
-  int& heads = p.heads[static_cast<size_t>(L - E)];
-  for (int l = 0; l < kRecordLanes; ++l)
-    for (int k = 0; k < 3; ++k) {
-      const auto i = static_cast<size_t>(l), j = static_cast<size_t>(k);
-      QGPU_TRY(f, alloc.take("pipe.held.operand" + std::to_string(k) + "." + std::to_string(l), kValueBits));
-      p.heldOperand[i][j] = f;
-      QGPU_CHECK(holdAtExec(w, t, L, heads, p.fe, dimsOf(p.operands.word[j][i]), f));
-    }
-  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
+  const MlpContext ctx = mlpContext(t);
   const Literal isMul{p.heldGuard.at(kHeldIsMul), 1}, isMad{p.heldGuard.at(kHeldIsMad), 1};
   const int stages = multiplyLayers(MulOp::Mad);
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto i = static_cast<size_t>(l);
+    const int G = p.regrecLayer + (l / kMultiplyLanesAtOnce) * kMultiplyGroupLayers;
+    int& heads = p.heads[static_cast<size_t>(G - E)];
+    for (int k = 0; k < 3; ++k) {
+      const auto j = static_cast<size_t>(k);
+      QGPU_TRY(f, alloc.take("pipe.held.operand" + std::to_string(k) + "." + std::to_string(l),
+                             kValueBits));
+      p.heldOperand[i][j] = f;
+      QGPU_CHECK(holdAtExec(w, t, G, heads, p.fe, dimsOf(p.operands.word[j][i]), f));
+    }
     QGPU_TRY(product, alloc.take("pipe.product" + std::to_string(l), kValueBits));
     QGPU_TRY(bus, alloc.take("pipe.mulBus" + std::to_string(l), multiplyBusDims(MulOp::Mad, true)));
     p.product[i] = product;
     std::vector<UnitWriter> writers;
     writers.reserve(static_cast<size_t>(stages));
-    for (int k = 0; k < stages; ++k) writers.emplace_back(w, L + k, at(L + k));
+    for (int k = 0; k < stages; ++k) writers.emplace_back(w, G + k, at(G + k));
     std::vector<MulStage> layers;
     for (UnitWriter& u : writers) layers.push_back({&u, ctx});
     const std::array<Field, 3> unheld = {p.operands.word[0][i], p.operands.word[1][i],
@@ -177,7 +183,7 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ms.enable = {isMul};
     ms.addendEnable = {isMad};
     QGPU_TRY(report, buildMultiply(layers, ms));
-    for (int k = 0; k < stages; ++k) at(L + k) += report.unitsPerLayer[static_cast<size_t>(k)];
+    for (int k = 0; k < stages; ++k) at(G + k) += report.unitsPerLayer[static_cast<size_t>(k)];
   }
   QGPU_TRY(regrec, buildHeldResultStage(w, alloc, s, p, p.mulRegrecLayer, p.product));
   p.mulRegrec = regrec;
@@ -197,7 +203,7 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
 //   E+5     with multiply: the op kind isMul, isMad from the fetched opcode
 //   E+15    with atomicRegrec (buildAtomicRegrec): the latches and the second result stage; with
 //           multiply (buildMultiplyRegrec) the operand latches, the multiplier and a third
-//   E+13    the outcome select (E+15 with atomics, E+19 with their regrec, E+23 with multiply;
+//   E+13    the outcome select (E+15 with atomics, E+19 with their regrec, E+27 with multiply;
 //           after the regrecs' build): per dim [writes ∧ memrec] + [¬writes ∧ the result stage's
 //           outcome], writes = the memory stage's kind bit (st, st.b8, st.b16, atomics); with the
 //           regrec each of the two also ∧ ¬isCont, and [isCont ∧ regrec]; with multiply the
@@ -208,7 +214,7 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   const TokenLayout& t = s.tokens;
   const int E = s.layer0;
   auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
-  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
+  const MlpContext ctx = mlpContext(t);
   const AndGate gate{t.ballast, t.lambda, 256};
   int fanIn = 0;
   const AndFieldWriter fw{gate, ctx, t.unit, fanIn};
@@ -316,7 +322,7 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   if (s.atomicRegrec) QGPU_CHECK(buildAtomicRegrec(w, alloc, s, p));
   if (s.multiply) QGPU_CHECK(buildMultiplyRegrec(w, alloc, s, p));
 
-  // E+13 (E+15 with atomics, E+19 with their regrec, E+23 with the multiplies): the outcome
+  // E+13 (E+15 with atomics, E+19 with their regrec, E+27 with the multiplies): the outcome
   // select, one exclusive AND per source and dim.
   RecordOutcomeFields& o = p.outcome;
   const RecordOutcomeFields& res = p.result.outcome;
@@ -471,7 +477,11 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
   if (spec.memory && spec.atomics && spec.atomicRegrec)
-    h[5 + kMemoryStageLayers] += kRegrecLatchHeads + (spec.multiply ? kMultiplyLatchHeads : 0);
+    h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
+  if (spec.memory && spec.atomics && spec.atomicRegrec && spec.multiply)
+    for (int g = 0; g < kMultiplyLaneGroups; ++g)
+      h[static_cast<size_t>(5 + kMemoryStageLayers + g * kMultiplyGroupLayers)] +=
+          kMultiplyLatchHeads;
   return h;
 }
 
@@ -500,11 +510,11 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     p.selectLayer = p.emitLayer - 1;
   }
   if (s.atomicRegrec) p.regrecLayer = p.memoryLayer + kMemoryStageLayers;
-  if (s.multiply) p.mulRegrecLayer = p.regrecLayer + multiplyLayers(MulOp::Mad) - 1;
+  if (s.multiply) p.mulRegrecLayer = p.regrecLayer + kMultiplyLaneGroups * kMultiplyGroupLayers;
   p.heads.assign(static_cast<size_t>(layers), 0);
   p.units.assign(static_cast<size_t>(layers), 0);
   const TokenLayout& t = s.tokens;
-  const MlpContext ctx{t.ballast, t.lambda, 128, t.unit};
+  const MlpContext ctx = mlpContext(t);
   auto at = [&](int layer) -> int& { return p.units[static_cast<size_t>(layer - E)]; };
 
   // Front end and operand select: E .. E+4.
@@ -599,7 +609,7 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     writers.reserve(kAluStageLayers);
     for (int i = 0; i < kAluStageLayers; ++i)
       writers.emplace_back(w, p.aluLayer + i, controlUnits(p.aluLayer + i));
-    const MlpContext ctx{s.tokens.ballast, s.tokens.lambda, 128, s.tokens.unit};
+    const MlpContext ctx = mlpContext(s.tokens);
     std::vector<AluLayer> layers;
     for (UnitWriter& u : writers) layers.push_back({&u, ctx});
     QGPU_TRY(report, buildAluStage(layers, as));
@@ -658,7 +668,7 @@ namespace {
 // The plan's pad restores (layout.h), each after the units the pipeline put in its layer.
 Status writePads(CircuitWeights& w, const std::vector<PadRestore>& pads, int E,
                  ExecutePipeline& p) {
-  const MlpContext ctx{p.tokens.ballast, p.tokens.lambda, 128, p.tokens.unit};
+  const MlpContext ctx = mlpContext(p.tokens);
   for (const PadRestore& pad : pads) {
     const int i = pad.layer - E;
     if (i < 0 || i >= static_cast<int>(p.units.size()))

@@ -98,18 +98,21 @@
 //
 // With the multiplies too (ExecuteSpec::multiply, with atomicRegrec: mul and mad — trace.md's
 // NOP + regrec, the product written at the continuation position q as an atomic's old value is),
-// 28 layers (docs/circuit.md "MUL in the pipeline"):
+// 32 layers (docs/circuit.md "MUL in the pipeline"), the multiplier two lanes at a time so that
+// only two lanes' buses are live in a layer:
 //   layer  E+5 MLP   the op kind at p from the fetched opcode: isMul = [mul] + [mad], isMad
-//   layer  E+15 GDN  the guard latch also holds isMul and isMad (its spare dims); 12 latch heads
-//                    more hold the operand words a_l, b_l, c_l (ports 0..2) of every lane
-//   layers E+15..E+19  four lanes of circuit/multiply.h's gated Mad on the held operands: the
+//   layer  E+15 GDN  the guard latch also holds isMul and isMad (its spare dims); 6 latch heads
+//                    more hold the operand words a_l, b_l, c_l (ports 0..2) of lanes 0, 1
+//   layers E+15..E+19  lanes 0, 1 of circuit/multiply.h's gated Mad on the held operands: the
 //                    products gated by the held isMul, c by the held isMad (mul: a·b, mad: a·b + c)
-//   layers E+19..E+22  a third result stage on the held fields (r_l = the product; its first
+//   layer  E+19 GDN  6 latch heads hold lanes 2, 3's operand words
+//   layers E+19..E+23  lanes 2, 3's gated Mad, beside lanes 0, 1's last stage
+//   layers E+23..E+26  a third result stage on the held fields (r_l = the product; its first
 //                    layer reads no r_l, so it starts beside the multiplier's last stage)
-//   layer  E+23 MLP  the outcome select, two terms more: [¬isCont ∧ isMul] → NOP (the multiply's
+//   layer  E+27 MLP  the outcome select, two terms more: [¬isCont ∧ isMul] → NOP (the multiply's
 //                    first record) and, at q, the held isMul choosing the multiply's regrec over
 //                    the atomic's
-//   layers R..R+3    the record emitter at R = E + 24
+//   layers R..R+3    the record emitter at R = E + 28
 // mulhi.u and mulhi.s are not executed (the host expands them: host/lower/expand_multiply.h).
 //
 // Not here: mulhi.
@@ -153,11 +156,20 @@ inline constexpr int kExecuteAtomicsLayers = kExecuteMemoryLayers + kMemoryStage
 // With the atomics' regrec (ExecuteSpec::atomicRegrec): a second result stage at E+15..E+18 on the
 // latched fields, the select at E+19 and the emitter at E+20.
 inline constexpr int kExecuteRegrecLayers = kExecuteAtomicsLayers + kResultStageLayers;
-// With the multiplies (ExecuteSpec::multiply): the multiplier's five stages from E+15, its result
-// stage from E+19 beside the last, the select at E+23 and the emitter at E+24.
-inline constexpr int kExecuteMultiplyLayers = kExecuteRegrecLayers + 4;
-// The latch heads at E+15 that hold a multiply's operand words: 3 ports × 4 lanes.
-inline constexpr int kMultiplyLatchHeads = 3 * kRecordLanes;
+// The multiplier computes two lanes at a time: lanes 0, 1 from E+15, lanes 2, 3 from E+19 beside
+// the first pair's last stage, so that only two lanes' buses are live in any layer.
+inline constexpr int kMultiplyLanesAtOnce = 2;
+inline constexpr int kMultiplyLaneGroups = kRecordLanes / kMultiplyLanesAtOnce;
+// Layers one group of the multiplier adds: its five stages (multiply.h) less the one it shares.
+inline constexpr int kMultiplyGroupLayers = 5 - 1;
+// With the multiplies (ExecuteSpec::multiply): the multiplier's groups at E+15..E+19 and
+// E+19..E+23, its result stage from E+23 beside the last, the select at E+27 and the emitter at
+// E+28.
+inline constexpr int kExecuteMultiplyLayers =
+    kExecuteRegrecLayers + kMultiplyLaneGroups * kMultiplyGroupLayers;
+// The latch heads that hold one group's operand words (3 ports × 2 lanes), in the group's first
+// layer (E+15 and E+19).
+inline constexpr int kMultiplyLatchHeads = 3 * kMultiplyLanesAtOnce;
 // The latch heads at E+15 that carry an atomic's fields from p to its continuation position: the
 // head word, atomOld and oldDst per lane (32 bits each), the guard port's 4 lane bits.
 inline constexpr int kRegrecLatchHeads = 2 + 2 * kRecordLanes;
@@ -224,8 +236,9 @@ struct ExecutePipeline {
   Field heldHead, heldGuard;
   std::array<Field, kRecordLanes> heldOld, heldDst;
   ResultStage regrec;
-  // With multiply: the op kind at p (E+5: isMul, isMad), the held operand words (E+15, by lane:
-  // ports 0..2), the multiplier's products and their result stage (E+19).
+  // With multiply: the op kind at p (E+5: isMul, isMad), the held operand words (by lane: ports
+  // 0..2; lanes 0, 1 at E+15, lanes 2, 3 at E+19), the multiplier's products and their result
+  // stage (E+23).
   Field mulKind;
   std::array<std::array<Field, 3>, kRecordLanes> heldOperand;
   std::array<Field, kRecordLanes> product;
@@ -235,7 +248,7 @@ struct ExecutePipeline {
   int aluLayer = 0, resultLayer = 0, emitLayer = 0;  // A, F, R
   int memoryLayer = -1, selectLayer = -1;  // with memory: E+5, E+13 (atomics: E+15, regrec: E+19)
   int regrecLayer = -1;                    // with atomicRegrec: E+15
-  int mulRegrecLayer = -1;                 // with multiply: E+19
+  int mulRegrecLayer = -1;                 // with multiply: E+23
   std::vector<int> heads;                  // per layer E .. E + executeLayers(spec) − 1
   std::vector<int> units;                  // per layer, cancels and pad restores included
 };

@@ -43,18 +43,19 @@ expect pipeline-layout 0 'span 2896 \(peak live 2892; one field per value 4204\)
 expect memory-pipeline 0 'span 3358 \(peak live 3358; one field per value 5858\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
-# The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 28 layers,
-# 4,007 dims (peak live 3,737: the multiplier's four buses at 17; attention-written fields live
-# from the pad restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
-# regrec's result stage at 15..18 beside the multiplier (15..19), the multiplies' result stage at
-# 19..22, the select at 23.
-expect leg-pipeline 0 'span 4007 \(peak live 3737; one field per value 13266\)' -- \
+# The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
+# 3,688 dims (peak live 3,687: the ALU's bus at 7; attention-written fields live from the pad
+# restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
+# regrec's result stage at 15..18 beside the multiplier (two lanes at a time: 15..19, 19..23),
+# the multiplies' result stage at 23..26, the select at 27.
+expect leg-pipeline 0 'span 3688 \(peak live 3687; one field per value 13266\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-regrec 0 '^18 +regrec\+mul +3 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-mul 0 '^19 +mul\+mulrec +4 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-select 0 '^23 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-mul 0 '^19 +mul +4 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-mulrec 0 '^23 +mul\+mulrec +8 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 # --live: where the residual goes, per layer by field group (the ALU's bus, one field, leads at 5).
 expect leg-live 0 '^5 +alu 1846 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
 expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
@@ -62,7 +63,7 @@ expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 4007 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 3688 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
