@@ -79,11 +79,12 @@ struct BusEntry {
   int write, lastRead;
 };
 std::vector<BusEntry> laneBusEntries() {
-  std::vector<BusEntry> e = {
-      {"x", 32, 0, 1},     {"y", 32, 0, 1},     {"cin", 1, 0, 2},  // adder level 2 reads cin
-      {"popc", 32, 0, 3},  {"clz", 32, 0, 3},   {"bfind", 32, 0, 3}, {"prmt", 32, 0, 3},
-      {"hi", 32, 1, 2},    {"lo", 32, 1, 2},    {"start", 33, 1, 2},
-      {"adder", adderBusDims(32), 1, 2}};
+  std::vector<BusEntry> e = {{"x", 32, 0, 1},     {"y", 32, 0, 1},
+                             {"cin", 1, 0, 2},  // adder level 2 reads cin
+                             {"popc", 32, 0, 1},  {"clz", 32, 0, 1},
+                             {"bfind", 32, 0, 1}, {"prmt", 32, 0, 1},
+                             {"hi", 32, 1, 2},    {"lo", 32, 1, 2},
+                             {"start", 33, 1, 2}, {"adder", adderBusDims(32), 1, 2}};
   for (int i = 0; i < 5; ++i) e.push_back({nullptr, compareBusDims(32), 1, 2});  // cmpbus i
   e.push_back({"cmp", 5, 2, 3});
   e.push_back({"sum", 32, 2, 3});
@@ -394,6 +395,23 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
         check(buildPriority(w0, {PriorityOp::BfindU, L.a, b.bfind, Prior::Replace}, c0), g));
     QGPU_CHECK(check(buildPrmt(w0, {L.a, L.b, L.c, b.prmt, Prior::Replace}, c0), g));
 
+    // S1 (kAluResultFirstLayer): the result word starts here (−u, then popc's, clz's, bfind's
+    // and prmt's cases), so those four fields give their bus dims back after S1; S3 adds the
+    // other ops' cases onto it.
+    static_assert(kAluResultFirstLayer == 1);
+    {
+      Cases k(w1, c1, g);
+      if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.r));
+      QGPU_CHECK(k.zero({L.r}));
+      for (int j = 0; j < 32; ++j) {
+        const int r = L.r.at(j);
+        QGPU_CHECK(k.when({is(Op::Popc), bit(b.popc.at(j))}, r));
+        QGPU_CHECK(k.when({is(Op::Clz), bit(b.clz.at(j))}, r));
+        QGPU_CHECK(k.when({is(Op::Bfind), bit(b.bfind.at(j))}, r));
+        QGPU_CHECK(k.when({is(Op::Prmt), bit(b.prmt.at(j))}, r));
+      }
+    }
+
     // S1: shifter prep (the five shifts and bfe's a >> pos), adder level 1 (level 2 in S2), the
     // comparators' level 1 (level 2 in S2).
     ShiftPrepSpec prep;
@@ -429,13 +447,11 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     // S2: the window.
     QGPU_CHECK(check(buildWindow(w2, {b.lo, b.hi, b.start, b.shifted, Prior::Replace}, c2), g));
 
-    // S3: the result word and the predicate result, one detector per case.
+    // S3: the other ops' cases onto the result word (begun in S1), and the predicate result,
+    // one detector per case.
     Cases k(w3, c3, g);
-    if (s.outPrior == Prior::Replace) {
-      QGPU_CHECK(k.cancel(L.r));
-      QGPU_CHECK(k.cancel(L.s));
-    }
-    QGPU_CHECK(k.zero({L.r, L.s}));
+    if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.s));
+    QGPU_CHECK(k.zero({L.s}));
     const Lit lts = bit(b.cmp.at(kLtS)), ltu = bit(b.cmp.at(kLtU));
     const Lit nlts = bit(b.cmp.at(kLtS), false), nltu = bit(b.cmp.at(kLtU), false);
     const Lit sign = bit(L.a.at(31)), nsign = bit(L.a.at(31), false);
@@ -470,10 +486,6 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       QGPU_CHECK(k.when({is(Op::Not), na}, r));
       QGPU_CHECK(k.when({is(Op::Brev), bit(L.a.at(31 - j))}, r));
       QGPU_CHECK(k.when({anyShift, bit(b.shifted.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::Popc), bit(b.popc.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::Clz), bit(b.clz.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::Bfind), bit(b.bfind.at(j))}, r));
-      QGPU_CHECK(k.when({is(Op::Prmt), bit(b.prmt.at(j))}, r));
       // bfe's level 2 (alu_bits.h): keep_j = m_j ∧ r_j selects sh_j; bfe.s fills f where
       // ¬keep_j and len ≠ 0, as the two disjoint cases ¬m_j ∧ m_0 ∧ f and m_j ∧ ¬r_j ∧ f.
       const Lit m = bit(b.bfe.at(32 + j)), rr = bit(b.bfe.at(64 + j)), sh = bit(b.shifted.at(j));

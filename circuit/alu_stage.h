@@ -20,13 +20,15 @@
 //       fill f; bfe.u reads the same m, r); popc, clz, bfind.u, prmt into their own fields.
 //   S1  the lane-shared shifter's prep (the five shifts, and bfe's W = {0, a}, s = min(pos, 32):
 //       ShiftPrepSpec::bfe); the adder's level 1; level 1 of the five comparators eq, lt.u,
-//       le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt).
+//       le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt); the result word r begun: its cancel,
+//       −u and the cases of popc, clz, bfind, prmt (kAluResultFirstLayer).
 //   S2  the shifter's window (a shift's result, or bfe's sh = a >> pos); the adder's level 2
 //       (sum); the comparators' level 2.
 //   S3  the result: r = −u + Σ 2u·[case] over disjoint cases, each one detector gated by the op's
-//       one-hot dim: mov a; add/sub/neg the sum; abs sign(a) ? sum : a; min/max lt ? a : b (or
-//       b : a); and/or/xor/not straight from a, b (1–2 detectors per bit); brev a's bits
-//       reversed (a wiring); the shifts the window; popc, clz, bfind, prmt their fields; bfe's
+//       one-hot dim (popc, clz, bfind, prmt's cases, the −u and r's cancel already in S1, so
+//       that those four fields are dead after S1): mov a; add/sub/neg the sum; abs sign(a) ?
+//       sum : a; min/max lt ? a : b (or b : a); and/or/xor/not straight from a, b (1–2
+//       detectors per bit); brev a's bits reversed (a wiring); the shifts the window; bfe's
 //       level 2 (keep = m ∧ r selects sh; bfe.s's fill, alu_bits.h) as 1 / 3 cases per bit;
 //       selp p ? a : b. s = −u + 2u·[case]: set.* from the comparators (negated where above),
 //       pand/por/pxor/pnot/pmov from p, q, pconst = [a ≠ 0] (a is its immediate).
@@ -34,10 +36,10 @@
 // fp32 and bf16 (rule R1, R2: on λG, off ≤ −λG); at most one case per output bit fires.
 //
 // Costs (4 lanes; derived by hand in alu_stage_spec_test, docs/circuit.md §9 "Built: the ALU
-// stage"): S0 4,349, S1 4,412, S2 4,944, S3 4,048 units — each under 2b's 6,144; the bus is
+// stage"): S0 4,349, S1 5,056, S2 4,944, S3 3,408 units — each under 2b's 6,144; the bus is
 // 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit). With
 // busLayout = AluBusLayout::Liveness (circuit/layout.h) the bus's fields share dims by live range
-// (peak 1,846 for four lanes, and the span too; bfe's sh and m, r, f are then two fields, the
+// (peak 1,334 for four lanes, and the span too; bfe's sh and m, r, f are then two fields, the
 // BfeSpec naming the 32 dims before m, which level 1 never touches with shiftOutside).
 //
 // Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
@@ -65,6 +67,9 @@ namespace qgpu::circuit {
 inline constexpr int kOpcodeBits = std::bit_width(static_cast<unsigned>(machine::kNumOps - 1));
 // MLP layers the stage spans.
 inline constexpr int kAluStageLayers = 4;
+// The stage layer that begins the result word r (its cancel, −u and the cases of popc, clz,
+// bfind.u and prmt); S3 adds the other ops' cases. The predicate result s is written in S3.
+inline constexpr int kAluResultFirstLayer = 1;
 
 // Why the stage does not compute `op`, or nullptr when it does. The one table of the stage's
 // ops: aluStageOps() lists exactly the ops with nullptr here, in one-hot order.

@@ -98,9 +98,11 @@ Status planAlu(CircuitPlan& plan, CircuitWeights& w) {
   spec.opcode = opcode;
   spec.busLayout = AluBusLayout::Liveness;
   // ... and the residual they need, by liveness: inputs from the layer before S0 to S3, the bus
-  // as the stage places it, the results from S3 to the next layer.
+  // as the stage places it, the result word from S1 (kAluResultFirstLayer) and the predicate
+  // result from S3 to the next layer.
   LayoutPlan dims;
   const LiveRange input{mlpAt(first - 1), mlpAt(first + 3)};
+  const LiveRange word{mlpAt(first + kAluResultFirstLayer), mlpAt(first + 4)};
   const LiveRange result{mlpAt(first + 3), mlpAt(first + 4)};
   dims.add("ballast", 4, input);
   dims.add("opcode", kOpcodeBits, input);
@@ -117,7 +119,7 @@ Status planAlu(CircuitPlan& plan, CircuitWeights& w) {
     QGPU_TRY(s, alloc.take(p + "s", 1));
     lane.r = r;
     lane.s = s;
-    dims.add(p + "r", 32, result);
+    dims.add(p + "r", 32, word);
     dims.add(p + "s", 1, result);
     spec.lanes.push_back(lane);
   }

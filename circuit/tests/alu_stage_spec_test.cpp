@@ -70,8 +70,9 @@ TEST(AluStageOps, TheOpcodeFieldIsTheHeadWordsSevenBits) {
 }
 
 struct Fixture {
-  // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 2,913 dims; S2, the largest, 4,944 units.
-  explicit Fixture(int hidden = 2944, int units = 4944) : w(linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
+  // 4 lanes: 11 + 4 · 131 + aluStageBusDims(4) = 2,913 dims; S1, the largest, 5,056 units.
+  explicit Fixture(int hidden = 2944, int units = 5056)
+      : w(linearConfig(hidden, kAluStageLayers, units, 16)), alloc(hidden) {}
   CircuitWeights w;
   FieldAllocator alloc;
   Field ballast = alloc.take("ballast", 4).value();
@@ -112,15 +113,16 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
   // 288 + 32.
   const int s0Lane = 261 + 193 + 65 + 97 + 65 + 65 + 320;
   // S1 per lane: shift prep 230 + 97 + bfe's group (32 detectors + a step pair), adder level 1
-  // 417 + 80, five comparators' level 1 (33 + 16) each.
-  const int s1Lane = 327 + 34 + 497 + 5 * 49;
+  // 417 + 80, five comparators' level 1 (33 + 16) each; the result word begun: 32 cancels + 1
+  // constant + popc's, clz's, bfind's and prmt's case per bit.
+  const int s1Lane = 327 + 34 + 497 + 5 * 49 + 33 + 4 * 32;
   // S2 per lane: window 1,057 + 32, adder level 2 96 + 32, the comparators' level 2 (lt/le: a
   // step pair + constant + cancel = 4; eq: the detector + constant + cancel = 3).
   const int s2Lane = 1089 + 128 + 3 + 4 * 4;
-  // S3 per lane: 33 cancels + 1 constant; per result bit 26 cases + bfe's 3 (bfe.u keep, bfe.s
-  // keep and past-31 fill), + 31 bfe.s short fills (bits 1..31); 10 set + 7 pred logic + 2
-  // pconst for the predicate result.
-  const int s3Lane = 33 + 1 + 29 * 32 + 31 + 10 + 7 + 2;
+  // S3 per lane: the predicate result's cancel + 1 constant; per result bit 22 cases + bfe's 3
+  // (bfe.u keep, bfe.s keep and past-31 fill), + 31 bfe.s short fills (bits 1..31); 10 set + 7
+  // pred logic + 2 pconst for the predicate result.
+  const int s3Lane = 1 + 1 + 25 * 32 + 31 + 10 + 7 + 2;
   ASSERT_EQ(r.value().unitsPerLayer.size(), 4u);
   EXPECT_EQ(r.value().unitsPerLayer[0], 2 * k + 1 + 4 * s0Lane);
   EXPECT_EQ(r.value().unitsPerLayer[1], 4 * s1Lane);
@@ -137,23 +139,23 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
 // The bus by liveness (circuit/layout.h). Live after each stage layer, per lane (hand, from
 // alu_stage.cpp's gadgets: who writes a field, who reads it last):
 //   S0: x, y 64 + cin 1 + popc, clz, bfind, prmt 128 + bfe's m, r, f 65              = 258
-//   S1: cin 1 (the adder's level 2 reads it) + 128 + 65 + prep 97 + adder bus 80
-//       + comparator buses 80                                                          = 451
-//   S2: 128 + 65 + cmp 5 + sum 32 + the window 32                                      = 262
-// plus the op one-hot (42) from S0 to S3: peak 42 + 4 · 451 = 1,846 after S1 (docs/circuit.md
-// §9 counted 450 per lane, 1,842: it freed cin after S1).
+//   S1: cin 1 (the adder's level 2 reads it) + 65 + prep 97 + adder bus 80
+//       + comparator buses 80 (popc .. prmt are read into the result word here)        = 323
+//   S2: 65 + cmp 5 + sum 32 + the window 32                                            = 134
+// plus the op one-hot (42) from S0 to S3: peak 42 + 4 · 323 = 1,334 after S1 (1,846 while S3
+// read popc .. prmt: 451 and 262 per lane after S1 and S2).
 TEST(AluStageBus, LivenessPeakIsTheHandCountAndTheSpanIsMeasured) {
   const int k = static_cast<int>(aluStageOps().size());
   for (int lanes = 1; lanes <= 4; ++lanes) {
     auto plan = aluStageBusPlan(lanes, AluBusLayout::Liveness);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
     const LayoutReport r = plan->report();
-    EXPECT_EQ(r.peak, k + lanes * 451) << lanes;
+    EXPECT_EQ(r.peak, k + lanes * 323) << lanes;
     EXPECT_EQ(pointName(r.peakAt), "L1.mlp") << lanes;
     // After S0..S3's MLPs (S3 reads the last bus fields: none is live after it).
     EXPECT_EQ(r.firstLayer, 0);
     EXPECT_EQ(r.liveAfterMlp,
-              (std::vector<int>{k + lanes * 258, k + lanes * 451, k + lanes * 262, 0}));
+              (std::vector<int>{k + lanes * 258, k + lanes * 323, k + lanes * 134, 0}));
     EXPECT_EQ(r.oneFieldPerValue, k + lanes * 584);
     EXPECT_EQ(aluStageBusDims(lanes, AluBusLayout::Liveness), r.span);
     EXPECT_EQ(r.span, r.peak);  // measured: the layout's tie-breaks leave no gap (layout.h)
@@ -185,7 +187,7 @@ TEST(AluStageBus, EveryFieldOnReusedDimsIsOnlyWrittenAfterItsPredecessorsLastRea
 }
 
 TEST(AluStageCost, TheLivenessBusCostsTheSameUnits) {
-  Fixture f(2944, 4944);
+  Fixture f(2944, 5056);
   const AluStageSpec s = f.spec(4, AluBusLayout::Liveness);
   UnitWriter u0(f.w, 0), u1(f.w, 1), u2(f.w, 2), u3(f.w, 3);
   const AluLayer layers[] = {{&u0, f.ctx}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
@@ -194,7 +196,7 @@ TEST(AluStageCost, TheLivenessBusCostsTheSameUnits) {
   const int k = static_cast<int>(aluStageOps().size());
   // As UnitsPerLayerAreTheHandSums: every bus write was a Replace already.
   EXPECT_EQ(r.value().unitsPerLayer,
-            (std::vector<int>{2 * k + 1 + 4 * 1066, 4 * 1103, 4 * 1236, 4 * 1012}));
+            (std::vector<int>{2 * k + 1 + 4 * 1066, 4 * 1264, 4 * 1236, 4 * 852}));
   EXPECT_EQ(r.value().busDims, aluStageBusDims(4, AluBusLayout::Liveness));
   AluStageSpec wrong = s;  // twin: the one-field-per-value size with the liveness layout
   wrong.bus.dims = aluStageBusDims(4);

@@ -75,7 +75,7 @@ using trace::Token;
 // The hidden size is the layout plan's (pipeline.h planExecuteLayout; pipeline_spec_test); this
 // is the config's before the plan replaces it.
 constexpr int kHidden = 4096;
-constexpr int kUnits = 4957;   // the widest layer: the control stage's S+2 and the ALU's S2
+constexpr int kUnits = 5089;  // the widest layer: the control stage's S+1 and the ALU's S1
 constexpr int kLanes = 4;
 constexpr int kStepLimit = 64;  // the control stage's LIMIT and the interpreter's maxSteps
 constexpr int64_t kProbeBase = trace::kVocabSize;  // logits: r_l (32) then s_l per lane,

@@ -11,44 +11,45 @@ source "$(dirname "$0")/expect.sh"
 refused="$(dirname "$0")/data/model_refused/many_loops.cu"
 
 expect compact-fits 0 'fits compact' -- "$qgpu" circuit plan --of stages --shape compact
-expect compact-shape 0 'shape compact: hidden 2249, 26 heads of 128/128, MLP 4944' -- \
+expect compact-shape 0 'shape compact: hidden 1865, 26 heads of 128/128, MLP 5056' -- \
   "$qgpu" circuit plan --of stages --shape compact
-expect compact-alu-s1 0 '^6 +alu +1 +0 +4412 +2249' -- "$qgpu" circuit plan --of stages --shape compact
-expect compact-bus 0 'alu bus by liveness: peak 1846, span 1846 dims \(one field per value: 2378\)' -- \
+expect compact-alu-s1 0 '^6 +alu +1 +0 +5056 +1865' -- "$qgpu" circuit plan --of stages --shape compact
+expect compact-bus 0 'alu bus by liveness: peak 1334, span 1334 dims \(one field per value: 2378\)' -- \
   "$qgpu" circuit plan --of stages --shape compact
 expect 2b-refused 4 'error\[OverLimit\].*layer 2 \(front end layer 2\) needs 26 heads, the shape has 16' -- \
   "$qgpu" circuit plan --of stages --shape 2b
 expect 2b-table 4 '^2 +front end +2 +26 .* heads' -- "$qgpu" circuit plan --of stages --shape 2b
-expect 2b-dims-over 4 '^6 +alu +1 +0 +4412 +2249  dims' -- "$qgpu" circuit plan --of stages --shape 2b
+# The ALU's stage alone fits 2b's residual since its result word begins in S1 (alu_stage.h).
+expect 2b-alu-dims-fit 4 '^6 +alu +1 +0 +5056 +1865 *$' -- "$qgpu" circuit plan --of stages --shape 2b
 expect 2b-default 4 'shape 2b: hidden 2048, 16 heads of 128/128, MLP 6144' -- "$qgpu" circuit plan --of stages
-expect units-too-few 4 'layer 7 \(alu layer 2\) needs 4944 MLP units, the shape has 4943' -- \
-  "$qgpu" circuit plan --of stages --shape compact --units 4943
-expect dims-too-few 4 'layer 6 \(alu layer 1\) needs 2249 residual dims, the shape has 2248' -- \
-  "$qgpu" circuit plan --of stages --shape compact --hidden 2248
+expect units-too-few 4 'layer 6 \(alu layer 1\) needs 5056 MLP units, the shape has 5055' -- \
+  "$qgpu" circuit plan --of stages --shape compact --units 5055
+expect dims-too-few 4 'layer 6 \(alu layer 1\) needs 1865 residual dims, the shape has 1864' -- \
+  "$qgpu" circuit plan --of stages --shape compact --hidden 1864
 expect json-fits 0 '"fits": true' -- "$qgpu" --json circuit plan --of stages --shape compact
 expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of stages --shape 2b
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 2,896 dims (4,204 one field per
+# The execute pipeline (the default) on its layout by liveness: 2,384 dims (3,692 one field per
 # value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2896 residual dims, the shape has 2048' -- \
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2384 residual dims, the shape has 2048' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 2896, 35 heads of 128/128, MLP 4957' -- \
+expect pipeline-compact 0 'shape compact: hidden 2384, 35 heads of 128/128, MLP 5089' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2896 +2728' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 2896 \(peak live 2892; one field per value 4204\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2384 +2344' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 2384 \(peak live 2380; one field per value 3692\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 3,358 dims (5,858 one field per value).
-expect memory-pipeline 0 'span 3358 \(peak live 3358; one field per value 5858\)' -- \
+# With memory ops: 18 layers, 2,846 dims (5,346 one field per value).
+expect memory-pipeline 0 'span 2846 \(peak live 2846; one field per value 5346\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 3,688 dims (peak live 3,687: the ALU's bus at 7; attention-written fields live from the pad
+# 3,415 dims (peak live 3,114: the memory stage at 10; attention-written fields live from the pad
 # restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
 # regrec's result stage at 15..18 beside the multiplier (two lanes at a time: 15..19, 19..23),
 # the multiplies' result stage at 23..26, the select at 27.
-expect leg-pipeline 0 'span 3688 \(peak live 3687; one field per value 13266\)' -- \
+expect leg-pipeline 0 'span 3415 \(peak live 3114; one field per value 12754\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -56,14 +57,15 @@ expect leg-pipeline-regrec 0 '^18 +regrec\+mul +3 ' -- "$qgpu" circuit plan --of
 expect leg-pipeline-mul 0 '^19 +mul +4 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-mulrec 0 '^23 +mul\+mulrec +8 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
-# --live: where the residual goes, per layer by field group (the ALU's bus, one field, leads at 5).
-expect leg-live 0 '^5 +alu 1846 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
+# --live: where the residual goes, per layer by field group (the ALU's bus, one field, and its result
+# words lead at 6).
+expect leg-live 0 '^6 +alu 1462 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
 expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 3688 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 3415 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
