@@ -79,12 +79,18 @@ struct BusEntry {
   int write, lastRead;
 };
 std::vector<BusEntry> laneBusEntries() {
-  std::vector<BusEntry> e = {{"x", 32, 0, 1},     {"y", 32, 0, 1},
+  std::vector<BusEntry> e = {{"x", 32, 0, 1},
+                             {"y", 32, 0, 1},
                              {"cin", 1, 0, 2},  // adder level 2 reads cin
-                             {"popc", 32, 0, 1},  {"clz", 32, 0, 1},
-                             {"bfind", 32, 0, 1}, {"prmt", 32, 0, 1},
-                             {"hi", 32, 1, 2},    {"lo", 32, 1, 2},
-                             {"start", 33, 1, 2}, {"adder", adderBusDims(32), 1, 2}};
+                             // read last where the result word begins
+                             {"popc", 32, 0, kAluResultFirstLayer},
+                             {"clz", 32, 0, kAluResultFirstLayer},
+                             {"bfind", 32, 0, kAluResultFirstLayer},
+                             {"prmt", 32, 0, kAluResultFirstLayer},
+                             {"hi", 32, 1, 2},
+                             {"lo", 32, 1, 2},
+                             {"start", 33, 1, 2},
+                             {"adder", adderBusDims(32), 1, 2}};
   for (int i = 0; i < 5; ++i) e.push_back({nullptr, compareBusDims(32), 1, 2});  // cmpbus i
   e.push_back({"cmp", 5, 2, 3});
   e.push_back({"sum", 32, 2, 3});
@@ -398,9 +404,9 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     // S1 (kAluResultFirstLayer): the result word starts here (−u, then popc's, clz's, bfind's
     // and prmt's cases), so those four fields give their bus dims back after S1; S3 adds the
     // other ops' cases onto it.
-    static_assert(kAluResultFirstLayer == 1);
     {
-      Cases k(w1, c1, g);
+      const AluLayer& first = layers[kAluResultFirstLayer];
+      Cases k(*first.units, first.ctx, g);
       if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.r));
       QGPU_CHECK(k.zero({L.r}));
       for (int j = 0; j < 32; ++j) {

@@ -186,10 +186,6 @@ const char* mulOpName(MulOp op) {
   return "?";
 }
 
-int multiplyLayers(MulOp op) {
-  return isHigh(op) ? 6 : 5;
-}
-
 int multiplyBusDims(MulOp op, bool gatedAddend) {
   const Shape sh = shape(op, gatedAddend);
   return sh.regionX + sh.regionY;

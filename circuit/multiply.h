@@ -72,7 +72,9 @@ enum class MulOp : uint8_t {
 const char* mulOpName(MulOp op);
 
 // MLP layers the gadget spans (one stage per layer, in order): 5 for Lo and Mad, 6 for HiU/HiS.
-int multiplyLayers(MulOp op);
+constexpr int multiplyLayers(MulOp op) {
+  return op == MulOp::HiU || op == MulOp::HiS ? 6 : 5;
+}
 // Dims of MultiplySpec::bus (`gatedAddend`: a Mad with addendEnable literals, 32 more).
 int multiplyBusDims(MulOp op, bool gatedAddend = false);
 

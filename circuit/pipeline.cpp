@@ -476,12 +476,12 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
     const std::array<int, kMemoryDataLayers> dm = dataMemoryHeads(banks ? *banks : 0, 2);
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
-  if (spec.memory && spec.atomics && spec.atomicRegrec)
+  if (spec.memory && spec.atomics && spec.atomicRegrec) {
     h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
-  if (spec.memory && spec.atomics && spec.atomicRegrec && spec.multiply)
-    for (int g = 0; g < kMultiplyLaneGroups; ++g)
+    for (int g = 0; spec.multiply && g < kMultiplyLaneGroups; ++g)
       h[static_cast<size_t>(5 + kMemoryStageLayers + g * kMultiplyGroupLayers)] +=
           kMultiplyLatchHeads;
+  }
   return h;
 }
 

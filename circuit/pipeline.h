@@ -136,6 +136,7 @@
 #include "circuit/frontend.h"
 #include "circuit/layout.h"
 #include "circuit/memory_stage.h"
+#include "circuit/multiply.h"
 #include "circuit/operands.h"
 #include "circuit/record_emit.h"
 #include "circuit/result_stage.h"
@@ -160,8 +161,8 @@ inline constexpr int kExecuteRegrecLayers = kExecuteAtomicsLayers + kResultStage
 // the first pair's last stage, so that only two lanes' buses are live in any layer.
 inline constexpr int kMultiplyLanesAtOnce = 2;
 inline constexpr int kMultiplyLaneGroups = kRecordLanes / kMultiplyLanesAtOnce;
-// Layers one group of the multiplier adds: its five stages (multiply.h) less the one it shares.
-inline constexpr int kMultiplyGroupLayers = 5 - 1;
+// Layers one group of the multiplier adds: its stages (multiply.h) less the one it shares.
+inline constexpr int kMultiplyGroupLayers = multiplyLayers(MulOp::Mad) - 1;
 // With the multiplies (ExecuteSpec::multiply): the multiplier's groups at E+15..E+19 and
 // E+19..E+23, its result stage from E+23 beside the last, the select at E+27 and the emitter at
 // E+28.
