@@ -107,7 +107,12 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   QGPU_TRY(opAtLeast, alloc.take("fe.opAtLeast", machine::kMaxOpsPerBlock));
   QGPU_TRY(romKeys, alloc.take("fe.romKeys", 16));
   QGPU_TRY(recordEnd, alloc.take("fe.recordEnd", 1));
-  QGPU_TRY(rom, alloc.take("fe.rom", (trace::kRomSlots + 1) * rsh.wordBits));
+  std::vector<Field> rom;
+  for (int slot = 0; slot <= trace::kRomSlots; ++slot) {
+    const std::string name = slot < trace::kRomSlots ? trace::kRomSlotNames[slot] : "term";
+    QGPU_TRY(word, alloc.take("fe.rom." + name, rsh.wordBits));
+    rom.push_back(word);
+  }
   QGPU_TRY(isTerm, alloc.take("fe.isTerm", 1));
   QGPU_TRY(isOp, alloc.take("fe.isOp", 1));
   QGPU_TRY(isCont, alloc.take("fe.isCont", 1));
@@ -128,13 +133,12 @@ Expected<FrontEnd> buildFrontEnd(CircuitWeights& w, FieldAllocator& alloc, const
   fe.isOp = isOp;
   fe.isCont = isCont;
   fe.rom = rom;
-  fe.headWord = rom.slice(static_cast<int>(trace::RomSlot::Head) * rsh.wordBits, rsh.wordBits);
-  fe.sourcesWord = rom.slice(static_cast<int>(trace::RomSlot::Sources) * rsh.wordBits, rsh.wordBits);
-  fe.termWord = rom.slice(trace::kRomSlots * rsh.wordBits, rsh.wordBits);
-  for (int k = 0; k < 3; ++k)
-    fe.immWord[static_cast<size_t>(k)] =
-        rom.slice(static_cast<int>(trace::immSlot(k)) * rsh.wordBits, rsh.wordBits);
-  fe.offsetWord = rom.slice(static_cast<int>(trace::RomSlot::Offset) * rsh.wordBits, rsh.wordBits);
+  auto slot = [&](trace::RomSlot s) { return rom[static_cast<size_t>(s)]; };
+  fe.headWord = slot(trace::RomSlot::Head);
+  fe.sourcesWord = slot(trace::RomSlot::Sources);
+  fe.termWord = rom.back();
+  for (int k = 0; k < 3; ++k) fe.immWord[static_cast<size_t>(k)] = slot(trace::immSlot(k));
+  fe.offsetWord = slot(trace::RomSlot::Offset);
   fe.isTerm = isTerm;
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};

@@ -162,8 +162,8 @@ struct FrontEnd {
   Field opIndex;        // L+2 MLP: j mod 16 (4 dims), followed by exLatch
   Field fetchKey;       // opIndex + execBlock (9 consecutive dims): the ROM's read key
   Field recordEnd;      // L+2 MLP: 1 dim (WM, NOP, a record's last T)
-  Field rom;            // L+3: (kRomSlots + 1) × 32 dims, inverted polarity; payload slots pads
-                        // unless payloadBanks
+  std::vector<Field> rom;  // L+3: kRomSlots + 1 words of 32 dims (the slots', the terminator's),
+                           // inverted polarity; payload slots pads unless payloadBanks
   Field headWord, sourcesWord, termWord;  // rom's slots
   std::array<Field, 3> immWord;  // rom's slots i0..i2 (pads unless payloadBanks)
   Field offsetWord;              // rom's slot off (a pad unless payloadBanks)

@@ -404,17 +404,19 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     QGPU_TRY(f, take("addNew" + n, kMemoryWord));
     r.addNew[static_cast<size_t>(l)] = f;
   }
-  // atom.min / max: per lane the l + 2 operands' pairwise lt.u and lt.s (bus + 1 dim each), the
-  // selected word.
+  // atom.min / max: per lane the l + 2 operands' pairwise lt.u (bus + 1 dim each) and lt.s (1 dim
+  // each, from lt.u and the sign bits), the selected word.
   for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
     const int n = l + 2, pairs = n * (n - 1) / 2;
     auto& cmp = r.mmCompare[static_cast<size_t>(l)];
-    for (int q = 0; q < 2 * pairs; ++q) {
+    for (int q = 0; q < pairs; ++q) {
       QGPU_TRY(bus, take("mmBus" + std::to_string(l) + "." + std::to_string(q),
                          compareBusDims(kMemoryWord)));
       QGPU_TRY(lt, take("mmLt" + std::to_string(l) + "." + std::to_string(q), 1));
       cmp.push_back({bus, lt});
     }
+    QGPU_TRY(ltS, take("mmLtS" + std::to_string(l), pairs));
+    r.mmLtS[static_cast<size_t>(l)] = ltS;
     QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord));
     r.mmNew[static_cast<size_t>(l)] = f;
   }
@@ -1018,10 +1020,12 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                                late[static_cast<size_t>(adderLayer + 1)], ctx, a));
       (void)rep;
     }
-    // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent lane's
-    // m is the kind's identity), c_pq = [X_p < X_q] for p < q (logic.h's lt.u / lt.s, L+5 / L+6);
-    // L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
-    // ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, ANDs of the lt bits. ----
+    // ---- atom.min / max, all-pairs form: operands X = (M_l, m_0l..m_{l−1}l, b_l) (an absent
+    // lane's m is the kind's identity), c_pq = [X_p < X_q] for p < q: lt.u by logic.h's compare
+    // (L+5 / L+6), lt.s = lt.u ⊕ (X_p's sign bit ≠ X_q's) — words of different signs compare the
+    // other way round as two's complement — in L+7 (4 ANDs a pair); L+8: min = X_j with ∀p<j ¬c_pj
+    // ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first
+    // at the maximum): exactly one j, ANDs of the lt bits. ----
     for (int l = 0; l < kLanes; ++l) {
       std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
       for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
@@ -1034,29 +1038,41 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       for (int p = 0; p < n; ++p)
         for (int q = p + 1; q < n; ++q) {
           pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] = pi;
-          for (int sg = 0; sg < 2; ++sg) {
-            CompareSpec cs;
-            cs.op = sg ? CompareOp::LtS : CompareOp::LtU;
-            cs.a = x[static_cast<size_t>(p)];
-            cs.b = x[static_cast<size_t>(q)];
-            cs.bus = cmp[static_cast<size_t>(2 * pi + sg)].first;
-            cs.out = cmp[static_cast<size_t>(2 * pi + sg)].second;
-            cs.busPrior = cs.outPrior = Prior::Replace;
-            QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
-            (void)rep;
-          }
+          CompareSpec cs;
+          cs.op = CompareOp::LtU;
+          cs.a = x[static_cast<size_t>(p)];
+          cs.b = x[static_cast<size_t>(q)];
+          cs.bus = cmp[static_cast<size_t>(pi)].first;
+          cs.out = cmp[static_cast<size_t>(pi)].second;
+          cs.busPrior = cs.outPrior = Prior::Replace;
+          QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
+          (void)rep;
           ++pi;
+        }
+      const Field& ltS = r.mmLtS[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[3], {ltS}));
+      for (int p = 0; p < n; ++p)
+        for (int q = p + 1; q < n; ++q) {
+          const int at = pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)];
+          const Literal lt{cmp[static_cast<size_t>(at)].second.at(0), 1};
+          const Literal sp{x[static_cast<size_t>(p)].at(kMemoryWord - 1), 1};
+          const Literal sq{x[static_cast<size_t>(q)].at(kMemoryWord - 1), 1};
+          const std::vector<std::pair<int, double>> out = {{ltS.at(at), two}};
+          QGPU_CHECK(fw.add(late[3], {lt, sp, sq}, out));
+          QGPU_CHECK(fw.add(late[3], {lt, no(sp), no(sq)}, out));
+          QGPU_CHECK(fw.add(late[3], {no(lt), sp, no(sq)}, out));
+          QGPU_CHECK(fw.add(late[3], {no(lt), no(sp), sq}, out));
         }
       UnitWriter& u = late[4];
       const Field& out = r.mmNew[static_cast<size_t>(l)];
       QGPU_CHECK(fw.start(u, {out}));
       for (int kd : kMinMaxKinds) {
         const bool isMax = kd == kIsMaxU || kd == kIsMaxS;
-        const int sg = kd == kIsMinS || kd == kIsMaxS ? 1 : 0;
+        const bool isSigned =
+            (kd == kIsMinS || kd == kIsMaxS) && s.twin != MemoryStageTwin::SignedMinMaxByLtU;
         auto c = [&](int p, int q) {  // the literal [X_p < X_q], p < q
-          return Literal{cmp[static_cast<size_t>(2 * pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)] + sg)]
-                             .second.at(0),
-                         1};
+          const int at = pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)];
+          return Literal{isSigned ? ltS.at(at) : cmp[static_cast<size_t>(at)].second.at(0), 1};
         };
         for (int j = 0; j < n; ++j) {
           std::vector<Literal> cond = {kind(kd)};
@@ -1242,7 +1258,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       cs.a = p == 0 ? r.load[static_cast<size_t>(l)]
                     : r.addMask[static_cast<size_t>(pairIndex(p - 1, l))];
       cs.b = s.lanes[static_cast<size_t>(l)].src1;
-      cs.bus = r.mmCompare[static_cast<size_t>(l)][static_cast<size_t>(2 * pair)].first;
+      cs.bus = r.mmCompare[static_cast<size_t>(l)][static_cast<size_t>(pair)].first;
       cs.out = out;
       cs.outPrior = Prior::Replace;
       cs.busWritten = true;

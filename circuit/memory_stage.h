@@ -108,10 +108,12 @@
 //   dead after L+1). L+9: value_l = [¬isAdd ∧ value_l] + [isAdd ∧ sum_l] and atomOld_l (l ≥ 1)
 //   = [¬isAdd ∧ atomOld_l] + the chain's sources over the sums (the nearest earlier lane's sum).
 //   atom.min / max, all pairs (no serial dependence: the minimum of M and the word's b's so far):
-//   operands X = (M_l, m_0l..m_{l−1}l, b_l), n = l + 2; c_pq = [X_p < X_q] for p < q, lt.u and
-//   lt.s (logic.h's compare, L+5 / L+6, 40 compares); L+8: min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq
-//   (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the
-//   maximum): exactly one j, exclusive ANDs; L+9 selects them by isMinMax like atom.add's.
+//   operands X = (M_l, m_0l..m_{l−1}l, b_l), n = l + 2; c_pq = [X_p < X_q] for p < q: lt.u by
+//   logic.h's compare (L+5 / L+6, 20 compares), lt.s = lt.u ⊕ [the signs of X_p and X_q differ]
+//   (L+7: words of different signs order the other way round as two's complement); L+8:
+//   min = X_j with ∀p<j ¬c_pj ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with
+//   ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first at the maximum): exactly one j, exclusive ANDs; L+9 selects
+//   them by isMinMax like atom.add's.
 //   atom.inc (new = old ≥ b ? 0 : old + 1), by paths (no serial dependence): along the lanes
 //   before l on its word (a pattern of the s_kl) the word is M + i after i lanes until a lane k
 //   wraps it (W_k(i) = [M_k + i ≥ b_k]; no overflow on a reachable path: M + i − 1 = 2^32 − 1
@@ -164,7 +166,8 @@
 // atom.inc's wrap test after i earlier lanes taken as M ≥ b instead of M + i ≥ b;
 // CasComparesTheOldWord, atom.cas's test after an earlier lane swapped taken against M;
 // DecIgnoresLanesSinceTheWrap, atom.dec's test r lanes after a wrap taken against b_k, not b_k − r;
-// SpillWithoutTheWarp, a spill slot's word taken as C + l, the warp's 4w left out.
+// SpillWithoutTheWarp, a spill slot's word taken as C + l, the warp's 4w left out;
+// SignedMinMaxByLtU, min.s / max.s selected by lt.u instead of lt.s.
 #pragma once
 
 #include <array>
@@ -202,6 +205,8 @@ enum class MemoryStageTwin : uint8_t {
                                 // compares with b_k, not b_k − r
   SpillWithoutTheWarp,          // failing twin: a spill slot's word leaves out the warp (C + l, not
                                 // C + 4w + l): warps past the first read and write warp 0's slots
+  SignedMinMaxByLtU,            // failing twin: atom.min.s / max.s select by lt.u, not lt.s (wrong
+                                // where the lanes' words differ in sign)
 };
 
 struct MemoryLaneIn {
@@ -269,10 +274,12 @@ struct MemoryStage {
   // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3).
   std::array<Field, kSameWordPairs> addMask;
   std::array<Field, kRecordLanes> addRows, addPair, addNew;
-  // atom.min / max: per lane, per operand pair (p < q) and signedness, the lt compare's (bus, out)
-  // (L+5 / L+6); the selected word (L+8). addMask doubles as their masked operands (an absent
-  // lane's operand is the kind's identity).
+  // atom.min / max: per lane and operand pair (p < q), the lt.u compare's (bus, out) (L+5 / L+6)
+  // and lt.s (mmLtS: one dim per pair, L+7: lt.u ⊕ the pair's sign bits differ); the selected word
+  // (L+8). addMask doubles as their masked operands (an absent lane's operand is the kind's
+  // identity).
   std::array<std::vector<std::pair<Field, Field>>, kRecordLanes> mmCompare;
+  std::array<Field, kRecordLanes> mmLtS;
   std::array<Field, kRecordLanes> mmNew;
   // atom.inc: per lane the words M_l + q for q = 1..l + 1 (incPlus[l][q − 1], L+6), the compares
   // (bus, [M_l + q < b_l]) for q = 0..l (incCompare[l][q], L+7 / L+8) and the small-word wraps

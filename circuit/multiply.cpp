@@ -205,6 +205,21 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     return multiplyUsage("the addend c has 32 dims for mad and none otherwise");
   const bool gatedAddend = !s.addendEnable.empty();
   if (gatedAddend && op != MulOp::Mad) return multiplyUsage("addendEnable gates mad's c only");
+  const bool passes = s.pass.dims != 0;
+  if (passes != !s.passEnable.empty())
+    return multiplyUsage("a pass-through needs both its word and its passEnable literals");
+  if (passes && (!gatedAddend || s.pass.dims != kBits))
+    return multiplyUsage("a pass-through needs a gated mad (addendEnable) and 32 dims");
+  const auto excludesProducts = [&] {
+    for (const Literal& p : s.passEnable)
+      for (const Literal& e : s.enable)
+        if (p.dim == e.dim && p.sign == -e.sign) return true;
+    return false;
+  };
+  if (passes && !excludesProducts())
+    return multiplyUsage(
+        "passEnable must hold the negation of an enable literal (else the pass "
+        "and the products could add up)");
   const Shape sh = shape(op, gatedAddend);
   if (s.bus.dims != sh.regionX + sh.regionY)
     return multiplyUsage("the bus needs " + std::to_string(sh.regionX + sh.regionY) +
@@ -253,6 +268,12 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
         std::vector<Literal> lits = s.enable;
         lits.insert(lits.end(), s.addendEnable.begin(), s.addendEnable.end());
         lits.push_back({s.c.at(k), 1});
+        QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), two,
+                                          {{addend.at(k), 1.0}})));
+      }
+      for (int k = 0; passes && k < kBits; ++k) {
+        std::vector<Literal> lits = s.passEnable;
+        lits.push_back({s.pass.at(k), 1});
         QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), two,
                                           {{addend.at(k), 1.0}})));
       }

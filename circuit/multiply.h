@@ -37,6 +37,12 @@
 //            c_k ∧ enable ∧ addendEnable into 32 more dims of region X, one detector each, and
 //            those join the matrix instead of c: one Mad gadget is mul where addendEnable fails
 //            and mad where it holds, with no unit or layer more but the 32 copies.
+//   pass     (a gated mad) with `passEnable` literals, one of them the negation of an `enable`
+//            literal, stage 0 also writes pass_k ∧ passEnable into the same 32 copies (a second
+//            detector each): where passEnable holds, the products and c's copy are 0, so the
+//            gadget writes `pass` unchanged — the pipeline's atomics pass their old word through
+//            the multiplier, so that one result stage decides both regrecs. The two detectors of
+//            a copy never fire together (the negated literal), so the copy ends at exactly ±u.
 //
 // Every threshold is over at most 42 + 1 units, so |N| ≤ 43 on both sides: exact in fp32 and in
 // bf16 (whose gate output keeps 8 bits). Margins: on λG, off ≤ −λG (as the adder).
@@ -89,6 +95,11 @@ struct MultiplySpec {
   // where those and every `addendEnable` literal hold (Mad only). Empty: always.
   std::vector<Literal> enable;
   std::vector<Literal> addendEnable;
+  // A gated mad's pass-through (header, "pass"): 32 sign bits written unchanged where every
+  // `passEnable` literal holds; passEnable must hold the negation of an `enable` literal. Empty /
+  // 0 dims: none.
+  Field pass;
+  std::vector<Literal> passEnable;
 };
 
 // One layer's writer and context; stage i of the gadget is written through stages[i].

@@ -69,6 +69,74 @@ Expected<ResultStage> buildHeldResultStage(CircuitWeights& w, FieldAllocator& al
   return stage;
 }
 
+// One source of an outcome select: its fields where every literal holds.
+struct OutcomeSource {
+  std::vector<Literal> when;
+  const RecordOutcomeFields* from;
+};
+
+// Outcome fields shaped like `like`, taken from `alloc` under `name`.
+Expected<RecordOutcomeFields> takeOutcome(FieldAllocator& alloc, const std::string& name,
+                                          const RecordOutcomeFields& like) {
+  RecordOutcomeFields o;
+  for (int l = 0; l < kRecordLanes; ++l) {
+    QGPU_TRY(f, alloc.take(name + ".value" + std::to_string(l),
+                           like.value[static_cast<size_t>(l)].dims));
+    o.value[static_cast<size_t>(l)] = f;
+  }
+  QGPU_TRY(wm, alloc.take(name + ".wordMask", like.wordMask.dims));
+  QGPU_TRY(tag, alloc.take(name + ".tag", like.tag.dims));
+  o.wordMask = wm;
+  o.tag = tag;
+  return o;
+}
+
+// The outcome select at `layer`'s MLP (its units after `firstUnit`, which it advances): every
+// dim of `out` is −u + 2u·Σ_source [when ∧ from's dim], one AND per source and dim — exact when the
+// sources' `when`s are exclusive — and, where every `nopWhen` literal holds (none: never), the tag
+// of NOP (a multiply's first record).
+Status selectOutcome(CircuitWeights& w, const TokenLayout& t, int layer, int& firstUnit,
+                     const RecordOutcomeFields& out, const std::vector<OutcomeSource>& sources,
+                     const std::vector<Literal>& nopWhen) {
+  const AndGate gate{t.ballast, t.lambda, 256};
+  int fanIn = 0;
+  const AndFieldWriter fw{gate, mlpContext(t), t.unit, fanIn};
+  const double two = 2.0 * t.unit;
+  UnitWriter u(w, layer, firstUnit);
+  std::vector<Field> outs(out.value.begin(), out.value.end());
+  outs.push_back(out.wordMask);
+  outs.push_back(out.tag);
+  QGPU_CHECK(fw.start(u, outs));
+  auto select = [&](const Field& to, auto part) -> Status {
+    for (const OutcomeSource& source : sources) {
+      const Field& from = part(*source.from);
+      if (from.dims != to.dims)
+        return makeDiag(ErrorKind::Internal,
+                        "execute pipeline: the outcomes differ in shape at " + to.name);
+      for (int i = 0; i < to.dims; ++i)
+        QGPU_CHECK(
+            fw.add(u, source.when + std::vector<Literal>{{from.at(i), 1}}, {{to.at(i), two}}));
+    }
+    return Ok{};
+  };
+  for (size_t l = 0; l < kRecordLanes; ++l)
+    QGPU_CHECK(select(out.value[l],
+                      [l](const RecordOutcomeFields& f) -> const Field& { return f.value[l]; }));
+  QGPU_CHECK(select(out.wordMask,
+                    [](const RecordOutcomeFields& f) -> const Field& { return f.wordMask; }));
+  QGPU_CHECK(select(out.tag, [](const RecordOutcomeFields& f) -> const Field& { return f.tag; }));
+  if (!nopWhen.empty()) {  // NOP: its family, its index bits
+    const trace::Token nop = trace::single(trace::Family::Nop);
+    std::vector<std::pair<int, double>> nopOuts = {
+        {out.tag.at(static_cast<int>(trace::Family::Nop)), two}};
+    for (int bit = 0; bit < tokenIndexBits(); ++bit)
+      if (indexBit(nop, bit) > 0) nopOuts.push_back({out.tag.at(trace::kNumFamilies + bit), two});
+    QGPU_CHECK(fw.add(u, nopWhen, nopOuts));
+  }
+  firstUnit += u.used();
+  return Ok{};
+}
+
 // A latch head at `layer` (enable = exec: written at every op's executing position p, held until
 // the next) from `from`'s dims, padded with the ballast to `out`'s width (tap.h: dv/V a power of 4).
 Status holdAtExec(CircuitWeights& w, const TokenLayout& t, int layer, int& heads, const FrontEnd& fe,
@@ -96,7 +164,9 @@ inline constexpr int kHeldIsMad = kRecordLanes + 1;
 // word lane l's access saw, old_l = dst's value before the op (the guard-false lanes' value), the
 // guard decoded from the held head word. Its s_l and oldPred_l are read only by a predicate op's
 // ANDs (an atomic writes none): the held guard bits stand in. With multiply the guard latch also
-// holds the op kind (isMul, isMad) in its spare dims.
+// holds the op kind (isMul, isMad) in its spare dims, and no result stage is built here: the
+// multiplier passes the held old words through where the held isMul fails, so the multiplies'
+// result stage decides the atomic's regrec too (buildMultiplyRegrec).
 Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const ExecuteSpec& s,
                          ExecutePipeline& p) {
   const TokenLayout& t = s.tokens;
@@ -130,6 +200,7 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
     QGPU_CHECK(hold(dimsOf(twin ? p.memory.load[i] : p.memory.atomOld[i]), p.heldOld[i]));
     QGPU_CHECK(hold(dimsOf(p.fe.oldDst[i]), p.heldDst[i]));
   }
+  if (s.multiply) return Ok{};
   QGPU_TRY(regrec, buildHeldResultStage(w, alloc, s, p, L, p.heldOld));
   p.regrec = regrec;
   return Ok{};
@@ -182,6 +253,8 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ms.outPrior = Prior::Replace;
     ms.enable = {isMul};
     ms.addendEnable = {isMad};
+    ms.pass = p.heldOld[i];  // an atomic's old word where the held isMul fails
+    ms.passEnable = {{isMul.dim, -1}};
     QGPU_TRY(report, buildMultiply(layers, ms));
     for (int k = 0; k < stages; ++k) at(G + k) += report.unitsPerLayer[static_cast<size_t>(k)];
   }
@@ -322,69 +395,31 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   if (s.atomicRegrec) QGPU_CHECK(buildAtomicRegrec(w, alloc, s, p));
   if (s.multiply) QGPU_CHECK(buildMultiplyRegrec(w, alloc, s, p));
 
-  // E+13 (E+15 with atomics, E+19 with their regrec, E+27 with the multiplies): the outcome
-  // select, one exclusive AND per source and dim.
-  RecordOutcomeFields& o = p.outcome;
-  const RecordOutcomeFields& res = p.result.outcome;
-  for (int l = 0; l < kRecordLanes; ++l) {
-    QGPU_TRY(f, alloc.take("pipe.outcome.value" + std::to_string(l), res.value[static_cast<size_t>(l)].dims));
-    o.value[static_cast<size_t>(l)] = f;
+  // The outcome: at an op's position p the memrec where the op writes memory, else the result
+  // stage's (a multiply's first record: NOP); at a continuation position q the regrec. One select
+  // at E+13 (E+15 with atomics); with the regrec two: p's outcome at E+15 (the memrec is final
+  // after E+14), so that the memrec and the result stage's outcome do not wait beside the regrec's
+  // and the multiplier's layers, then at E+19 (E+27 with the multiplies) [¬isCont ∧ p's] +
+  // [isCont ∧ the regrec].
+  const Literal writes{p.memory.kind.at(kMemoryKindWrites), 1};
+  std::vector<OutcomeSource> atP = {{{writes}, &p.memory.memrec},
+                                    {{no(writes)}, &p.result.outcome}};
+  if (s.multiply) atP[1].when.push_back({p.mulKind.at(0), -1});  // a multiply's is NOP
+  const std::vector<Literal> nopWhen =
+      s.multiply ? std::vector<Literal>{{p.mulKind.at(0), 1}} : std::vector<Literal>{};
+  if (!s.atomicRegrec) {
+    QGPU_TRY(o, takeOutcome(alloc, "pipe.outcome", p.result.outcome));
+    p.outcome = o;
+    return selectOutcome(w, t, p.selectLayer, at(p.selectLayer), p.outcome, atP, nopWhen);
   }
-  QGPU_TRY(wm, alloc.take("pipe.outcome.wordMask", res.wordMask.dims));
-  QGPU_TRY(tag, alloc.take("pipe.outcome.tag", res.tag.dims));
-  o.wordMask = wm;
-  o.tag = tag;
-  {
-    UnitWriter u(w, p.selectLayer, at(p.selectLayer));
-    std::vector<Field> outs(o.value.begin(), o.value.end());
-    outs.push_back(o.wordMask);
-    outs.push_back(o.tag);
-    QGPU_CHECK(fw.start(u, outs));
-    const Literal writes{p.memory.kind.at(kMemoryKindWrites), 1};
-    // Without the regrec no position is a continuation position: the literal is left out.
-    const std::vector<Literal> notCont =
-        s.atomicRegrec ? std::vector<Literal>{{p.fe.isCont.at(0), -1}} : std::vector<Literal>{};
-    struct Source {
-      std::vector<Literal> when;
-      const RecordOutcomeFields* from;
-    };
-    std::vector<Source> sources = {{notCont + std::vector<Literal>{writes}, &p.memory.memrec},
-                                   {notCont + std::vector<Literal>{no(writes)}, &res}};
-    if (s.multiply) sources[1].when.push_back({p.mulKind.at(0), -1});  // a multiply's is NOP
-    if (s.atomicRegrec) {  // at q: the atomic's regrec, or the multiply's by the held isMul
-      const Literal isCont{p.fe.isCont.at(0), 1};
-      sources.push_back({{isCont}, &p.regrec.outcome});
-      if (s.multiply) {
-        const Literal heldMul{p.heldGuard.at(kHeldIsMul), 1};
-        sources.back().when.push_back(no(heldMul));
-        sources.push_back({{isCont, heldMul}, &p.mulRegrec.outcome});
-      }
-    }
-    auto select = [&](const Field& out, auto part) -> Status {
-      for (const Source& source : sources) {
-        const Field& from = part(*source.from);
-        if (from.dims != out.dims)
-          return makeDiag(ErrorKind::Internal,
-                          "execute pipeline: the outcomes differ in shape at " + out.name);
-        for (int i = 0; i < out.dims; ++i)
-          QGPU_CHECK(fw.add(u, source.when + std::vector<Literal>{{from.at(i), 1}}, {{out.at(i), two}}));
-      }
-      return Ok{};
-    };
-    for (size_t l = 0; l < kRecordLanes; ++l)
-      QGPU_CHECK(select(o.value[l], [l](const RecordOutcomeFields& f) -> const Field& { return f.value[l]; }));
-    QGPU_CHECK(select(o.wordMask, [](const RecordOutcomeFields& f) -> const Field& { return f.wordMask; }));
-    QGPU_CHECK(select(o.tag, [](const RecordOutcomeFields& f) -> const Field& { return f.tag; }));
-    if (s.multiply) {  // a multiply's first record at p: NOP (its family, its index bits)
-      const trace::Token nop = trace::single(trace::Family::Nop);
-      std::vector<std::pair<int, double>> nopOuts = {{o.tag.at(static_cast<int>(trace::Family::Nop)), two}};
-      for (int bit = 0; bit < tokenIndexBits(); ++bit)
-        if (indexBit(nop, bit) > 0) nopOuts.push_back({o.tag.at(trace::kNumFamilies + bit), two});
-      QGPU_CHECK(fw.add(u, notCont + std::vector<Literal>{{p.mulKind.at(0), 1}}, nopOuts));
-    }
-    at(p.selectLayer) += u.used();
-  }
-  return Ok{};
+  QGPU_TRY(pOutcome, takeOutcome(alloc, "pipe.outcomeAtP", p.result.outcome));
+  QGPU_CHECK(selectOutcome(w, t, p.regrecLayer, at(p.regrecLayer), pOutcome, atP, nopWhen));
+  const Literal isCont{p.fe.isCont.at(0), 1};
+  QGPU_TRY(o, takeOutcome(alloc, "pipe.outcome", p.result.outcome));
+  p.outcome = o;
+  const std::vector<OutcomeSource> atPOrQ = {
+      {{no(isCont)}, &pOutcome}, {{isCont}, s.multiply ? &p.mulRegrec.outcome : &p.regrec.outcome}};
+  return selectOutcome(w, t, p.selectLayer, at(p.selectLayer), p.outcome, atPOrQ, {});
 }
 
 // Why the pipeline `s` builds does not execute `in`, or null when it does.

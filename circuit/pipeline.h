@@ -87,8 +87,10 @@
 //   layers E+15..E+18  a second result stage on the latched fields (r_l = atomOld_l, old_l =
 //                    oldDst_l, the guard from the latched head word and bits, m the WM latch):
 //                    the regrec, WU or WR by the trace's rule
-//   layer  E+19 MLP  the outcome select: [isCont ∧ regrec] + [¬isCont ∧ writes ∧ memrec] +
-//                    [¬isCont ∧ ¬writes ∧ the result stage's outcome]
+//   layer  E+15 MLP  the outcome at p: [writes ∧ memrec] + [¬writes ∧ the result stage's
+//                    outcome] (the memrec is final after E+14), so that the memrec's and the
+//                    result stage's fields do not wait to the select
+//   layer  E+19 MLP  the outcome select: [isCont ∧ regrec] + [¬isCont ∧ the outcome at p]
 //   layers R..R+3    the record emitter at R = E + 20, enabled by execRecord
 //
 // With the warp ops too (ExecuteSpec::warpOps, with memory: shfl.up / down / bfly / idx,
@@ -104,14 +106,17 @@
 //   layer  E+15 GDN  the guard latch also holds isMul and isMad (its spare dims); 6 latch heads
 //                    more hold the operand words a_l, b_l, c_l (ports 0..2) of lanes 0, 1
 //   layers E+15..E+19  lanes 0, 1 of circuit/multiply.h's gated Mad on the held operands: the
-//                    products gated by the held isMul, c by the held isMad (mul: a·b, mad: a·b + c)
+//                    products gated by the held isMul, c by the held isMad (mul: a·b, mad: a·b +
+//                    c), the held atomOld_l passed through where the held isMul fails
+//                    (MultiplySpec::pass: an atomic's old word)
 //   layer  E+19 GDN  6 latch heads hold lanes 2, 3's operand words
 //   layers E+19..E+23  lanes 2, 3's gated Mad, beside lanes 0, 1's last stage
-//   layers E+23..E+26  a third result stage on the held fields (r_l = the product; its first
-//                    layer reads no r_l, so it starts beside the multiplier's last stage)
-//   layer  E+27 MLP  the outcome select, two terms more: [¬isCont ∧ isMul] → NOP (the multiply's
-//                    first record) and, at q, the held isMul choosing the multiply's regrec over
-//                    the atomic's
+//   layers E+23..E+26  the regrec's result stage on the held fields, in place of the one at
+//                    E+15..E+18 (r_l = the multiplier's word: the product, or the atomic's old
+//                    word; its first layer reads no r_l, so it starts beside the multiplier's last
+//                    stage): one stage decides both regrecs
+//   layer  E+27 MLP  the outcome select as above; the outcome at p (E+15) has one term more,
+//                    [isMul] → NOP (the multiply's first record)
 //   layers R..R+3    the record emitter at R = E + 28
 // mulhi.u and mulhi.s are not executed (the host expands them: host/lower/expand_multiply.h).
 //
@@ -232,14 +237,15 @@ struct ExecutePipeline {
   MemoryStage memory;
   RecordOutcomeFields outcome;
   // With atomicRegrec: the emitter's record positions exec ∨ isCont (E+5), the latched fields the
-  // second result stage reads at the continuation position (E+15), and that stage.
+  // second result stage reads at the continuation position (E+15), and that stage (not built
+  // with multiply: mulRegrec decides both).
   Field execRecord;
   Field heldHead, heldGuard;
   std::array<Field, kRecordLanes> heldOld, heldDst;
   ResultStage regrec;
   // With multiply: the op kind at p (E+5: isMul, isMad), the held operand words (by lane: ports
-  // 0..2; lanes 0, 1 at E+15, lanes 2, 3 at E+19), the multiplier's products and their result
-  // stage (E+23).
+  // 0..2; lanes 0, 1 at E+15, lanes 2, 3 at E+19), the multiplier's words (the products, or an
+  // atomic's old words) and their result stage (E+23): the regrec of both.
   Field mulKind;
   std::array<std::array<Field, 3>, kRecordLanes> heldOperand;
   std::array<Field, kRecordLanes> product;

@@ -227,9 +227,9 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
     } else if (l < emit) {
       // With memory: the outcome select at E+13; with atomics the memory stage's last two layers
       // at E+13, E+14 and the select at E+15; with their regrec its result stage at E+15..E+18 and
-      // the select at E+19; with the multiplies the multiplier at E+15..E+23 (two lanes at a time)
-      // beside it, their result stage at E+23..E+26 and the select at E+27. The control stage's
-      // emit layer is E+13.
+      // the select at E+19; with the multiplies instead the multiplier at E+15..E+23 (two lanes
+      // at a time), one result stage for both regrecs at E+23..E+26 and the select at E+27. The
+      // control stage's emit layer is E+13.
       const std::string control = l == kControlLayers - 1 ? "control+" : "";
       const bool regrec = pipe.regrecLayer >= 0 && l >= pipe.regrecLayer && l < pipe.selectLayer;
       const bool multiply = pipe.mulRegrecLayer >= 0 && regrec;
@@ -237,8 +237,9 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
         stage = control + "select";
         stageLayer = 0;
       } else if (multiply) {
-        stage = control + (l < pipe.regrecLayer + kResultStageLayers ? "regrec+" : "") +
-                (l < pipe.mulRegrecLayer ? "mul" : l == pipe.mulRegrecLayer ? "mul+mulrec" : "mulrec");
+        stage = control + (l < pipe.mulRegrecLayer    ? "mul"
+                           : l == pipe.mulRegrecLayer ? "mul+regrec"
+                                                      : "regrec");
         stageLayer = l - pipe.regrecLayer;
       } else if (regrec) {
         stage = control + "regrec";

@@ -44,8 +44,12 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
                  " dims (op index bits, then block bits)");
   if (spec.word.dims != r.wordBits)
     return romUsage("word needs " + std::to_string(r.wordBits) + " dims");
-  if (spec.out.dims != (r.opSlots + 1) * r.wordBits)
-    return romUsage("out needs " + std::to_string((r.opSlots + 1) * r.wordBits) + " dims");
+  if (static_cast<int>(spec.out.size()) != r.opSlots + 1)
+    return romUsage("out needs " + std::to_string(r.opSlots + 1) +
+                    " fields (one per ROM slot + the terminator)");
+  for (const Field& f : spec.out)
+    if (f.dims != r.wordBits)
+      return romUsage("each out field needs " + std::to_string(r.wordBits) + " dims");
   const int heads = spec.payloadSlots ? r.heads : 2 * r.banksPerSlot + 1;
   if (spec.firstHead < 0 || spec.firstHead + heads > c.linearNumValueHeads)
     return romUsage("needs value heads " + std::to_string(spec.firstHead) + ".." +
@@ -80,7 +84,7 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
     m.readAddr = term ? spec.readKey.slice(r.opBits, r.blockBits) : spec.readKey;
     m.banks = term ? 1 : r.banksPerSlot;
     head += m.banks;
-    m.out = spec.out.slice(s * r.wordBits, r.wordBits);
+    m.out = spec.out[static_cast<size_t>(s)];
     QGPU_TRY(margins, buildMemory(weights, m));
     result.bank = margins;
   }

@@ -21,7 +21,8 @@
 //               low bits are the op index; the terminator bank reads the block bits only)
 //   word        32 sign bits: the word (the assembler's value at its T)
 //   readKey     opBits + blockBits: the (block, op) to fetch (the latched EXEC block, op counter)
-// Output: out, (kRomSlots + 1) × 32 dims.
+// Output: out, one field of 32 dims per slot and the terminator's last (kRomSlots + 1 fields, each
+// its own, so that a layout by liveness frees each where its readers end).
 //
 // Maths: that of circuit/memory.h per bank (keys and queries one-hot over all address bits,
 // beta 1, decay 1, z on); the op banks of slot s are value heads firstHead + s·B .. + B − 1
@@ -58,7 +59,7 @@ struct RomSpec {
   Field writeKey;      // opBits + blockBits dims
   Field word;          // 32 dims
   Field readKey;       // opBits + blockBits dims
-  Field out;           // (kRomSlots + 1) · 32 dims
+  std::vector<Field> out;  // kRomSlots + 1 fields of 32 dims: slot s's word, the terminator's
   double lambda = 2;
   float gain = 64;
   float outUnit = 16;

@@ -80,8 +80,10 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //             step pairs (3 + 4 + 5) × 32 · 2 = 768                            = 497 + 262 + 768
 //        L+6: lane 0's level 2 128, lane 1's level 1 497, lanes 2, 3's 3:2 (64 + 2 + 3 · 32 · 2) · 2
 //        L+7: lane 1's level 2 128, lanes 2, 3's level 1 2 · 497;  L+8: lanes 2, 3's level 2 2 · 128
-//   min / max: lane l's n = l + 2 operands, n(n−1)/2 pairs × (lt.u, lt.s): 40 compares
-//        L+5: 40 × (16 bus cancels + 4 per nibble · 8 + 1);  L+6: 40 × (1 cancel + 1 + a step 2)
+//   min / max: lane l's n = l + 2 operands, n(n−1)/2 pairs: 20 lt.u compares
+//        L+5: 20 × (16 bus cancels + 4 per nibble · 8 + 1);  L+6: 20 × (1 cancel + 1 + a step 2)
+//        L+7: lt.s = lt.u ⊕ the signs differ: per lane its pairs' cancels + 2, 4 ANDs a pair · 2
+//                                                                   = (1 + 3 + 6 + 10) + 4 · 2 + 20 · 4 · 2
 //        L+8: 4 × (32 cancels + 2) + 4 kinds × Σ_l n × 32 ANDs · 2 = 4 · 14 · 32 · 2
 //   inc  L+5: Z_l(t), t < l: per lane l ≥ 1 l cancels + 2, l step pairs      = 3 · 2 + 6 + 2 · 6
 //        L+6: M_l + q, q ≤ l + 1: per lane (l + 1) · 32 cancels + 2, two step pairs per bit
@@ -122,11 +124,12 @@ constexpr std::array<int, kMemoryStageLayers> kUnits = {
     144 + 503,
     66 + 4 * 32 + 122 + 18 + 1134,
     2371 + 578 + 2 * 6 * 6 * 32 + 226 + 19 + 2 * 49,
-    1602 + 497 + 262 + 768 + 40 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49 + 30 + 2 * 6 + 2 * 49 + 50 +
+    1602 + 497 + 262 + 768 + 20 * 49 + 3 * 2 + 6 + 2 * 6 + 10 * 49 + 30 + 2 * 6 + 2 * 49 + 50 +
         6 * 49,
-    2178 + 128 + 497 + 2 * 258 + 40 * 4 + 8 + 10 * 32 * 5 + 10 * 3 + 8 * 6 + 10 * 6 + 198 +
+    2178 + 128 + 497 + 2 * 258 + 20 * 4 + 8 + 10 * 32 * 5 + 10 * 3 + 8 * 6 + 10 * 6 + 198 +
         2 * 128,
-    2754 + 128 + 2 * 497 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 + 2 * 2 * 40,
+    2754 + 128 + 2 * 497 + 20 + 4 * 2 + 20 * 4 * 2 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 +
+        2 * 2 * 40,
     2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4 + 98 + 2 * 19 * 32,
     226 + 2 * 1056 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
         2 * (4 * 32 + 10 * 32 + 9 * 32) + 4 * (128 + 64) + 3 * 64};
@@ -151,13 +154,13 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
   // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
-  // address adders'); min / max's 40 compares × (bus 16 + 1) and 4 words × 32; atom.inc's 10
-  // words M_l + q × 32, 10 compares × (bus 16 + 1), 1 + 2 + 3 small-word wraps; atom.cas's 10
+  // address adders'); min / max's 20 compares × (bus 16 + 1), 20 lt.s and 4 words × 32; atom.inc's
+  // 10 words M_l + q × 32, 10 compares × (bus 16 + 1), 1 + 2 + 3 small-word wraps; atom.cas's 10
   // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5; atom.dec's 6 saturated words, 3
   // words b_k − r, 3 + 10 + 6 zero tests, 10 compares × (bus 16 + 1) and 10 outputs, 6 words
   // M_l − q, 3 old words, states + wraps 2 + 4 + 7 + 11.
   EXPECT_EQ(s.dims, 25 + 25 + 7 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 +
-                        128 + 40 * 17 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 +
+                        128 + 20 * 17 + 20 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 +
                         3 * 32 + 19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
 }
 

@@ -778,22 +778,36 @@ TEST(MemoryStage, AddressesFaultsLoadsAndMemrecsMatchTheInterpreterOnEveryPath) 
     }
 }
 
-TEST(MemoryStageTwin, SharedBoundOffByOneFaultsWrong) {
-  const Bench b = build("twin", MemoryStageTwin::SharedBoundOffByOne);
-  ASSERT_FALSE(b.dir.empty());
+// A twin of the stage on the bench's first 700 tokens, fp32 prefill; `dir` names its checkpoint.
+Result streamTwin(const char* dir, MemoryStageTwin twin, const char* what) {
+  const Bench b = build(dir, twin);
+  EXPECT_FALSE(b.dir.empty());
+  if (b.dir.empty()) return {};
   const Result r = runAndCheck(b, prefix(stream(60), 700), ComputeDtype::F32, Path::Prefill);
-  std::cout << "shared bound off by one: " << r.bits.summary() << "\n";
-  EXPECT_GT(r.bits.wrongSign, 0);
+  std::cout << what << ": " << r.bits.summary() << "\n";
+  return r;
+}
+
+TEST(MemoryStageTwin, SharedBoundOffByOneFaultsWrong) {
+  EXPECT_GT(streamTwin("twin", MemoryStageTwin::SharedBoundOffByOne, "shared bound off by one")
+                .bits.wrongSign,
+            0);
+}
+
+// min.s / max.s's failing twin: lt.s read as lt.u (min / max's signed compare is lt.u and the sign
+// bits, memory_stage.h) — wrong where a lane's operands differ in sign, which the random words do.
+TEST(MemoryStageTwin, SignedMinMaxByLtUSelectsWrong) {
+  EXPECT_GT(streamTwin("twin_signed", MemoryStageTwin::SignedMinMaxByLtU, "min.s / max.s by lt.u")
+                .bits.wrongSign,
+            0);
 }
 
 // The chain's failing twin: lane l takes the FIRST earlier lane on its word as its old word, not
 // the nearest — wrong wherever three or more lanes share a word.
 TEST(MemoryStageTwin, FirstSameWordLaneChainsWrong) {
-  const Bench b = build("twin_first", MemoryStageTwin::FirstSameWordLane);
-  ASSERT_FALSE(b.dir.empty());
-  const Result r = runAndCheck(b, prefix(stream(60), 700), ComputeDtype::F32, Path::Prefill);
-  std::cout << "chain takes the first same-word lane: " << r.bits.summary() << " ("
-            << r.counts.deep << " lanes after two or more on their word)\n";
+  const Result r = streamTwin("twin_first", MemoryStageTwin::FirstSameWordLane,
+                              "chain takes the first same-word lane");
+  std::cout << "  (" << r.counts.deep << " lanes after two or more on their word)\n";
   EXPECT_GT(r.counts.deep, 0);
   EXPECT_GT(r.bits.wrongSign, 0);
 }

@@ -32,10 +32,11 @@ struct Rig {
   MultiplySpec spec;
   Field ballast;
   Field en, isMad;  // gated: the literals' dims
+  Field pass;       // gated: a word for a pass-through (not in spec until a test puts it there)
 
   Rig(MulOp o, int units, bool gated = false)
       : op(o),
-        hidden((4 + 4 * kBits + multiplyBusDims(o, gated) + 2 + 127) / 128 * 128),
+        hidden((4 + 5 * kBits + multiplyBusDims(o, gated) + 2 + 127) / 128 * 128),
         w(config(hidden, units)) {
     FieldAllocator alloc(hidden);
     ballast = alloc.take("ballast", 4).value();
@@ -51,6 +52,7 @@ struct Rig {
       isMad = alloc.take("isMad", 1).value();
       spec.enable = {{en.at(0), 1}};
       spec.addendEnable = {{isMad.at(0), 1}};
+      pass = alloc.take("pass", kBits).value();
     }
     for (int i = 0; i < multiplyLayers(o); ++i) writers.emplace_back(w, i);
     for (UnitWriter& u : writers)
@@ -120,6 +122,47 @@ TEST(MultiplySpec, GatedMadCopiesTheAddendInStageZeroAndGatesEveryProduct) {
   EXPECT_EQ(s.w.get(up, copy, s.ballast.at(0)).value(), 2.0f);  // up = 2λ: +2u when on
   EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), copy).value(), 0.125f);
   EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), 560).value(), -0.125f);  // the constant's −u
+}
+
+// The pass-through: 32 detectors more in stage 0, each pass_k ∧ ¬en onto c's copy k; nothing else
+// changes. Refused unless the gated mad's literals exclude it from the products.
+TEST(MultiplySpec, PassThroughAddsOneDetectorPerBitOntoTheAddendCopies) {
+  Rig s(MulOp::Mad, 1280, true);
+  s.spec.pass = s.pass;
+  s.spec.passEnable = {{s.en.at(0), -1}};
+  const MultiplyReport r = build(s);
+  EXPECT_EQ(r.busDims, multiplyBusDims(MulOp::Mad) + 32);
+  EXPECT_EQ(r.unitsPerLayer,
+            (std::vector<int>{(528 + 32) + 1 + 528 + 32 + 32, 128 + 1 + 2 * (528 + 32),
+                              64 + 1 + 2 * 293, 80 + 1 + 8 * 52, 32 + 32 * 3}));
+  const std::string gate = s.w.layerTensor(0, "mlp.gate_proj.weight");
+  const std::string down = s.w.layerTensor(0, "mlp.down_proj.weight");
+  // Unit 1,121 + k: pass_k ∧ ¬en (N = x̂(pass_k) − x̂(en) − 1), onto bus dim 528 + k.
+  const int unit = 1121 + 9;
+  EXPECT_EQ(s.w.get(gate, unit, s.pass.at(9)).value(), 128.0f);
+  EXPECT_EQ(s.w.get(gate, unit, s.en.at(0)).value(), -128.0f);
+  EXPECT_EQ(s.w.get(gate, unit, s.isMad.at(0)).value(), 0.0f);
+  EXPECT_EQ(s.w.get(gate, unit, s.ballast.at(0)).value(), -128.0f);
+  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 9), unit).value(), 0.125f);
+
+  auto refused = [&](MultiplySpec spec, const char* what) {
+    auto bad = buildMultiply(s.stages, spec);
+    ASSERT_FALSE(bad.ok()) << what;
+    EXPECT_EQ(bad.error().kind, ErrorKind::Usage) << what << ": " << bad.error().message;
+  };
+  MultiplySpec overlapping = s.spec;
+  overlapping.passEnable = {{s.isMad.at(0), -1}};  // ¬isMad: the products may still count
+  refused(overlapping, "passEnable that does not negate an enable literal");
+  MultiplySpec wordless = s.spec;
+  wordless.pass = {};
+  refused(wordless, "passEnable without a word");
+  MultiplySpec narrow = s.spec;
+  narrow.pass.dims = 16;
+  refused(narrow, "a 16-bit pass word");
+  MultiplySpec ungated = s.spec;
+  ungated.addendEnable.clear();
+  ungated.bus.dims = multiplyBusDims(MulOp::Mad);
+  refused(ungated, "a pass-through without the gated addend");
 }
 
 TEST(MultiplySpec, MulHiTakesSixLayersForTheCarryOutOfTheLowHalf) {

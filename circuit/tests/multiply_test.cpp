@@ -10,7 +10,8 @@
 //
 // The gated mad (MultiplySpec::enable, addendEnable: the pipeline's one multiplier for mul and mad)
 // has two more input dims per token, en and isMad, random per input: expected en ? a·b + (isMad ?
-// c : 0) : 0.
+// c : 0) : 0; with the pass-through (MultiplySpec::pass, passEnable = ¬en: the pipeline's atomics'
+// old word) a fourth word d, expected en ? a·b + (isMad ? c : 0) : d.
 //
 // What it pins down (the costs and refusals are pinned torch-free in multiply_spec_test.cpp): that
 // every result bit is exactly ±1 (right sign and one magnitude) on 4k mul inputs per commit, 100k
@@ -40,15 +41,17 @@ constexpr float kUnit = 16;
 struct Input {
   uint32_t a = 0, b = 0, c = 0;
   bool en = true, isMad = true;  // the gated mad's literals (ungated gadgets: both hold)
+  uint32_t d = 0;                // the pass-through's word
 };
 
 struct Layout {
   Field ballast, a, b, c, out, bus;
   Field en, isMad;  // the gated mad's literal dims (1 each), else 0 dims
+  Field pass;       // the gated mad's pass-through word, else 0 dims
 };
 
 int hiddenFor(MulOp op, bool gated) {
-  const int need = 4 + 3 * kBits + kBits + multiplyBusDims(op, gated) + (gated ? 2 : 0);
+  const int need = 4 + 3 * kBits + kBits + multiplyBusDims(op, gated) + (gated ? 2 + kBits : 0);
   return (need + 127) / 128 * 128;
 }
 
@@ -64,13 +67,14 @@ Layout layout(MulOp op, bool gated) {
   if (gated) {
     l.en = alloc.take("en", 1).value();
     l.isMad = alloc.take("isMad", 1).value();
+    l.pass = alloc.take("pass", kBits).value();
   }
   return l;
 }
 
 // The expected 32 result bits, from 64-bit integer arithmetic.
-uint32_t expected(MulOp op, const Input& in) {
-  if (!in.en) return 0;
+uint32_t expected(MulOp op, const Input& in, bool passes) {
+  if (!in.en) return passes ? in.d : 0;
   const uint64_t pu = uint64_t{in.a} * in.b;
   const int64_t ps = int64_t{static_cast<int32_t>(in.a)} * static_cast<int32_t>(in.b);
   switch (op) {
@@ -89,6 +93,7 @@ uint32_t expected(MulOp op, const Input& in) {
 struct Gadget {
   MulOp op = MulOp::Lo;
   bool gated = false;
+  bool passes = false;
   CircuitWeights weights;
   MultiplyReport report;
 };
@@ -98,11 +103,14 @@ int unitsFor(MulOp op) {
   return op == MulOp::HiU || op == MulOp::HiS ? 2560 : 1280;
 }
 
-Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false) {
+Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false, bool passes = false) {
   const Layout l = layout(op, gated);
   const int layers = multiplyLayers(op);
-  Gadget g{
-      op, gated, CircuitWeights(config(hiddenFor(op, gated), layers, unitsFor(op), kVocab)), {}};
+  Gadget g{op,
+           gated,
+           passes,
+           CircuitWeights(config(hiddenFor(op, gated), layers, unitsFor(op), kVocab)),
+           {}};
   std::vector<UnitWriter> writers;
   for (int i = 0; i < layers; ++i) writers.emplace_back(g.weights, i);
   std::vector<MulStage> stages;
@@ -122,6 +130,10 @@ Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false) {
     s.enable = {{l.en.at(0), 1}};
     s.addendEnable = {{l.isMad.at(0), 1}};
   }
+  if (passes) {
+    s.pass = l.pass;
+    s.passEnable = {{l.en.at(0), -1}};
+  }
   auto r = buildMultiply(stages, s);
   EXPECT_TRUE(r.ok()) << r.error().message;
   if (r.ok()) g.report = r.value();
@@ -140,6 +152,7 @@ std::string checkpoint(const Gadget& g, const std::vector<Input>& inputs, const 
     setSigns(w, tok, l.c, inputs[t].c, kUnit);
     setSigns(w, tok, l.en, inputs[t].en ? 1 : 0, kUnit);
     setSigns(w, tok, l.isMad, inputs[t].isMad ? 1 : 0, kUnit);
+    setSigns(w, tok, l.pass, inputs[t].d, kUnit);
   }
   return write(w, name);
 }
@@ -173,7 +186,8 @@ std::vector<Input> randomInputs(std::mt19937& rng) {
 
 std::string describe(const Input& in) {
   return "a=" + std::to_string(in.a) + " b=" + std::to_string(in.b) + " c=" + std::to_string(in.c) +
-         " en=" + std::to_string(in.en) + " isMad=" + std::to_string(in.isMad);
+         " en=" + std::to_string(in.en) + " isMad=" + std::to_string(in.isMad) +
+         " d=" + std::to_string(in.d);
 }
 
 // The gated mad's literals, each combination about a quarter of the inputs.
@@ -182,14 +196,16 @@ void gate(std::vector<Input>& inputs, std::mt19937& rng) {
     const uint32_t r = rng();
     in.en = (r & 1) != 0;
     in.isMad = (r & 2) != 0;
+    in.d = static_cast<uint32_t>(rng());
   }
 }
 
-void check(SignCheck& c, MulOp op, const std::vector<Input>& inputs, size_t n,
+void check(SignCheck& c, const Gadget& g, const std::vector<Input>& inputs, size_t n,
            const std::vector<std::vector<float>>& rows) {
   ASSERT_EQ(rows.size(), n);
   for (size_t t = 0; t < n; ++t)
-    checkBits(c, rows[t], bitsOf(expected(op, inputs[t]), kBits), 1.0, describe(inputs[t]));
+    checkBits(c, rows[t], bitsOf(expected(g.op, inputs[t], g.passes), kBits), 1.0,
+              describe(inputs[t]));
 }
 
 std::vector<int64_t> tokens(size_t n) {
@@ -240,7 +256,7 @@ void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
       ASSERT_NE(dec, nullptr);
       const size_t n = dtype == ComputeDtype::F32 ? kVocab : bud.bf16;
       SignCheck pre;
-      check(dtype == ComputeDtype::F32 ? fp32 : pre, g.op, inputs, n,
+      check(dtype == ComputeDtype::F32 ? fp32 : pre, g, inputs, n,
             run(*dec, tokens(n), Path::Prefill, kBits));
       lap(std::string(computeDtypeName(dtype)) + " prefill");
       if (dtype == ComputeDtype::BF16) {
@@ -252,7 +268,7 @@ void runMany(const Gadget& g, uint32_t seed, const std::string& name) {
       for (Path path : {Path::Decode, Path::Mixed}) {
         const size_t m = dtype == ComputeDtype::F32 ? bud.pathFp32 : bud.pathBf16;
         SignCheck c;
-        check(c, g.op, inputs, m, run(*dec, tokens(m), path, kBits));
+        check(c, g, inputs, m, run(*dec, tokens(m), path, kBits));
         EXPECT_TRUE(c.ok()) << computeDtypeName(dtype) << " " << pathName(path) << ": " << c.first;
         std::cout << "[" << name << "] " << computeDtypeName(dtype) << " " << pathName(path) << ", "
                   << m << " edge-case inputs: " << c.summary() << "\n";
@@ -295,6 +311,14 @@ TEST(MultiplyGadget, GatedMadIsMulMadOrZeroByItsLiterals) {
   runMany(g, 41, "mad gated");
 }
 
+// The pipeline's multiplier as built: where en fails (an atomic at its continuation position) the
+// gadget writes the pass-through word d (the atomic's old word) instead of 0.
+TEST(MultiplyGadget, GatedMadPassesItsWordThroughWhereNotEnabled) {
+  Gadget g = gadget(MulOp::Mad, false, true, true);
+  printCost(g);
+  runMany(g, 43, "mad gated pass");
+}
+
 TEST(MultiplyGadget, MulHiUnsignedIsExact) {
   Gadget g = gadget(MulOp::HiU, false);
   printCost(g);
@@ -315,7 +339,7 @@ TEST(MultiplyGadget, FailingTwinLowGainCountLayerIsNotExact) {
   auto dec = load(dir, ComputeDtype::F32);
   ASSERT_NE(dec, nullptr);
   SignCheck c;
-  check(c, MulOp::Lo, inputs, kVocab, run(*dec, tokens(kVocab), Path::Prefill, kBits));
+  check(c, g, inputs, kVocab, run(*dec, tokens(kVocab), Path::Prefill, kBits));
   EXPECT_FALSE(c.ok());
   EXPECT_GT(c.wrongSign, 0);
   std::cout << "[mul twin low gain] fp32: " << c.summary() << "\n";

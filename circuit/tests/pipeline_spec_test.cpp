@@ -111,7 +111,7 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
 // outcome select (4 × 32 + 32 + 32 = 192).
 constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1041 + 376 + 192;
-// With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 4,033
+// With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 3,713
 // dims with them (atom.add, min / max, inc, dec, cas) against 1,041 without, less the op fault,
 // which is the pipeline's in both (memFault): 2,991 —, one field per value; on the layout by
 // liveness they live only in E+8..E+14, past the ALU's peak (atom.dec writes nothing before
@@ -120,13 +120,17 @@ constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1041 + 376 + 192;
 // the spill slots and the layout's tie-breaks, 3,935 before atom.cas, as the memory pipeline
 // then; the memory pipeline now 3,896). With the layout's pad restores (layout.h: attention-written
 // fields no longer hold dims from the embedding on) 3,429, the memory pipeline 3,358; with the
-// ALU's result word begun in S1, 3,045 and 2,846.
-constexpr int kAtomicsHidden = kMemoryHidden + 4033 - 1041 - 1;
-constexpr int kAtomicsPlanned = 3045;
+// ALU's result word begun in S1, 3,045 and 2,846; with the ROM's words one field each
+// (frontend.h: the six words other than the head word dead after E+4), 2,853 and 2,655; with
+// min / max's lt.s from lt.u (memory_stage.h: 320 compare bus dims fewer at E+10, E+11), 2,870
+// (peak live 2,851, the ALU's E+7: the first fit places the pads a little wider).
+constexpr int kAtomicsHidden = kMemoryHidden + 3713 - 1041 - 1;
+constexpr int kAtomicsPlanned = 2870;
 // With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
-// V = 8), atomOld and oldDst per lane (4 × 64) and the second result stage's own fields
-// (result_stage_spec_test: 391).
-constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391;
+// V = 8), atomOld and oldDst per lane (4 × 64), the second result stage's own fields
+// (result_stage_spec_test: 391) and the outcome at p (192: selected at E+15, then again with the
+// regrec at E+19).
+constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // On the layout by liveness the held fields are the latches' (attention-written fields keep their
 // dims from the embedding on: layout.h), so they are live at the ALU's peak: 263 dims more
 // (measured: 4,184); with the step ticks 4,311 (measured: peak live 4,198, the rest placement);
@@ -135,8 +139,9 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391;
 // tie-breaks (layout.h: the ALU bus spans its peak) 4,249 (peak live 4,245). With the pad
 // restores the latches' fields live from an MLP at most three layers before them: 3,429 (peak
 // live 3,429); with the ALU's result word begun in S1, 3,055 (peak live 3,048, the memory stage's
-// E+10).
-constexpr int kRegrecPlanned = 3055;
+// E+10); with the ROM's words one field each, 2,870 (peak live 2,856); with min / max's lt.s from
+// lt.u, 2,870 (peak live 2,853, the ALU's E+7).
+constexpr int kRegrecPlanned = 2870;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -197,8 +202,9 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
   EXPECT_EQ(p.memory.addNew[3].dims, 32);
   EXPECT_EQ(p.memory.mmNew[3].dims, 32);
   printUnits("with atomics", b.used, p);
-  // The widest layer: E+10 (the memory stage's L+5: lane 1's chain, the atomics' compares).
-  EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[10]);
+  // The widest layer: E+5 (the ALU's S0 beside the memory stage's L; E+10, lane 1's chain and the
+  // atomics' compares, was until min / max's lt.s came from lt.u: memory_stage.h).
+  EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[5]);
   auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000),
                               ExecuteSpec{.atomics = true});
   ASSERT_FALSE(refused.pipe.ok());
@@ -237,9 +243,11 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
 }
 
 // With the multiplies (ExecuteSpec::multiply): the op kind at E+5 (2 dims), 12 operand latches
-// more at E+15 (32 dims each), four lanes of the gated Mad at E+15..E+19 (a product of 32 and a
-// bus each: multiplyBusDims, pinned in multiply_spec_test), a third result stage from E+19 (its
-// own fields: 391), the select at E+23 and the emitter at E+24: 28 layers.
+// more (32 dims each; lanes 0, 1 at E+15, lanes 2, 3 at E+19), four lanes of the gated Mad two at
+// a time at E+15..E+23 (a product of 32 and a bus each: multiplyBusDims, pinned in
+// multiply_spec_test), a result stage from E+23 in place of the regrec's at E+15 (the multiplier
+// passes the held old words through: that one stage decides both), the select at E+27 and the
+// emitter at E+28: 32 layers.
 const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = true, .multiply = true};
 // On the layout by liveness (measured): the operand words live on from E+4 to the latches at E+15,
 // through the ALU's peak, so the plan grew by about their 384 dims over the regrec's 4,249, to
@@ -247,11 +255,16 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // E+17; the span is 462 more, since fields that need pads start early enough for their pads to
 // fit the widest layer's units (3,983 with every pad just before its writer, layout.h). With the
 // multiplier two lanes at a time (pipeline.h) 3,511: the peak is the ALU's (E+7); with the ALU's
-// result word begun in S1 (alu_stage.h) 3,415, the peak the memory stage's (E+10: 3,114).
-constexpr int kMultiplyPlanned = 3415;
-const int kMultiplyHidden = kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true)) + 391;
+// result word begun in S1 (alu_stage.h) 3,415, the peak the memory stage's (E+10: 3,114); with
+// one result stage for both regrecs and the outcome at p selected at E+15, 3,203 (the leg's
+// E+15..E+23 from 2,294–2,615 live to 1,883–2,268); with the ROM's words one field each, 2,943
+// (peak live 2,922, E+10); with min / max's lt.s from lt.u, 2,876 (peak live 2,855, the ALU's
+// E+7).
+constexpr int kMultiplyPlanned = 2876;
+const int kMultiplyHidden =
+    kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true));
 
-TEST(ExecutePipelineSpec, WithTheMultipliesTheProductIsTheThirdResultStagesValue) {
+TEST(ExecutePipelineSpec, WithTheMultipliesOneResultStageDecidesTheProductAndTheOldWord) {
   const Built b = buildInOrder(config(kExecuteMultiplyLayers, kMultiplyHidden, 12000), kMultiply);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const ExecutePipeline& p = b.pipe.value();
@@ -277,11 +290,12 @@ TEST(ExecutePipelineSpec, WithTheMultipliesTheProductIsTheThirdResultStagesValue
     EXPECT_EQ(p.product[i].dims, 32);
   }
   EXPECT_EQ(p.mulRegrec.outcome.tag.dims, p.outcome.tag.dims);
-  // The multiplier's units in E+15..E+23 beside the atomics' regrec; no layer over the widest
-  // of the pipeline before them (E+10).
+  EXPECT_EQ(p.regrec.outcome.tag.dims, 0);  // no second result stage: the multiplies' decides both
+  // The multiplier's units in E+15..E+23 (the outcome at p beside it at E+15); no layer over the
+  // widest of the pipeline before them (E+5).
   printUnits("with the multiplies", b.used, p);
   for (int l = 15; l <= 23; ++l)
-    EXPECT_LT(p.units[static_cast<size_t>(l)], p.units[10]) << "layer " << l;
+    EXPECT_LT(p.units[static_cast<size_t>(l)], p.units[5]) << "layer " << l;
   auto refused = buildInOrder(config(kExecuteMultiplyLayers, kMultiplyHidden, 12000),
                               ExecuteSpec{.memory = true, .atomics = true, .multiply = true});
   ASSERT_FALSE(refused.pipe.ok());
@@ -306,8 +320,8 @@ TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
   for (int u : p->units) std::cout << " " << u;
   std::cout << "; the gadget's S1..S3: " << p->warp.units[0] << ", " << p->warp.units[1] << ", "
             << p->warp.units[2] << "; widest AND " << p->warp.maxFanIn << std::endl;
-  // The widest layer stays E+10's: the gadget's units go to E+6..E+8.
-  EXPECT_EQ(*std::max_element(p->units.begin(), p->units.end()), p->units[10]);
+  // The widest layer stays E+5's: the gadget's units go to E+6..E+8.
+  EXPECT_EQ(*std::max_element(p->units.begin(), p->units.end()), p->units[5]);
   ExecuteSpec noMemory;
   noMemory.warpOps = true;
   CircuitWeights w2(config(), WeightStorage::CountOnly);
@@ -555,7 +569,7 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
     const char* name;
   };
   for (const Case& c :
-       {Case{{}, 2384, kHidden, "ALU only"}, Case{kMemory, 2846, kMemoryHidden, "with memory"},
+       {Case{{}, 2240, kHidden, "ALU only"}, Case{kMemory, 2655, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
         Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {

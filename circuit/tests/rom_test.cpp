@@ -80,7 +80,8 @@ Layout layout(const model::Qwen35Config& c) {
   l.spec.writeKey = alloc.take("writeKey", keyBits).value();
   l.spec.word = alloc.take("word", kWordBits).value();
   l.spec.readKey = alloc.take("readKey", keyBits).value();
-  l.spec.out = alloc.take("out", kSlots * kWordBits).value();
+  for (int s = 0; s < kSlots; ++s)
+    l.spec.out.push_back(alloc.take("out" + std::to_string(s), kWordBits).value());
   l.spec.lambda = kLambda;
   return l;
 }
@@ -113,7 +114,8 @@ Built build(const std::string& name, const std::vector<Step>& steps,
     harness::setSigns(w, row, l.spec.readKey,
                       static_cast<uint64_t>(s.readOp | s.readBlock << opBits), kUnit);
   }
-  harness::probe(w, 0, l.spec.out);
+  // The slots' fields were taken one after another (layout above): one probe reads them all.
+  harness::probe(w, 0, Field{"out", l.spec.out.front().offset, kSlots * kWordBits});
   return {harness::write(w, name), margins.ok() ? margins.value() : RomMargins{}};
 }
 
@@ -283,6 +285,17 @@ TEST(RomGadget, RefusesFieldsOfTheWrongWidthAndTooFewHeads) {
   auto got = buildRom(w, narrow);
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.error().message.find("word needs 32 dims"), std::string::npos);
+  RomSpec fewer = l.spec;
+  fewer.out.pop_back();
+  got = buildRom(w, fewer);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("out needs 7 fields"), std::string::npos)
+      << got.error().message;
+  RomSpec narrowOut = l.spec;
+  narrowOut.out[2].dims = 16;
+  got = buildRom(w, narrowOut);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("each out field needs 32 dims"), std::string::npos);
   RomSpec late = l.spec;
   late.firstHead = 1;
   got = buildRom(w, late);

@@ -31,31 +31,31 @@ expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of 
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 2,384 dims (3,692 one field per
+# The execute pipeline (the default) on its layout by liveness: 2,240 dims (3,692 one field per
 # value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2384 residual dims, the shape has 2048' -- \
+expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2240 residual dims, the shape has 2048' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 2384, 35 heads of 128/128, MLP 5089' -- \
+expect pipeline-compact 0 'shape compact: hidden 2240, 35 heads of 128/128, MLP 5089' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2384 +2344' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 2384 \(peak live 2380; one field per value 3692\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2240 +2152' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 2240 \(peak live 2188; one field per value 3692\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 2,846 dims (5,346 one field per value).
-expect memory-pipeline 0 'span 2846 \(peak live 2846; one field per value 5346\)' -- \
+# With memory ops: 18 layers, 2,655 dims (5,346 one field per value).
+expect memory-pipeline 0 'span 2655 \(peak live 2654; one field per value 5346\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 3,415 dims (peak live 3,114: the memory stage at 10; attention-written fields live from the pad
+# 2,901 dims (peak live 2,898: the ALU at 6 and 7; attention-written fields live from the pad
 # restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
-# regrec's result stage at 15..18 beside the multiplier (two lanes at a time: 15..19, 19..23),
-# the multiplies' result stage at 23..26, the select at 27.
-expect leg-pipeline 0 'span 3415 \(peak live 3114; one field per value 12754\)' -- \
+# multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
+# atomics' regrec at 23..26, the select at 27.
+expect leg-pipeline 0 'span 2901 \(peak live 2898; one field per value 12235\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-regrec 0 '^18 +regrec\+mul +3 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-mul 0 '^19 +mul +4 ' -- "$qgpu" circuit plan --of leg --shape compact
-expect leg-pipeline-mulrec 0 '^23 +mul\+mulrec +8 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-regrec 0 '^23 +mul\+regrec +8 ' -- "$qgpu" circuit plan --of leg --shape compact
+expect leg-pipeline-regrec-last 0 '^26 +regrec +11 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 # --live: where the residual goes, per layer by field group (the ALU's bus, one field, and its result
 # words lead at 6).
@@ -65,7 +65,7 @@ expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 3415 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 2901 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
