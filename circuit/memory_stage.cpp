@@ -1032,8 +1032,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       x.push_back(s.lanes[static_cast<size_t>(l)].src1);
       const int n = static_cast<int>(x.size());
       auto& cmp = r.mmCompare[static_cast<size_t>(l)];
-      // Pair (p, q) is index 2·(running pair number) + (0 unsigned, 1 signed).
+      // Pair (p, q) is index pairAt[p][q]: the running pair number, in cmp and in lt.s's dims.
       std::vector<std::vector<int>> pairAt(static_cast<size_t>(n), std::vector<int>(static_cast<size_t>(n), -1));
+      const Field& ltS = r.mmLtS[static_cast<size_t>(l)];
+      QGPU_CHECK(fw.start(late[3], {ltS}));
       int pi = 0;
       for (int p = 0; p < n; ++p)
         for (int q = p + 1; q < n; ++q) {
@@ -1047,21 +1049,14 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
           cs.busPrior = cs.outPrior = Prior::Replace;
           QGPU_TRY(rep, buildCompare(late[1], ctx, late[2], ctx, cs));
           (void)rep;
-          ++pi;
-        }
-      const Field& ltS = r.mmLtS[static_cast<size_t>(l)];
-      QGPU_CHECK(fw.start(late[3], {ltS}));
-      for (int p = 0; p < n; ++p)
-        for (int q = p + 1; q < n; ++q) {
-          const int at = pairAt[static_cast<size_t>(p)][static_cast<size_t>(q)];
-          const Literal lt{cmp[static_cast<size_t>(at)].second.at(0), 1};
-          const Literal sp{x[static_cast<size_t>(p)].at(kMemoryWord - 1), 1};
-          const Literal sq{x[static_cast<size_t>(q)].at(kMemoryWord - 1), 1};
-          const std::vector<std::pair<int, double>> out = {{ltS.at(at), two}};
+          const Literal lt{cs.out.at(0), 1};
+          const Literal sp{cs.a.at(kMemoryWord - 1), 1}, sq{cs.b.at(kMemoryWord - 1), 1};
+          const std::vector<std::pair<int, double>> out = {{ltS.at(pi), two}};
           QGPU_CHECK(fw.add(late[3], {lt, sp, sq}, out));
           QGPU_CHECK(fw.add(late[3], {lt, no(sp), no(sq)}, out));
           QGPU_CHECK(fw.add(late[3], {no(lt), sp, no(sq)}, out));
           QGPU_CHECK(fw.add(late[3], {no(lt), no(sp), sq}, out));
+          ++pi;
         }
       UnitWriter& u = late[4];
       const Field& out = r.mmNew[static_cast<size_t>(l)];

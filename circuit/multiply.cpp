@@ -262,22 +262,19 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
       QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), up,
                                         {{p.dim, p.complement ? -1.0 : 1.0}})));
     }
-    if (gatedAddend) {
+    // The addend's copies: word_k ∧ when, one detector per bit (c's, then the pass-through's).
+    auto copyOntoAddend = [&](const Field& word, const std::vector<Literal>& when) -> Status {
       const std::vector<Term> two = {{s0.ctx.ballast.at(0), 2.0f}};
       for (int k = 0; k < kBits; ++k) {
-        std::vector<Literal> lits = s.enable;
-        lits.insert(lits.end(), s.addendEnable.begin(), s.addendEnable.end());
-        lits.push_back({s.c.at(k), 1});
+        std::vector<Literal> lits = when;
+        lits.push_back({word.at(k), 1});
         QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), two,
                                           {{addend.at(k), 1.0}})));
       }
-      for (int k = 0; passes && k < kBits; ++k) {
-        std::vector<Literal> lits = s.passEnable;
-        lits.push_back({s.pass.at(k), 1});
-        QGPU_CHECK(add(total, addDetector(*s0.units, s0.ctx, all(std::move(lits)), two,
-                                          {{addend.at(k), 1.0}})));
-      }
-    }
+      return Ok{};
+    };
+    if (gatedAddend) QGPU_CHECK(copyOntoAddend(s.c, s.enable + s.addendEnable));
+    if (passes) QGPU_CHECK(copyOntoAddend(s.pass, s.passEnable));
   }
 
   // Stage 1: column counts into region Y.
