@@ -59,7 +59,8 @@ struct LaneBus {
   Field popc, clz, bfind, prmt;  // S0
   Field hi, lo, start;           // S1: shifter prep
   Field adder;                   // S1: adder level 1
-  Field cmpBus[5];               // S1: comparator level 1
+  Field cmpBus;                  // S1: the compares' level 1 (unsigned; the signed below the top)
+  Field cmpTop;                  // S1: the signed compares' top nibble
   Field cmp;                     // S2: eq, lt.u, le.u, lt.s, le.s
   Field sum;                     // S2
   Field shifted;                 // S2: the window (for bfe: its sh = a >> pos)
@@ -69,7 +70,7 @@ constexpr CompareOp kCompares[5] = {CompareOp::Eq, CompareOp::LtU, CompareOp::Le
                                     CompareOp::LeS};
 enum CmpIndex { kEq = 0, kLtU = 1, kLeU = 2, kLtS = 3, kLeS = 4 };
 
-constexpr int kLaneBusDims = 32 + 32 + 1 + 4 * 32 + 32 + 32 + 33 + 80 + 5 * 16 + 5 + 32 + 97;
+constexpr int kLaneBusDims = 32 + 32 + 1 + 4 * 32 + 32 + 32 + 33 + 80 + 16 + 2 + 5 + 32 + 97;
 
 // The bus's fields per lane, their dims and live ranges in stage layers [write, lastRead):
 // what each gadget of buildAluStage writes and which later layer reads it last.
@@ -91,7 +92,10 @@ std::vector<BusEntry> laneBusEntries() {
                              {"lo", 32, 1, 2},
                              {"start", 33, 1, 2},
                              {"adder", adderBusDims(32), 1, 2}};
-  for (int i = 0; i < 5; ++i) e.push_back({nullptr, compareBusDims(32), 1, 2});  // cmpbus i
+  // the five compares' one level 1: eq, lt.u and le.u of a, b share a bus, and lt.s, le.s
+  // share it below their top nibble (logic.h CompareSpec::top)
+  e.push_back({"cmpbus", compareBusDims(32), 1, 2});
+  e.push_back({"cmptop", 2, 1, 2});
   e.push_back({"cmp", 5, 2, 3});
   e.push_back({"sum", 32, 2, 3});
   // bfe's bus is sh 0..31, m 32..63, r 64..95, f 96; with shiftOutside level 1 touches only
@@ -99,9 +103,6 @@ std::vector<BusEntry> laneBusEntries() {
   // fields by liveness (the bfe spec then names the 32 dims before mrf, which it never touches).
   e.push_back({"bfe", bfeBusDims(true), 0, 3});
   return e;
-}
-std::string entryName(const BusEntry& e, int cmpIndex) {
-  return e.name ? e.name : "cmpbus" + std::to_string(cmpIndex);
 }
 
 LaneBus carve(const Field& bus, int offset, int lane) {
@@ -124,7 +125,8 @@ LaneBus carve(const Field& bus, int offset, int lane) {
   b.lo = take(32, "lo");
   b.start = take(33, "start");
   b.adder = take(adderBusDims(32), "adder");
-  for (int i = 0; i < 5; ++i) b.cmpBus[i] = take(compareBusDims(32), "cmpbus" + std::to_string(i));
+  b.cmpBus = take(compareBusDims(32), "cmpbus");
+  b.cmpTop = take(2, "cmptop");
   b.cmp = take(5, "cmp");
   b.sum = take(32, "sum");
   b.bfe = take(bfeBusDims(true), "bfe");  // its first 32 dims are `shifted`
@@ -151,10 +153,8 @@ Expected<LaneBus> carveLive(const Field& bus, const LayoutPlan& plan, int lane) 
   QGPU_TRY(lo, get("lo")); b.lo = lo;
   QGPU_TRY(start, get("start")); b.start = start;
   QGPU_TRY(adder, get("adder")); b.adder = adder;
-  for (int i = 0; i < 5; ++i) {
-    QGPU_TRY(c, get("cmpbus" + std::to_string(i)));
-    b.cmpBus[i] = c;
-  }
+  QGPU_TRY(cmpBus, get("cmpbus")); b.cmpBus = cmpBus;
+  QGPU_TRY(cmpTop, get("cmptop")); b.cmpTop = cmpTop;
   QGPU_TRY(cmp, get("cmp")); b.cmp = cmp;
   QGPU_TRY(sum, get("sum")); b.sum = sum;
   QGPU_TRY(shifted, get("shifted")); b.shifted = shifted;
@@ -256,10 +256,9 @@ Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
     plan.pin("op", nOps, {mlpAt(0), mlpAt(3)}, 0);
     for (int l = 0; l < lanes; ++l) {
       const std::string p = "lane" + std::to_string(l) + ".";
-      int at = nOps + l * kLaneBusDims, cmp = 0;
+      int at = nOps + l * kLaneBusDims;
       for (const BusEntry& e : laneBusEntries()) {
-        const std::string name = entryName(e, e.name ? 0 : cmp++);
-        plan.pin(p + name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)}, at);
+        plan.pin(p + e.name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)}, at);
         at += e.dims;
       }
     }
@@ -267,14 +266,13 @@ Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
     plan.add("op", nOps, {mlpAt(0), mlpAt(3)});
     for (int l = 0; l < lanes; ++l) {
       const std::string p = "lane" + std::to_string(l) + ".";
-      int cmp = 0;
       for (const BusEntry& e : laneBusEntries()) {
-        if (e.name != nullptr && std::string(e.name) == "bfe") {  // sh apart from m, r, f
+        if (std::string(e.name) == "bfe") {  // sh apart from m, r, f
           plan.add(p + "shifted", 32, {mlpAt(2), mlpAt(3)});
           plan.add(p + "bfe.mrf", e.dims - 32, {mlpAt(0), mlpAt(3)});
           continue;
         }
-        plan.add(p + entryName(e, e.name ? 0 : cmp++), e.dims, {mlpAt(e.write), mlpAt(e.lastRead)});
+        plan.add(p + e.name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)});
       }
     }
   }
@@ -439,12 +437,16 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     add.out = b.sum;
     add.busPrior = add.outPrior = Prior::Replace;
     QGPU_CHECK(check(buildAdder(w1, c1, w2, c2, add), g));
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 5; ++i) {  // eq writes the bus, lt.s the signed top
+      const bool isSigned = kCompares[i] == CompareOp::LtS || kCompares[i] == CompareOp::LeS;
       CompareSpec cs;
       cs.op = kCompares[i];
       cs.a = L.a;
       cs.b = L.b;
-      cs.bus = b.cmpBus[i];
+      cs.bus = isSigned ? b.cmpBus.slice(0, b.cmpBus.dims - 2, "below the top") : b.cmpBus;
+      if (isSigned) cs.top = b.cmpTop;
+      cs.busWritten = kCompares[i] != CompareOp::Eq;
+      cs.topWritten = kCompares[i] == CompareOp::LeS;
       cs.out = b.cmp.slice(i, 1, compareOpName(kCompares[i]));
       cs.busPrior = cs.outPrior = Prior::Replace;
       QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));

@@ -19,9 +19,11 @@
 //       neg and abs share ONE adder; bfe's level 1 without its shifter (m, r and the signed
 //       fill f; bfe.u reads the same m, r); popc, clz, bfind.u, prmt into their own fields.
 //   S1  the lane-shared shifter's prep (the five shifts, and bfe's W = {0, a}, s = min(pos, 32):
-//       ShiftPrepSpec::bfe); the adder's level 1; level 1 of the five comparators eq, lt.u,
-//       le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt); the result word r begun: its cancel,
-//       −u and the cases of popc, clz, bfind, prmt (kAluResultFirstLayer).
+//       ShiftPrepSpec::bfe); the adder's level 1; ONE level 1 for the five comparators eq,
+//       lt.u, le.u, lt.s, le.s (ne = ¬eq, gt = ¬le, ge = ¬lt): its G, P do not depend on the
+//       op, and the signed ones flip only the msb, so they read the unsigned bus below their
+//       own top nibble (logic.h CompareSpec::top); the result word r begun: its cancel, −u and
+//       the cases of popc, clz, bfind, prmt (kAluResultFirstLayer).
 //   S2  the shifter's window (a shift's result, or bfe's sh = a >> pos); the adder's level 2
 //       (sum); the comparators' level 2.
 //   S3  the result: r = −u + Σ 2u·[case] over disjoint cases, each one detector gated by the op's
@@ -36,10 +38,10 @@
 // fp32 and bf16 (rule R1, R2: on λG, off ≤ −λG); at most one case per output bit fires.
 //
 // Costs (4 lanes; derived by hand in alu_stage_spec_test, docs/circuit.md §9 "Built: the ALU
-// stage"): S0 4,349, S1 5,056, S2 4,944, S3 3,408 units — each under 2b's 6,144; the bus is
-// 42 + 4 × 584 = 2,378 dims, over 2b's 2,048 with the operands (§9 says what would fit). With
+// stage"): S0 4,349, S1 4,300, S2 4,944, S3 3,408 units — each under 2b's 6,144; the bus is
+// 42 + 4 × 522 = 2,130 dims, over 2b's 2,048 with the operands (§9 says what would fit). With
 // busLayout = AluBusLayout::Liveness (circuit/layout.h) the bus's fields share dims by live range
-// (peak 1,334 for four lanes, and the span too; bfe's sh and m, r, f are then two fields, the
+// (peak 1,086 for four lanes, and the span too; bfe's sh and m, r, f are then two fields, the
 // BfeSpec naming the 32 dims before m, which level 1 never touches with shiftOutside).
 //
 // Errors: Usage for a spec that does not fit (widths, the wrong number of layers, a bus of the
@@ -85,7 +87,7 @@ struct AluLane {
 
 // How the bus's fields are placed in it.
 enum class AluBusLayout : uint8_t {
-  OneFieldPerValue,  // every value its own dims, in carve order (42 + 584 per lane)
+  OneFieldPerValue,  // every value its own dims, in carve order (42 + 522 per lane)
   Liveness,          // circuit/layout.h: a field read last in stage layer k gives its dims to
                      // fields written in layer k or later (every bus write is a Replace)
 };

@@ -253,25 +253,38 @@ Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
   QGPU_CHECK(b2.check());
   QGPU_CHECK(checkNibbleOperands("compare", s.a, s.b));
   const int n = s.a.dims, nibbles = n / 4;
-  if (s.bus.dims != compareBusDims(n) || s.out.dims != 1)
-    return usage("compare", "needs a bus of 2 dims per nibble and 1 output dim");
+  const bool ownTop = s.top.dims > 0;
+  if (s.top.dims != 0 && s.top.dims != 2)
+    return usage("compare", "takes a top field of 0 or 2 dims (the top nibble's G, P)");
+  if (s.bus.dims != compareBusDims(n) - (ownTop ? 2 : 0) || s.out.dims != 1)
+    return usage("compare",
+                 "needs a bus of 2 dims per nibble (without the top's when it has a "
+                 "top field) and 1 output dim");
   const bool isSigned = s.op == CompareOp::LtS || s.op == CompareOp::LeS;
   std::vector<int> gDims, pDims;
   for (int j = 0; j < nibbles; ++j) {
-    gDims.push_back(s.bus.at(2 * j));
-    pDims.push_back(s.bus.at(2 * j + 1));
+    const bool inTop = ownTop && j == nibbles - 1;
+    gDims.push_back(inTop ? s.top.at(0) : s.bus.at(2 * j));
+    pDims.push_back(inTop ? s.top.at(1) : s.bus.at(2 * j + 1));
   }
-  // Level 1: G/P of a' + ~b' (a' = a ^ msb, ~b' = ~b ^ msb when signed).
-  if (!s.busWritten) {
+  // Level 1: G/P of a' + ~b' (a' = a ^ msb, ~b' = ~b ^ msb when signed), for the nibbles whose
+  // dims no other compare wrote.
+  const bool busHere = !s.busWritten, topHere = ownTop ? !s.topWritten : busHere;
+  std::vector<Down> minusAll;
+  if (busHere) {
     QGPU_CHECK(b1.prior(s.busPrior, s.bus));
-    std::vector<Down> minusAll;
     for (int i = 0; i < s.bus.dims; ++i) minusAll.push_back({s.bus.at(i), -1});
-    QGPU_CHECK(b1.constant(minusAll));
-    for (int j = 0; j < nibbles; ++j) {
-      const Lin t3 = nibbleSum(s.a, s.b, j, 3, /*invertB=*/true, isSigned, isSigned);
-      QGPU_CHECK(
-          generatePropagate(b1, t3, gDims[static_cast<size_t>(j)], pDims[static_cast<size_t>(j)]));
-    }
+  }
+  if (ownTop && topHere) {
+    QGPU_CHECK(b1.prior(s.busPrior, s.top));
+    for (int i = 0; i < s.top.dims; ++i) minusAll.push_back({s.top.at(i), -1});
+  }
+  if (!minusAll.empty()) QGPU_CHECK(b1.constant(minusAll));
+  for (int j = 0; j < nibbles; ++j) {
+    if (!(j == nibbles - 1 ? topHere : busHere)) continue;
+    const Lin t3 = nibbleSum(s.a, s.b, j, 3, /*invertB=*/true, isSigned, isSigned);
+    QGPU_CHECK(
+        generatePropagate(b1, t3, gDims[static_cast<size_t>(j)], pDims[static_cast<size_t>(j)]));
   }
   // Level 2.
   QGPU_CHECK(b2.prior(s.outPrior, s.out));

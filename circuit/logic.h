@@ -159,13 +159,19 @@ const char* compareOpName(CompareOp op);
 struct CompareSpec {
   CompareOp op = CompareOp::Eq;
   Field a, b;               // n sign bits each, n a multiple of 4, 4 ≤ n ≤ 32
-  Field bus;                // 2 dims per nibble (G_j, P_j)
+  Field bus;                // 2 dims per nibble (G_j, P_j); without the top's with `top`
   Field out;                // 1 dim: +u = true
   Prior busPrior = Prior::Zero, outPrior = Prior::Zero;
   bool unclamped = false;   // failing twin, as AdderSpec
   // Level 1 not written: the bus already holds it, from another compare of the same a, b and
   // signedness (level 1 does not depend on the op: Eq, Lt and Le of a, b share one bus).
   bool busWritten = false;
+  // 0 or 2 dims: the top nibble's G, P in a field of their own (the bus then ends below it).
+  // A signed compare differs from an unsigned one of the same a, b only in its top nibble (the
+  // msb flipped in both operands), so it can read the unsigned compare's bus below the top and
+  // write only `top` (busWritten covers the bus, topWritten the top; both with busPrior).
+  Field top;
+  bool topWritten = false;
 };
 int compareBusDims(int bits);
 Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,

@@ -113,9 +113,10 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
   // 288 + 32.
   const int s0Lane = 261 + 193 + 65 + 97 + 65 + 65 + 320;
   // S1 per lane: shift prep 230 + 97 + bfe's group (32 detectors + a step pair), adder level 1
-  // 417 + 80, five comparators' level 1 (33 + 16) each; the result word begun: 32 cancels + 1
+  // 417 + 80, the comparators' one level 1: eq, lt.u, le.u's bus (33 + 16) and lt.s, le.s's top
+  // nibble (a constant + two step pairs + 2 cancels); the result word begun: 32 cancels + 1
   // constant + popc's, clz's, bfind's and prmt's case per bit.
-  const int s1Lane = 327 + 34 + 497 + 5 * 49 + 33 + 4 * 32;
+  const int s1Lane = 327 + 34 + 497 + 49 + 7 + 33 + 4 * 32;
   // S2 per lane: window 1,057 + 32, adder level 2 96 + 32, the comparators' level 2 (lt/le: a
   // step pair + constant + cancel = 4; eq: the detector + constant + cancel = 3).
   const int s2Lane = 1089 + 128 + 3 + 4 * 4;
@@ -128,7 +129,7 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
   EXPECT_EQ(r.value().unitsPerLayer[1], 4 * s1Lane);
   EXPECT_EQ(r.value().unitsPerLayer[2], 4 * s2Lane);
   EXPECT_EQ(r.value().unitsPerLayer[3], 4 * s3Lane);
-  EXPECT_EQ(r.value().busDims, k + 4 * 584);
+  EXPECT_EQ(r.value().busDims, k + 4 * 522);
   EXPECT_EQ(r.value().gadget.onMin, 128);
   EXPECT_EQ(r.value().gadget.offMax, -128);
   for (int l = 0; l < 4; ++l)
@@ -140,23 +141,24 @@ TEST(AluStageCost, UnitsPerLayerAreTheHandSums) {
 // alu_stage.cpp's gadgets: who writes a field, who reads it last):
 //   S0: x, y 64 + cin 1 + popc, clz, bfind, prmt 128 + bfe's m, r, f 65              = 258
 //   S1: cin 1 (the adder's level 2 reads it) + 65 + prep 97 + adder bus 80
-//       + comparator buses 80 (popc .. prmt are read into the result word here)        = 323
+//       + the comparators' bus 16 and signed top 2 (popc .. prmt are read into the
+//       result word here)                                                             = 261
 //   S2: 65 + cmp 5 + sum 32 + the window 32                                            = 134
-// plus the op one-hot (42) from S0 to S3: peak 42 + 4 · 323 = 1,334 after S1 (1,846 while S3
-// read popc .. prmt: 451 and 262 per lane after S1 and S2).
+// plus the op one-hot (42) from S0 to S3: peak 42 + 4 · 261 = 1,086 after S1 (1,334 while the
+// five compares had a level 1 each, 1,846 while S3 read popc .. prmt).
 TEST(AluStageBus, LivenessPeakIsTheHandCountAndTheSpanIsMeasured) {
   const int k = static_cast<int>(aluStageOps().size());
   for (int lanes = 1; lanes <= 4; ++lanes) {
     auto plan = aluStageBusPlan(lanes, AluBusLayout::Liveness);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
     const LayoutReport r = plan->report();
-    EXPECT_EQ(r.peak, k + lanes * 323) << lanes;
+    EXPECT_EQ(r.peak, k + lanes * 261) << lanes;
     EXPECT_EQ(pointName(r.peakAt), "L1.mlp") << lanes;
     // After S0..S3's MLPs (S3 reads the last bus fields: none is live after it).
     EXPECT_EQ(r.firstLayer, 0);
     EXPECT_EQ(r.liveAfterMlp,
-              (std::vector<int>{k + lanes * 258, k + lanes * 323, k + lanes * 134, 0}));
-    EXPECT_EQ(r.oneFieldPerValue, k + lanes * 584);
+              (std::vector<int>{k + lanes * 258, k + lanes * 261, k + lanes * 134, 0}));
+    EXPECT_EQ(r.oneFieldPerValue, k + lanes * 522);
     EXPECT_EQ(aluStageBusDims(lanes, AluBusLayout::Liveness), r.span);
     EXPECT_EQ(r.span, r.peak);  // measured: the layout's tie-breaks leave no gap (layout.h)
     EXPECT_LT(r.span, aluStageBusDims(lanes)) << lanes;
@@ -164,7 +166,7 @@ TEST(AluStageBus, LivenessPeakIsTheHandCountAndTheSpanIsMeasured) {
               << ", fragmentation " << r.fragmentation << " (one field per value "
               << aluStageBusDims(lanes) << ")\n";
   }
-  EXPECT_EQ(aluStageBusDims(4), k + 4 * 584);  // the default layout is unchanged
+  EXPECT_EQ(aluStageBusDims(4), k + 4 * 522);  // one field per value
 }
 
 TEST(AluStageBus, EveryFieldOnReusedDimsIsOnlyWrittenAfterItsPredecessorsLastRead) {
@@ -196,7 +198,7 @@ TEST(AluStageCost, TheLivenessBusCostsTheSameUnits) {
   const int k = static_cast<int>(aluStageOps().size());
   // As UnitsPerLayerAreTheHandSums: every bus write was a Replace already.
   EXPECT_EQ(r.value().unitsPerLayer,
-            (std::vector<int>{2 * k + 1 + 4 * 1066, 4 * 1264, 4 * 1236, 4 * 852}));
+            (std::vector<int>{2 * k + 1 + 4 * 1066, 4 * 1075, 4 * 1236, 4 * 852}));
   EXPECT_EQ(r.value().busDims, aluStageBusDims(4, AluBusLayout::Liveness));
   AluStageSpec wrong = s;  // twin: the one-field-per-value size with the liveness layout
   wrong.bus.dims = aluStageBusDims(4);

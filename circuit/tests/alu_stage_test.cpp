@@ -271,8 +271,8 @@ TEST(AluStage, EveryOpOfFourLanesIsExactInBothDtypesOnEveryPath) {
   std::filesystem::remove_all(dir);
 }
 
-// The bus by liveness (AluBusLayout::Liveness, circuit/layout.h): 1,334 bus dims instead of
-// 2,378, fields sharing dims across S0..S3 (every bus write a Replace); the same ops and checks
+// The bus by liveness (AluBusLayout::Liveness, circuit/layout.h): 1,086 bus dims instead of
+// 2,130, fields sharing dims across S0..S3 (every bus write a Replace); the same ops and checks
 // on fewer tokens per path.
 TEST(AluStage, TheLivenessBusIsExactInBothDtypes) {
   const size_t n = static_cast<size_t>(inputs(192, 1024));

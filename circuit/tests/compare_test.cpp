@@ -3,10 +3,11 @@
 // dim ±16, pads +16, outputs written with Prior::Replace: λ = 1 everywhere, probes read ±1).
 //
 // Comparator: six instances (eq ne lt.u le.u lt.s le.s) on the same 32-bit operands; level 1 in
-// layer 0, level 2 in layer 1. Inputs: a == b, a = b ± 1, a and b differing in exactly one bit
-// (every bit, both ways), the signed/unsigned boundaries (0, 1, 0x7fffffff, 0x80000000,
-// 0xffffffff against each other), then random pairs (1 in 8 with b = a). Expected results come
-// from uint32_t / int32_t comparisons in the test.
+// layer 0, level 2 in layer 1; each on a bus of its own, or all six on one level 1 (eq writes the
+// bus, lt.s the signed top nibble, the others read them: CompareSpec::busWritten, top). Inputs: a
+// == b, a = b ± 1, a and b differing in exactly one bit (every bit, both ways), the signed/unsigned
+// boundaries (0, 1, 0x7fffffff, 0x80000000, 0xffffffff against each other), then random pairs (1 in
+// 8 with b = a). Expected results come from uint32_t / int32_t comparisons in the test.
 // Multiplexer: in layer 0, four 8-bit fields selected by a one-hot selector and by a 2-bit
 // binary selector (both from the embedding), every selector value on random fields.
 //
@@ -41,7 +42,7 @@ struct Input {
 
 struct Layout {
   Field ballast, a, b, buses[kNumOps], outs[kNumOps], fields[kMuxIn], oneHot, binary, muxOne,
-      muxBin;
+      muxBin, sharedBus, sharedTop;
 };
 
 Layout layout() {
@@ -59,35 +60,62 @@ Layout layout() {
   l.binary = al.take("binary", 2).value();
   l.muxOne = al.take("mux1", kMuxBits).value();
   l.muxBin = al.take("mux2", kMuxBits).value();
+  l.sharedBus = al.take("shared bus", compareBusDims(kBits)).value();
+  l.sharedTop = al.take("shared top", 2).value();
   return l;
 }
 
 constexpr int kProbes = kNumOps + 2 * kMuxBits;
 
+// How the six compares get their level 1.
+enum class Level1 : uint8_t { OwnBus, Shared };
+
+// The six compares' specs: on their own buses, or on one level 1 (eq writes the unsigned bus,
+// ne, lt.u and le.u read it; lt.s writes the signed top nibble and reads the bus below it, le.s
+// reads both).
+CompareSpec compareSpec(const Layout& l, int i, Level1 level1) {
+  CompareSpec s;
+  s.op = kOps[i];
+  s.a = l.a;
+  s.b = l.b;
+  s.bus = l.buses[i];
+  s.out = l.outs[i];
+  s.busPrior = s.outPrior = Prior::Replace;
+  if (level1 == Level1::Shared) {
+    const bool isSigned = s.op == CompareOp::LtS || s.op == CompareOp::LeS;
+    s.bus = isSigned ? l.sharedBus.slice(0, l.sharedBus.dims - 2, "below the top") : l.sharedBus;
+    if (isSigned) s.top = l.sharedTop;
+    s.busWritten = s.op != CompareOp::Eq;
+    s.topWritten = s.op == CompareOp::LeS;
+  }
+  return s;
+}
+
 std::string build(const std::string& name, const std::vector<Input>& inputs, bool unclamped,
-                  bool lowGainMux) {
+                  bool lowGainMux, Level1 level1 = Level1::OwnBus) {
   const Layout l = layout();
   CircuitWeights w(config(kHidden, 2, 384, kVocab));
   const MlpContext ctx{l.ballast, 1.0, 128, kUnit, false};
   MlpContext muxCtx = ctx;
   muxCtx.lowGainTwin = lowGainMux;
-  UnitWriter level1(w, 0), level2(w, 1);
+  UnitWriter layer1(w, 0), layer2(w, 1);
   for (int i = 0; i < kNumOps; ++i) {
-    CompareSpec s;
-    s.op = kOps[i];
-    s.a = l.a;
-    s.b = l.b;
-    s.bus = l.buses[i];
-    s.out = l.outs[i];
-    s.busPrior = s.outPrior = Prior::Replace;
+    CompareSpec s = compareSpec(l, i, level1);
     s.unclamped = unclamped;
-    auto r = buildCompare(level1, ctx, level2, ctx, s);
+    auto r = buildCompare(layer1, ctx, layer2, ctx, s);
     EXPECT_TRUE(r.ok()) << r.error().message;
   }
+  // One level 1 for six: the bus's cancels, constant and 8 nibbles' two step pairs (49), the
+  // top's (2 + 1 + 4).
+  if (level1 == Level1::Shared) {
+    EXPECT_EQ(layer1.used(), 49 + 7);
+  }
   std::vector<Field> fields(std::begin(l.fields), std::end(l.fields));
-  auto m1 = buildMux(level1, {fields, l.oneHot, Selector::OneHot, l.muxOne, Prior::Replace}, muxCtx);
+  auto m1 =
+      buildMux(layer1, {fields, l.oneHot, Selector::OneHot, l.muxOne, Prior::Replace}, muxCtx);
   EXPECT_TRUE(m1.ok()) << m1.error().message;
-  auto m2 = buildMux(level1, {fields, l.binary, Selector::Binary, l.muxBin, Prior::Replace}, muxCtx);
+  auto m2 =
+      buildMux(layer1, {fields, l.binary, Selector::Binary, l.muxBin, Prior::Replace}, muxCtx);
   EXPECT_TRUE(m2.ok()) << m2.error().message;
   if (m1.ok()) {
     EXPECT_EQ(m1.value().units, kMuxIn * kMuxBits + kMuxBits);
@@ -207,6 +235,29 @@ TEST(CompareGadget, SixComparisonsAndTwoMuxesAreExactInFp32AndBf16) {
                     << ": " << c.muxOne.summary() << "\n[mux binary 4x8] "
                     << computeDtypeName(dtype) << " " << pathName(path) << ": "
                     << c.muxBin.summary() << "\n";
+      }
+    }
+  }
+}
+
+// The six on one level 1 (the ALU's form, alu_stage.h S1): the same inputs, both dtypes, both
+// paths.
+TEST(CompareGadget, SixComparisonsOnOneLevel1AreExactInFp32AndBf16) {
+  const std::vector<Input> in = inputs(37, true);
+  const std::string dir = build("compare_shared", in, false, false, Level1::Shared);
+  for (ComputeDtype dtype : kDtypes) {
+    auto dec = load(dir, dtype);
+    ASSERT_NE(dec, nullptr);
+    for (Path path : kPaths) {
+      const size_t n = path == Path::Prefill ? kVocab : 256;
+      Checks c;
+      check(c, in, n, run(*dec, tokens(n), path, kProbes));
+      for (int i = 0; i < kNumOps; ++i) {
+        EXPECT_TRUE(c.ops[i].ok()) << compareOpName(kOps[i]) << " " << computeDtypeName(dtype)
+                                   << " " << pathName(path) << ": " << c.ops[i].first;
+        std::cout << "[compare, one level 1, " << compareOpName(kOps[i]) << "] "
+                  << computeDtypeName(dtype) << " " << pathName(path) << ": " << c.ops[i].summary()
+                  << "\n";
       }
     }
   }

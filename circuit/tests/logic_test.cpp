@@ -81,6 +81,23 @@ TEST(LogicGadgets, UnitCountsPerGadget) {
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second.value().units, 1 + 2);
   EXPECT_EQ(l1.used(), level1Before);
+  // A top field: 2 dims, and the bus then ends below the top nibble; anything else is Usage.
+  CompareSpec top = c;
+  top.top = f.alloc.take("top", 1).value();
+  auto oneDim = buildCompare(l1, f.ctx, l2, f.ctx, top);
+  ASSERT_FALSE(oneDim.ok());
+  EXPECT_EQ(oneDim.error().kind, ErrorKind::Usage);
+  top.top = f.alloc.take("top2", 2).value();
+  auto wholeBus = buildCompare(l1, f.ctx, l2, f.ctx, top);
+  ASSERT_FALSE(wholeBus.ok());
+  EXPECT_NE(wholeBus.error().message.find("without the top's"), std::string::npos);
+  EXPECT_EQ(l1.used(), level1Before);
+  // lt.s with its own top on lt.u's bus below it: level 1 writes the top nibble only.
+  top.bus = cbus.slice(0, 14, "below the top");
+  top.busWritten = true;
+  auto topOnly = buildCompare(l1, f.ctx, l2, f.ctx, top);
+  ASSERT_TRUE(topOnly.ok()) << topOnly.error().message;
+  EXPECT_EQ(l1.used(), level1Before + 1 + 4);
   auto mux = buildMux(l2, {{a, b}, bit, Selector::Binary, out, Prior::Replace}, f.ctx);
   ASSERT_TRUE(mux.ok()) << mux.error().message;
   EXPECT_EQ(mux.value().units, 32 + 2 * 32);

@@ -11,45 +11,46 @@ source "$(dirname "$0")/expect.sh"
 refused="$(dirname "$0")/data/model_refused/many_loops.cu"
 
 expect compact-fits 0 'fits compact' -- "$qgpu" circuit plan --of stages --shape compact
-expect compact-shape 0 'shape compact: hidden 1865, 26 heads of 128/128, MLP 5056' -- \
+expect compact-shape 0 'shape compact: hidden 1617, 26 heads of 128/128, MLP 4944' -- \
   "$qgpu" circuit plan --of stages --shape compact
-expect compact-alu-s1 0 '^6 +alu +1 +0 +5056 +1865' -- "$qgpu" circuit plan --of stages --shape compact
-expect compact-bus 0 'alu bus by liveness: peak 1334, span 1334 dims \(one field per value: 2378\)' -- \
+expect compact-alu-s1 0 '^6 +alu +1 +0 +4300 +1617' -- "$qgpu" circuit plan --of stages --shape compact
+expect compact-bus 0 'alu bus by liveness: peak 1086, span 1086 dims \(one field per value: 2130\)' -- \
   "$qgpu" circuit plan --of stages --shape compact
 expect 2b-refused 4 'error\[OverLimit\].*layer 2 \(front end layer 2\) needs 26 heads, the shape has 16' -- \
   "$qgpu" circuit plan --of stages --shape 2b
 expect 2b-table 4 '^2 +front end +2 +26 .* heads' -- "$qgpu" circuit plan --of stages --shape 2b
 # The ALU's stage alone fits 2b's residual since its result word begins in S1 (alu_stage.h).
-expect 2b-alu-dims-fit 4 '^6 +alu +1 +0 +5056 +1865 *$' -- "$qgpu" circuit plan --of stages --shape 2b
+expect 2b-alu-dims-fit 4 '^6 +alu +1 +0 +4300 +1617 *$' -- "$qgpu" circuit plan --of stages --shape 2b
 expect 2b-default 4 'shape 2b: hidden 2048, 16 heads of 128/128, MLP 6144' -- "$qgpu" circuit plan --of stages
-expect units-too-few 4 'layer 6 \(alu layer 1\) needs 5056 MLP units, the shape has 5055' -- \
-  "$qgpu" circuit plan --of stages --shape compact --units 5055
-expect dims-too-few 4 'layer 6 \(alu layer 1\) needs 1865 residual dims, the shape has 1864' -- \
-  "$qgpu" circuit plan --of stages --shape compact --hidden 1864
+expect units-too-few 4 'layer 7 \(alu layer 2\) needs 4944 MLP units, the shape has 4943' -- \
+  "$qgpu" circuit plan --of stages --shape compact --units 4943
+expect dims-too-few 4 'layer 6 \(alu layer 1\) needs 1617 residual dims, the shape has 1616' -- \
+  "$qgpu" circuit plan --of stages --shape compact --hidden 1616
 expect json-fits 0 '"fits": true' -- "$qgpu" --json circuit plan --of stages --shape compact
 expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of stages --shape 2b
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 2,240 dims (3,692 one field per
-# value; pipeline_spec_test audits the plan), so 2b's 2,048 is refused at layer 0; compact holds it.
-expect pipeline-2b 4 'layer 0 \(front end\+select\+control layer 0\) needs 2240 residual dims, the shape has 2048' -- \
+# The execute pipeline (the default) on its layout by liveness: 1,992 dims (3,444 one field per
+# value; pipeline_spec_test audits the plan), within 2b's 2,048, so 2b is refused at the front
+# end's heads (layer 2); compact holds it.
+expect pipeline-2b 4 'layer 2 \(front end\+select\+control layer 2\) needs 28 heads, the shape has 16' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 2240, 35 heads of 128/128, MLP 5089' -- \
+expect pipeline-compact 0 'shape compact: hidden 1992, 35 heads of 128/128, MLP 4957' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +2240 +2152' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 2240 \(peak live 2188; one field per value 3692\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +1992 +1904' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 1992 \(peak live 1940; one field per value 3444\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 2,655 dims (5,346 one field per value).
-expect memory-pipeline 0 'span 2655 \(peak live 2654; one field per value 5346\)' -- \
+# With memory ops: 18 layers, 2,407 dims (5,098 one field per value).
+expect memory-pipeline 0 'span 2407 \(peak live 2406; one field per value 5098\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,901 dims (peak live 2,898: the ALU at 6 and 7; attention-written fields live from the pad
+# 2,653 dims (peak live 2,650: the ALU at 6 and 7; attention-written fields live from the pad
 # restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
 # multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
 # atomics' regrec at 23..26, the select at 27.
-expect leg-pipeline 0 'span 2901 \(peak live 2898; one field per value 12235\)' -- \
+expect leg-pipeline 0 'span 2653 \(peak live 2650; one field per value 11987\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -59,13 +60,13 @@ expect leg-pipeline-regrec-last 0 '^26 +regrec +11 ' -- "$qgpu" circuit plan --o
 expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 # --live: where the residual goes, per layer by field group (the ALU's bus, one field, and its result
 # words lead at 6).
-expect leg-live 0 '^6 +alu 1462 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
+expect leg-live 0 '^6 +alu 1214 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
 expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 2901 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 2653 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
