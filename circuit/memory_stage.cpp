@@ -384,8 +384,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   }
   r.atomOld[0] = r.load[0];
   // atom.add's prefix sum: masked operands per pair, the count rows (lanes 1..3: 2, 3, 3 rows),
-  // the reduced pair (lanes 2, 3), the sum; the adder's bus reuses the address adder's (dead
-  // after L+1).
+  // the reduced pair (lanes 2, 3), the adder's bus (its own, so that the address adders' dies
+  // after L+1), the sum.
   for (int p = 0; p < kSameWordPairs && s.prefixAtomics; ++p) {
     QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord));
     r.addMask[static_cast<size_t>(p)] = f;
@@ -401,6 +401,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       QGPU_TRY(f, take("addPair" + n, 2 * kMemoryWord));
       r.addPair[static_cast<size_t>(l)] = f;
     }
+    QGPU_TRY(bus, take("addBus" + n, adderBusDims(kMemoryWord)));
+    r.addBus[static_cast<size_t>(l)] = bus;
     QGPU_TRY(f, take("addNew" + n, kMemoryWord));
     r.addNew[static_cast<size_t>(l)] = f;
   }
@@ -1013,7 +1015,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       AdderSpec a;
       a.a = x;
       a.b = y;
-      a.bus = r.bus[static_cast<size_t>(l)];
+      a.bus = r.addBus[static_cast<size_t>(l)];
       a.out = r.addNew[static_cast<size_t>(l)];
       a.busPrior = a.outPrior = Prior::Replace;
       QGPU_TRY(rep, buildAdder(late[static_cast<size_t>(adderLayer)], ctx,

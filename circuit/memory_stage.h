@@ -104,9 +104,10 @@
 //   count T_i of the l + 2 operand bits in binary rows (step pairs [T_i ≥ j]: c0 = Σ_j (−1)^{j+1}
 //   [T ≥ j], c1 = [T ≥ 2] − [T ≥ 4], c2 = [T ≥ 4], row r's bit i + r); L+6 (lanes 2, 3: 3 rows) a
 //   3:2 step (sum [T≥1] − [T≥2] + [T≥3], carry [T ≥ 2] to bit i + 1); then logic.h's two-level
-//   adder (lane 0 L+5/L+6, lane 1 L+6/L+7, lanes 2, 3 L+7/L+8; the bus is the address adder's,
-//   dead after L+1). L+9: value_l = [¬isAdd ∧ value_l] + [isAdd ∧ sum_l] and atomOld_l (l ≥ 1)
-//   = [¬isAdd ∧ atomOld_l] + the chain's sources over the sums (the nearest earlier lane's sum).
+//   adder (lane 0 L+5/L+6, lane 1 L+6/L+7, lanes 2, 3 L+7/L+8; its bus a field of its own, so
+//   that the address adders' dies after L+1). L+9: value_l = [¬isAdd ∧ value_l] + [isAdd ∧
+//   sum_l] and atomOld_l (l ≥ 1) = [¬isAdd ∧ atomOld_l] + the chain's sources over the sums (the
+//   nearest earlier lane's sum).
 //   atom.min / max, all pairs (no serial dependence: the minimum of M and the word's b's so far):
 //   operands X = (M_l, m_0l..m_{l−1}l, b_l), n = l + 2; c_pq = [X_p < X_q] for p < q: lt.u by
 //   logic.h's compare (L+5 / L+6, 20 compares), lt.s = lt.u ⊕ [the signs of X_p and X_q differ]
@@ -271,9 +272,10 @@ struct MemoryStage {
   std::array<Field, kRecordLanes> atomOld;
   // atom.add (the prefix sum): addMask per pair (L+4: b_k where isAdd ∧ s_kl), count rows per lane
   // (L+5: 2 rows for lane 1, 3 for lanes 2, 3; none for lane 0), the reduced pair (L+6, lanes 2,
-  // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3).
+  // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3) through an
+  // adder whose level 1 writes addBus.
   std::array<Field, kSameWordPairs> addMask;
-  std::array<Field, kRecordLanes> addRows, addPair, addNew;
+  std::array<Field, kRecordLanes> addRows, addPair, addBus, addNew;
   // atom.min / max: per lane and operand pair (p < q), the lt.u compare's (bus, out) (L+5 / L+6)
   // and lt.s (mmLtS: one dim per pair, L+7: lt.u ⊕ the pair's sign bits differ); the selected word
   // (L+8). addMask doubles as their masked operands (an absent lane's operand is the kind's

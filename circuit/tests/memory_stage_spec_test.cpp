@@ -153,15 +153,15 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   // 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
-  // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, sums 4 × 32 (its adders' bus is the
-  // address adders'); min / max's 20 compares × (bus 16 + 1), 20 lt.s and 4 words × 32; atom.inc's
+  // count rows (2 + 3 + 3) × 32, reduced pairs 2 × 64, its adders' buses 4 × 80, sums 4 × 32;
+  // min / max's 20 compares × (bus 16 + 1), 20 lt.s and 4 words × 32; atom.inc's
   // 10 words M_l + q × 32, 10 compares × (bus 16 + 1), 1 + 2 + 3 small-word wraps; atom.cas's 10
   // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5; atom.dec's 6 saturated words, 3
   // words b_k − r, 3 + 10 + 6 zero tests, 10 compares × (bus 16 + 1) and 10 outputs, 6 words
   // M_l − q, 3 old words, states + wraps 2 + 4 + 7 + 11.
   EXPECT_EQ(s.dims, 25 + 25 + 7 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 +
-                        128 + 20 * 17 + 20 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 + 6 * 32 +
-                        3 * 32 + 19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
+                        4 * 80 + 128 + 20 * 17 + 20 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 +
+                        6 * 32 + 3 * 32 + 19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
 }
 
 TEST(MemoryStageSpec, HeadsAtKeyHeadDim64And128AreTheDataMemories) {

@@ -112,9 +112,10 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
 // outcome select (4 × 32 + 32 + 32 = 192).
 constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1041 + 376 + 192;
-// With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 3,713
-// dims with them (atom.add, min / max, inc, dec, cas) against 1,041 without, less the op fault,
-// which is the pipeline's in both (memFault): 2,991 —, one field per value; on the layout by
+// With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 4,033
+// dims with them (atom.add with its adders' buses, min / max, inc, dec, cas) against 1,041
+// without, less the op fault, which is the pipeline's in both (memFault): 2,991 —, one field per
+// value; on the layout by
 // liveness they live only in E+8..E+14, past the ALU's peak (atom.dec writes nothing before
 // E+8), but atom.cas's swap values (the operand select's third word per lane, 128 dims) are read
 // up to E+14, so they are live through the peak: 3,952 (measured, peak live 3,947; 4,031 before
@@ -124,9 +125,12 @@ constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1041 + 376 + 192;
 // ALU's result word begun in S1, 3,045 and 2,846; with the ROM's words one field each
 // (frontend.h: the six words other than the head word dead after E+4), 2,853 and 2,655; with
 // min / max's lt.s from lt.u (memory_stage.h: 320 compare bus dims fewer at E+10, E+11), 2,870
-// (peak live 2,851, the ALU's E+7: the first fit places the pads a little wider).
-constexpr int kAtomicsHidden = kMemoryHidden + 3713 - 1041 - 1;
-constexpr int kAtomicsPlanned = 2870;
+// (peak live 2,851, the ALU's E+7: the first fit places the pads a little wider); with the ALU's
+// compares on one level 1, 2,622; with atom.add's adders on buses of their own (320 dims more one
+// field per value: the address adders' bus then dies after E+6), 2,407 (peak live 2,406, E+5),
+// as the memory pipeline.
+constexpr int kAtomicsHidden = kMemoryHidden + 3713 + 4 * 80 - 1041 - 1;
+constexpr int kAtomicsPlanned = 2407;
 // With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
 // V = 8), atomOld and oldDst per lane (4 × 64), the second result stage's own fields
 // (result_stage_spec_test: 391) and the outcome at p (192: selected at E+15, then again with the
@@ -141,8 +145,9 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // restores the latches' fields live from an MLP at most three layers before them: 3,429 (peak
 // live 3,429); with the ALU's result word begun in S1, 3,055 (peak live 3,048, the memory stage's
 // E+10); with the ROM's words one field each, 2,870 (peak live 2,856); with min / max's lt.s from
-// lt.u, 2,870 (peak live 2,853, the ALU's E+7).
-constexpr int kRegrecPlanned = 2870;
+// lt.u, 2,870 (peak live 2,853, the ALU's E+7); with the ALU's compares on one level 1 and
+// atom.add's adders on buses of their own, 2,470 (peak live 2,467, the memory stage's E+12).
+constexpr int kRegrecPlanned = 2470;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -260,8 +265,9 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // one result stage for both regrecs and the outcome at p selected at E+15, 3,203 (the leg's
 // E+15..E+23 from 2,294–2,615 live to 1,883–2,268); with the ROM's words one field each, 2,943
 // (peak live 2,922, E+10); with min / max's lt.s from lt.u, 2,876 (peak live 2,855, the ALU's
-// E+7).
-constexpr int kMultiplyPlanned = 2876;
+// E+7); with the ALU's compares on one level 1 and atom.add's adders on buses of their own, 2,602
+// (peak live 2,597, the memory stage's E+12).
+constexpr int kMultiplyPlanned = 2602;
 const int kMultiplyHidden =
     kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true));
 
@@ -570,7 +576,7 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
     const char* name;
   };
   for (const Case& c :
-       {Case{{}, 2240, kHidden, "ALU only"}, Case{kMemory, 2655, kMemoryHidden, "with memory"},
+       {Case{{}, 1992, kHidden, "ALU only"}, Case{kMemory, 2407, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
         Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {

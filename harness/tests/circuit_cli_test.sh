@@ -46,11 +46,11 @@ expect memory-pipeline 0 'span 2407 \(peak live 2406; one field per value 5098\)
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,653 dims (peak live 2,650: the ALU at 6 and 7; attention-written fields live from the pad
+# 2,602 dims (peak live 2,597: the memory stage at 12 and 13; attention-written fields live from the pad
 # restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
 # multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
 # atomics' regrec at 23..26, the select at 27.
-expect leg-pipeline 0 'span 2653 \(peak live 2650; one field per value 11987\)' -- \
+expect leg-pipeline 0 'span 2602 \(peak live 2597; one field per value 12307\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -58,15 +58,14 @@ expect leg-pipeline-mul 0 '^19 +mul +4 ' -- "$qgpu" circuit plan --of leg --shap
 expect leg-pipeline-regrec 0 '^23 +mul\+regrec +8 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-regrec-last 0 '^26 +regrec +11 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
-# --live: where the residual goes, per layer by field group (the ALU's bus, one field, and its result
-# words lead at 6).
-expect leg-live 0 '^6 +alu 1214 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
+# --live: where the residual goes, per layer by field group (the ALU's bus, one field, leads at 6).
+expect leg-live 0 '^6 +alu 1086 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
 expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 2653 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 2602 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
