@@ -208,6 +208,17 @@ std::vector<int64_t> tokens(size_t n) {
   return t;
 }
 
+// Every compare's bits exact in `c`; printed after `label` where `print`.
+void expectCompares(const Checks& c, ComputeDtype dtype, Path path, const std::string& label,
+                    bool print) {
+  for (int i = 0; i < kNumOps; ++i) {
+    const std::string where = label + compareOpName(kOps[i]) + "] " + computeDtypeName(dtype) +
+                              " " + pathName(path) + ": ";
+    EXPECT_TRUE(c.ops[i].ok()) << where << c.ops[i].first;
+    if (print) std::cout << where << c.ops[i].summary() << "\n";
+  }
+}
+
 TEST(CompareGadget, SixComparisonsAndTwoMuxesAreExactInFp32AndBf16) {
   for (int k = 0; k < 3; ++k) {
     const std::vector<Input> in = inputs(31 + static_cast<uint32_t>(k), k == 0);
@@ -221,13 +232,7 @@ TEST(CompareGadget, SixComparisonsAndTwoMuxesAreExactInFp32AndBf16) {
         const size_t n = path == Path::Prefill ? kVocab : 256;
         Checks c;
         check(c, in, n, run(*dec, tokens(n), path, kProbes));
-        for (int i = 0; i < kNumOps; ++i) {
-          EXPECT_TRUE(c.ops[i].ok()) << compareOpName(kOps[i]) << " " << computeDtypeName(dtype)
-                                     << " " << pathName(path) << ": " << c.ops[i].first;
-          if (k == 0)
-            std::cout << "[compare " << compareOpName(kOps[i]) << "] " << computeDtypeName(dtype)
-                      << " " << pathName(path) << ": " << c.ops[i].summary() << "\n";
-        }
+        expectCompares(c, dtype, path, "[compare ", k == 0);
         EXPECT_TRUE(c.muxOne.ok()) << c.muxOne.first;
         EXPECT_TRUE(c.muxBin.ok()) << c.muxBin.first;
         if (k == 0)
@@ -240,8 +245,8 @@ TEST(CompareGadget, SixComparisonsAndTwoMuxesAreExactInFp32AndBf16) {
   }
 }
 
-// The six on one level 1 (the ALU's form, alu_stage.h S1): the same inputs, both dtypes, both
-// paths.
+// The six on one level 1 (the ALU's form, alu_stage.h S1): the edge inputs and random pairs, both
+// dtypes, every path.
 TEST(CompareGadget, SixComparisonsOnOneLevel1AreExactInFp32AndBf16) {
   const std::vector<Input> in = inputs(37, true);
   const std::string dir = build("compare_shared", in, false, false, Level1::Shared);
@@ -252,13 +257,7 @@ TEST(CompareGadget, SixComparisonsOnOneLevel1AreExactInFp32AndBf16) {
       const size_t n = path == Path::Prefill ? kVocab : 256;
       Checks c;
       check(c, in, n, run(*dec, tokens(n), path, kProbes));
-      for (int i = 0; i < kNumOps; ++i) {
-        EXPECT_TRUE(c.ops[i].ok()) << compareOpName(kOps[i]) << " " << computeDtypeName(dtype)
-                                   << " " << pathName(path) << ": " << c.ops[i].first;
-        std::cout << "[compare, one level 1, " << compareOpName(kOps[i]) << "] "
-                  << computeDtypeName(dtype) << " " << pathName(path) << ": " << c.ops[i].summary()
-                  << "\n";
-      }
+      expectCompares(c, dtype, path, "[compare, one level 1, ", true);
     }
   }
 }
