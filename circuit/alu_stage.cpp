@@ -437,16 +437,12 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     add.out = b.sum;
     add.busPrior = add.outPrior = Prior::Replace;
     QGPU_CHECK(check(buildAdder(w1, c1, w2, c2, add), g));
-    for (int i = 0; i < 5; ++i) {  // eq writes the bus, lt.s the signed top
-      const bool isSigned = kCompares[i] == CompareOp::LtS || kCompares[i] == CompareOp::LeS;
+    for (int i = 0; i < 5; ++i) {
       CompareSpec cs;
       cs.op = kCompares[i];
       cs.a = L.a;
       cs.b = L.b;
-      cs.bus = isSigned ? b.cmpBus.slice(0, b.cmpBus.dims - 2, "below the top") : b.cmpBus;
-      if (isSigned) cs.top = b.cmpTop;
-      cs.busWritten = kCompares[i] != CompareOp::Eq;
-      cs.topWritten = kCompares[i] == CompareOp::LeS;
+      QGPU_CHECK(shareLevel1(cs, b.cmpBus, b.cmpTop));
       cs.out = b.cmp.slice(i, 1, compareOpName(kCompares[i]));
       cs.busPrior = cs.outPrior = Prior::Replace;
       QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));

@@ -245,6 +245,19 @@ int compareBusDims(int bits) {
   return bits / 4 * 2;
 }
 
+bool isSignedCompare(CompareOp op) { return op == CompareOp::LtS || op == CompareOp::LeS; }
+
+Status shareLevel1(CompareSpec& s, const Field& bus, const Field& top) {
+  if (top.dims != 2)
+    return usage("compare", "a shared level 1 needs a top field of 2 dims (the top nibble's G, P)");
+  const bool isSigned = isSignedCompare(s.op);
+  s.bus = isSigned ? bus.slice(0, bus.dims - top.dims, "below the top") : bus;
+  s.top = isSigned ? top : Field{};
+  s.busWritten = s.op != CompareOp::Eq;
+  s.topWritten = s.op != CompareOp::LtS;
+  return Ok{};
+}
+
 Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
                                     UnitWriter& level2, const MlpContext& ctx2,
                                     const CompareSpec& s) {
@@ -260,7 +273,7 @@ Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
     return usage("compare",
                  "needs a bus of 2 dims per nibble (without the top's when it has a "
                  "top field) and 1 output dim");
-  const bool isSigned = s.op == CompareOp::LtS || s.op == CompareOp::LeS;
+  const bool isSigned = isSignedCompare(s.op);
   std::vector<int> gDims, pDims;
   for (int j = 0; j < nibbles; ++j) {
     const bool inTop = ownTop && j == nibbles - 1;

@@ -174,6 +174,14 @@ struct CompareSpec {
   bool topWritten = false;
 };
 int compareBusDims(int bits);
+// Two's complement compares: their level 1 flips the msb of both operands.
+bool isSignedCompare(CompareOp op);
+// `s` on the one level 1 that compares of the same a, b share (busWritten, top, topWritten):
+// `bus` (compareBusDims dims) written by the set's Eq and read by the others, the signed ones
+// below its top nibble; `top` (2 dims) the signed ones' top nibble, written by the set's LtS. The
+// set must hold an Eq, and an LtS where it holds a signed compare. Usage for a top of other than 2
+// dims (a signed compare would read the unsigned top nibble).
+Status shareLevel1(CompareSpec& s, const Field& bus, const Field& top);
 Expected<GadgetReport> buildCompare(UnitWriter& level1, const MlpContext& ctx1,
                                     UnitWriter& level2, const MlpContext& ctx2,
                                     const CompareSpec& s);

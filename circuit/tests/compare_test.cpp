@@ -70,9 +70,9 @@ constexpr int kProbes = kNumOps + 2 * kMuxBits;
 // How the six compares get their level 1.
 enum class Level1 : uint8_t { OwnBus, Shared };
 
-// The six compares' specs: on their own buses, or on one level 1 (eq writes the unsigned bus,
-// ne, lt.u and le.u read it; lt.s writes the signed top nibble and reads the bus below it, le.s
-// reads both).
+// The six compares' specs: on their own buses, or on one level 1 (logic.h shareLevel1: eq
+// writes the unsigned bus, ne, lt.u and le.u read it; lt.s writes the signed top nibble and reads
+// the bus below it, le.s reads both).
 CompareSpec compareSpec(const Layout& l, int i, Level1 level1) {
   CompareSpec s;
   s.op = kOps[i];
@@ -82,11 +82,7 @@ CompareSpec compareSpec(const Layout& l, int i, Level1 level1) {
   s.out = l.outs[i];
   s.busPrior = s.outPrior = Prior::Replace;
   if (level1 == Level1::Shared) {
-    const bool isSigned = s.op == CompareOp::LtS || s.op == CompareOp::LeS;
-    s.bus = isSigned ? l.sharedBus.slice(0, l.sharedBus.dims - 2, "below the top") : l.sharedBus;
-    if (isSigned) s.top = l.sharedTop;
-    s.busWritten = s.op != CompareOp::Eq;
-    s.topWritten = s.op == CompareOp::LeS;
+    EXPECT_TRUE(shareLevel1(s, l.sharedBus, l.sharedTop).ok());
   }
   return s;
 }

@@ -98,6 +98,23 @@ TEST(LogicGadgets, UnitCountsPerGadget) {
   auto topOnly = buildCompare(l1, f.ctx, l2, f.ctx, top);
   ASSERT_TRUE(topOnly.ok()) << topOnly.error().message;
   EXPECT_EQ(l1.used(), level1Before + 1 + 4);
+  // shareLevel1 sets that form (and eq's, lt.u's: the whole bus); without a 2-dim top, Usage.
+  CompareSpec viaShare = c;
+  ASSERT_TRUE(shareLevel1(viaShare, cbus, top.top).ok());
+  EXPECT_EQ(viaShare.bus.offset, cbus.offset);
+  EXPECT_EQ(viaShare.bus.dims, 14);
+  EXPECT_EQ(viaShare.top.offset, top.top.offset);
+  EXPECT_TRUE(viaShare.busWritten);
+  EXPECT_FALSE(viaShare.topWritten);
+  CompareSpec eq = c;
+  eq.op = CompareOp::Eq;
+  ASSERT_TRUE(shareLevel1(eq, cbus, top.top).ok());
+  EXPECT_EQ(eq.bus.dims, 16);
+  EXPECT_EQ(eq.top.dims, 0);
+  EXPECT_FALSE(eq.busWritten);
+  const Status noTop = shareLevel1(viaShare, cbus, Field{});
+  ASSERT_FALSE(noTop.ok());
+  EXPECT_EQ(noTop.error().kind, ErrorKind::Usage);
   auto mux = buildMux(l2, {{a, b}, bit, Selector::Binary, out, Prior::Replace}, f.ctx);
   ASSERT_TRUE(mux.ok()) << mux.error().message;
   EXPECT_EQ(mux.value().units, 32 + 2 * 32);
