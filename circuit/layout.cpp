@@ -21,6 +21,10 @@ bool conflicts(const LiveRange& a, const LiveRange& b) {
   return a.write.key() < b.lastRead.key() && b.write.key() < a.lastRead.key();
 }
 
+bool exclusiveKinds(uint32_t a, uint32_t b) {
+  return a != 0 && b != 0 && (a & b) == 0;
+}
+
 int LayoutPlan::request(Request r) {
   if (!badRequest_) {
     if (r.dims <= 0)
@@ -42,8 +46,8 @@ int LayoutPlan::request(Request r) {
   return static_cast<int>(requests_.size()) - 1;
 }
 
-int LayoutPlan::add(const std::string& name, int dims, LiveRange range) {
-  return request({name, dims, range, std::nullopt});
+int LayoutPlan::add(const std::string& name, int dims, LiveRange range, uint32_t kinds) {
+  return request({name, dims, range, std::nullopt, kinds});
 }
 
 int LayoutPlan::pin(const std::string& name, int dims, LiveRange range, int offset) {
@@ -71,6 +75,24 @@ const TieBreak kTieBreaks[] = {
     },
 };
 
+// The orders first fit is tried in: by write with each tie-break; the fields of kinds after the
+// others (they may stack on each other in what is left); the wide fields (a multiplier's or an
+// adder's bus) before the others, each group by write — a wide field that lives long needs a
+// run of dims that the narrow ones, placed first, leave only in pieces.
+constexpr int kWide = 256;
+struct Order {
+  TieBreak tie;
+  bool kindsLast = false;
+  bool wideFirst = false;
+};
+const std::vector<Order> kOrders = [] {
+  std::vector<Order> orders;
+  for (bool wideFirst : {false, true})
+    for (bool kindsLast : {false, true})
+      for (TieBreak tie : kTieBreaks) orders.push_back({tie, kindsLast, wideFirst});
+  return orders;
+}();
+
 }  // namespace
 
 Status LayoutPlan::solve(int hidden) {
@@ -84,8 +106,10 @@ Status LayoutPlan::solve(int hidden) {
   };
   auto firstConflict = [&](const Trial& t, const Request& r, int offset) -> std::pair<int, int> {
     for (int d = offset; d < offset + r.dims; ++d)
-      for (int o : t.occupants[static_cast<size_t>(d)])
-        if (conflicts(requests_[static_cast<size_t>(o)].range, r.range)) return {d, o};
+      for (int o : t.occupants[static_cast<size_t>(d)]) {
+        const Request& other = requests_[static_cast<size_t>(o)];
+        if (conflicts(other.range, r.range) && !exclusiveKinds(other.kinds, r.kinds)) return {d, o};
+      }
     return {-1, -1};
   };
   auto place = [&](Trial& t, int i, int offset) {
@@ -95,8 +119,33 @@ Status LayoutPlan::solve(int hidden) {
       reused = reused || !t.occupants[static_cast<size_t>(d)].empty();
       t.occupants[static_cast<size_t>(d)].push_back(i);
     }
-    t.placed[static_cast<size_t>(i)] = Placement{Field{r.name, offset, r.dims}, r.range, reused};
+    t.placed[static_cast<size_t>(i)] =
+        Placement{Field{r.name, offset, r.dims, r.kinds}, r.range, reused};
     t.span = std::max(t.span, offset + r.dims);
+  };
+
+  // A field of some kinds goes where it adds the fewest live dims: the fit (from the first, at
+  // `first`) with the most dims that a live field of exclusive kinds already holds, the lowest of
+  // equal ones — so that the kinds' fields stack instead of taking dims other fields need.
+  auto sharedFit = [&](const Trial& t, const Request& r, int first) {
+    auto shared = [&](int d) {
+      for (int o : t.occupants[static_cast<size_t>(d)]) {
+        const Request& other = requests_[static_cast<size_t>(o)];
+        if (conflicts(other.range, r.range) && exclusiveKinds(other.kinds, r.kinds)) return true;
+      }
+      return false;
+    };
+    int best = first, bestShared = -1;
+    for (int offset = first; offset + r.dims <= hidden && bestShared < r.dims; ++offset) {
+      if (firstConflict(t, r, offset).first >= 0) continue;
+      int n = 0;
+      for (int d = offset; d < offset + r.dims; ++d) n += shared(d);
+      if (n > bestShared) {
+        best = offset;
+        bestShared = n;
+      }
+    }
+    return best;
   };
 
   Trial pinned{std::vector<std::vector<int>>(static_cast<size_t>(std::max(hidden, 0))),
@@ -121,19 +170,21 @@ Status LayoutPlan::solve(int hidden) {
     place(pinned, static_cast<int>(i), *r.offset);
   }
 
-  // The rest first fit in order of write, once per tie-break among the fields one point writes
-  // (kTieBreaks): which of them takes the low dims decides the fragmentation. The smallest span
-  // wins, the first of equal ones; when none fits, the first tie-break's refusal is the answer.
-  auto firstFit = [&](TieBreak tie) -> Expected<Trial> {
+  // The rest first fit, once per order (kOrders): which field takes the low dims decides the
+  // fragmentation. The smallest span wins, the first of equal ones; when none fits, the first
+  // order's refusal is the answer.
+  auto firstFit = [&](const Order& o) -> Expected<Trial> {
     std::vector<int> order;
     for (size_t i = 0; i < requests_.size(); ++i)
       if (!requests_[i].offset) order.push_back(static_cast<int>(i));
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       const Request& x = requests_[static_cast<size_t>(a)];
       const Request& y = requests_[static_cast<size_t>(b)];
+      if (o.wideFirst && (x.dims >= kWide) != (y.dims >= kWide)) return x.dims >= kWide;
+      if (o.kindsLast && (x.kinds != 0) != (y.kinds != 0)) return y.kinds != 0;
       if (x.range.write.key() != y.range.write.key())
         return x.range.write.key() < y.range.write.key();
-      return tie(x, y);
+      return o.tie(x, y);
     });
     Trial t = pinned;
     for (int i : order) {
@@ -144,6 +195,7 @@ Status LayoutPlan::solve(int hidden) {
         if (d < 0) break;
         offset = d + 1;  // no fit can start at or before the conflicting dim
       }
+      if (r.kinds != 0 && offset + r.dims <= hidden) offset = sharedFit(t, r, offset);
       if (offset + r.dims > hidden)
         return makeDiag(ErrorKind::OverLimit, "layout: field '" + r.name + "' (" +
                                                   std::to_string(r.dims) + " dims, live " +
@@ -155,8 +207,8 @@ Status LayoutPlan::solve(int hidden) {
   };
   std::optional<Trial> best;
   std::optional<Diag> firstError;
-  for (TieBreak tie : kTieBreaks) {
-    Expected<Trial> t = firstFit(tie);
+  for (const Order& o : kOrders) {
+    Expected<Trial> t = firstFit(o);
     if (!t.ok()) {
       if (!firstError) firstError = t.error();
       continue;
@@ -185,11 +237,18 @@ LayoutReport LayoutPlan::report() const {
     rep.span = std::max(rep.span, p.field.offset + p.field.dims);
     rep.oneFieldPerValue += p.field.dims;
   }
-  // Live at the output of point k: write ≤ k < lastRead.
+  // Live at the output of point k: the dims a field with write ≤ k < lastRead is on (fields of
+  // exclusive kinds on one dim count it once).
   auto liveAt = [&](int k) {
+    std::vector<bool> live(static_cast<size_t>(rep.span), false);
     int n = 0;
     for (const Placement& p : placed_)
-      if (p.range.write.key() <= k && k < p.range.lastRead.key()) n += p.field.dims;
+      if (p.range.write.key() <= k && k < p.range.lastRead.key())
+        for (int d = p.field.offset; d < p.field.offset + p.field.dims; ++d)
+          if (!live[static_cast<size_t>(d)]) {
+            live[static_cast<size_t>(d)] = true;
+            ++n;
+          }
     return n;
   };
   for (int k = lo; k < hi; ++k) {
@@ -398,13 +457,15 @@ Expected<LivenessPlan> planByLiveness(const std::vector<Field>& taken,
     if (f.offset + f.dims <= pinnedDims)
       layout.pin(name, f.dims, range, f.offset);
     else
-      layout.add(name, f.dims, range);
+      layout.add(name, f.dims, range, r.fromEmbedding || padDims > 0 ? 0 : f.kinds);
     plan.ranges.push_back(range);
     plan.fromEmbedding.push_back(r.fromEmbedding);
   }
   QGPU_CHECK(layout.solve(hidden));
-  for (size_t i = 0; i < taken.size(); ++i)
-    plan.fields.push_back(Field{taken[i].name, layout.placements()[i].field.offset, taken[i].dims});
+  for (size_t i = 0; i < taken.size(); ++i) {
+    plan.fields.push_back(layout.placements()[i].field);
+    plan.fields.back().name = taken[i].name;
+  }
   plan.report = layout.report();
   plan.hidden = plan.report.span;
   plan.pads = padRestores(taken, dims, plan, unitsPerLayer);

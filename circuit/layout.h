@@ -25,18 +25,31 @@
 // layout; Prior::Zero is wrong on a reused dim (and on a pad) and the layout cannot see it.
 // `Placement::reused` tells the caller which fields landed on another field's dims.
 //
+// Exclusive kinds (Field::kinds): a field that holds a value only for some op kinds, its every
+// writer guarded by them (units.h UnitGuard: silent, a cancel included, where none of them
+// executes), may share dims with a live field of other kinds: at a token of one kind only that
+// kind's writers touch the dims, so they hold its field's value where it is live and whatever
+// they held before (±u) elsewhere; every reader of such a field must be one of its kinds' own or
+// ANDed with them. planByLiveness keeps the kinds only of a field whose writers replace (no pad
+// restore, no embedding value: a pad or an embedding write is not guarded).
+//
 // Algorithm: pinned fields first (at their offsets, refused when they conflict), then the rest
 // in order of write, each at the lowest offset whose dims are free over its range (first fit).
 // Per dim this is the greedy colouring of an interval graph by start, which is optimal for
 // intervals; a field needs *consecutive* dims, so the span can exceed the peak: the difference is
 // reported as fragmentation. Which of the fields written at one point goes first changes the
 // fragmentation, so the placement is tried with three tie-breaks — larger first; longer-lived
-// first, then larger; shorter-lived first, then larger (then request order) — and the smallest
-// span is kept (the first of equal ones).
+// first, then larger; shorter-lived first, then larger (then request order) — each also with the
+// fields of kinds after the others, and all of that again with the wide fields (≥ 256 dims)
+// before the narrow ones (each group in order of write: a long-lived wide field needs a run of
+// dims that narrow ones placed first leave only in pieces); the smallest span is kept (the first
+// of equal ones). A field of kinds goes to the fit that shares the most dims with live fields of
+// exclusive kinds (the lowest of equal ones), so that the kinds' fields stack.
 //
-// Report: peak live dims (the largest number of dims live at any point: a lower bound for every
-// layout), live dims per layer after its attention and after its MLP (the residual the next
-// layer gets), the span (highest dim used + 1), fragmentation = span − peak.
+// Report: peak live dims (the largest number of dims live at any point, those that fields of
+// exclusive kinds share counted once; without such fields a lower bound for every layout), live
+// dims per layer after its attention and after its MLP (the residual the next layer gets), the span
+// (highest dim used + 1), fragmentation = span − peak.
 //
 // Errors: Usage for a bad request (no dims, lastRead ≤ write, a pinned offset outside the
 // hidden size, a duplicate name, two pinned fields whose ranges overlap on shared dims — the
@@ -75,6 +88,9 @@ struct LiveRange {
 };
 // True iff the two ranges overlap (the fields may not share a dim).
 bool conflicts(const LiveRange& a, const LiveRange& b);
+// Whether fields of these Field::kinds may share dims whatever their ranges: both a kind's alone,
+// and no kind in common (at most one of them is written at any token, its writers guarded).
+bool exclusiveKinds(uint32_t a, uint32_t b);
 
 struct Placement {
   Field field;
@@ -95,8 +111,9 @@ struct LayoutReport {
 
 class LayoutPlan {
  public:
-  // A field placed by the allocator; returns its index for `field(i)` after solve().
-  int add(const std::string& name, int dims, LiveRange range);
+  // A field placed by the allocator; returns its index for `field(i)` after solve(). `kinds` as
+  // Field::kinds: fields of exclusive kinds may share dims while both are live.
+  int add(const std::string& name, int dims, LiveRange range, uint32_t kinds = 0);
   // A field at a fixed offset (a field placed before, or the failing twins' forced overlap).
   int pin(const std::string& name, int dims, LiveRange range, int offset);
 
@@ -115,6 +132,7 @@ class LayoutPlan {
     int dims = 0;
     LiveRange range;
     std::optional<int> offset;
+    uint32_t kinds = 0;
   };
 
  private:

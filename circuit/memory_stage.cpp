@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +26,7 @@ constexpr int kLanes = kRecordLanes;
 enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
-  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec,
+  kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec, kIsMinMaxDec,
   kIsSpill, kIsStl, kShared
 };
 // clang-format on
@@ -98,12 +99,13 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::AtomMaxU) k.push_back(kIsMaxU);
   if (op == machine::Op::AtomMinS) k.push_back(kIsMinS);
   if (op == machine::Op::AtomMaxS) k.push_back(kIsMaxS);
-  if (op == machine::Op::AtomMinU || op == machine::Op::AtomMaxU || op == machine::Op::AtomMinS ||
-      op == machine::Op::AtomMaxS)
-    k.push_back(kIsMinMax);
+  const bool minMax = op == machine::Op::AtomMinU || op == machine::Op::AtomMaxU ||
+                      op == machine::Op::AtomMinS || op == machine::Op::AtomMaxS;
+  if (minMax) k.push_back(kIsMinMax);
   if (op == machine::Op::AtomInc) k.push_back(kIsInc);
   if (op == machine::Op::AtomCas) k.push_back(kIsCas);
   if (op == machine::Op::AtomDec) k.push_back(kIsDec);
+  if (minMax || op == machine::Op::AtomDec) k.push_back(kIsMinMaxDec);
   return k;
 }
 
@@ -318,11 +320,16 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   MemoryStage r;
   const std::vector<SlotProduct> products = slotProducts();
   const int before = alloc.takenDims();
-  auto take = [&](const std::string& name, int dims) { return alloc.take("mem." + name, dims); };
+  // The atomics' own fields carry their kinds (Field::kinds): fields of exclusive kinds share dims
+  // on the layout by liveness, and every unit that writes one is guarded by its kind (below).
+  auto take = [&](const std::string& name, int dims, uint32_t kinds = 0) {
+    return alloc.take("mem." + name, dims, kinds);
+  };
   // A 32-bit compare's fields (logic.h): its bus and its 1-dim result.
-  auto takeCompare = [&](const std::string& name) -> Expected<std::pair<Field, Field>> {
-    QGPU_TRY(bus, take(name + "Bus", compareBusDims(kMemoryWord)));
-    QGPU_TRY(out, take(name, 1));
+  auto takeCompare = [&](const std::string& name,
+                         uint32_t kinds = 0) -> Expected<std::pair<Field, Field>> {
+    QGPU_TRY(bus, take(name + "Bus", compareBusDims(kMemoryWord), kinds));
+    QGPU_TRY(out, take(name, 1, kinds));
     return std::pair<Field, Field>{bus, out};
   };
   {
@@ -394,16 +401,16 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     const std::string n = std::to_string(l);
     const int rows = l == 0 ? 0 : l == 1 ? 2 : 3;
     if (rows > 0) {
-      QGPU_TRY(f, take("addRows" + n, rows * kMemoryWord));
+      QGPU_TRY(f, take("addRows" + n, rows * kMemoryWord, kKindAtomAdd));
       r.addRows[static_cast<size_t>(l)] = f;
     }
     if (rows == 3) {
-      QGPU_TRY(f, take("addPair" + n, 2 * kMemoryWord));
+      QGPU_TRY(f, take("addPair" + n, 2 * kMemoryWord, kKindAtomAdd));
       r.addPair[static_cast<size_t>(l)] = f;
     }
-    QGPU_TRY(bus, take("addBus" + n, adderBusDims(kMemoryWord)));
+    QGPU_TRY(bus, take("addBus" + n, adderBusDims(kMemoryWord), kKindAtomAdd));
     r.addBus[static_cast<size_t>(l)] = bus;
-    QGPU_TRY(f, take("addNew" + n, kMemoryWord));
+    QGPU_TRY(f, take("addNew" + n, kMemoryWord, kKindAtomAdd));
     r.addNew[static_cast<size_t>(l)] = f;
   }
   // atom.min / max: per lane the l + 2 operands' pairwise lt.u (bus + 1 dim each) and lt.s (1 dim
@@ -412,14 +419,15 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     const int n = l + 2, pairs = n * (n - 1) / 2;
     auto& cmp = r.mmCompare[static_cast<size_t>(l)];
     for (int q = 0; q < pairs; ++q) {
+      // atom.dec reads the bus too (its wrap tests' le.u, wrapTestOnMinMaxBus).
       QGPU_TRY(bus, take("mmBus" + std::to_string(l) + "." + std::to_string(q),
-                         compareBusDims(kMemoryWord)));
-      QGPU_TRY(lt, take("mmLt" + std::to_string(l) + "." + std::to_string(q), 1));
+                         compareBusDims(kMemoryWord), kKindAtomMinMax | kKindAtomDec));
+      QGPU_TRY(lt, take("mmLt" + std::to_string(l) + "." + std::to_string(q), 1, kKindAtomMinMax));
       cmp.push_back({bus, lt});
     }
-    QGPU_TRY(ltS, take("mmLtS" + std::to_string(l), pairs));
+    QGPU_TRY(ltS, take("mmLtS" + std::to_string(l), pairs, kKindAtomMinMax));
     r.mmLtS[static_cast<size_t>(l)] = ltS;
-    QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord));
+    QGPU_TRY(f, take("mmNew" + std::to_string(l), kMemoryWord, kKindAtomMinMax));
     r.mmNew[static_cast<size_t>(l)] = f;
   }
   // atom.inc: per lane the words M_l + q (q = 1..l + 1), the compares [M_l + q < b_l] (q = 0..l:
@@ -427,28 +435,28 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
     const std::string n = std::to_string(l);
     for (int q = 1; q <= l + 1; ++q) {
-      QGPU_TRY(f, take("incPlus" + n + "." + std::to_string(q), kMemoryWord));
+      QGPU_TRY(f, take("incPlus" + n + "." + std::to_string(q), kMemoryWord, kKindAtomInc));
       r.incPlus[static_cast<size_t>(l)].push_back(f);
     }
     for (int q = 0; q <= l; ++q) {
-      QGPU_TRY(cmp, takeCompare("incLt" + n + "." + std::to_string(q)));
+      QGPU_TRY(cmp, takeCompare("incLt" + n + "." + std::to_string(q), kKindAtomInc));
       r.incCompare[static_cast<size_t>(l)].push_back(cmp);
     }
     if (l > 0) {
-      QGPU_TRY(f, take("incSmall" + n, l));
+      QGPU_TRY(f, take("incSmall" + n, l, kKindAtomInc));
       r.incSmall[static_cast<size_t>(l)] = f;
     }
   }
   // atom.cas: 4 + 6 Eq compares (bus + 1 dim each), per lane the states and the swap.
   for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
     const std::string n = std::to_string(l);
-    QGPU_TRY(self, takeCompare("casSelf" + n));
+    QGPU_TRY(self, takeCompare("casSelf" + n, kKindAtomCas));
     r.casSelf[static_cast<size_t>(l)] = self;
     QGPU_TRY(state, take("casState" + n, l + 2));
     r.casState[static_cast<size_t>(l)] = state;
   }
   for (int p = 0; p < kSameWordPairs && s.prefixAtomics; ++p) {
-    QGPU_TRY(pair, takeCompare("casPair" + std::to_string(p)));
+    QGPU_TRY(pair, takeCompare("casPair" + std::to_string(p), kKindAtomCas));
     r.casPair[static_cast<size_t>(p)] = pair;
   }
   // atom.dec: the b words and zero tests, the wrap compares (bus + 1 dim each; the test after
@@ -457,45 +465,45 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     const std::string n = std::to_string(l);
     const size_t li = static_cast<size_t>(l);
     if (l > 0) {
-      QGPU_TRY(sat, take("decSat" + n, l * kMemoryWord));
+      QGPU_TRY(sat, take("decSat" + n, l * kMemoryWord, kKindAtomDec));
       r.decSat[li] = sat;
     }
     if (l + 2 < kLanes) {
-      QGPU_TRY(minus, take("decBMinus" + n, (kLanes - 2 - l) * kMemoryWord));
+      QGPU_TRY(minus, take("decBMinus" + n, (kLanes - 2 - l) * kMemoryWord, kKindAtomDec));
       r.decBMinus[li] = minus;
     }
     if (l + 2 < kLanes) {
-      QGPU_TRY(zero, take("decZeroB" + n, kLanes - 2 - l));
+      QGPU_TRY(zero, take("decZeroB" + n, kLanes - 2 - l, kKindAtomDec));
       r.decZeroB[li] = zero;
     }
     for (int k = 0; k < l; ++k) {
-      QGPU_TRY(zero, take("decZeroMask" + std::to_string(k) + n, 1));
+      QGPU_TRY(zero, take("decZeroMask" + std::to_string(k) + n, 1, kKindAtomDec));
       r.decZeroMask[static_cast<size_t>(pairIndex(k, l))] = zero;
     }
-    QGPU_TRY(zeroM, take("decZeroM" + n, l + 1));
+    QGPU_TRY(zeroM, take("decZeroM" + n, l + 1, kKindAtomDec));
     r.decZeroM[li] = zeroM;
     {
-      QGPU_TRY(out, take("decWrapM" + n + ".0", 1));
+      QGPU_TRY(out, take("decWrapM" + n + ".0", 1, kKindAtomDec));
       r.decWrapM[li].push_back({Field{}, out});
     }
     for (int q = 1; q <= l; ++q) {
-      QGPU_TRY(cmp, takeCompare("decWrapM" + n + "." + std::to_string(q)));
+      QGPU_TRY(cmp, takeCompare("decWrapM" + n + "." + std::to_string(q), kKindAtomDec));
       r.decWrapM[li].push_back(cmp);
     }
     for (int k = 0; k < l; ++k)
       for (int q = 0; q < l - k; ++q) {
         const std::string name = "decWrapB" + std::to_string(k) + n + "." + std::to_string(q);
         if (q == 0) {
-          QGPU_TRY(out, take(name, 1));
+          QGPU_TRY(out, take(name, 1, kKindAtomDec));
           r.decWrapB[static_cast<size_t>(pairIndex(k, l))].push_back({Field{}, out});
           continue;
         }
-        QGPU_TRY(cmp, takeCompare(name));
+        QGPU_TRY(cmp, takeCompare(name, kKindAtomDec));
         r.decWrapB[static_cast<size_t>(pairIndex(k, l))].push_back(cmp);
       }
     if (l > 0) {
-      QGPU_TRY(minusM, take("decMinus" + n, l * kMemoryWord));
-      QGPU_TRY(old, take("decOld" + n, kMemoryWord));
+      QGPU_TRY(minusM, take("decMinus" + n, l * kMemoryWord, kKindAtomDec));
+      QGPU_TRY(old, take("decOld" + n, kMemoryWord, kKindAtomDec));
       r.decMinus[li] = minusM;
       r.decOld[li] = old;
     }
@@ -549,6 +557,9 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     return Ok{};
   };
   auto kind = [&](int k) { return Literal{r.kind.at(k), 1}; };
+  // The guard of the units that write a kind's own fields (those taken with Field::kinds): silent
+  // unless the kind dim holds, so that other kinds' fields may share the dims.
+  auto guardOf = [&](int k) { return UnitGuard{r.kind.at(k), 1, t.ballast, t.lambda}; };
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
   auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
@@ -970,6 +981,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       return Ok{};
     };
     for (int l = 0; l < kLanes; ++l) {
+      const GuardScope guard({&late[1], &late[2], &late[3], &late[4]}, guardOf(kIsAdd));
       const Field& b = s.lanes[static_cast<size_t>(l)].src1;
       Field x = r.load[static_cast<size_t>(l)], y = b;
       int adderLayer = 1;  // late[] index of the adder's level 1
@@ -1029,6 +1041,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     // ∧ ∀q>j c_jq (the last index at the minimum), max = X_j with ∀p<j c_pj ∧ ∀q>j ¬c_jq (the first
     // at the maximum): exactly one j, ANDs of the lt bits. ----
     for (int l = 0; l < kLanes; ++l) {
+      const GuardScope busGuard({&late[1]}, guardOf(kIsMinMaxDec));  // atom.dec reads the bus too
+      const GuardScope guard({&late[2], &late[3], &late[4]}, guardOf(kIsMinMax));
       std::vector<Field> x = {r.load[static_cast<size_t>(l)]};
       for (int k = 0; k < l; ++k) x.push_back(r.addMask[static_cast<size_t>(pairIndex(k, l))]);
       x.push_back(s.lanes[static_cast<size_t>(l)].src1);
@@ -1087,6 +1101,9 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     // words' wraps Z_l(t) = [b_l ≤ t]; L+6: M_l + q, q = 1..l + 1 (addSmallConstant); L+7 / L+8:
     // [M_l + q < b_l] (logic.h's lt.u; W_l(q) = its negation: the lane wraps the unwrapped word
     // after q lanes). L+9 selects by the paths below. ----
+    std::optional<GuardScope> guard;  // a kind's own units (guardOf), one kind at a time
+    guard.emplace(std::vector<UnitWriter*>{&late[1], &late[2], &late[3], &late[4]},
+                  guardOf(kIsInc));
     for (int l = 1; l < kLanes; ++l) {
       const Field& z = r.incSmall[static_cast<size_t>(l)];
       QGPU_CHECK(fw.start(late[1], {z}));
@@ -1119,6 +1136,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     // pattern of the s_kl, the paths (one exclusive AND each, 2^p for p lanes on the word) write
     // the one-hot state (M, or c_k of the last lane that swapped) and, with lane l's own test,
     // whether lane l swaps. L+9 selects old'_l by the state and new_l = c_l on a swap, else old'_l.
+    guard.emplace(std::vector<UnitWriter*>{&late[1], &late[2]}, guardOf(kIsCas));
     for (int l = 0; l < kLanes; ++l) {
       auto eqCompare = [&](const Field& a, const std::pair<Field, Field>& f) -> Status {
         CompareSpec cs;
@@ -1137,6 +1155,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         QGPU_CHECK(eqCompare(s.lanes[static_cast<size_t>(k)].src2,
                              r.casPair[static_cast<size_t>(pairIndex(k, l))]));
     }
+    guard.reset();  // the states are every token's (their paths hold isCas)
     {
       UnitWriter& u = late[3];
       QGPU_CHECK(fw.start(u, std::vector<Field>(r.casState.begin(), r.casState.end())));
@@ -1222,6 +1241,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       (void)rep;
       return fw.add(level2, {zero}, {{f.second.at(0), two}});
     };
+    guard.emplace(std::vector<UnitWriter*>{&u3, &late[0], &late[1], &late[2], &late[3]},
+                  guardOf(kIsDec));
     for (int l = 1; l < kLanes; ++l) {
       UnitWriter& u = l == 1 ? late[0] : u3;
       const Field& sat = r.decSat[static_cast<size_t>(l)];
@@ -1322,6 +1343,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         for (int n = 0; n < l - k; ++n) words.push_back({true, k, n});
       return words;
     };
+    guard.reset();  // the states are every token's (their paths hold isDec)
     {
       UnitWriter& u = late[3];
       QGPU_CHECK(fw.start(u, std::vector<Field>(r.decState.begin(), r.decState.end())));
@@ -1341,6 +1363,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         }
       }
       // L+8: the word lane l ≥ 1 sees, by its state.
+      guard.emplace(std::vector<UnitWriter*>{&late[4]}, guardOf(kIsDec));
       std::vector<Field> olds(r.decOld.begin() + 1, r.decOld.end());
       QGPU_CHECK(fw.start(late[4], olds));
       for (int l = 1; l < kLanes; ++l) {
@@ -1353,6 +1376,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                               {{r.decOld[static_cast<size_t>(l)].at(i), two}}));
         }
       }
+      guard.reset();
     }
     // atom.dec's lane l at L+9: new_l = b_l where lane l wraps, else old'_l − 1 (addMinusOneUnless,
     // off where it wraps or the op is no dec: exclusive, wrap ⟹ isDec); atomOld_l = old'_l.

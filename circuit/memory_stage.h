@@ -188,8 +188,9 @@ inline constexpr int kMemoryStageLayers = 10;
 inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4 (datamem.h)
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
 // isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas isDec (the
-// built atomics), isSpill isStl (the spill ops), shared (the space the op reads and writes)
-inline constexpr int kMemoryKinds = 25;
+// built atomics), isMinMaxDec (min / max or dec: the guard of the compare bus both read),
+// isSpill isStl (the spill ops), shared (the space the op reads and writes)
+inline constexpr int kMemoryKinds = 26;
 inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "circuit/alu_stage.h"
@@ -39,20 +40,23 @@ model::Qwen35Config scratchConfig(int layers, int keyHeadDim) {
 }
 
 // The dims live after layer l's attention or its MLP, whichever holds more (the plan's `live`),
-// by field group: the name up to its first '.'.
+// by field group: the name up to its first '.' (dims that fields of exclusive kinds share once).
 std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int l) {
-  std::map<std::string, int> at[2];
-  int total[2] = {0, 0};
+  std::map<std::string, std::set<int>> at[2];
+  std::set<int> total[2];
   for (size_t i = 0; i < plan.fields.size(); ++i)
     for (int b = 0; b < 2; ++b) {
       const int key = 2 * l + b;
       if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
-      const std::string& name = plan.fields[i].name;
-      at[b][name.substr(0, name.find('.'))] += plan.fields[i].dims;
-      total[b] += plan.fields[i].dims;
+      const Field& f = plan.fields[i];
+      for (int d = 0; d < f.dims; ++d) {
+        at[b][f.name.substr(0, f.name.find('.'))].insert(f.at(d));
+        total[b].insert(f.at(d));
+      }
     }
-  const auto& most = at[total[1] > total[0] ? 1 : 0];
-  std::vector<std::pair<std::string, int>> v(most.begin(), most.end());
+  std::vector<std::pair<std::string, int>> v;
+  for (const auto& [group, dims] : at[total[1].size() > total[0].size() ? 1 : 0])
+    v.emplace_back(group, static_cast<int>(dims.size()));
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& x, const auto& y) { return x.second > y.second; });
   return v;

@@ -20,7 +20,41 @@ bool powerOfTwo(double v) {
 UnitWriter::UnitWriter(CircuitWeights& weights, int layer, int firstUnit)
     : w_(weights), layer_(layer), first_(firstUnit), next_(firstUnit) {}
 
-Expected<int> UnitWriter::add(const Unit& unit) {
+Expected<Unit> UnitWriter::guarded(const Unit& unit) const {
+  const UnitGuard& g = *guard_;
+  const auto onBallast = [&](int dim) {
+    return dim >= g.ballast.offset && dim < g.ballast.offset + g.ballast.dims;
+  };
+  // The unit's gate where the literal does not hold, at its largest (in weights: × λ for the gate).
+  double constant = 0, offMax = 0;
+  Unit out = unit;
+  out.gate.clear();
+  for (const Term& t : unit.gate) {
+    if (onBallast(t.dim)) {
+      constant += t.weight;
+      continue;
+    }
+    offMax += t.dim == g.dim ? -g.sign * static_cast<double>(t.weight) : std::abs(t.weight);
+    out.gate.push_back(t);
+  }
+  offMax += constant;
+  constexpr double kOff = 128;  // the guarded-off gate's bound: past rule R2's −88.8
+  if (g.lambda * offMax <= -kOff) return unit;
+  double a = 1;
+  while (g.lambda * (offMax - 2 * a) > -kOff) a *= 2;
+  out.gate.push_back({g.dim, static_cast<float>(g.sign * a)});
+  QGPU_TRY(pieces, constantTerms(constant - a, g.ballast));
+  out.gate.insert(out.gate.end(), pieces.begin(), pieces.end());
+  return out;
+}
+
+Expected<int> UnitWriter::add(const Unit& plain) {
+  Unit guardedUnit;
+  if (guard_) {
+    QGPU_TRY(u, guarded(plain));
+    guardedUnit = std::move(u);
+  }
+  const Unit& unit = guard_ ? guardedUnit : plain;
   const model::Qwen35Config& c = w_.config();
   const std::string where = "layer " + std::to_string(layer_) + " MLP unit " + std::to_string(next_);
   if (next_ >= c.intermediateSize)

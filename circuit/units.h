@@ -16,6 +16,8 @@
 // exactly while the sum stays below 2^24 of the smallest piece's ulp.
 #pragma once
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "circuit/weights.h"
@@ -40,6 +42,22 @@ struct Unit {
   std::vector<Term> down;
 };
 
+// A literal that holds every unit a writer adds silent unless it holds (docs/circuit.md §3.2
+// "Exclusive fields"): the units of one op kind's gadgets, whose fields share dims with another
+// kind's. The literal is a sign dim (+: holds at +u, −: at −u), and every other dim a unit's gate
+// reads holds ±u (a sign field) or, on `ballast`, +u. Where the literal holds the unit is
+// unchanged (the guard adds a·x̂ − a = 0, exactly: a is a power of two and the constant −a is
+// split over the ballast with the unit's own constant, constantTerms); where it does not, the
+// gate is at most −128 whatever the other dims hold (a ≥ (M/λ + 128/λ)/2 over the unit's largest
+// gate M), so silu is exactly −0 (rule R2) and the unit adds exactly 0 — a cancel too, so the dims
+// keep what they held. A unit already silent there (an AND with the literal) is left as it is.
+struct UnitGuard {
+  int dim = 0;
+  int sign = 1;
+  Field ballast;
+  double lambda = 1;  // the MLP input's λ (a ±u dim reads ±λ)
+};
+
 // Writes units into consecutive rows of one layer's MLP (gate_proj, up_proj rows; down_proj
 // columns). Rows already used by another writer are the caller's business: one writer per layer.
 class UnitWriter {
@@ -50,12 +68,38 @@ class UnitWriter {
   Expected<int> add(const Unit& unit);
   int used() const { return next_ - first_; }
   int next() const { return next_; }
+  // The guard every unit added from now on gets (std::nullopt: none); see UnitGuard.
+  void setGuard(std::optional<UnitGuard> guard) { guard_ = std::move(guard); }
+  const std::optional<UnitGuard>& guard() const { return guard_; }
 
  private:
+  Expected<Unit> guarded(const Unit& unit) const;
   CircuitWeights& w_;
   int layer_;
   int first_;
   int next_;
+  std::optional<UnitGuard> guard_;
+};
+
+// Guards writers' units for one scope (UnitWriter::setGuard), then gives each its guard back.
+class GuardScope {
+ public:
+  GuardScope(std::vector<UnitWriter*> writers, const UnitGuard& guard)
+      : writers_(std::move(writers)) {
+    for (UnitWriter* w : writers_) {
+      before_.push_back(w->guard());
+      w->setGuard(guard);
+    }
+  }
+  ~GuardScope() {
+    for (size_t i = 0; i < writers_.size(); ++i) writers_[i]->setGuard(before_[i]);
+  }
+  GuardScope(const GuardScope&) = delete;
+  GuardScope& operator=(const GuardScope&) = delete;
+
+ private:
+  std::vector<UnitWriter*> writers_;
+  std::vector<std::optional<UnitGuard>> before_;
 };
 
 // c as terms on the ballast dims (each dim +1 unit on every token): pieces of at most 8

@@ -9,8 +9,8 @@
 
 namespace qgpu::circuit {
 
-Expected<Field> FieldAllocator::take(const std::string& name, int dims) {
-  Field f{name, span_, dims};
+Expected<Field> FieldAllocator::take(const std::string& name, int dims, uint32_t kinds) {
+  Field f{name, span_, dims, kinds};
   if (planned()) {
     const size_t i = taken_.size();
     if (i >= plan_.size() || plan_[i].name != name || plan_[i].dims != dims)

@@ -25,16 +25,32 @@
 namespace qgpu::circuit {
 
 // A named block of consecutive residual dims [offset, offset + dims).
+//
+// `kinds`: 0 for a field any token may use; else the op kinds (FieldKind bits) for which alone it
+// holds a value, every unit that writes it silent unless one of them executes (units.h
+// UnitGuard). Two such fields of disjoint kinds may share dims while both are live
+// (circuit/layout.h): at most one of them is written at any token.
 struct Field {
   std::string name;
   int offset = 0;
   int dims = 0;
+  uint32_t kinds = 0;
   int at(int i) const { return offset + i; }  // i < dims
   // Dims [from, from + count) of this field, under its name or as "name.part".
-  Field slice(int from, int count) const { return Field{name, offset + from, count}; }
+  Field slice(int from, int count) const { return Field{name, offset + from, count, kinds}; }
   Field slice(int from, int count, const std::string& part) const {
-    return Field{name + "." + part, offset + from, count};
+    return Field{name + "." + part, offset + from, count, kinds};
   }
+};
+
+// Field::kinds bits: the op kinds whose fields the stages keep apart by guards (one numbering for
+// every stage, so that any two fields compare).
+enum FieldKind : uint32_t {
+  kKindAtomAdd = 1u << 0,
+  kKindAtomMinMax = 1u << 1,  // atom.min / max, .u and .s
+  kKindAtomInc = 1u << 2,
+  kKindAtomDec = 1u << 3,
+  kKindAtomCas = 1u << 4,
 };
 
 // Hands out residual dims: in order (one field per value), or by a plan (circuit/layout.h
@@ -55,7 +71,8 @@ class FieldAllocator {
   explicit FieldAllocator(int hidden) : hidden_(hidden) {}
   FieldAllocator(int hidden, std::vector<Field> plan, std::vector<PadRestore> pads = {})
       : hidden_(hidden), plan_(std::move(plan)), pads_(std::move(pads)) {}
-  Expected<Field> take(const std::string& name, int dims);
+  // `kinds` as Field::kinds (0: any token's).
+  Expected<Field> take(const std::string& name, int dims, uint32_t kinds = 0);
   // The highest dim handed out + 1 (in order: the next free dim).
   int used() const { return span_; }
   // Σ dims handed out (in order: used()).

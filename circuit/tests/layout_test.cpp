@@ -25,6 +25,46 @@ TEST(LayoutConflicts, AFieldReadLastByABlockMayGiveItsDimsToThatBlocksOutput) {
   EXPECT_TRUE(conflicts({kEmbedding, mlpAt(0)}, {attentionAt(0), mlpAt(1)}));
 }
 
+TEST(LayoutConflicts, OnlyFieldsOfDisjointKindsShareWhileLive) {
+  EXPECT_TRUE(exclusiveKinds(kKindAtomAdd, kKindAtomInc));
+  EXPECT_TRUE(exclusiveKinds(kKindAtomMinMax | kKindAtomDec, kKindAtomInc));
+  // Twins: a kind in common; a field any token uses.
+  EXPECT_FALSE(exclusiveKinds(kKindAtomMinMax | kKindAtomDec, kKindAtomDec));
+  EXPECT_FALSE(exclusiveKinds(0, kKindAtomInc));
+  EXPECT_FALSE(exclusiveKinds(kKindAtomAdd, 0));
+}
+
+TEST(LayoutPlan, FieldsOfExclusiveKindsStackOnOneRunOfDims) {
+  LayoutPlan plan;
+  const int any = plan.add("any", 4, mlp(0, 4));
+  const int add = plan.add("add", 8, mlp(1, 3), kKindAtomAdd);
+  const int inc = plan.add("inc", 6, mlp(2, 4), kKindAtomInc);
+  const int dec = plan.add("dec", 8, mlp(1, 4), kKindAtomDec | kKindAtomMinMax);
+  const int mm = plan.add("mm", 4, mlp(2, 3), kKindAtomMinMax);  // shares dec's kind
+  ASSERT_TRUE(plan.solve(64).ok());
+  EXPECT_EQ(plan.field(any).offset, 0);
+  EXPECT_EQ(plan.field(add).offset, 4);
+  EXPECT_EQ(plan.field(dec).offset, 4);  // on add's dims
+  EXPECT_EQ(plan.field(inc).offset, 4);  // on add's and dec's
+  EXPECT_EQ(plan.field(mm).offset, 12);  // not on dec's; on add's (4..11) it would cross dec's
+  const LayoutReport r = plan.report();
+  // After L2's MLP: any 4, the run 4..11 once, mm 4: 16 dims, not 4 + 8 + 6 + 8 + 4 = 30.
+  EXPECT_EQ(r.peak, 16);
+  EXPECT_EQ(r.span, 16);
+  EXPECT_EQ(r.liveAfterMlp[static_cast<size_t>(2 - r.firstLayer)], 16);
+}
+
+TEST(LayoutPlan, FailingTwinFieldsWithoutKindsTakeDimsOfTheirOwn) {
+  LayoutPlan plan;
+  plan.add("any", 4, mlp(0, 4));
+  plan.add("add", 8, mlp(1, 3));
+  plan.add("inc", 6, mlp(2, 4));
+  plan.add("dec", 8, mlp(1, 4));
+  plan.add("mm", 4, mlp(2, 3));
+  ASSERT_TRUE(plan.solve(64).ok());
+  EXPECT_EQ(plan.report().peak, 30);
+}
+
 TEST(LayoutPoints, KeysOrderTheEmbeddingThenAttentionThenMlp) {
   EXPECT_EQ(kEmbedding.key(), -1);
   EXPECT_EQ(attentionAt(0).key(), 0);
@@ -257,6 +297,34 @@ TEST(LayoutByLiveness, AReplacingMlpWriterTakesTheDimsOfAFieldReadBeforeIt) {
   EXPECT_TRUE(p->fromEmbedding[0]);
   EXPECT_FALSE(p->fromEmbedding[1]);
   EXPECT_EQ(p->fields[1].name, "b");  // the takes' own names, for FieldAllocator's check
+}
+
+// Two fields of exclusive kinds live side by side share dims when both writers replace; a field
+// whose writer needs the pad, or that starts at the embedding, loses its kinds (the pad restore and
+// the embedding's value are not guarded) and takes dims of its own.
+TEST(LayoutByLiveness, KindsStayOnlyWithFieldsWhoseWritersReplace) {
+  struct Case {
+    bool yCancels, yEmbedded;
+    int hidden;
+    const char* what;
+  };
+  for (const Case& c : {Case{true, false, 4, "both writers replace"},
+                        Case{false, false, 8, "y's writer adds (needs the pad)"},
+                        Case{true, true, 8, "y starts at the embedding"}}) {
+    const Field x{"x", 0, 4, kKindAtomAdd}, y{"y", 4, 4, kKindAtomInc};
+    ResidualTouches t = touches(8);
+    writes(t, x, 3);
+    reads(t, x, 3);
+    reads(t, x, 7);
+    if (c.yEmbedded) writes(t, y, -1);
+    writes(t, y, 3);
+    if (c.yCancels) reads(t, y, 3);
+    reads(t, y, 7);
+    auto p = planByLiveness({x, y}, t, 0);
+    ASSERT_TRUE(p.ok()) << c.what;
+    EXPECT_EQ(p->hidden, c.hidden) << c.what;
+    EXPECT_EQ(p->fields[1].kinds, c.hidden == 4 ? kKindAtomInc : 0u) << c.what;
+  }
 }
 
 // A writer that needs the +u pad — an MLP that adds, an attention head — gets it back where the

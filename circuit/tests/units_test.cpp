@@ -51,6 +51,50 @@ TEST(UnitWriter, RefusesAFullLayerABadDimAndANonBf16Weight) {
   EXPECT_EQ(full.error().kind, ErrorKind::Usage);
 }
 
+TEST(UnitGuard, AddsAPowerOfTwoOnTheLiteralAndTakesItBackFromTheConstant) {
+  CircuitWeights w(oneLayer());
+  const Field ballast{"ballast", 60, 4};
+  UnitWriter units(w, 0);
+  // gate = 128·x̂_3 + 64 (λ = 1): at most 192 where the literal does not hold, so a = 256 is the
+  // smallest power of two with 192 − 2a ≤ −128; the constant 64 − 256 = −192 is one bf16 piece.
+  units.setGuard(UnitGuard{7, 1, ballast, 1.0});
+  ASSERT_TRUE(units.add({{{3, 128.0f}, {60, 64.0f}}, {{60, 1.0f}}, {{9, 1.0f}}}).ok());
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 0, 3), 128.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 0, 7), 256.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 0, 60), -192.0f);
+  EXPECT_EQ(at(w, "mlp.up_proj.weight", 0, 60), 1.0f);  // up and down as given
+  EXPECT_EQ(at(w, "mlp.down_proj.weight", 9, 0), 1.0f);
+  // A literal that holds at −u gets −a.
+  units.setGuard(UnitGuard{8, -1, ballast, 1.0});
+  ASSERT_TRUE(units.add({{{3, 128.0f}}, {{60, 1.0f}}, {{9, 1.0f}}}).ok());
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 1, 8), -128.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 1, 60), -128.0f);
+  // A unit already at −128 or less where the literal fails (an AND with it) is left as it is.
+  units.setGuard(UnitGuard{7, 1, ballast, 1.0});
+  ASSERT_TRUE(units.add({{{7, 128.0f}, {3, 128.0f}, {60, -128.0f}}, {{60, 1.0f}}, {}}).ok());
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 2, 7), 128.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 2, 60), -128.0f);
+  // Without a guard nothing is added.
+  units.setGuard(std::nullopt);
+  ASSERT_TRUE(units.add({{{3, 128.0f}}, {{60, 1.0f}}, {}}).ok());
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 3, 7), 0.0f);
+  EXPECT_EQ(at(w, "mlp.gate_proj.weight", 3, 60), 0.0f);
+}
+
+TEST(UnitGuard, AScopeGuardsEveryWriterInItAndGivesTheirGuardsBack) {
+  CircuitWeights w(oneLayer());
+  const Field ballast{"ballast", 60, 4};
+  UnitWriter a(w, 0), b(w, 0, 10);
+  a.setGuard(UnitGuard{5, 1, ballast, 1.0});
+  {
+    const GuardScope scope({&a, &b}, UnitGuard{7, 1, ballast, 1.0});
+    EXPECT_EQ(a.guard()->dim, 7);
+    EXPECT_EQ(b.guard()->dim, 7);
+  }
+  EXPECT_EQ(a.guard()->dim, 5);
+  EXPECT_FALSE(b.guard().has_value());
+}
+
 TEST(ConstantTerms, SplitsTenSignificantBitsIntoBf16Pieces) {
   // The prototype's adder constant 64·513 = 32832: bf16 alone rounds it to 32768.
   Field ballast{"ballast", 20, 4};

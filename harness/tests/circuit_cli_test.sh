@@ -31,26 +31,27 @@ expect json-refused 4 '"kind": "OverLimit"' -- "$qgpu" --json circuit plan --of 
 expect unknown-shape 2 "unknown shape '7b' \(known: compact, 2b\)" -- "$qgpu" circuit plan --of stages --shape 7b
 expect negative-override 2 '--heads must be positive' -- "$qgpu" circuit plan --of stages --heads -1
 expect no-subcommand 2 'A subcommand is required' -- "$qgpu" circuit
-# The execute pipeline (the default) on its layout by liveness: 1,992 dims (3,444 one field per
-# value; pipeline_spec_test audits the plan), within 2b's 2,048, so 2b is refused at the front
+# The execute pipeline (the default) on its layout by liveness: 1,940 dims, its peak live, with the
+# wide fields placed first (3,444 one field per value; pipeline_spec_test audits the plan), within 2b's 2,048, so 2b is refused at the front
 # end's heads (layer 2); compact holds it.
 expect pipeline-2b 4 'layer 2 \(front end\+select\+control layer 2\) needs 28 heads, the shape has 16' -- \
   "$qgpu" circuit plan
-expect pipeline-compact 0 'shape compact: hidden 1992, 35 heads of 128/128, MLP 4957' -- \
+expect pipeline-compact 0 'shape compact: hidden 1940, 35 heads of 128/128, MLP 4957' -- \
   "$qgpu" circuit plan --shape compact
-expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +1992 +1904' -- "$qgpu" circuit plan --of pipeline --shape compact
-expect pipeline-layout 0 'span 1992 \(peak live 1940; one field per value 3444\)' -- \
+expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +1940 +1904' -- "$qgpu" circuit plan --of pipeline --shape compact
+expect pipeline-layout 0 'span 1940 \(peak live 1940; one field per value 3444\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 2,407 dims (5,098 one field per value).
-expect memory-pipeline 0 'span 2407 \(peak live 2406; one field per value 5098\)' -- \
+# With memory ops: 18 layers, 2,407 dims (5,099 one field per value).
+expect memory-pipeline 0 'span 2407 \(peak live 2407; one field per value 5099\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,602 dims (peak live 2,597: the memory stage at 12 and 13; attention-written fields live from the pad
-# restore before their writer, circuit/layout.h), the memory stage's last layer at 14, the
+# 2,411 dims (peak live 2,411: the ALU's S0 beside the memory stage's address adders at 5; the
+# atomics' own fields share dims by kind and attention-written fields live from the pad restore
+# before their writer, circuit/layout.h), the memory stage's last layer at 14, the
 # multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
 # atomics' regrec at 23..26, the select at 27.
-expect leg-pipeline 0 'span 2602 \(peak live 2597; one field per value 12307\)' -- \
+expect leg-pipeline 0 'span 2411 \(peak live 2411; one field per value 12308\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -65,7 +66,7 @@ expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 2602 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 2411 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
