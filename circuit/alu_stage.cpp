@@ -308,6 +308,8 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
       if (f->dims != 1) return aluStageUsage("a lane's p, q and s need 1 dim, " + f->name + " has " + std::to_string(f->dims));
   }
 
+  if (s.guard.dims > 1)
+    return aluStageUsage("the guard needs 0 or 1 dim, has " + std::to_string(s.guard.dims));
   std::optional<LayoutPlan> livePlan;
   if (s.busLayout == AluBusLayout::Liveness) {
     QGPU_TRY(plan, aluStageBusPlan(lanes, s.busLayout));
@@ -343,6 +345,20 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
   const MlpContext& c2 = layers[2].ctx;
   const MlpContext& c3 = layers[3].ctx;
   GadgetReport& g = rep.gadget;
+  // With a guard every unit below is silent where the ALU's ops do not execute, but r's and s's
+  // cancel and −u (every token's: `unguarded`).
+  std::vector<UnitWriter*> writers;
+  if (s.guard.dims == 1)
+    for (const AluLayer& l : layers) writers.push_back(l.units);
+  const GuardScope guard(
+      writers, UnitGuard{s.guard.dims == 1 ? s.guard.at(0) : 0, 1, c0.ballast, c0.lambda});
+  auto unguarded = [](UnitWriter& u, auto&& write) -> Status {
+    const std::optional<UnitGuard> kept = u.guard();
+    u.setGuard(std::nullopt);
+    Status st = write();
+    u.setGuard(kept);
+    return st;
+  };
 
   // S0: the op one-hot, shared by the lanes.
   {
@@ -405,8 +421,10 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     {
       const AluLayer& first = layers[kAluResultFirstLayer];
       Cases k(*first.units, first.ctx, g);
-      if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.r));
-      QGPU_CHECK(k.zero({L.r}));
+      QGPU_CHECK(unguarded(*first.units, [&]() -> Status {
+        if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.r));
+        return k.zero({L.r});
+      }));
       for (int j = 0; j < 32; ++j) {
         const int r = L.r.at(j);
         QGPU_CHECK(k.when({is(Op::Popc), bit(b.popc.at(j))}, r));
@@ -454,8 +472,10 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     // S3: the other ops' cases onto the result word (begun in S1), and the predicate result,
     // one detector per case.
     Cases k(w3, c3, g);
-    if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.s));
-    QGPU_CHECK(k.zero({L.s}));
+    QGPU_CHECK(unguarded(w3, [&]() -> Status {
+      if (s.outPrior == Prior::Replace) QGPU_CHECK(k.cancel(L.s));
+      return k.zero({L.s});
+    }));
     const Lit lts = bit(b.cmp.at(kLtS)), ltu = bit(b.cmp.at(kLtU));
     const Lit nlts = bit(b.cmp.at(kLtS), false), nltu = bit(b.cmp.at(kLtU), false);
     const Lit sign = bit(L.a.at(31)), nsign = bit(L.a.at(31), false);

@@ -102,6 +102,12 @@ struct AluStageSpec {
   Field bus;                   // aluStageBusDims(lanes.size(), busLayout) dims, always replaced
   Prior outPrior = Prior::Replace;  // r and s
   AluBusLayout busLayout = AluBusLayout::OneFieldPerValue;
+  // Optional (0 dims: none): a 1-dim literal, +u at the ALU's ops alone, that guards every unit
+  // the stage writes (units.h UnitGuard) but r's and s's cancel and −u: where another stage's op
+  // executes, the bus keeps what its dims held, so the pipeline may put that stage's fields of
+  // other kinds on it (weights.h Field::kinds). r and s are every token's; their cases AND the
+  // one-hot, which is guarded too, so the guard holds them silent as well.
+  Field guard;
 };
 int aluStageBusDims(int lanes, AluBusLayout layout = AluBusLayout::OneFieldPerValue);
 // The bus's fields with their live ranges (stage layer i = mlpAt(i)), placed by `layout`; its

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -313,6 +314,9 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     if (s.lanes[static_cast<size_t>(l)].src2.dims != kMemoryWord)
       return makeDiag(ErrorKind::Usage, "memory stage: lane " + std::to_string(l) +
                                             " needs src2 of 32 dims (atom.cas's swap value)");
+  if (s.guard.dims > 1)
+    return makeDiag(ErrorKind::Usage, "memory stage: the guard needs 0 or 1 dim, has " +
+                                          std::to_string(s.guard.dims));
   QGPU_TRY(opcode, memoryHeadField(s.head, "opcode",
                              std::bit_width(static_cast<unsigned>(machine::kNumOps - 1))));
   QGPU_TRY(spaceField, memoryHeadField(s.head, "space", 1));
@@ -335,11 +339,13 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   {
     QGPU_TRY(f, take("kind", kMemoryKinds)); r.kind = f;
   }
+  // The address path's fields: the stage's ops' alone where the pipeline guards them (s.guard).
+  const uint32_t addressKinds = s.guard.dims == 1 ? kKindMemoryStage : 0;
   for (int l = 0; l < kLanes; ++l) {
     const std::string n = std::to_string(l);
-    QGPU_TRY(bus, take("bus" + n, adderBusDims(kMemoryWord)));
-    QGPU_TRY(addr, take("addr" + n, kMemoryWord));
-    QGPU_TRY(checks, take("checks" + n, 4));
+    QGPU_TRY(bus, take("bus" + n, adderBusDims(kMemoryWord), addressKinds));
+    QGPU_TRY(addr, take("addr" + n, kMemoryWord, addressKinds));
+    QGPU_TRY(checks, take("checks" + n, 4, addressKinds));
     r.bus[static_cast<size_t>(l)] = bus;
     r.addr[static_cast<size_t>(l)] = addr;
     r.checks[static_cast<size_t>(l)] = checks;
@@ -353,7 +359,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   for (int sp = 0; sp < 2; ++sp)
     for (int l = 0; l < kLanes; ++l) {
       QGPU_TRY(f, take(std::string(sp == 0 ? "global" : "shared") + ".readAddr" + std::to_string(l),
-                       kWordBits + 1));
+                       kWordBits + 1, addressKinds));
       r.readAddr[static_cast<size_t>(sp)][static_cast<size_t>(l)] = f;
     }
   for (int l = 0; l < kLanes; ++l) {
@@ -560,6 +566,12 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   // The guard of the units that write a kind's own fields (those taken with Field::kinds): silent
   // unless the kind dim holds, so that other kinds' fields may share the dims.
   auto guardOf = [&](int k) { return UnitGuard{r.kind.at(k), 1, t.ballast, t.lambda}; };
+  // The address path's guard (s.guard): no writer is guarded without it.
+  auto addressGuard = [&](std::vector<UnitWriter*> writers) {
+    if (s.guard.dims != 1) writers.clear();
+    return std::make_unique<GuardScope>(std::move(writers),
+                                        UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda});
+  };
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
   auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
@@ -603,6 +615,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                                                    {s.blockX.at(products[q].j), 1}},
                           {{r.spillProducts.at(static_cast<int>(q)), two}}));
     }
+    const auto guard = addressGuard({&u1, &u2});
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
       a.a = s.lanes[static_cast<size_t>(l)].src0;
@@ -638,6 +651,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         (void)rep;
       }
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
+    const auto guard = addressGuard({&u});
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];
@@ -669,6 +683,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     UnitWriter& u = u3;
     std::vector<Field> outs;
     for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
+    const auto guard = addressGuard({&u});
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];

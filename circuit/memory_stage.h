@@ -244,6 +244,14 @@ struct MemoryStageSpec {
   std::array<Field, kRecordLanes> loadOnto{};
   // Optional (0 dims: the stage takes its own): the 1-dim field the fault bit is written into.
   Field faultInto;
+  // Optional (0 dims: none): a 1-dim literal, +u at the stage's ops alone (memory and spill ops),
+  // written before L's MLP. With it the address path's fields — the adders' buses and sums, the
+  // checks, the read addresses — are taken with kKindMemoryStage (weights.h Field::kinds) and
+  // their writers guarded by it (units.h UnitGuard): at another stage's op they keep what their
+  // dims held, as arbitrary as the address src0 + offset of a non-memory op was, and every use
+  // of them is ANDed with a kind (the faults with isMem, the loads with isLoad, the memrec with
+  // writes), so the pipeline may put another stage's fields of other kinds on them.
+  Field guard;
 };
 
 // The layers a spec's stage spans: 10, or kMemoryChainLayers without the prefix atomics.

@@ -363,6 +363,7 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ms.loadOnto[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)].r;
   }
   ms.faultInto = p.memFault;
+  ms.guard = p.opClass.slice(1, 1, "memoryStage");
   ms.prefixAtomics = s.atomics;
   const int M = p.memoryLayer;
   const int stageLayers = memoryStageLayers(ms);
@@ -583,6 +584,26 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     for (int i = 0; i < p.offset.dims; ++i)
       QGPU_CHECK(addDetector(u, ctx, LinearForm{{}, 1.0}, {{p.fe.offsetWord.at(i), 1.0f}},
                              {{p.offset.at(i), -1}}));
+    // The op's class: one AND of the opcode's bits per op (the ROM's polarity, −u = 1).
+    QGPU_TRY(cls, alloc.take("pipe.opClass", 2));
+    p.opClass = cls;
+    QGPU_TRY(opcode, opcodeBits(p.fe.headWord));
+    int fanIn = 0;
+    const AndFieldWriter fw{AndGate{t.ballast, t.lambda, 256}, ctx, t.unit, fanIn};
+    QGPU_CHECK(fw.start(u, {p.opClass}));
+    auto isOp = [&](machine::Op op) {
+      std::vector<Literal> l = spells(opcode, static_cast<unsigned>(op));
+      for (Literal& x : l) x.sign = -x.sign;
+      return l;
+    };
+    for (machine::Op op : aluStageOps())
+      QGPU_CHECK(fw.add(u, isOp(op), {{p.opClass.at(0), 2.0 * t.unit}}));
+    for (int op = 0; op < machine::kNumOps; ++op) {
+      const machine::OpClass c = machine::opInfo(static_cast<machine::Op>(op)).cls;
+      if (c == machine::OpClass::Mem || c == machine::OpClass::Local)
+        QGPU_CHECK(
+            fw.add(u, isOp(static_cast<machine::Op>(op)), {{p.opClass.at(1), 2.0 * t.unit}}));
+    }
     at(E + 4) += u.used();
     hostUnits4 += u.used();
   }
@@ -635,8 +656,13 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     lane.s = sp;
     as.lanes.push_back(lane);
   }
-  QGPU_TRY(bus, alloc.take("alu.bus", aluStageBusDims(kRecordLanes, AluBusLayout::Liveness)));
+  // With memory the bus is the ALU's ops' alone (its writers guarded by the op's class), so the
+  // memory stage's address path may share its dims.
+  const bool guarded = p.opClass.dims == 2;
+  QGPU_TRY(bus, alloc.take("alu.bus", aluStageBusDims(kRecordLanes, AluBusLayout::Liveness),
+                           guarded ? uint32_t{kKindAlu} : 0u));
   as.bus = bus;
+  if (guarded) as.guard = p.opClass.slice(0, 1, "alu");
   p.aluBus = bus;
   p.lanes = as.lanes;
   {

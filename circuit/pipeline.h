@@ -234,6 +234,10 @@ struct ExecutePipeline {
   // the memory stage, its fault (the control stage's supplied fault) and the outcome select (E+13:
   // the memrec for a memory-writing op, the result stage's outcome otherwise).
   Field offset, memExec, memFault;
+  // With memory: the op's class at E+4 from the fetched opcode, [isAlu, isMemoryStage] (+u =
+  // true: the ALU stage's ops; the memory stage's memory and spill ops) — the guards under which
+  // the ALU's bus and the memory stage's address path share dims (weights.h Field::kinds).
+  Field opClass;
   MemoryStage memory;
   RecordOutcomeFields outcome;
   // With atomicRegrec: the emitter's record positions exec ∨ isCont (E+5), the latched fields the

@@ -86,6 +86,11 @@ Expected<int> UnitWriter::add(const Unit& plain) {
   for (const Term& t : unit.gate) QGPU_CHECK(accumulate(gate, next_, t.dim, t.weight));
   for (const Term& t : unit.up) QGPU_CHECK(accumulate(up, next_, t.dim, t.weight));
   for (const Term& t : unit.down) QGPU_CHECK(accumulate(down, t.dim, next_, t.weight));
+  if (w_.loggingUnits()) {
+    CircuitWeights::UnitRecord r{layer_, guard_ ? guard_->dim : -1, {}};
+    for (const Term& t : unit.down) r.writes.push_back(t.dim);
+    w_.addUnitRecord(std::move(r));
+  }
   return next_++;
 }
 

@@ -51,7 +51,14 @@ enum FieldKind : uint32_t {
   kKindAtomInc = 1u << 2,
   kKindAtomDec = 1u << 3,
   kKindAtomCas = 1u << 4,
+  kKindMemOther = 1u << 5,  // the other memory ops: ld, st, st.b8, st.b16, atom.and/or/xor/exch
+  kKindSpill = 1u << 6,     // the spill slot ops ldl, stl
+  kKindAlu = 1u << 7,       // the ALU stage's ops (alu_stage.h aluStageOps)
 };
+// Every op the memory stage executes (the kinds above are its parts).
+inline constexpr uint32_t kKindMemoryStage = kKindAtomAdd | kKindAtomMinMax | kKindAtomInc |
+                                             kKindAtomDec | kKindAtomCas | kKindMemOther |
+                                             kKindSpill;
 
 // Hands out residual dims: in order (one field per value), or by a plan (circuit/layout.h
 // planByLiveness: fields whose live ranges do not overlap share dims). Refuses to pass the hidden
@@ -150,6 +157,19 @@ class CircuitWeights {
   void recordTouches(float pad);
   const ResidualTouches& touches() const { return touches_; }
 
+  // From now on every MLP unit a UnitWriter adds is logged with the dims it writes and its guard
+  // (units.h UnitGuard: its dim, −1 for none), so that a test can check that every writer of a
+  // field of kinds (Field::kinds) is guarded — in CountOnly storage too.
+  struct UnitRecord {
+    int layer = 0;
+    int guardDim = -1;
+    std::vector<int> writes;  // the down terms' dims
+  };
+  void logUnits() { logUnits_ = true; }
+  bool loggingUnits() const { return logUnits_; }
+  void addUnitRecord(UnitRecord r) { unitLog_.push_back(std::move(r)); }
+  const std::vector<UnitRecord>& unitLog() const { return unitLog_; }
+
   // Rule R4: the first weight that a bf16 cast would change, as an Internal diag.
   Status checkBf16Exact() const;
 
@@ -182,6 +202,8 @@ class CircuitWeights {
   bool recording_ = false;
   float pad_ = 0;
   ResidualTouches touches_;
+  bool logUnits_ = false;
+  std::vector<UnitRecord> unitLog_;
 };
 
 }  // namespace qgpu::circuit

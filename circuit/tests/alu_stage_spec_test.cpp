@@ -231,6 +231,9 @@ TEST(AluStageSpecs, RefusesWhatDoesNotFit) {
   AluStageSpec wideP = s;
   wideP.lanes[0].p.dims = 2;
   EXPECT_EQ(kind(layers, wideP), kUsage);
+  AluStageSpec wideGuard = s;
+  wideGuard.guard = Field{"guard", 0, 2};  // one literal: 0 or 1 dim
+  EXPECT_EQ(kind(layers, wideGuard), kUsage);
   MlpContext low = f.ctx;
   low.gain = 64;  // λG = 64 < 89
   const AluLayer lowLayers[] = {{&u0, low}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};

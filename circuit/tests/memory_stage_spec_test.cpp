@@ -4,6 +4,8 @@
 // refusals. What it computes is pinned through model::Decoder in memory_stage_test (torch).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <functional>
 
 #include <array>
@@ -22,6 +24,9 @@ constexpr int kHidden = 5120;  // the stage takes 4,033 dims (atom.add's 704, mi
 struct Built {
   Expected<MemoryStage> stage;
   int dims = 0;
+  std::vector<Field> taken;  // every field the build took
+  std::vector<CircuitWeights::UnitRecord>
+      units;  // every MLP unit it wrote (CircuitWeights::logUnits)
 };
 
 Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, int headWidth = 32,
@@ -30,6 +35,7 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
   c.linearNumKeyHeads = c.linearNumValueHeads = 32;
   c.linearKeyHeadDim = keyHeadDim;
   CircuitWeights w(c, WeightStorage::CountOnly);
+  w.logUnits();
   FieldAllocator alloc(kHidden);
   MemoryStageSpec s;
   s.tokens = planTokenLayout(alloc, kHidden).value();
@@ -44,8 +50,10 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
     l = {alloc.take("src0", 32).value(), alloc.take("src1", 32).value(),
          alloc.take("src2", 32).value()};
   if (host) host(s, alloc);
-  Built b{buildMemoryStage(w, alloc, s), 0};
+  Built b{buildMemoryStage(w, alloc, s), 0, {}, {}};
   b.dims = alloc.used();
+  b.taken = alloc.taken();
+  b.units = w.unitLog();
   return b;
 }
 
@@ -218,6 +226,47 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
   EXPECT_NE(wide.stage.error().message.find("faultInto"), std::string::npos);
 }
 
+// The writers of the fields that hold a value for some op kinds alone (Field::kinds), per kind
+// group: how many units, and how many of them have no guard (units.h UnitGuard), which would let
+// another kind's field on the same dims be overwritten.
+struct KindWriters {
+  std::map<uint32_t, int> units, unguarded;
+};
+KindWriters kindWriters(const Built& b) {
+  std::map<int, uint32_t> kindsOf;  // dim → the kinds of the field on it
+  for (const Field& f : b.taken)
+    for (int i = 0; i < f.dims && f.kinds != 0; ++i) kindsOf[f.at(i)] = f.kinds;
+  KindWriters k;
+  for (const CircuitWeights::UnitRecord& u : b.units) {
+    uint32_t kinds = 0;
+    for (int d : u.writes)
+      if (auto it = kindsOf.find(d); it != kindsOf.end()) kinds = it->second;
+    if (kinds == 0) continue;
+    ++k.units[kinds];
+    if (u.guardDim < 0) ++k.unguarded[kinds];
+  }
+  return k;
+}
+
+TEST(MemoryStageSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
+  const Built b = build(
+      64, ReadHeight::Nominal, kMemoryStageLayers, 32,
+      [](MemoryStageSpec& s, FieldAllocator& alloc) { s.guard = alloc.take("guard", 1).value(); });
+  ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
+  const KindWriters k = kindWriters(b);
+  // Every atomic kind's fields and the address path have writers, all of them guarded.
+  for (uint32_t kinds :
+       {uint32_t{kKindAtomAdd}, uint32_t{kKindAtomMinMax}, uint32_t{kKindAtomMinMax | kKindAtomDec},
+        uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}, kKindMemoryStage}) {
+    EXPECT_GT(k.units.count(kinds) ? k.units.at(kinds) : 0, 0) << kinds;
+    EXPECT_EQ(k.unguarded.count(kinds) ? k.unguarded.at(kinds) : 0, 0) << kinds;
+  }
+  // Twin: without the pipeline's guard the address path is every token's (no kinds, no guard).
+  const Built plain = build(64, ReadHeight::Nominal);
+  ASSERT_TRUE(plain.stage.ok());
+  EXPECT_EQ(kindWriters(plain).units.count(kKindMemoryStage), 0u);
+}
+
 TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
   const Built layers = build(64, ReadHeight::Nominal, kMemoryStageLayers - 1);
   ASSERT_FALSE(layers.stage.ok());
@@ -241,6 +290,15 @@ TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {
   const Built src2 = build(64, ReadHeight::Nominal, kMemoryStageLayers, 32, narrowSrc2);
   ASSERT_FALSE(src2.stage.ok());
   EXPECT_EQ(src2.stage.error().kind, ErrorKind::Usage);
+  // The address path's guard: one literal (0 or 1 dim).
+  const Built guard = build(64, ReadHeight::Nominal, kMemoryStageLayers, 32,
+                            [](MemoryStageSpec& s, FieldAllocator& alloc) {
+                              s.guard = alloc.take("guard.wide", 2).value();
+                            });
+  ASSERT_FALSE(guard.stage.ok());
+  EXPECT_EQ(guard.stage.error().kind, ErrorKind::Usage);
+  EXPECT_NE(guard.stage.error().message.find("guard needs 0 or 1 dim"), std::string::npos)
+      << guard.stage.error().message;
   EXPECT_NE(src2.stage.error().message.find("lane 2 needs src2"), std::string::npos)
       << src2.stage.error().message;
   EXPECT_TRUE(build(64, ReadHeight::Nominal, kMemoryChainLayers, 32,

@@ -5,6 +5,8 @@
 // refusals. The run through the model is pipeline_test's.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <iostream>
 #include <set>
 
@@ -47,16 +49,38 @@ model::Qwen35Config config(int layers = kExecuteLayers, int hidden = kHidden, in
 struct Built {
   Expected<ExecutePipeline> pipe = makeDiag(ErrorKind::Internal, "not built");
   int used = 0;
+  std::vector<Field> taken;                       // (buildInOrder) every field taken
+  std::vector<CircuitWeights::UnitRecord> units;  // (buildInOrder) every MLP unit written
 };
 
 // One field per value, in order, over the config's hidden size.
 Built buildInOrder(const model::Qwen35Config& c, const ExecuteSpec& s = {}) {
   CircuitWeights w(c, WeightStorage::CountOnly);
+  w.logUnits();
   FieldAllocator alloc(static_cast<int>(c.hiddenSize));
   Built b;
   b.pipe = buildExecuteModel(w, alloc, s);
   b.used = alloc.used();
+  b.taken = alloc.taken();
+  b.units = w.unitLog();
   return b;
+}
+
+// Per Field::kinds: the units that write a field of those kinds, and those without a guard.
+std::map<uint32_t, std::pair<int, int>> kindWriters(const Built& b) {
+  std::map<int, uint32_t> kindsOf;
+  for (const Field& f : b.taken)
+    for (int i = 0; i < f.dims && f.kinds != 0; ++i) kindsOf[f.at(i)] = f.kinds;
+  std::map<uint32_t, std::pair<int, int>> n;
+  for (const CircuitWeights::UnitRecord& u : b.units) {
+    uint32_t kinds = 0;
+    for (int d : u.writes)
+      if (auto it = kindsOf.find(d); it != kindsOf.end()) kinds = it->second;
+    if (kinds == 0) continue;
+    ++n[kinds].first;
+    if (u.guardDim < 0) ++n[kinds].second;
+  }
+  return n;
 }
 
 // On the layout by liveness (what the model is built on: pipeline.h planExecuteLayout); the
@@ -110,8 +134,9 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 // pairs 36, atomOld 96: 1,042), the data
 // memories' (the assembler's 6 records × 8 + value 32, tag 1, tag latch 8, quiet 3, heavy 1,
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
-// outcome select (4 × 32 + 32 + 32 = 192).
-constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192;
+// outcome select (4 × 32 + 32 + 32 = 192), and the op's class (2: the ALU's and the memory
+// stage's guards).
+constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192 + 2;
 // With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 4,033
 // dims with them (atom.add with its adders' buses, min / max, inc, dec, cas) against 1,041
 // without, less the op fault, which is the pipeline's in both (memFault): 2,991 —, one field per
@@ -129,9 +154,11 @@ constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192;
 // compares on one level 1, 2,622; with atom.add's adders on buses of their own (320 dims more one
 // field per value: the address adders' bus then dies after E+6), 2,407 (peak live 2,406, E+5),
 // as the memory pipeline; the same (peak live 2,407: the kind isMinMaxDec) with the atomics'
-// own fields on shared dims (Field::kinds, memory_stage.h) and the wide fields first.
+// own fields on shared dims (Field::kinds, memory_stage.h) and the wide fields first; 2,153 (peak
+// live 2,145, E+6) with the ALU's bus and the memory stage's address path on shared dims too (the
+// op's class at E+4 guarding both), as against 2,089 for the memory pipeline.
 constexpr int kAtomicsHidden = kMemoryHidden + 3714 + 4 * 80 - 1042 - 1;
-constexpr int kAtomicsPlanned = 2407;
+constexpr int kAtomicsPlanned = 2153;
 // With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
 // V = 8), atomOld and oldDst per lane (4 × 64), the second result stage's own fields
 // (result_stage_spec_test: 391) and the outcome at p (192: selected at E+15, then again with the
@@ -148,8 +175,9 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // E+10); with the ROM's words one field each, 2,870 (peak live 2,856); with min / max's lt.s from
 // lt.u, 2,870 (peak live 2,853, the ALU's E+7); with the ALU's compares on one level 1 and
 // atom.add's adders on buses of their own, 2,470 (peak live 2,467, the memory stage's E+12); with
-// the atomics' own fields on shared dims, 2,409 (peak live 2,409, the ALU's E+5).
-constexpr int kRegrecPlanned = 2409;
+// the atomics' own fields on shared dims, 2,409 (peak live 2,409, the ALU's E+5); with the ALU's
+// bus and the address path on shared dims, 2,155 (peak live 2,147, E+6).
+constexpr int kRegrecPlanned = 2155;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -270,8 +298,9 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // E+7); with the ALU's compares on one level 1 and atom.add's adders on buses of their own, 2,602
 // (peak live 2,597, the memory stage's E+12); with the atomics' own fields on shared dims (the
 // memory stage's E+12 from 2,597 to 2,046 live) and the wide fields placed first, 2,411 (peak
-// live 2,411, the ALU's E+5).
-constexpr int kMultiplyPlanned = 2411;
+// live 2,411, the ALU's E+5); with the ALU's bus and the address path on shared dims, 2,290 (peak
+// live 2,268, the multiplier's E+18).
+constexpr int kMultiplyPlanned = 2290;
 const int kMultiplyHidden =
     kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true));
 
@@ -573,6 +602,26 @@ Audit auditLayout(const model::Qwen35Config& base, const ExecuteSpec& s,
   return a;
 }
 
+// The fields of kinds (weights.h Field::kinds) in the leg's pipeline — the ALU's bus, the memory
+// stage's address path and its atomics' own fields — and every unit that writes one guarded
+// (units.h UnitGuard): without that another kind's field on the same dims would be overwritten.
+TEST(ExecutePipelineSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
+  const Built b = buildInOrder(config(executeLayers(kMultiply), kMultiplyHidden, 12000), kMultiply);
+  ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
+  const auto n = kindWriters(b);
+  for (uint32_t kinds : {uint32_t{kKindAlu}, kKindMemoryStage, uint32_t{kKindAtomAdd},
+                         uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}}) {
+    ASSERT_EQ(n.count(kinds), 1u) << kinds;
+    EXPECT_GT(n.at(kinds).first, 0) << kinds;
+    EXPECT_EQ(n.at(kinds).second, 0) << kinds << ": unguarded writers";
+  }
+  std::cout << "[pipeline spec] the ALU's bus: " << n.at(kKindAlu).first
+            << " writers, the address path: " << n.at(kKindMemoryStage).first << ", all guarded"
+            << std::endl;
+  // Twin: the ALU pipeline alone has no op class, so no field of kinds and no guard.
+  EXPECT_TRUE(kindWriters(buildInOrder(config(executeLayers({}), kHidden, 8000))).empty());
+}
+
 TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
   struct Case {
     ExecuteSpec spec;
@@ -580,7 +629,7 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
     const char* name;
   };
   for (const Case& c :
-       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 2407, kMemoryHidden, "with memory"},
+       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 2089, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
         Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {
