@@ -4,14 +4,13 @@
 // refusals. What it computes is pinned through model::Decoder in memory_stage_test (torch).
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include <functional>
 
 #include <array>
 
-#include "circuit/memory_stage.h"
 #include "circuit/config.h"
+#include "circuit/memory_stage.h"
+#include "circuit/tests/kind_writers.h"
 #include "circuit/tokens.h"
 #include "oracle/machine.h"
 #include "oracle/trace.h"
@@ -226,45 +225,24 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
   EXPECT_NE(wide.stage.error().message.find("faultInto"), std::string::npos);
 }
 
-// The writers of the fields that hold a value for some op kinds alone (Field::kinds), per kind
-// group: how many units, and how many of them have no guard (units.h UnitGuard), which would let
-// another kind's field on the same dims be overwritten.
-struct KindWriters {
-  std::map<uint32_t, int> units, unguarded;
-};
-KindWriters kindWriters(const Built& b) {
-  std::map<int, uint32_t> kindsOf;  // dim → the kinds of the field on it
-  for (const Field& f : b.taken)
-    for (int i = 0; i < f.dims && f.kinds != 0; ++i) kindsOf[f.at(i)] = f.kinds;
-  KindWriters k;
-  for (const CircuitWeights::UnitRecord& u : b.units) {
-    uint32_t kinds = 0;
-    for (int d : u.writes)
-      if (auto it = kindsOf.find(d); it != kindsOf.end()) kinds = it->second;
-    if (kinds == 0) continue;
-    ++k.units[kinds];
-    if (u.guardDim < 0) ++k.unguarded[kinds];
-  }
-  return k;
-}
-
 TEST(MemoryStageSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
   const Built b = build(
       64, ReadHeight::Nominal, kMemoryStageLayers, 32,
       [](MemoryStageSpec& s, FieldAllocator& alloc) { s.guard = alloc.take("guard", 1).value(); });
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
-  const KindWriters k = kindWriters(b);
+  const auto n = kindWriters(b.taken, b.units);
   // Every atomic kind's fields and the address path have writers, all of them guarded.
   for (uint32_t kinds :
        {uint32_t{kKindAtomAdd}, uint32_t{kKindAtomMinMax}, uint32_t{kKindAtomMinMax | kKindAtomDec},
         uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}, kKindMemoryStage}) {
-    EXPECT_GT(k.units.count(kinds) ? k.units.at(kinds) : 0, 0) << kinds;
-    EXPECT_EQ(k.unguarded.count(kinds) ? k.unguarded.at(kinds) : 0, 0) << kinds;
+    ASSERT_EQ(n.count(kinds), 1u) << kinds;
+    EXPECT_GT(n.at(kinds).units, 0) << kinds;
+    EXPECT_EQ(n.at(kinds).unguarded, 0) << kinds << ": unguarded writers";
   }
   // Twin: without the pipeline's guard the address path is every token's (no kinds, no guard).
   const Built plain = build(64, ReadHeight::Nominal);
   ASSERT_TRUE(plain.stage.ok());
-  EXPECT_EQ(kindWriters(plain).units.count(kKindMemoryStage), 0u);
+  EXPECT_EQ(kindWriters(plain.taken, plain.units).count(kKindMemoryStage), 0u);
 }
 
 TEST(MemoryStageSpec, RefusesTooFewLayersAndWrongWidths) {

@@ -5,15 +5,14 @@
 // refusals. The run through the model is pipeline_test's.
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include <iostream>
 #include <set>
 
+#include "circuit/config.h"
 #include "circuit/layout.h"
 #include "circuit/multiply.h"
 #include "circuit/pipeline.h"
-#include "circuit/config.h"
+#include "circuit/tests/kind_writers.h"
 #include "oracle/trace.h"
 
 namespace qgpu::circuit {
@@ -64,23 +63,6 @@ Built buildInOrder(const model::Qwen35Config& c, const ExecuteSpec& s = {}) {
   b.taken = alloc.taken();
   b.units = w.unitLog();
   return b;
-}
-
-// Per Field::kinds: the units that write a field of those kinds, and those without a guard.
-std::map<uint32_t, std::pair<int, int>> kindWriters(const Built& b) {
-  std::map<int, uint32_t> kindsOf;
-  for (const Field& f : b.taken)
-    for (int i = 0; i < f.dims && f.kinds != 0; ++i) kindsOf[f.at(i)] = f.kinds;
-  std::map<uint32_t, std::pair<int, int>> n;
-  for (const CircuitWeights::UnitRecord& u : b.units) {
-    uint32_t kinds = 0;
-    for (int d : u.writes)
-      if (auto it = kindsOf.find(d); it != kindsOf.end()) kinds = it->second;
-    if (kinds == 0) continue;
-    ++n[kinds].first;
-    if (u.guardDim < 0) ++n[kinds].second;
-  }
-  return n;
 }
 
 // On the layout by liveness (what the model is built on: pipeline.h planExecuteLayout); the
@@ -608,18 +590,19 @@ Audit auditLayout(const model::Qwen35Config& base, const ExecuteSpec& s,
 TEST(ExecutePipelineSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
   const Built b = buildInOrder(config(executeLayers(kMultiply), kMultiplyHidden, 12000), kMultiply);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
-  const auto n = kindWriters(b);
+  const auto n = kindWriters(b.taken, b.units);
   for (uint32_t kinds : {uint32_t{kKindAlu}, kKindMemoryStage, uint32_t{kKindAtomAdd},
                          uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}}) {
     ASSERT_EQ(n.count(kinds), 1u) << kinds;
-    EXPECT_GT(n.at(kinds).first, 0) << kinds;
-    EXPECT_EQ(n.at(kinds).second, 0) << kinds << ": unguarded writers";
+    EXPECT_GT(n.at(kinds).units, 0) << kinds;
+    EXPECT_EQ(n.at(kinds).unguarded, 0) << kinds << ": unguarded writers";
   }
-  std::cout << "[pipeline spec] the ALU's bus: " << n.at(kKindAlu).first
-            << " writers, the address path: " << n.at(kKindMemoryStage).first << ", all guarded"
+  std::cout << "[pipeline spec] the ALU's bus: " << n.at(kKindAlu).units
+            << " writers, the address path: " << n.at(kKindMemoryStage).units << ", all guarded"
             << std::endl;
   // Twin: the ALU pipeline alone has no op class, so no field of kinds and no guard.
-  EXPECT_TRUE(kindWriters(buildInOrder(config(executeLayers({}), kHidden, 8000))).empty());
+  const Built alone = buildInOrder(config(executeLayers({}), kHidden, 8000));
+  EXPECT_TRUE(kindWriters(alone.taken, alone.units).empty());
 }
 
 TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
