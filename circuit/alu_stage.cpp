@@ -348,10 +348,10 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
   // With a guard every unit below is silent where the ALU's ops do not execute, but r's and s's
   // cancel and −u (every token's: `unguarded`).
   std::vector<UnitWriter*> writers;
-  if (s.guard.dims == 1)
-    for (const AluLayer& l : layers) writers.push_back(l.units);
-  const GuardScope guard(
-      writers, UnitGuard{s.guard.dims == 1 ? s.guard.at(0) : 0, 1, c0.ballast, c0.lambda});
+  for (const AluLayer& l : layers) writers.push_back(l.units);
+  std::optional<UnitGuard> aluGuard;
+  if (s.guard.dims == 1) aluGuard = UnitGuard{s.guard.at(0), 1, c0.ballast, c0.lambda};
+  const GuardScope guard(writers, aluGuard);
   auto unguarded = [](UnitWriter& u, auto&& write) -> Status {
     const std::optional<UnitGuard> kept = u.guard();
     u.setGuard(std::nullopt);

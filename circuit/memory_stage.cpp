@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -567,11 +566,8 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   // unless the kind dim holds, so that other kinds' fields may share the dims.
   auto guardOf = [&](int k) { return UnitGuard{r.kind.at(k), 1, t.ballast, t.lambda}; };
   // The address path's guard (s.guard): no writer is guarded without it.
-  auto addressGuard = [&](std::vector<UnitWriter*> writers) {
-    if (s.guard.dims != 1) writers.clear();
-    return std::make_unique<GuardScope>(std::move(writers),
-                                        UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda});
-  };
+  std::optional<UnitGuard> addressGuard;
+  if (s.guard.dims == 1) addressGuard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda};
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
   auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
@@ -615,7 +611,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
                                                    {s.blockX.at(products[q].j), 1}},
                           {{r.spillProducts.at(static_cast<int>(q)), two}}));
     }
-    const auto guard = addressGuard({&u1, &u2});
+    const GuardScope guard({&u1, &u2}, addressGuard);
     for (int l = 0; l < kLanes; ++l) {
       AdderSpec a;
       a.a = s.lanes[static_cast<size_t>(l)].src0;
@@ -651,7 +647,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
         (void)rep;
       }
     std::vector<Field> outs(r.checks.begin(), r.checks.end());
-    const auto guard = addressGuard({&u});
+    const GuardScope guard({&u}, addressGuard);
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];
@@ -683,7 +679,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     UnitWriter& u = u3;
     std::vector<Field> outs;
     for (const auto& sp : r.readAddr) outs.insert(outs.end(), sp.begin(), sp.end());
-    const auto guard = addressGuard({&u});
+    const GuardScope guard({&u}, addressGuard);
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kLanes; ++l) {
       const Field& ck = r.checks[static_cast<size_t>(l)];

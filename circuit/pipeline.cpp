@@ -30,6 +30,16 @@ Expected<Field> opcodeBits(const Field& head) {
   return makeDiag(ErrorKind::Internal, "execute pipeline: the head word has no opcode field");
 }
 
+// The literals that hold iff the fetched head word's field `name` spells `value`, in the ROM's
+// polarity (−u = 1).
+Expected<std::vector<Literal>> headIs(const Field& headWord, const char* name, int width,
+                                      unsigned value) {
+  QGPU_TRY(f, packedSlice(headWord, trace::PackedWord::OpHead, name, width, "execute pipeline"));
+  std::vector<Literal> l = spells(f, value);
+  for (Literal& x : l) x.sign = -x.sign;
+  return l;
+}
+
 // The context of every MLP gadget the pipeline places itself (G = 128 in the full layout).
 MlpContext mlpContext(const TokenLayout& t) {
   return {t.ballast, t.lambda, 128, t.unit};
@@ -293,12 +303,6 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
   const AndFieldWriter fw{gate, ctx, t.unit, fanIn};
   const double two = 2.0 * t.unit;
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
-  auto headIs = [&](const char* name, int width, unsigned value) -> Expected<std::vector<Literal>> {
-    QGPU_TRY(f, packedSlice(p.fe.headWord, trace::PackedWord::OpHead, name, width, "execute pipeline"));
-    std::vector<Literal> l = spells(f, value);
-    for (Literal& x : l) x.sign = -x.sign;  // the ROM's polarity: −u = 1
-    return l;
-  };
 
   // E+5: e_l = [X ∧ code = 0] + [X ∧ g ∧ ¬neg] + [X ∧ ¬g ∧ neg] − the two overlaps with code = 0,
   // X = exec ∧ m_l: exactly 0 or 1 (unguarded ops have neg = 0).
@@ -323,13 +327,16 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
       QGPU_CHECK(fw.add(u, {{p.fe.isCont.at(0), 1}}, {{p.execRecord.at(0), two}}));
     }
     if (s.multiply) {  // isMul = [mul] + [mad], isMad = [mad]: the fetched opcode's
-      QGPU_TRY(mul, headIs("opcode", kOpcodeBits, static_cast<unsigned>(machine::Op::Mul)));
-      QGPU_TRY(mad, headIs("opcode", kOpcodeBits, static_cast<unsigned>(machine::Op::Mad)));
+      QGPU_TRY(mul, headIs(p.fe.headWord, "opcode", kOpcodeBits,
+                           static_cast<unsigned>(machine::Op::Mul)));
+      QGPU_TRY(mad, headIs(p.fe.headWord, "opcode", kOpcodeBits,
+                           static_cast<unsigned>(machine::Op::Mad)));
       QGPU_CHECK(fw.add(u, mul, {{p.mulKind.at(0), two}}));
       QGPU_CHECK(fw.add(u, mad, {{p.mulKind.at(0), two}, {p.mulKind.at(1), two}}));
     }
-    QGPU_TRY(unguarded, headIs("guard predicate", std::bit_width(static_cast<unsigned>(machine::kPreds)), 0));
-    QGPU_TRY(negSet, headIs("guard negate", 1, 1));
+    QGPU_TRY(unguarded, headIs(p.fe.headWord, "guard predicate",
+                               std::bit_width(static_cast<unsigned>(machine::kPreds)), 0));
+    QGPU_TRY(negSet, headIs(p.fe.headWord, "guard negate", 1, 1));
     const Literal neg = negSet.at(0);
     for (int l = 0; l < kRecordLanes; ++l) {
       const std::vector<Literal> x = {{p.fe.exec.at(0), 1}, {p.fe.mask.at(l), 1}};
@@ -587,22 +594,18 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     // The op's class: one AND of the opcode's bits per op (the ROM's polarity, −u = 1).
     QGPU_TRY(cls, alloc.take("pipe.opClass", 2));
     p.opClass = cls;
-    QGPU_TRY(opcode, opcodeBits(p.fe.headWord));
     int fanIn = 0;
     const AndFieldWriter fw{AndGate{t.ballast, t.lambda, 256}, ctx, t.unit, fanIn};
     QGPU_CHECK(fw.start(u, {p.opClass}));
-    auto isOp = [&](machine::Op op) {
-      std::vector<Literal> l = spells(opcode, static_cast<unsigned>(op));
-      for (Literal& x : l) x.sign = -x.sign;
-      return l;
+    auto addClass = [&](machine::Op op, int dim) -> Status {
+      QGPU_TRY(isOp, headIs(p.fe.headWord, "opcode", kOpcodeBits, static_cast<unsigned>(op)));
+      return fw.add(u, isOp, {{p.opClass.at(dim), 2.0 * t.unit}});
     };
-    for (machine::Op op : aluStageOps())
-      QGPU_CHECK(fw.add(u, isOp(op), {{p.opClass.at(0), 2.0 * t.unit}}));
+    for (machine::Op op : aluStageOps()) QGPU_CHECK(addClass(op, 0));
     for (int op = 0; op < machine::kNumOps; ++op) {
       const machine::OpClass c = machine::opInfo(static_cast<machine::Op>(op)).cls;
       if (c == machine::OpClass::Mem || c == machine::OpClass::Local)
-        QGPU_CHECK(
-            fw.add(u, isOp(static_cast<machine::Op>(op)), {{p.opClass.at(1), 2.0 * t.unit}}));
+        QGPU_CHECK(addClass(static_cast<machine::Op>(op), 1));
     }
     at(E + 4) += u.used();
     hostUnits4 += u.used();

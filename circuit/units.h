@@ -42,11 +42,11 @@ struct Unit {
   std::vector<Term> down;
 };
 
-// A literal that holds every unit a writer adds silent unless it holds (docs/circuit.md §3.2
-// "Exclusive fields"): the units of one op kind's gadgets, whose fields share dims with another
-// kind's. The literal is a sign dim (+: holds at +u, −: at −u), and every other dim a unit's gate
-// reads holds ±u (a sign field) or, on `ballast`, +u. Where the literal holds the unit is
-// unchanged (the guard adds a·x̂ − a = 0, exactly: a is a power of two and the constant −a is
+// A literal that keeps every unit a writer adds silent where it does not hold (docs/circuit.md
+// §3.2 "Exclusive fields"): the units of one op kind's gadgets, whose fields share dims with
+// another kind's. The literal is a sign dim (+: holds at +u, −: at −u), and every other dim a
+// unit's gate reads holds ±u (a sign field) or, on `ballast`, +u. Where the literal holds the unit
+// is unchanged (the guard adds a·x̂ − a = 0, exactly: a is a power of two and the constant −a is
 // split over the ballast with the unit's own constant, constantTerms); where it does not, the
 // gate is at most −128 whatever the other dims hold (a ≥ (M/λ + 128/λ)/2 over the unit's largest
 // gate M), so silu is exactly −0 (rule R2) and the unit adds exactly 0 — a cancel too, so the dims
@@ -81,11 +81,12 @@ class UnitWriter {
   std::optional<UnitGuard> guard_;
 };
 
-// Guards writers' units for one scope (UnitWriter::setGuard), then gives each its guard back.
+// Guards writers' units for one scope (UnitWriter::setGuard), then gives each its guard back;
+// without a guard (std::nullopt) it changes nothing.
 class GuardScope {
  public:
-  GuardScope(std::vector<UnitWriter*> writers, const UnitGuard& guard)
-      : writers_(std::move(writers)) {
+  GuardScope(std::vector<UnitWriter*> writers, const std::optional<UnitGuard>& guard)
+      : writers_(guard ? std::move(writers) : std::vector<UnitWriter*>{}) {
     for (UnitWriter* w : writers_) {
       before_.push_back(w->guard());
       w->setGuard(guard);
