@@ -78,30 +78,32 @@ struct BusEntry {
   const char* name;
   int dims;
   int write, lastRead;
+  AluGroup group;  // the ops that write and read it
 };
 std::vector<BusEntry> laneBusEntries() {
-  std::vector<BusEntry> e = {{"x", 32, 0, 1},
-                             {"y", 32, 0, 1},
-                             {"cin", 1, 0, 2},  // adder level 2 reads cin
+  using G = AluGroup;
+  std::vector<BusEntry> e = {{"x", 32, 0, 1, G::Add},
+                             {"y", 32, 0, 1, G::Add},
+                             {"cin", 1, 0, 2, G::Add},  // adder level 2 reads cin
                              // read last where the result word begins
-                             {"popc", 32, 0, kAluResultFirstLayer},
-                             {"clz", 32, 0, kAluResultFirstLayer},
-                             {"bfind", 32, 0, kAluResultFirstLayer},
-                             {"prmt", 32, 0, kAluResultFirstLayer},
-                             {"hi", 32, 1, 2},
-                             {"lo", 32, 1, 2},
-                             {"start", 33, 1, 2},
-                             {"adder", adderBusDims(32), 1, 2}};
+                             {"popc", 32, 0, kAluResultFirstLayer, G::Popc},
+                             {"clz", 32, 0, kAluResultFirstLayer, G::Clz},
+                             {"bfind", 32, 0, kAluResultFirstLayer, G::Bfind},
+                             {"prmt", 32, 0, kAluResultFirstLayer, G::Prmt},
+                             {"hi", 32, 1, 2, G::Shift},
+                             {"lo", 32, 1, 2, G::Shift},
+                             {"start", 33, 1, 2, G::Shift},
+                             {"adder", adderBusDims(32), 1, 2, G::Add}};
   // the five compares' one level 1: eq, lt.u and le.u of a, b share a bus, and lt.s, le.s
   // share it below their top nibble (logic.h CompareSpec::top)
-  e.push_back({"cmpbus", compareBusDims(32), 1, 2});
-  e.push_back({"cmptop", 2, 1, 2});
-  e.push_back({"cmp", 5, 2, 3});
-  e.push_back({"sum", 32, 2, 3});
+  e.push_back({"cmpbus", compareBusDims(32), 1, 2, G::Compare});
+  e.push_back({"cmptop", 2, 1, 2, G::Compare});
+  e.push_back({"cmp", 5, 2, 3, G::Compare});
+  e.push_back({"sum", 32, 2, 3, G::Add});
   // bfe's bus is sh 0..31, m 32..63, r 64..95, f 96; with shiftOutside level 1 touches only
   // m, r, f (S0), and sh is the shifter's window (S2): one field per value in carve order, two
   // fields by liveness (the bfe spec then names the 32 dims before mrf, which it never touches).
-  e.push_back({"bfe", bfeBusDims(true), 0, 3});
+  e.push_back({"bfe", bfeBusDims(true), 0, 3, G::Shift});
   return e;
 }
 
@@ -239,6 +241,66 @@ const std::vector<Op>& aluStageOps() {
   return ops;
 }
 
+std::optional<AluGroup> aluGroup(Op op) {
+  for (Op shift : kShiftOps)
+    if (op == shift) return AluGroup::Shift;
+  switch (op) {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Neg:
+    case Op::Abs:
+      return AluGroup::Add;
+    case Op::SetEq:
+    case Op::SetNe:
+    case Op::SetLtS:
+    case Op::SetLeS:
+    case Op::SetGtS:
+    case Op::SetGeS:
+    case Op::SetLtU:
+    case Op::SetLeU:
+    case Op::SetGtU:
+    case Op::SetGeU:
+    case Op::MinS:
+    case Op::MinU:
+    case Op::MaxS:
+    case Op::MaxU:
+      return AluGroup::Compare;
+    case Op::BfeU:
+    case Op::BfeS:
+      return AluGroup::Shift;
+    case Op::Popc:
+      return AluGroup::Popc;
+    case Op::Clz:
+      return AluGroup::Clz;
+    case Op::Bfind:
+      return AluGroup::Bfind;
+    case Op::Prmt:
+      return AluGroup::Prmt;
+    default:
+      return std::nullopt;
+  }
+}
+
+uint32_t aluGroupKind(AluGroup g) {
+  switch (g) {
+    case AluGroup::Add:
+      return kKindAluAdd;
+    case AluGroup::Compare:
+      return kKindAluCompare;
+    case AluGroup::Shift:
+      return kKindAluShift;
+    case AluGroup::Popc:
+      return kKindAluPopc;
+    case AluGroup::Clz:
+      return kKindAluClz;
+    case AluGroup::Bfind:
+      return kKindAluBfind;
+    case AluGroup::Prmt:
+      return kKindAluPrmt;
+  }
+  return kKindAluOther;
+}
+
 Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
   if (lanes < 1 || lanes > machine::kLanes)
     return aluStageUsage("needs 1.." + std::to_string(machine::kLanes) + " lanes, has " +
@@ -263,16 +325,19 @@ Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
       }
     }
   } else {
-    plan.add("op", nOps, {mlpAt(0), mlpAt(3)});
+    // ByGroup: the one-hot is every op's; each group's fields are its own kind.
+    const bool byGroup = layout == AluBusLayout::ByGroup;
+    plan.add("op", nOps, {mlpAt(0), mlpAt(3)}, byGroup ? uint32_t{kKindAlu} : 0u);
     for (int l = 0; l < lanes; ++l) {
       const std::string p = "lane" + std::to_string(l) + ".";
       for (const BusEntry& e : laneBusEntries()) {
+        const uint32_t kinds = byGroup ? aluGroupKind(e.group) : 0u;
         if (std::string(e.name) == "bfe") {  // sh apart from m, r, f
-          plan.add(p + "shifted", 32, {mlpAt(2), mlpAt(3)});
-          plan.add(p + "bfe.mrf", e.dims - 32, {mlpAt(0), mlpAt(3)});
+          plan.add(p + "shifted", 32, {mlpAt(2), mlpAt(3)}, kinds);
+          plan.add(p + "bfe.mrf", e.dims - 32, {mlpAt(0), mlpAt(3)}, kinds);
           continue;
         }
-        plan.add(p + e.name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)});
+        plan.add(p + e.name, e.dims, {mlpAt(e.write), mlpAt(e.lastRead)}, kinds);
       }
     }
   }
@@ -310,8 +375,15 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
 
   if (s.guard.dims > 1)
     return aluStageUsage("the guard needs 0 or 1 dim, has " + std::to_string(s.guard.dims));
+  const bool groupGuards = s.groupGuard.dims == kAluGroups;
+  if ((s.groupGuard.dims != 0 && !groupGuards) || (groupGuards && s.guard.dims != 1) ||
+      (s.busLayout == AluBusLayout::ByGroup && !groupGuards))
+    return aluStageUsage("the group guards need the guard and " + std::to_string(kAluGroups) +
+                         " dims, and the bus by group needs them; has " +
+                         std::to_string(s.guard.dims) + " and " +
+                         std::to_string(s.groupGuard.dims));
   std::optional<LayoutPlan> livePlan;
-  if (s.busLayout == AluBusLayout::Liveness) {
+  if (s.busLayout != AluBusLayout::OneFieldPerValue) {
     QGPU_TRY(plan, aluStageBusPlan(lanes, s.busLayout));
     livePlan = std::move(plan);
   }
@@ -334,6 +406,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
 
   AluStageReport rep;
   rep.busDims = s.bus.dims;
+  rep.busLayout = s.busLayout;
   std::vector<int> before;
   for (const AluLayer& l : layers) before.push_back(l.units->used());
   UnitWriter& w0 = *layers[0].units;
@@ -359,6 +432,11 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     u.setGuard(kept);
     return st;
   };
+  // By group, the units that write a group's bus fields carry its own guard instead.
+  auto groupGuard = [&](AluGroup group) -> std::optional<UnitGuard> {
+    if (!groupGuards) return std::nullopt;
+    return UnitGuard{s.groupGuard.at(static_cast<int>(group)), 1, c0.ballast, c0.lambda};
+  };
 
   // S0: the op one-hot, shared by the lanes.
   {
@@ -372,7 +450,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
   for (int li = 0; li < lanes; ++li) {
     const AluLane& L = s.lanes[static_cast<size_t>(li)];
     LaneBus b;
-    if (s.busLayout == AluBusLayout::Liveness) {
+    if (livePlan) {
       QGPU_TRY(live, carveLive(s.bus, *livePlan, li));
       b = live;
     } else {
@@ -382,6 +460,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
 
     // S0: the adder's operands, from the opcode bits (the one-hot is written in this layer).
     {
+      const GuardScope adds({&w0}, groupGuard(AluGroup::Add));
       Cases k(w0, c0, g);
       QGPU_CHECK(k.cancel(b.x));
       QGPU_CHECK(k.cancel(b.y));
@@ -408,12 +487,27 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     bfe.out = L.r;  // not written by level 1 (checked for width only)
     bfe.busPrior = Prior::Replace;
     bfe.shiftOutside = true;
-    QGPU_CHECK(check(buildBfeLevel1(w0, c0, bfe), g));
-    QGPU_CHECK(check(buildPopc(w0, {L.a, b.popc, Prior::Replace}, c0), g));
-    QGPU_CHECK(check(buildPriority(w0, {PriorityOp::Clz, L.a, b.clz, Prior::Replace}, c0), g));
-    QGPU_CHECK(
-        check(buildPriority(w0, {PriorityOp::BfindU, L.a, b.bfind, Prior::Replace}, c0), g));
-    QGPU_CHECK(check(buildPrmt(w0, {L.a, L.b, L.c, b.prmt, Prior::Replace}, c0), g));
+    {
+      const GuardScope shifts({&w0}, groupGuard(AluGroup::Shift));
+      QGPU_CHECK(check(buildBfeLevel1(w0, c0, bfe), g));
+    }
+    {
+      const GuardScope popc({&w0}, groupGuard(AluGroup::Popc));
+      QGPU_CHECK(check(buildPopc(w0, {L.a, b.popc, Prior::Replace}, c0), g));
+    }
+    {
+      const GuardScope clz({&w0}, groupGuard(AluGroup::Clz));
+      QGPU_CHECK(check(buildPriority(w0, {PriorityOp::Clz, L.a, b.clz, Prior::Replace}, c0), g));
+    }
+    {
+      const GuardScope bfind({&w0}, groupGuard(AluGroup::Bfind));
+      QGPU_CHECK(
+          check(buildPriority(w0, {PriorityOp::BfindU, L.a, b.bfind, Prior::Replace}, c0), g));
+    }
+    {
+      const GuardScope prmt({&w0}, groupGuard(AluGroup::Prmt));
+      QGPU_CHECK(check(buildPrmt(w0, {L.a, L.b, L.c, b.prmt, Prior::Replace}, c0), g));
+    }
 
     // S1 (kAluResultFirstLayer): the result word starts here (−u, then popc's, clz's, bfind's
     // and prmt's cases), so those four fields give their bus dims back after S1; S3 adds the
@@ -446,7 +540,10 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     prep.start = b.start;
     prep.prior = Prior::Replace;
     prep.bfe = Field{"op.bfe", ohDim(Op::BfeU), 2};
-    QGPU_CHECK(check(buildShiftPrep(w1, prep, c1), g));
+    {
+      const GuardScope shifts({&w1}, groupGuard(AluGroup::Shift));
+      QGPU_CHECK(check(buildShiftPrep(w1, prep, c1), g));
+    }
     AdderSpec add;
     add.a = b.x;
     add.b = b.y;
@@ -454,20 +551,29 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
     add.bus = b.adder;
     add.out = b.sum;
     add.busPrior = add.outPrior = Prior::Replace;
-    QGPU_CHECK(check(buildAdder(w1, c1, w2, c2, add), g));
-    for (int i = 0; i < 5; ++i) {
-      CompareSpec cs;
-      cs.op = kCompares[i];
-      cs.a = L.a;
-      cs.b = L.b;
-      QGPU_CHECK(shareLevel1(cs, b.cmpBus, b.cmpTop));
-      cs.out = b.cmp.slice(i, 1, compareOpName(kCompares[i]));
-      cs.busPrior = cs.outPrior = Prior::Replace;
-      QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));
+    {
+      const GuardScope adds({&w1, &w2}, groupGuard(AluGroup::Add));
+      QGPU_CHECK(check(buildAdder(w1, c1, w2, c2, add), g));
+    }
+    {
+      const GuardScope compares({&w1, &w2}, groupGuard(AluGroup::Compare));
+      for (int i = 0; i < 5; ++i) {
+        CompareSpec cs;
+        cs.op = kCompares[i];
+        cs.a = L.a;
+        cs.b = L.b;
+        QGPU_CHECK(shareLevel1(cs, b.cmpBus, b.cmpTop));
+        cs.out = b.cmp.slice(i, 1, compareOpName(kCompares[i]));
+        cs.busPrior = cs.outPrior = Prior::Replace;
+        QGPU_CHECK(check(buildCompare(w1, c1, w2, c2, cs), g));
+      }
     }
 
     // S2: the window.
-    QGPU_CHECK(check(buildWindow(w2, {b.lo, b.hi, b.start, b.shifted, Prior::Replace}, c2), g));
+    {
+      const GuardScope shifts({&w2}, groupGuard(AluGroup::Shift));
+      QGPU_CHECK(check(buildWindow(w2, {b.lo, b.hi, b.start, b.shifted, Prior::Replace}, c2), g));
+    }
 
     // S3: the other ops' cases onto the result word (begun in S1), and the predicate result,
     // one detector per case.

@@ -53,6 +53,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -90,7 +91,21 @@ enum class AluBusLayout : uint8_t {
   OneFieldPerValue,  // every value its own dims, in carve order (42 + 522 per lane)
   Liveness,          // circuit/layout.h: a field read last in stage layer k gives its dims to
                      // fields written in layer k or later (every bus write is a Replace)
+  ByGroup,           // Liveness, and the op groups' fields (AluGroup) share dims while live:
+                     // each group's writers guarded by its own literal (AluStageSpec::groupGuard)
 };
+
+// The ALU's op groups with bus fields of their own, read by no other group's ops (the result
+// cases read them ANDed with the op's one-hot dim): the one adder (add, sub, neg, abs), the
+// compares (set.*, min, max), the shifter (the shifts and bfe), popc, clz, bfind, prmt. Fields of
+// two groups are never both written at one token, so with AluBusLayout::ByGroup they share dims
+// (weights.h Field::kinds: kKindAluAdd …).
+enum class AluGroup : uint8_t { Add, Compare, Shift, Popc, Clz, Bfind, Prmt };
+inline constexpr int kAluGroups = 7;
+// The group of a stage op; std::nullopt for one that reads no bus field but the one-hot (mov,
+// the logic, brev, selp, the predicate ops).
+std::optional<AluGroup> aluGroup(machine::Op op);
+uint32_t aluGroupKind(AluGroup g);
 
 struct AluStageSpec {
   Field opcode;                // kOpcodeBits sign dims
@@ -108,6 +123,11 @@ struct AluStageSpec {
   // other kinds on it (weights.h Field::kinds). r and s are every token's; their cases AND the
   // one-hot, which is guarded too, so the guard holds them silent as well.
   Field guard;
+  // Optional (0 dims: none), needed by AluBusLayout::ByGroup, and only with the guard:
+  // kAluGroups dims in AluGroup order, dim g +u where the op is of group g, each guarding the
+  // units that write its group's bus fields (the guard above the rest), so that where another
+  // group's op executes those fields keep what their dims held.
+  Field groupGuard;
 };
 int aluStageBusDims(int lanes, AluBusLayout layout = AluBusLayout::OneFieldPerValue);
 // The bus's fields with their live ranges (stage layer i = mlpAt(i)), placed by `layout`; its
@@ -125,6 +145,7 @@ struct AluStageReport {
   GadgetReport gadget;             // margins, total units
   std::vector<int> unitsPerLayer;  // S0..S3, Replace cancels included
   int busDims = 0;
+  AluBusLayout busLayout = AluBusLayout::OneFieldPerValue;  // the spec's
 };
 
 Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const AluStageSpec& s);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 namespace qgpu::circuit {
@@ -153,21 +154,22 @@ Status emitStage(const MulStage& st, const Matrix& m, const std::vector<Window>&
   return Ok{};
 }
 
-struct Shape {
-  int products = 0, countBits = 0, regionX = 0, regionY = 0;
-};
-
 // gatedAddend: stage 0 writes the gated copy of c after the products (header, "gates").
-Shape shape(MulOp op, bool gatedAddend) {
-  Shape sh;
-  const std::vector<Product> ps = products(op, 0);
-  sh.products = static_cast<int>(ps.size());
-  sh.countBits = outputBits(windows(initialMatrix(op, ps, {"c", 0, kBits}), 1));
-  const int width = matrixWidth(op);
-  sh.regionX =
-      std::max(sh.products + (gatedAddend ? kBits : 0), 2 * width + (isHigh(op) ? kBits + 1 : 0));
-  sh.regionY = std::max(sh.countBits, adderBusDims(kBits) * (isHigh(op) ? 2 : 1));
-  return sh;
+MultiplyBusDims regions(MulOp op, bool gatedAddend) {
+  MultiplyBusDims r;
+  r.products = static_cast<int>(products(op, 0).size()) + (gatedAddend ? kBits : 0);
+  r.counts = outputBits(windows(initialMatrix(op, products(op, 0), {"c", 0, kBits}), 1));
+  r.rows = 2 * matrixWidth(op) + (isHigh(op) ? kBits + 1 : 0);
+  r.adder = adderBusDims(kBits) * (isHigh(op) ? 2 : 1);
+  return r;
+}
+
+// The dims the regions cover (a union: in one field they overlap).
+int distinctDims(const MultiplyBus& b) {
+  std::set<int> dims;
+  for (const Field* f : {&b.products, &b.counts, &b.rows, &b.adder})
+    for (int i = 0; i < f->dims; ++i) dims.insert(f->at(i));
+  return static_cast<int>(dims.size());
 }
 
 }  // namespace
@@ -186,9 +188,23 @@ const char* mulOpName(MulOp op) {
   return "?";
 }
 
+MultiplyBusDims multiplyBusRegions(MulOp op, bool gatedAddend) {
+  return regions(op, gatedAddend);
+}
+
 int multiplyBusDims(MulOp op, bool gatedAddend) {
-  const Shape sh = shape(op, gatedAddend);
-  return sh.regionX + sh.regionY;
+  const MultiplyBusDims r = regions(op, gatedAddend);
+  return std::max(r.products, r.rows) + std::max(r.counts, r.adder);
+}
+
+Expected<MultiplyBus> multiplyBusIn(const Field& bus, MulOp op, bool gatedAddend) {
+  const MultiplyBusDims r = regions(op, gatedAddend);
+  const int x = std::max(r.products, r.rows);
+  if (bus.dims != x + std::max(r.counts, r.adder))
+    return multiplyUsage("the bus needs " + std::to_string(multiplyBusDims(op, gatedAddend)) +
+                         " dims, got " + std::to_string(bus.dims));
+  return MultiplyBus{bus.slice(0, r.products, "products"), bus.slice(x, r.counts, "counts"),
+                     bus.slice(0, r.rows, "rows"), bus.slice(x, r.adder, "adder")};
 }
 
 Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const MultiplySpec& s) {
@@ -220,27 +236,31 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     return multiplyUsage(
         "passEnable must hold the negation of an enable literal (else the pass "
         "and the products could add up)");
-  const Shape sh = shape(op, gatedAddend);
-  if (s.bus.dims != sh.regionX + sh.regionY)
-    return multiplyUsage("the bus needs " + std::to_string(sh.regionX + sh.regionY) +
-                         " dims, got " + std::to_string(s.bus.dims));
-  const Field regionX = s.bus.slice(0, sh.regionX, "x"),
-              regionY = s.bus.slice(sh.regionX, sh.regionY, "y");
+  const MultiplyBusDims want = regions(op, gatedAddend);
+  const MultiplyBus& bus = s.bus;
+  if (bus.products.dims != want.products || bus.counts.dims != want.counts ||
+      bus.rows.dims != want.rows || bus.adder.dims != want.adder)
+    return multiplyUsage(
+        "the bus's regions need " + std::to_string(want.products) + ", " +
+        std::to_string(want.counts) + ", " + std::to_string(want.rows) + " and " +
+        std::to_string(want.adder) + " dims (products, counts, rows, adder), got " +
+        std::to_string(bus.products.dims) + ", " + std::to_string(bus.counts.dims) + ", " +
+        std::to_string(bus.rows.dims) + " and " + std::to_string(bus.adder.dims));
   const int width = matrixWidth(op);
 
   MultiplyReport rep;
-  rep.partialProducts = sh.products;
-  rep.countBits = sh.countBits;
-  rep.busDims = s.bus.dims;
+  rep.partialProducts = want.products - (gatedAddend ? kBits : 0);
+  rep.countBits = want.counts;
+  rep.busDims = distinctDims(bus);
   std::vector<int> before;
   for (const MulStage& st : stages) before.push_back(st.units->used());
   GadgetReport& total = rep.gadget;
 
   // Stage 0: the partial products (and the gated addend after them).
   const MulStage& s0 = stages[0];
-  const std::vector<Product> ps = products(op, regionX.offset);
+  const std::vector<Product> ps = products(op, bus.products.offset);
   const Field addend =
-      gatedAddend ? regionX.slice(static_cast<int>(ps.size()), kBits, "addend") : s.c;
+      gatedAddend ? bus.products.slice(static_cast<int>(ps.size()), kBits, "addend") : s.c;
   // N = Σ literals − (k − 1) over k literals: +1 iff all hold, else ≤ −1 (a detector's decision).
   auto all = [](std::vector<Literal> lits) {
     LinearForm n;
@@ -248,7 +268,7 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     n.constant = 1.0 - static_cast<double>(lits.size());
     return n;
   };
-  QGPU_CHECK(add(total, buildCancel(*s0.units, regionX, s0.ctx)));
+  QGPU_CHECK(add(total, buildCancel(*s0.units, bus.products, s0.ctx)));
   {
     std::vector<Output> constants;
     for (const Product& p : ps) constants.push_back({p.dim, p.complement ? 1.0 : -1.0});
@@ -277,24 +297,23 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     if (passes) QGPU_CHECK(copyOntoAddend(s.pass, s.passEnable));
   }
 
-  // Stage 1: column counts into region Y.
+  // Stage 1: column counts.
   const Matrix m0 = initialMatrix(op, ps, addend);
   rep.maxHeight.push_back(m0.maxHeight());
   const std::vector<Window> w1 = windows(m0, 1);
   std::vector<std::vector<int>> dims1;
-  int next = regionY.offset;
+  int next = bus.counts.offset;
   for (const Window& w : w1) {
     dims1.emplace_back();
     for (int l = 0; l < w.bits; ++l) dims1.back().push_back(next++);
   }
-  QGPU_CHECK(
-      emitStage(stages[1], m0, w1, dims1, regionY.slice(0, sh.countBits, "counts"), {}, total));
+  QGPU_CHECK(emitStage(stages[1], m0, w1, dims1, bus.counts, {}, total));
   const Matrix m1 =
       place(m0, w1, [&](size_t k, int l) { return dims1[k][static_cast<size_t>(l)]; });
   rep.maxHeight.push_back(m1.maxHeight());
 
-  // Stage 2: windows of three columns into two rows (region X: row A then row B).
-  const Field rowA = regionX.slice(0, width, "rowA"), rowB = regionX.slice(width, width, "rowB");
+  // Stage 2: windows of three columns into two rows (row A then row B).
+  const Field rowA = bus.rows.slice(0, width, "rowA"), rowB = bus.rows.slice(width, width, "rowB");
   const std::vector<Window> w2 = windows(m1, 3);
   std::vector<std::vector<int>> dims2(w2.size());
   std::vector<int> used(static_cast<size_t>(width), 0);
@@ -312,8 +331,7 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
   for (int col = 0; col < width; ++col)
     for (int slot = used[static_cast<size_t>(col)]; slot < 2; ++slot)
       zeroDims.push_back((slot == 0 ? rowA : rowB).at(col));
-  QGPU_CHECK(
-      emitStage(stages[2], m1, w2, dims2, regionX.slice(0, 2 * width, "rows"), zeroDims, total));
+  QGPU_CHECK(emitStage(stages[2], m1, w2, dims2, bus.rows.slice(0, 2 * width), zeroDims, total));
   rep.maxHeight.push_back(2);
 
   // Stages 3–5: the adder(s).
@@ -322,18 +340,18 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
   if (!isHigh(op)) {
     add1.a = rowA;
     add1.b = rowB;
-    add1.bus = regionY.slice(0, adderBusDims(kBits), "adder");
+    add1.bus = bus.adder;
     add1.out = s.out;
     add1.outPrior = s.outPrior;
     QGPU_CHECK(add(
         total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
   } else {
-    // The low half's carry out c32 (its sum discarded into region X), then the high half.
+    // The low half's carry out c32 (its sum discarded after the rows), then the high half.
     add1.a = rowA.slice(0, kBits, "lo");
     add1.b = rowB.slice(0, kBits, "lo");
-    add1.bus = regionY.slice(0, adderBusDims(kBits), "adderLo");
-    add1.out = regionX.slice(2 * width, kBits, "discard");
-    add1.cout = regionX.slice(2 * width + kBits, 1, "c32");
+    add1.bus = bus.adder.slice(0, adderBusDims(kBits), "lo");
+    add1.out = bus.rows.slice(2 * width, kBits, "discard");
+    add1.cout = bus.rows.slice(2 * width + kBits, 1, "c32");
     add1.outPrior = Prior::Replace;
     QGPU_CHECK(add(
         total, buildAdder(*stages[3].units, stages[3].ctx, *stages[4].units, stages[4].ctx, add1)));
@@ -341,7 +359,7 @@ Expected<MultiplyReport> buildMultiply(std::span<const MulStage> stages, const M
     add2.a = rowA.slice(kBits, kBits, "hi");
     add2.b = rowB.slice(kBits, kBits, "hi");
     add2.cin = add1.cout;
-    add2.bus = regionY.slice(adderBusDims(kBits), adderBusDims(kBits), "adderHi");
+    add2.bus = bus.adder.slice(adderBusDims(kBits), adderBusDims(kBits), "hi");
     add2.out = s.out;
     add2.busPrior = Prior::Replace;
     add2.outPrior = s.outPrior;

@@ -47,11 +47,14 @@
 // Every threshold is over at most 42 + 1 units, so |N| ≤ 43 on both sides: exact in fp32 and in
 // bf16 (whose gate output keeps 8 bits). Margins: on λG, off ≤ −λG (as the adder).
 //
-// The bus: one field of multiplyBusDims(op) dims, always replaced (its dims may hold any ±u
-// before): region X = the partial products (stage 0), later the two rows (stage 2) and, for
-// mulhi, the low adder's discarded sum and c32 (stage 4); region Y = the stage-1 count bits,
-// later the adders' buses (stage 3). A dim is rewritten only in a layer at or after the one that
-// last reads it (a layer reads its input before it writes), so the reuse is exact.
+// The bus: four regions, one per stage output, each always replaced (its dims may hold any ±u
+// before): `products` (stage 0: the partial products and the gated addend's copies), `counts`
+// (stage 1's bits), `rows` (stage 2's two rows and, for mulhi, the low adder's discarded sum and
+// c32 from stage 4) and `adder` (stage 3: the adders' buses). A region is read only by the next
+// stage (`rows` by stages 3, 4 and, for mulhi, 5), so as separate fields they live a layer or two
+// each and a layout by liveness (circuit/layout.h) gives each stage's dims back; in one field
+// (multiplyBusIn) `rows` reuses `products`' dims and `adder` `counts`', as a dim is rewritten only
+// in a layer at or after the one that last reads it (a layer reads its input before it writes).
 //
 // Errors: Usage for a spec that does not fit (widths, a bus of the wrong size, the wrong number
 // of stages, a layer without room), OverLimit for λG < 89 (from the pieces).
@@ -81,14 +84,25 @@ const char* mulOpName(MulOp op);
 constexpr int multiplyLayers(MulOp op) {
   return op == MulOp::HiU || op == MulOp::HiS ? 6 : 5;
 }
-// Dims of MultiplySpec::bus (`gatedAddend`: a Mad with addendEnable literals, 32 more).
+// The bus's regions (header "The bus"); `gatedAddend`: a Mad with addendEnable literals, whose
+// products region holds the addend's 32 copies too.
+struct MultiplyBus {
+  Field products, counts, rows, adder;
+};
+struct MultiplyBusDims {
+  int products = 0, counts = 0, rows = 0, adder = 0;
+};
+MultiplyBusDims multiplyBusRegions(MulOp op, bool gatedAddend = false);
+// The dims of the bus in one field: `rows` over `products`, `adder` over `counts`.
 int multiplyBusDims(MulOp op, bool gatedAddend = false);
+// The regions within one field of multiplyBusDims(op, gatedAddend) dims (Usage otherwise).
+Expected<MultiplyBus> multiplyBusIn(const Field& bus, MulOp op, bool gatedAddend = false);
 
 struct MultiplySpec {
   MulOp op = MulOp::Lo;
   Field a, b;  // 32 sign bits each
   Field c;     // Mad: the addend, 32 sign bits; otherwise 0 dims
-  Field bus;   // multiplyBusDims(op, !addendEnable.empty()) dims, always replaced
+  MultiplyBus bus;  // multiplyBusRegions(op, !addendEnable.empty()), each always replaced
   Field out;   // 32 dims
   Prior outPrior = Prior::Zero;
   // The gates (header): the products count where every `enable` literal holds; mad's c joins

@@ -193,22 +193,25 @@ Status buildAtomicRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execute
     p.heldOld[static_cast<size_t>(l)] = old;
     p.heldDst[static_cast<size_t>(l)] = dst;
   }
-  int& heads = p.heads[static_cast<size_t>(L - E)];
-  auto hold = [&](std::vector<int> from, const Field& out) {
-    return holdAtExec(w, t, L, heads, p.fe, std::move(from), out);
+  // With multiply the result stage reads the head word and oldDst first at E+23: their latches
+  // at E+16 (kRegrecLateLatchHeads), whose pads fit E+15's MLP.
+  const int late = s.multiply ? L + 1 : L;
+  auto hold = [&](int layer, std::vector<int> from, const Field& out) {
+    int& heads = p.heads[static_cast<size_t>(layer - E)];
+    return holdAtExec(w, t, layer, heads, p.fe, std::move(from), out);
   };
-  QGPU_CHECK(hold(dimsOf(p.fe.headWord), p.heldHead));
+  QGPU_CHECK(hold(late, dimsOf(p.fe.headWord), p.heldHead));
   std::vector<int> guardSources = dimsOf(p.fe.predPort[0]);
   if (s.multiply) {
     guardSources.push_back(p.mulKind.at(0));
     guardSources.push_back(p.mulKind.at(1));
   }
-  QGPU_CHECK(hold(guardSources, p.heldGuard));
+  QGPU_CHECK(hold(L, guardSources, p.heldGuard));
   const bool twin = s.twin == ExecuteTwin::RegrecFromLoad;
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto i = static_cast<size_t>(l);
-    QGPU_CHECK(hold(dimsOf(twin ? p.memory.load[i] : p.memory.atomOld[i]), p.heldOld[i]));
-    QGPU_CHECK(hold(dimsOf(p.fe.oldDst[i]), p.heldDst[i]));
+    QGPU_CHECK(hold(L, dimsOf(twin ? p.memory.load[i] : p.memory.atomOld[i]), p.heldOld[i]));
+    QGPU_CHECK(hold(late, dimsOf(p.fe.oldDst[i]), p.heldDst[i]));
   }
   if (s.multiply) return Ok{};
   QGPU_TRY(regrec, buildHeldResultStage(w, alloc, s, p, L, p.heldOld));
@@ -242,7 +245,13 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
       QGPU_CHECK(holdAtExec(w, t, G, heads, p.fe, dimsOf(p.operands.word[j][i]), f));
     }
     QGPU_TRY(product, alloc.take("pipe.product" + std::to_string(l), kValueBits));
-    QGPU_TRY(bus, alloc.take("pipe.mulBus" + std::to_string(l), multiplyBusDims(MulOp::Mad, true)));
+    // The bus's regions as fields of their own: each stage's dims live a layer or two.
+    const MultiplyBusDims regions = multiplyBusRegions(MulOp::Mad, true);
+    const std::string bus = "pipe.mulBus" + std::to_string(l);
+    QGPU_TRY(products, alloc.take(bus + ".products", regions.products));
+    QGPU_TRY(counts, alloc.take(bus + ".counts", regions.counts));
+    QGPU_TRY(rows, alloc.take(bus + ".rows", regions.rows));
+    QGPU_TRY(adder, alloc.take(bus + ".adder", regions.adder));
     p.product[i] = product;
     std::vector<UnitWriter> writers;
     writers.reserve(static_cast<size_t>(stages));
@@ -258,7 +267,7 @@ Status buildMultiplyRegrec(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ms.a = from[0];
     ms.b = from[1];
     ms.c = from[2];
-    ms.bus = bus;
+    ms.bus = {products, counts, rows, adder};
     ms.out = product;
     ms.outPrior = Prior::Replace;
     ms.enable = {isMul};
@@ -391,6 +400,7 @@ Status buildPipelineMemory(CircuitWeights& w, FieldAllocator& alloc, const Execu
     ws.opcodeInverted = true;
     ws.exec = p.memExec;
     ws.sourceExecutesTwin = s.twin == ExecuteTwin::ShuffleAnySource;
+    ws.guard = p.opClass.slice(2, 1, "warp");
     for (int l = 0; l < kRecordLanes; ++l)
       ws.lanes[static_cast<size_t>(l)] = p.lanes[static_cast<size_t>(l)];
     for (int i = 0; i < kWarpOpsLayers; ++i)
@@ -521,6 +531,10 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
   }
   if (spec.memory && spec.atomics && spec.atomicRegrec) {
     h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
+    if (spec.multiply) {
+      h[5 + kMemoryStageLayers] -= kRegrecLateLatchHeads;
+      h[5 + kMemoryStageLayers + 1] += kRegrecLateLatchHeads;
+    }
     for (int g = 0; spec.multiply && g < kMultiplyLaneGroups; ++g)
       h[static_cast<size_t>(5 + kMemoryStageLayers + g * kMultiplyGroupLayers)] +=
           kMultiplyLatchHeads;
@@ -592,21 +606,29 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
       QGPU_CHECK(addDetector(u, ctx, LinearForm{{}, 1.0}, {{p.fe.offsetWord.at(i), 1.0f}},
                              {{p.offset.at(i), -1}}));
     // The op's class: one AND of the opcode's bits per op (the ROM's polarity, −u = 1).
-    QGPU_TRY(cls, alloc.take("pipe.opClass", 2));
+    QGPU_TRY(cls, alloc.take("pipe.opClass", s.warpOps ? 3 : 2));
+    QGPU_TRY(groups, alloc.take("pipe.aluGroup", kAluGroups));
     p.opClass = cls;
+    p.aluGroup = groups;
     int fanIn = 0;
     const AndFieldWriter fw{AndGate{t.ballast, t.lambda, 256}, ctx, t.unit, fanIn};
-    QGPU_CHECK(fw.start(u, {p.opClass}));
+    QGPU_CHECK(fw.start(u, {p.opClass, p.aluGroup}));
     auto addClass = [&](machine::Op op, int dim) -> Status {
       QGPU_TRY(isOp, headIs(p.fe.headWord, "opcode", kOpcodeBits, static_cast<unsigned>(op)));
-      return fw.add(u, isOp, {{p.opClass.at(dim), 2.0 * t.unit}});
+      return fw.add(u, isOp, {{dim, 2.0 * t.unit}});
     };
-    for (machine::Op op : aluStageOps()) QGPU_CHECK(addClass(op, 0));
+    for (machine::Op op : aluStageOps()) {
+      QGPU_CHECK(addClass(op, p.opClass.at(0)));
+      if (const std::optional<AluGroup> g = aluGroup(op))
+        QGPU_CHECK(addClass(op, p.aluGroup.at(static_cast<int>(*g))));
+    }
     for (int op = 0; op < machine::kNumOps; ++op) {
       const machine::OpClass c = machine::opInfo(static_cast<machine::Op>(op)).cls;
       if (c == machine::OpClass::Mem || c == machine::OpClass::Local)
-        QGPU_CHECK(addClass(static_cast<machine::Op>(op), 1));
+        QGPU_CHECK(addClass(static_cast<machine::Op>(op), p.opClass.at(1)));
     }
+    if (s.warpOps)
+      for (machine::Op op : warpOps()) QGPU_CHECK(addClass(op, p.opClass.at(2)));
     at(E + 4) += u.used();
     hostUnits4 += u.used();
   }
@@ -643,7 +665,11 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
   AluStageSpec as;
   as.opcode = p.opcode;
   as.opcodeInverted = s.twin != ExecuteTwin::OpcodeWrongPolarity;
-  as.busLayout = AluBusLayout::Liveness;
+  // With memory the op's class guards the stage and its groups guard their own fields, which then
+  // share dims (alu_stage.h AluBusLayout::ByGroup); the bus is the ALU's ops' alone, so the
+  // memory stage's address path and the warp ops' fields may share its dims.
+  const bool guarded = p.opClass.dims >= 2;
+  as.busLayout = guarded ? AluBusLayout::ByGroup : AluBusLayout::Liveness;
   for (int l = 0; l < kRecordLanes; ++l) {
     const auto port = [&](int k) { return p.operands.word[static_cast<size_t>(k)][static_cast<size_t>(l)]; };
     AluLane lane;
@@ -659,13 +685,13 @@ Expected<ExecutePipeline> buildExecutePipeline(CircuitWeights& w, FieldAllocator
     lane.s = sp;
     as.lanes.push_back(lane);
   }
-  // With memory the bus is the ALU's ops' alone (its writers guarded by the op's class), so the
-  // memory stage's address path may share its dims.
-  const bool guarded = p.opClass.dims == 2;
-  QGPU_TRY(bus, alloc.take("alu.bus", aluStageBusDims(kRecordLanes, AluBusLayout::Liveness),
+  QGPU_TRY(bus, alloc.take("alu.bus", aluStageBusDims(kRecordLanes, as.busLayout),
                            guarded ? uint32_t{kKindAlu} : 0u));
   as.bus = bus;
-  if (guarded) as.guard = p.opClass.slice(0, 1, "alu");
+  if (guarded) {
+    as.guard = p.opClass.slice(0, 1, "alu");
+    as.groupGuard = p.aluGroup;
+  }
   p.aluBus = bus;
   p.lanes = as.lanes;
   {

@@ -177,8 +177,11 @@ inline constexpr int kExecuteMultiplyLayers =
 // layer (E+15 and E+19).
 inline constexpr int kMultiplyLatchHeads = 3 * kMultiplyLanesAtOnce;
 // The latch heads at E+15 that carry an atomic's fields from p to its continuation position: the
-// head word, atomOld and oldDst per lane (32 bits each), the guard port's 4 lane bits.
+// head word, atomOld and oldDst per lane (32 bits each), the guard port's 4 lane bits. With the
+// multiplies the head word's and oldDst's (read first by the result stage at E+23) are at E+16,
+// where their pads do not sit beside the memory stage's last layers.
 inline constexpr int kRegrecLatchHeads = 2 + 2 * kRecordLanes;
+inline constexpr int kRegrecLateLatchHeads = 1 + kRecordLanes;
 // The memory stage's layers in the pipeline: E+5 .. E+12 (no prefix atomics).
 static_assert(kMemoryChainLayers == kAluStageLayers + kResultStageLayers);
 // The control stage's emit layer is the record emitter's first: R = E + 13.
@@ -234,10 +237,14 @@ struct ExecutePipeline {
   // the memory stage, its fault (the control stage's supplied fault) and the outcome select (E+13:
   // the memrec for a memory-writing op, the result stage's outcome otherwise).
   Field offset, memExec, memFault;
-  // With memory: the op's class at E+4 from the fetched opcode, [isAlu, isMemoryStage] (+u =
-  // true: the ALU stage's ops; the memory stage's memory and spill ops) — the guards under which
-  // the ALU's bus and the memory stage's address path share dims (weights.h Field::kinds).
+  // With memory: the op's class at E+4 from the fetched opcode, [isAlu, isMemoryStage] and with
+  // the warp ops isWarp (+u = true: the ALU stage's ops; the memory stage's memory and spill ops;
+  // the warp ops) — the guards under which the ALU's bus, the memory stage's address path and the
+  // warp ops' fields share dims (weights.h Field::kinds).
   Field opClass;
+  // With memory: the ALU's op groups at E+4 (alu_stage.h AluGroup, +u = the op is of that group),
+  // the guards under which the groups' bus fields share dims.
+  Field aluGroup;
   MemoryStage memory;
   RecordOutcomeFields outcome;
   // With atomicRegrec: the emitter's record positions exec ∨ isCont (E+5), the latched fields the

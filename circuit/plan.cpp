@@ -39,24 +39,45 @@ model::Qwen35Config scratchConfig(int layers, int keyHeadDim) {
   return c;
 }
 
-// The dims live after layer l's attention or its MLP, whichever holds more (the plan's `live`),
-// by field group: the name up to its first '.' (dims that fields of exclusive kinds share once).
-std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int l) {
-  std::map<std::string, std::set<int>> at[2];
+// The block of layer l whose output holds more live dims (0 the attention, 1 the MLP): the
+// plan's `live`.
+int fullerBlock(const LivenessPlan& plan, int l) {
   std::set<int> total[2];
   for (size_t i = 0; i < plan.fields.size(); ++i)
     for (int b = 0; b < 2; ++b) {
       const int key = 2 * l + b;
       if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
-      const Field& f = plan.fields[i];
-      for (int d = 0; d < f.dims; ++d) {
-        at[b][f.name.substr(0, f.name.find('.'))].insert(f.at(d));
-        total[b].insert(f.at(d));
-      }
+      for (int d = 0; d < plan.fields[i].dims; ++d) total[b].insert(plan.fields[i].at(d));
     }
+  return total[1].size() > total[0].size() ? 1 : 0;
+}
+
+// The fields live after that block, widest first.
+std::vector<LayerBudget::LiveField> liveFields(const LivenessPlan& plan, int l) {
+  const int key = 2 * l + fullerBlock(plan, l);
+  std::vector<LayerBudget::LiveField> v;
+  for (size_t i = 0; i < plan.fields.size(); ++i) {
+    const LiveRange& r = plan.ranges[i];
+    if (r.write.key() > key || key >= r.lastRead.key()) continue;
+    v.push_back({plan.fields[i].name, plan.fields[i].dims, r, plan.fields[i].kinds});
+  }
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& x, const auto& y) { return x.dims > y.dims; });
+  return v;
+}
+
+// The dims live after that block by field group: the name up to its first '.' (dims that fields
+// of exclusive kinds share once).
+std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int l) {
+  const int key = 2 * l + fullerBlock(plan, l);
+  std::map<std::string, std::set<int>> at;
+  for (size_t i = 0; i < plan.fields.size(); ++i) {
+    if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
+    const Field& f = plan.fields[i];
+    for (int d = 0; d < f.dims; ++d) at[f.name.substr(0, f.name.find('.'))].insert(f.at(d));
+  }
   std::vector<std::pair<std::string, int>> v;
-  for (const auto& [group, dims] : at[total[1].size() > total[0].size() ? 1 : 0])
-    v.emplace_back(group, static_cast<int>(dims.size()));
+  for (const auto& [group, dims] : at) v.emplace_back(group, static_cast<int>(dims.size()));
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& x, const auto& y) { return x.second > y.second; });
   return v;
@@ -69,9 +90,10 @@ Status checkKeyHeadDim(int keyHeadDim) {
   return Ok{};
 }
 
-// The ALU bus by liveness (four lanes), its figures recorded in the plan.
-Expected<LayoutPlan> planAluBus(CircuitPlan& plan) {
-  QGPU_TRY(bus, aluStageBusPlan(machine::kLanes, AluBusLayout::Liveness));
+// The ALU bus by liveness (four lanes; ByGroup as a pipeline with memory guards it), its
+// figures recorded in the plan.
+Expected<LayoutPlan> planAluBus(CircuitPlan& plan, AluBusLayout layout = AluBusLayout::Liveness) {
+  QGPU_TRY(bus, aluStageBusPlan(machine::kLanes, layout));
   const LayoutReport report = bus.report();
   plan.aluBusPeak = report.peak;
   plan.aluBusSpan = report.span;
@@ -212,7 +234,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
   plan.pipelineLayout = layout.report;
   plan.keyHeadDim = keyHeadDim;
   plan.valueHeadDim = 128;
-  QGPU_CHECK(planAluBus(plan));
+  QGPU_CHECK(planAluBus(plan, pipe.alu.busLayout));
   // The stages of each layer, from the pipeline's own placement (pipeline.h).
   const int alu = pipe.aluLayer, result = pipe.resultLayer, emit = pipe.emitLayer;
   const std::string withMemory = s.memory ? "+memory" : "";
@@ -264,7 +286,7 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
     for (const PadRestore& pad : layout.pads) pads += pad.layer == l ? pad.field.dims : 0;
     plan.layers.push_back({stage, stageLayer, pipe.heads[static_cast<size_t>(l)],
                            pipe.units[static_cast<size_t>(l)], alloc.used(), live, pads,
-                           liveByGroup(layout, l)});
+                           liveByGroup(layout, l), liveFields(layout, l)});
   }
   return plan;
 }

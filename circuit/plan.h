@@ -54,6 +54,16 @@ struct LayerBudget {
   // The pipeline's: `live` by field group (a field's name up to its first '.': "alu", "mem",
   // "rf", …), largest first.
   std::vector<std::pair<std::string, int>> liveByGroup;
+  // The pipeline's: the fields behind `live` (those live after the same block), widest first,
+  // each with its live range and kinds (fields of exclusive kinds may share dims: their dims sum
+  // to more than `live`).
+  struct LiveField {
+    std::string name;
+    int dims = 0;
+    LiveRange range;
+    uint32_t kinds = 0;
+  };
+  std::vector<LiveField> liveFields;
 };
 
 struct CircuitPlan {

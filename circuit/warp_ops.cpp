@@ -1,6 +1,7 @@
 // qgpu/circuit/warp_ops.cpp — see warp_ops.h for the maths.
 #include "circuit/warp_ops.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,13 +70,18 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
     if (x.a.dims != kValueBits || x.b.dims != kValueBits || x.c.dims != kValueBits ||
         x.p.dims != 1 || x.r.dims != kValueBits || x.s.dims != 1)
       return warpUsage("a lane needs a, b, c, r of 32 dims and p, s of 1");
+  if (s.guard.dims > 1)
+    return warpUsage("the guard needs 0 or 1 dim, has " + std::to_string(s.guard.dims));
   for (Op op : warpOps())
     if (machine::opInfo(op).cls != machine::OpClass::Warp)
       return makeDiag(ErrorKind::Internal, "warp ops: isa.def's Warp class changed");
 
   WarpOps g;
   const int before = alloc.takenDims();
-  auto take = [&](const std::string& name, int dims) { return alloc.take("warp." + name, dims); };
+  const uint32_t kinds = s.guard.dims == 1 ? uint32_t{kKindWarp} : 0u;
+  auto take = [&](const std::string& name, int dims) {
+    return alloc.take("warp." + name, dims, kinds);
+  };
   QGPU_TRY(op, take("op", kWarpOps));
   QGPU_TRY(isShfl, take("isShfl", 1));
   QGPU_TRY(votes, take("votes", kRecordLanes));
@@ -95,6 +101,8 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
   }
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
+  std::optional<UnitGuard> guard;
+  if (s.guard.dims == 1) guard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda};
   const AndGate gate{t.ballast, t.lambda, 2 * s.mlpGain};
   const AndFieldWriter fw{gate, ctx, t.unit, g.maxFanIn};
   const double two = 2.0 * t.unit;
@@ -111,6 +119,7 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
   // S1: the decode, maxLane, idx's lane bits, the votes.
   {
     UnitWriter u(w, S, s.firstUnit[0]);
+    u.setGuard(guard);
     std::vector<Field> outs = {g.op, g.isShfl, g.votes, g.allOk};
     for (int l = 0; l < kRecordLanes; ++l) {
       outs.push_back(g.maxLane[static_cast<size_t>(l)]);
@@ -149,6 +158,7 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
   // S2: sel_lj.
   {
     UnitWriter u(w, S + 1, s.firstUnit[1]);
+    u.setGuard(guard);
     std::vector<Field> outs(g.sel.begin(), g.sel.end());
     QGPU_CHECK(fw.start(u, outs));
     for (int l = 0; l < kRecordLanes; ++l) {
@@ -188,6 +198,7 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
   // S3: onto r_l and s_l.
   {
     UnitWriter u(w, S + 2, s.firstUnit[2]);
+    u.setGuard(guard);
     for (int l = 0; l < kRecordLanes; ++l) {
       const AluLane& x = s.lanes[static_cast<size_t>(l)];
       const Field& sel = g.sel[static_cast<size_t>(l)];

@@ -62,6 +62,11 @@ struct WarpOpsSpec {
   float mlpGain = 128;  // G of the cancels (the ANDs use 2G)
   // MLP units already written in each of the three layers: this gadget's follow them.
   std::array<int, kWarpOpsLayers> firstUnit{};
+  // Optional (0 dims: none): a 1-dim literal, +u at the warp ops alone, that guards every unit
+  // the gadget writes (units.h UnitGuard): where another op executes its fields keep what their
+  // dims held and r, s get nothing, so its fields are of kind kKindWarp (weights.h Field::kinds)
+  // and may share dims with another kind's.
+  Field guard;
   // Failing twin: a shuffle reads its source lane whether or not that lane executes (sel_lj
   // without e_j) — wrong wherever the source is inactive or guard-false and its word differs.
   bool sourceExecutesTwin = false;

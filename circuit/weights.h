@@ -53,12 +53,24 @@ enum FieldKind : uint32_t {
   kKindAtomCas = 1u << 4,
   kKindMemOther = 1u << 5,  // the other memory ops: ld, st, st.b8, st.b16, atom.and/or/xor/exch
   kKindSpill = 1u << 6,     // the spill slot ops ldl, stl
-  kKindAlu = 1u << 7,       // the ALU stage's ops (alu_stage.h aluStageOps)
+  kKindAluOther = 1u << 7,  // the ALU stage's ops of no group below: mov, the logic, selp, …
+  kKindWarp = 1u << 8,      // the warp ops (warp_ops.h warpOps)
+  // The ALU stage's op groups whose bus fields are their own (alu_stage.h AluGroup).
+  kKindAluAdd = 1u << 9,       // add, sub, neg, abs: the one adder
+  kKindAluCompare = 1u << 10,  // set.*, min, max: the compares
+  kKindAluShift = 1u << 11,    // the shifts and bfe: the shifter
+  kKindAluPopc = 1u << 12,
+  kKindAluClz = 1u << 13,
+  kKindAluBfind = 1u << 14,
+  kKindAluPrmt = 1u << 15,
 };
 // Every op the memory stage executes (the kinds above are its parts).
 inline constexpr uint32_t kKindMemoryStage = kKindAtomAdd | kKindAtomMinMax | kKindAtomInc |
                                              kKindAtomDec | kKindAtomCas | kKindMemOther |
                                              kKindSpill;
+// Every op the ALU stage executes (alu_stage.h aluStageOps; the kinds above are its parts).
+inline constexpr uint32_t kKindAlu = kKindAluOther | kKindAluAdd | kKindAluCompare | kKindAluShift |
+                                     kKindAluPopc | kKindAluClz | kKindAluBfind | kKindAluPrmt;
 
 // Hands out residual dims: in order (one field per value), or by a plan (circuit/layout.h
 // planByLiveness: fields whose live ranges do not overlap share dims). Refuses to pass the hidden

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "circuit/alu_stage.h"
 #include "circuit/alu_bits.h"
@@ -186,6 +189,142 @@ TEST(AluStageBus, EveryFieldOnReusedDimsIsOnlyWrittenAfterItsPredecessorsLastRea
       EXPECT_FALSE(conflicts(ps[i].range, ps[j].range)) << a.name << " and " << b.name;
     }
   EXPECT_GT(shared, 0);  // it does reuse
+}
+
+// By group (AluBusLayout::ByGroup): the groups' fields share dims while live (each group's ops
+// alone write them), so after each stage layer a lane holds its widest group's fields (hand, from
+// the entries above): S0 max(add's x, y, cin 65; the shifter's bfe m, r, f 65; popc, clz, bfind,
+// prmt 32 each) = 65; S1 max(add's cin + adder bus 81; the shifter's 65 + prep 97 = 162; the
+// compares' 18) = 162; S2 max(sum 32; cmp 5; the shifter's 65 + window 32 = 97) = 97. Peak
+// 42 + 4 · 162 = 690.
+TEST(AluStageBus, ByGroupPeakIsTheWidestGroupsHandCount) {
+  const int k = static_cast<int>(aluStageOps().size());
+  for (int lanes = 1; lanes <= 4; ++lanes) {
+    auto plan = aluStageBusPlan(lanes, AluBusLayout::ByGroup);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    const LayoutReport r = plan->report();
+    EXPECT_EQ(r.liveAfterMlp,
+              (std::vector<int>{k + lanes * 65, k + lanes * 162, k + lanes * 97, 0}));
+    EXPECT_EQ(r.peak, k + lanes * 162) << lanes;
+    EXPECT_EQ(aluStageBusDims(lanes, AluBusLayout::ByGroup), r.span);
+    std::cout << "[alu bus] by group, " << lanes << " lanes: peak " << r.peak << ", span " << r.span
+              << "\n";
+  }
+  EXPECT_EQ(aluStageBusDims(4, AluBusLayout::ByGroup), 690);
+  // Two fields on one dim: disjoint live ranges, or two groups' (the one-hot is every group's).
+  auto plan = aluStageBusPlan(4, AluBusLayout::ByGroup);
+  ASSERT_TRUE(plan.ok());
+  const auto& ps = plan->placements();
+  int acrossGroups = 0;
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (size_t j = i + 1; j < ps.size(); ++j) {
+      const Field& a = ps[i].field;
+      const Field& b = ps[j].field;
+      if (a.offset >= b.offset + b.dims || b.offset >= a.offset + a.dims) continue;
+      if (!conflicts(ps[i].range, ps[j].range)) continue;
+      ++acrossGroups;
+      EXPECT_TRUE(exclusiveKinds(a.kinds, b.kinds)) << a.name << " and " << b.name;
+      EXPECT_NE(a.name.substr(0, 2), "op") << a.name;
+    }
+  EXPECT_GT(acrossGroups, 0);
+}
+
+TEST(AluStageOps, EveryGroupIsItsOwnKindAndTheGroupsCoverTheBusReaders) {
+  std::set<uint32_t> kinds;
+  for (int g = 0; g < kAluGroups; ++g) {
+    const uint32_t kind = aluGroupKind(static_cast<AluGroup>(g));
+    EXPECT_EQ(std::popcount(kind), 1);
+    EXPECT_EQ(kind & kKindAlu, kind);
+    kinds.insert(kind);
+  }
+  EXPECT_EQ(kinds.size(), static_cast<size_t>(kAluGroups));
+  EXPECT_EQ(aluGroup(machine::Op::Sub), AluGroup::Add);
+  EXPECT_EQ(aluGroup(machine::Op::MaxU), AluGroup::Compare);
+  EXPECT_EQ(aluGroup(machine::Op::SetGeS), AluGroup::Compare);
+  EXPECT_EQ(aluGroup(machine::Op::ShfRW), AluGroup::Shift);
+  EXPECT_EQ(aluGroup(machine::Op::BfeS), AluGroup::Shift);
+  EXPECT_EQ(aluGroup(machine::Op::Prmt), AluGroup::Prmt);
+  EXPECT_EQ(aluGroup(machine::Op::Mov), std::nullopt);
+  EXPECT_EQ(aluGroup(machine::Op::Selp), std::nullopt);
+  EXPECT_EQ(aluGroup(machine::Op::Ld), std::nullopt);  // not a stage op
+}
+
+// The bus fields of each group, by hand from alu_stage.h's stage list: which ops read each.
+const std::map<std::string, AluGroup> kGroupOf = {
+    {"x", AluGroup::Add},          {"y", AluGroup::Add},         {"cin", AluGroup::Add},
+    {"adder", AluGroup::Add},      {"sum", AluGroup::Add},       {"popc", AluGroup::Popc},
+    {"clz", AluGroup::Clz},        {"bfind", AluGroup::Bfind},   {"prmt", AluGroup::Prmt},
+    {"hi", AluGroup::Shift},       {"lo", AluGroup::Shift},      {"start", AluGroup::Shift},
+    {"shifted", AluGroup::Shift},  {"bfe.mrf", AluGroup::Shift}, {"cmpbus", AluGroup::Compare},
+    {"cmptop", AluGroup::Compare}, {"cmp", AluGroup::Compare}};
+
+// With the group guards every unit that writes a group's bus field carries that group's guard,
+// every other unit the stage's guard but r's and s's cancel and −u (read from the build's unit
+// log). Checked on the liveness bus, where no two fields share a dim while live, so that each
+// (layer, dim) a unit writes names one field; by group the same units share the dims.
+TEST(AluStageGuards, EachGroupsWritersCarryItsOwnGuard) {
+  Fixture f(2944, 5056);
+  Field guard = f.alloc.take("isAlu", 1).value();
+  Field groups = f.alloc.take("groups", kAluGroups).value();
+  AluStageSpec s = f.spec(4, AluBusLayout::Liveness);
+  s.guard = guard;
+  s.groupGuard = groups;
+  f.w.logUnits();
+  UnitWriter u0(f.w, 0), u1(f.w, 1), u2(f.w, 2), u3(f.w, 3);
+  const AluLayer layers[] = {{&u0, f.ctx}, {&u1, f.ctx}, {&u2, f.ctx}, {&u3, f.ctx}};
+  auto r = buildAluStage(layers, s);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto plan = aluStageBusPlan(4, AluBusLayout::Liveness);
+  ASSERT_TRUE(plan.ok());
+  // (stage layer, bus dim) → the guards its writers may carry: a group field's own group's, the
+  // one-hot's the stage's (fields of two groups may share a dim while both are live).
+  std::map<std::pair<int, int>, std::set<int>> allowed;
+  for (const Placement& p : plan->placements()) {
+    int want = guard.at(0);
+    const std::string name = p.field.name.substr(p.field.name.find('.') + 1);  // "lane2.x": x
+    if (const auto it = kGroupOf.find(name); it != kGroupOf.end())
+      want = groups.at(static_cast<int>(it->second));
+    for (int i = 0; i < p.field.dims; ++i)
+      allowed[{p.range.write.layer, s.bus.at(p.field.at(i))}].insert(want);
+  }
+  std::set<int> rs;
+  for (const AluLane& l : s.lanes)
+    for (const Field* f : {&l.r, &l.s})
+      for (int i = 0; i < f->dims; ++i) rs.insert(f->at(i));
+  int underGroup = 0, unguarded = 0, wrong = 0;
+  for (const CircuitWeights::UnitRecord& u : f.w.unitLog()) {
+    bool ok = true, onBus = false;
+    for (int d : u.writes) {
+      if (rs.count(d) > 0) continue;
+      const auto it = allowed.find({u.layer, d});
+      onBus = true;
+      ok = ok && it != allowed.end() && it->second.count(u.guardDim) > 0;
+    }
+    // Off the bus: r's and s's writers, under the stage's guard but their cancel and −u.
+    if (!onBus) ok = u.guardDim == guard.at(0) || u.guardDim < 0;
+    underGroup += onBus && u.guardDim != guard.at(0);
+    unguarded += u.guardDim < 0;
+    wrong += !ok;
+  }
+  EXPECT_EQ(unguarded, 4 * (32 + 1 + 1 + 1));  // per lane r's cancel and −u, s's
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GT(underGroup, 10000);
+  std::cout << "[alu guards] " << underGroup << " units under a group's guard, "
+            << f.w.unitLog().size() << " in all\n";
+  EXPECT_EQ(allowed.size() > 0, true);
+  // By group: the same units, and without the group guards refused.
+  CircuitWeights w2(linearConfig(2944, kAluStageLayers, 5056, 16));
+  UnitWriter v0(w2, 0), v1(w2, 1), v2(w2, 2), v3(w2, 3);
+  const AluLayer byGroupLayers[] = {{&v0, f.ctx}, {&v1, f.ctx}, {&v2, f.ctx}, {&v3, f.ctx}};
+  AluStageSpec byGroup = s;
+  byGroup.busLayout = AluBusLayout::ByGroup;
+  byGroup.bus.dims = aluStageBusDims(4, AluBusLayout::ByGroup);
+  auto grouped = buildAluStage(byGroupLayers, byGroup);
+  ASSERT_TRUE(grouped.ok()) << grouped.error().message;
+  EXPECT_EQ(grouped->unitsPerLayer, r->unitsPerLayer);
+  AluStageSpec noGroups = byGroup;
+  noGroups.groupGuard = {};
+  EXPECT_FALSE(buildAluStage(byGroupLayers, noGroups).ok());
 }
 
 TEST(AluStageCost, TheLivenessBusCostsTheSameUnits) {

@@ -46,7 +46,8 @@ struct Rig {
     spec.b = alloc.take("b", kBits).value();
     if (o == MulOp::Mad) spec.c = alloc.take("c", kBits).value();
     spec.out = alloc.take("out", kBits).value();
-    spec.bus = alloc.take("bus", multiplyBusDims(o, gated)).value();
+    spec.bus =
+        multiplyBusIn(alloc.take("bus", multiplyBusDims(o, gated)).value(), o, gated).value();
     if (gated) {
       en = alloc.take("en", 1).value();
       isMad = alloc.take("isMad", 1).value();
@@ -120,8 +121,9 @@ TEST(MultiplySpec, GatedMadCopiesTheAddendInStageZeroAndGatesEveryProduct) {
   EXPECT_EQ(s.w.get(gate, copy, s.isMad.at(0)).value(), 128.0f);
   EXPECT_EQ(s.w.get(gate, copy, s.ballast.at(0)).value(), -256.0f);
   EXPECT_EQ(s.w.get(up, copy, s.ballast.at(0)).value(), 2.0f);  // up = 2λ: +2u when on
-  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), copy).value(), 0.125f);
-  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 7), 560).value(), -0.125f);  // the constant's −u
+  EXPECT_EQ(s.w.get(down, s.spec.bus.products.at(528 + 7), copy).value(), 0.125f);
+  EXPECT_EQ(s.w.get(down, s.spec.bus.products.at(528 + 7), 560).value(),
+            -0.125f);  // the constant's −u
 }
 
 // The pass-through: 32 detectors more in stage 0, each pass_k ∧ ¬en onto c's copy k; nothing else
@@ -143,7 +145,7 @@ TEST(MultiplySpec, PassThroughAddsOneDetectorPerBitOntoTheAddendCopies) {
   EXPECT_EQ(s.w.get(gate, unit, s.en.at(0)).value(), -128.0f);
   EXPECT_EQ(s.w.get(gate, unit, s.isMad.at(0)).value(), 0.0f);
   EXPECT_EQ(s.w.get(gate, unit, s.ballast.at(0)).value(), -128.0f);
-  EXPECT_EQ(s.w.get(down, s.spec.bus.at(528 + 9), unit).value(), 0.125f);
+  EXPECT_EQ(s.w.get(down, s.spec.bus.products.at(528 + 9), unit).value(), 0.125f);
 
   auto refused = [&](MultiplySpec spec, const char* what) {
     auto bad = buildMultiply(s.stages, spec);
@@ -161,8 +163,27 @@ TEST(MultiplySpec, PassThroughAddsOneDetectorPerBitOntoTheAddendCopies) {
   refused(narrow, "a 16-bit pass word");
   MultiplySpec ungated = s.spec;
   ungated.addendEnable.clear();
-  ungated.bus.dims = multiplyBusDims(MulOp::Mad);
+  ungated.bus.products.dims = multiplyBusRegions(MulOp::Mad).products;
   refused(ungated, "a pass-through without the gated addend");
+}
+
+// The bus's regions: the products (and the gated addend's copies), the count bits, the two rows
+// (mulhi: 64 bits wide, then the low adder's discarded sum and c32), the adders' buses (80 each,
+// as in adder_test). In one field the rows lie over the products and the adder over the counts.
+TEST(MultiplySpec, BusRegionsOverlapInOneFieldAndStandAloneAsFour) {
+  auto dims = [](MulOp op, bool gated) {
+    const MultiplyBusDims r = multiplyBusRegions(op, gated);
+    return std::vector<int>{r.products, r.counts, r.rows, r.adder};
+  };
+  EXPECT_EQ(dims(MulOp::Lo, false), (std::vector<int>{528, 124, 64, 80}));
+  EXPECT_EQ(dims(MulOp::Mad, true), (std::vector<int>{528 + 32, 128, 64, 80}));
+  EXPECT_EQ(dims(MulOp::HiU, false), (std::vector<int>{1024, 264, 128 + 33, 160}));
+  EXPECT_EQ(multiplyBusDims(MulOp::Mad, true), 560 + 128);
+  const MultiplyBus b = multiplyBusIn(Field{"bus", 100, 688}, MulOp::Mad, true).value();
+  EXPECT_EQ(b.products.offset, 100);
+  EXPECT_EQ(b.rows.offset, 100);
+  EXPECT_EQ(b.counts.offset, 100 + 560);
+  EXPECT_EQ(b.adder.offset, 100 + 560);
 }
 
 TEST(MultiplySpec, MulHiTakesSixLayersForTheCarryOutOfTheLowHalf) {
@@ -193,7 +214,7 @@ TEST(MultiplySpec, PartialProductUnitGatesOnABitAndTakesTheOtherAsUp) {
   // Units 0..1023 cancel the products' dims, unit 1024 is the constant; unit 1025 + 32i + j is
   // a_i·b_j, its product at bus dim 32i + j.
   auto unitOf = [](int i, int j) { return 1025 + 32 * i + j; };
-  auto dimOf = [&](int i, int j) { return s.spec.bus.at(32 * i + j); };
+  auto dimOf = [&](int i, int j) { return s.spec.bus.products.at(32 * i + j); };
   const int u = unitOf(3, 5);
   EXPECT_EQ(s.w.get(gate, u, s.spec.a.at(3)).value(), 128.0f);  // G·x̂(a_3)
   EXPECT_EQ(s.w.get(gate, u, s.ballast.at(0)).value(), 0.0f);   // N = x̂: no constant
@@ -220,8 +241,9 @@ TEST(MultiplySpec, RefusesSpecsThatDoNotFit) {
   narrow.a.dims = 16;
   expectUsage(narrow, s.stages, "16-bit a");
   MultiplySpec shortBus = s.spec;
-  shortBus.bus.dims -= 1;
-  expectUsage(shortBus, s.stages, "a bus one dim short");
+  shortBus.bus.counts.dims -= 1;
+  expectUsage(shortBus, s.stages, "a bus region one dim short");
+  EXPECT_FALSE(multiplyBusIn(Field{"bus", 0, multiplyBusDims(MulOp::Lo) - 1}, MulOp::Lo).ok());
   MultiplySpec addend = s.spec;
   addend.c = s.spec.a;
   expectUsage(addend, s.stages, "an addend for mul");

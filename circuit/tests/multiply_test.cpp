@@ -45,25 +45,38 @@ struct Input {
 };
 
 struct Layout {
-  Field ballast, a, b, c, out, bus;
+  Field ballast, a, b, c, out;
+  MultiplyBus bus;
   Field en, isMad;  // the gated mad's literal dims (1 each), else 0 dims
   Field pass;       // the gated mad's pass-through word, else 0 dims
 };
 
-int hiddenFor(MulOp op, bool gated) {
-  const int need = 4 + 3 * kBits + kBits + multiplyBusDims(op, gated) + (gated ? 2 + kBits : 0);
+// The bus in one field, or (`split`, as the pipeline takes it) its regions as four fields.
+int busDims(MulOp op, bool gated, bool split) {
+  const MultiplyBusDims r = multiplyBusRegions(op, gated);
+  return split ? r.products + r.counts + r.rows + r.adder : multiplyBusDims(op, gated);
+}
+
+int hiddenFor(MulOp op, bool gated, bool split) {
+  const int need = 4 + 3 * kBits + kBits + busDims(op, gated, split) + (gated ? 2 + kBits : 0);
   return (need + 127) / 128 * 128;
 }
 
-Layout layout(MulOp op, bool gated) {
-  FieldAllocator alloc(hiddenFor(op, gated));
+Layout layout(MulOp op, bool gated, bool split) {
+  FieldAllocator alloc(hiddenFor(op, gated, split));
   Layout l;
   l.ballast = alloc.take("ballast", 4).value();
   l.a = alloc.take("a", kBits).value();
   l.b = alloc.take("b", kBits).value();
   if (op == MulOp::Mad) l.c = alloc.take("c", kBits).value();
   l.out = alloc.take("out", kBits).value();
-  l.bus = alloc.take("bus", multiplyBusDims(op, gated)).value();
+  if (split) {
+    const MultiplyBusDims r = multiplyBusRegions(op, gated);
+    l.bus = {alloc.take("products", r.products).value(), alloc.take("counts", r.counts).value(),
+             alloc.take("rows", r.rows).value(), alloc.take("adder", r.adder).value()};
+  } else {
+    l.bus = multiplyBusIn(alloc.take("bus", multiplyBusDims(op, gated)).value(), op, gated).value();
+  }
   if (gated) {
     l.en = alloc.take("en", 1).value();
     l.isMad = alloc.take("isMad", 1).value();
@@ -94,6 +107,7 @@ struct Gadget {
   MulOp op = MulOp::Lo;
   bool gated = false;
   bool passes = false;
+  bool split = false;
   CircuitWeights weights;
   MultiplyReport report;
 };
@@ -103,13 +117,15 @@ int unitsFor(MulOp op) {
   return op == MulOp::HiU || op == MulOp::HiS ? 2560 : 1280;
 }
 
-Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false, bool passes = false) {
-  const Layout l = layout(op, gated);
+Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false, bool passes = false,
+              bool split = false) {
+  const Layout l = layout(op, gated, split);
   const int layers = multiplyLayers(op);
   Gadget g{op,
            gated,
            passes,
-           CircuitWeights(config(hiddenFor(op, gated), layers, unitsFor(op), kVocab)),
+           split,
+           CircuitWeights(config(hiddenFor(op, gated, split), layers, unitsFor(op), kVocab)),
            {}};
   std::vector<UnitWriter> writers;
   for (int i = 0; i < layers; ++i) writers.emplace_back(g.weights, i);
@@ -142,7 +158,7 @@ Gadget gadget(MulOp op, bool lowGainTwin, bool gated = false, bool passes = fals
 }
 
 std::string checkpoint(const Gadget& g, const std::vector<Input>& inputs, const std::string& name) {
-  const Layout l = layout(g.op, g.gated);
+  const Layout l = layout(g.op, g.gated, g.split);
   CircuitWeights w = g.weights;
   for (size_t t = 0; t < inputs.size(); ++t) {
     const auto tok = static_cast<int64_t>(t);
@@ -288,7 +304,7 @@ void printCost(const Gadget& g) {
             << g.report.partialProducts << ", count bits " << g.report.countBits << ", bus dims "
             << g.report.busDims << "; tallest columns";
   for (int h : g.report.maxHeight) std::cout << " " << h;
-  std::cout << "; hidden " << hiddenFor(g.op, g.gated) << std::endl;
+  std::cout << "; hidden " << hiddenFor(g.op, g.gated, g.split) << std::endl;
 }
 
 TEST(MultiplyGadget, MulLoIsExactOnEdgeCasesAndRandomPairsInFp32AndBf16OnEveryPath) {
@@ -312,10 +328,13 @@ TEST(MultiplyGadget, GatedMadIsMulMadOrZeroByItsLiterals) {
 }
 
 // The pipeline's multiplier as built: where en fails (an atomic at its continuation position) the
-// gadget writes the pass-through word d (the atomic's old word) instead of 0.
+// gadget writes the pass-through word d (the atomic's old word) instead of 0; its bus's regions
+// are four fields, as the pipeline takes them.
 TEST(MultiplyGadget, GatedMadPassesItsWordThroughWhereNotEnabled) {
-  Gadget g = gadget(MulOp::Mad, false, true, true);
+  Gadget g = gadget(MulOp::Mad, false, true, true, true);
   printCost(g);
+  const MultiplyBusDims r = multiplyBusRegions(MulOp::Mad, true);
+  EXPECT_EQ(g.report.busDims, r.products + r.counts + r.rows + r.adder);
   runMany(g, 43, "mad gated pass");
 }
 

@@ -116,9 +116,11 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 // pairs 36, atomOld 96: 1,042), the data
 // memories' (the assembler's 6 records × 8 + value 32, tag 1, tag latch 8, quiet 3, heavy 1,
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
-// outcome select (4 × 32 + 32 + 32 = 192), and the op's class (2: the ALU's and the memory
-// stage's guards).
-constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192 + 2;
+// outcome select (4 × 32 + 32 + 32 = 192), the op's class (2: the ALU's and the memory stage's
+// guards) and the ALU's op groups (7: with those guards the groups' bus fields share dims,
+// alu_stage.h AluBusLayout::ByGroup, so the bus is 690 dims, not 1,086).
+constexpr int kMemoryHidden =
+    kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192 + 2 + kAluGroups + 690 - 1086;
 // With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 4,033
 // dims with them (atom.add with its adders' buses, min / max, inc, dec, cas) against 1,041
 // without, less the op fault, which is the pipeline's in both (memFault): 2,991 —, one field per
@@ -138,9 +140,11 @@ constexpr int kMemoryHidden = kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192 + 2;
 // as the memory pipeline; the same (peak live 2,407: the kind isMinMaxDec) with the atomics'
 // own fields on shared dims (Field::kinds, memory_stage.h) and the wide fields first; 2,153 (peak
 // live 2,145, E+6) with the ALU's bus and the memory stage's address path on shared dims too (the
-// op's class at E+4 guarding both), as against 2,089 for the memory pipeline.
+// op's class at E+4 guarding both), as against 2,089 for the memory pipeline; 1,827 (peak live
+// 1,815, the memory stage's E+9) with the ALU's op groups on shared dims (alu_stage.h ByGroup: the
+// bus from 1,086 to 690), the memory pipeline 1,700.
 constexpr int kAtomicsHidden = kMemoryHidden + 3714 + 4 * 80 - 1042 - 1;
-constexpr int kAtomicsPlanned = 2153;
+constexpr int kAtomicsPlanned = 1827;
 // With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
 // V = 8), atomOld and oldDst per lane (4 × 64), the second result stage's own fields
 // (result_stage_spec_test: 391) and the outcome at p (192: selected at E+15, then again with the
@@ -158,8 +162,9 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // lt.u, 2,870 (peak live 2,853, the ALU's E+7); with the ALU's compares on one level 1 and
 // atom.add's adders on buses of their own, 2,470 (peak live 2,467, the memory stage's E+12); with
 // the atomics' own fields on shared dims, 2,409 (peak live 2,409, the ALU's E+5); with the ALU's
-// bus and the address path on shared dims, 2,155 (peak live 2,147, E+6).
-constexpr int kRegrecPlanned = 2155;
+// bus and the address path on shared dims, 2,155 (peak live 2,147, E+6); with the ALU's op groups
+// on shared dims, 1,931 (peak live 1,916, the memory stage's E+12).
+constexpr int kRegrecPlanned = 1931;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -262,10 +267,10 @@ TEST(ExecutePipelineSpec, WithTheAtomicsRegrecASecondResultStageReadsTheHeldFiel
 
 // With the multiplies (ExecuteSpec::multiply): the op kind at E+5 (2 dims), 12 operand latches
 // more (32 dims each; lanes 0, 1 at E+15, lanes 2, 3 at E+19), four lanes of the gated Mad two at
-// a time at E+15..E+23 (a product of 32 and a bus each: multiplyBusDims, pinned in
-// multiply_spec_test), a result stage from E+23 in place of the regrec's at E+15 (the multiplier
-// passes the held old words through: that one stage decides both), the select at E+27 and the
-// emitter at E+28: 32 layers.
+// a time at E+15..E+23 (a product of 32 and a bus each, its four regions as fields of their own:
+// multiplyBusRegions, pinned in multiply_spec_test), a result stage from E+23 in place of the
+// regrec's at E+15 (the multiplier passes the held old words through: that one stage decides both),
+// the select at E+27 and the emitter at E+28: 32 layers.
 const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = true, .multiply = true};
 // On the layout by liveness (measured): the operand words live on from E+4 to the latches at E+15,
 // through the ALU's peak, so the plan grew by about their 384 dims over the regrec's 4,249, to
@@ -281,10 +286,15 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // (peak live 2,597, the memory stage's E+12); with the atomics' own fields on shared dims (the
 // memory stage's E+12 from 2,597 to 2,046 live) and the wide fields placed first, 2,411 (peak
 // live 2,411, the ALU's E+5); with the ALU's bus and the address path on shared dims, 2,290 (peak
-// live 2,268, the multiplier's E+18).
-constexpr int kMultiplyPlanned = 2290;
-const int kMultiplyHidden =
-    kRegrecHidden + 2 + 12 * 32 + 4 * (32 + multiplyBusDims(MulOp::Mad, true));
+// live 2,268, the multiplier's E+18); with the multiplier's bus in four fields, one per stage's
+// output, 2,157 (peak live 2,149, the ALU's E+6); with the ALU's op groups on shared dims, 2,121
+// (peak live 2,068, the memory stage's E+13).
+constexpr int kMultiplyPlanned = 2121;
+int busRegionDims() {
+  const MultiplyBusDims r = multiplyBusRegions(MulOp::Mad, true);
+  return r.products + r.counts + r.rows + r.adder;
+}
+const int kMultiplyHidden = kRegrecHidden + 2 + 12 * 32 + 4 * (32 + busRegionDims());
 
 TEST(ExecutePipelineSpec, WithTheMultipliesOneResultStageDecidesTheProductAndTheOldWord) {
   const Built b = buildInOrder(config(kExecuteMultiplyLayers, kMultiplyHidden, 12000), kMultiply);
@@ -295,10 +305,11 @@ TEST(ExecutePipelineSpec, WithTheMultipliesOneResultStageDecidesTheProductAndThe
   expectPlacement(p, {.memory = 5, .result = 9, .select = 27, .emit = 28});
   EXPECT_EQ(p.regrecLayer, 15);
   EXPECT_EQ(p.mulRegrecLayer, 23);
-  // The regrec's 10 latches and lanes 0, 1's 6 operand latches at E+15, lanes 2, 3's 6 at E+19;
-  // the emitter's heads at E+28, E+29.
-  const std::vector<int> want = {6, 15, 29, 51, 35, 24, 21, 8, 1, 16, 0, 0, 0,  2,  0, 16,
-                                 0, 0,  0,  6,  0,  0,  0,  0, 0, 0,  0, 0, 10, 11, 0, 0};
+  // The regrec's latches (atomOld and the guard bits at E+15, the head word and oldDst at E+16)
+  // and lanes 0, 1's 6 operand latches at E+15, lanes 2, 3's 6 at E+19; the emitter's heads at
+  // E+28, E+29.
+  const std::vector<int> want = {6, 15, 29, 51, 35, 24, 21, 8, 1, 16, 0, 0, 0,  2,  0, 11,
+                                 5, 0,  0,  6,  0,  0,  0,  0, 0, 0,  0, 0, 10, 11, 0, 0};
   EXPECT_EQ(p.heads, want);
   EXPECT_EQ(executePipelineHeads(64, kMultiply), want);
   EXPECT_EQ(b.used, kMultiplyHidden);
@@ -325,18 +336,21 @@ TEST(ExecutePipelineSpec, WithTheMultipliesOneResultStageDecidesTheProductAndThe
 }
 
 // With the warp ops (ExecuteSpec::warpOps) the pipeline keeps its layers and heads: the gadget is
-// MLP units in the ALU's S1..S3 (E+6..E+8), adding onto the ALU's r_l and s_l.
+// MLP units in the ALU's S1..S3 (E+6..E+8), adding onto the ALU's r_l and s_l, guarded by the op
+// class's third dim, isWarp (1 dim more).
+constexpr int kWarpDims = 7 + 1 + 4 + 4 + 4 * (5 + 5 + 4);  // warp_ops.h's fields
+
 TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
-  constexpr int kWarpDims = 7 + 1 + 4 + 4 + 4 * (5 + 5 + 4);  // warp_ops.h's fields
-  CircuitWeights w(config(kExecuteRegrecLayers, kRegrecHidden + kWarpDims, 12000),
+  CircuitWeights w(config(kExecuteRegrecLayers, kRegrecHidden + kWarpDims + 1, 12000),
                    WeightStorage::CountOnly);
-  FieldAllocator alloc(kRegrecHidden + kWarpDims);
+  FieldAllocator alloc(kRegrecHidden + kWarpDims + 1);
   ExecuteSpec s = kRegrec;
   s.warpOps = true;
   auto p = buildExecuteModel(w, alloc, s);
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(alloc.used(), kRegrecHidden + kWarpDims);
+  EXPECT_EQ(alloc.used(), kRegrecHidden + kWarpDims + 1);
   EXPECT_EQ(p->warp.dims, kWarpDims);
+  EXPECT_EQ(p->opClass.dims, 3);
   EXPECT_EQ(p->heads, executePipelineHeads(64, kRegrec));
   std::cout << "[pipeline spec] with the warp ops: units per layer:";
   for (int u : p->units) std::cout << " " << u;
@@ -585,21 +599,26 @@ Audit auditLayout(const model::Qwen35Config& base, const ExecuteSpec& s,
 }
 
 // The fields of kinds (weights.h Field::kinds) in the leg's pipeline — the ALU's bus, the memory
-// stage's address path and its atomics' own fields — and every unit that writes one guarded
-// (units.h UnitGuard): without that another kind's field on the same dims would be overwritten.
+// stage's address path and its atomics' own fields, the warp ops' — and every unit that writes
+// one guarded (units.h UnitGuard): without that another kind's field on the same dims would be
+// overwritten.
 TEST(ExecutePipelineSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
-  const Built b = buildInOrder(config(executeLayers(kMultiply), kMultiplyHidden, 12000), kMultiply);
+  ExecuteSpec leg = kMultiply;
+  leg.warpOps = true;
+  const Built b =
+      buildInOrder(config(executeLayers(leg), kMultiplyHidden + kWarpDims + 1, 12000), leg);
   ASSERT_TRUE(b.pipe.ok()) << b.pipe.error().message;
   const auto n = kindWriters(b.taken, b.units);
-  for (uint32_t kinds : {uint32_t{kKindAlu}, kKindMemoryStage, uint32_t{kKindAtomAdd},
-                         uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}}) {
+  for (uint32_t kinds :
+       {uint32_t{kKindAlu}, kKindMemoryStage, uint32_t{kKindAtomAdd}, uint32_t{kKindAtomInc},
+        uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}, uint32_t{kKindWarp}}) {
     ASSERT_EQ(n.count(kinds), 1u) << kinds;
     EXPECT_GT(n.at(kinds).units, 0) << kinds;
     EXPECT_EQ(n.at(kinds).unguarded, 0) << kinds << ": unguarded writers";
   }
   std::cout << "[pipeline spec] the ALU's bus: " << n.at(kKindAlu).units
-            << " writers, the address path: " << n.at(kKindMemoryStage).units << ", all guarded"
-            << std::endl;
+            << " writers, the address path: " << n.at(kKindMemoryStage).units
+            << ", the warp ops' fields: " << n.at(kKindWarp).units << ", all guarded" << std::endl;
   // Twin: the ALU pipeline alone has no op class, so no field of kinds and no guard.
   const Built alone = buildInOrder(config(executeLayers({}), kHidden, 8000));
   EXPECT_TRUE(kindWriters(alone.taken, alone.units).empty());
@@ -612,7 +631,7 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
     const char* name;
   };
   for (const Case& c :
-       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 2089, kMemoryHidden, "with memory"},
+       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 1700, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
         Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {

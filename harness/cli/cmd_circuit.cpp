@@ -3,7 +3,7 @@
 // against a target shape (circuit/plan.h's table: 2b; compact = the smallest that holds the plan).
 //
 //   qgpu circuit plan [--of pipeline|memory-pipeline|leg|stages] [--shape 2b|compact] [--hidden N]
-//                     [--heads N] [--units N] [--live]
+//                     [--heads N] [--units N] [--live] [--fields LAYER]
 //   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
 //   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
 //
@@ -29,11 +29,14 @@
 // the shape, then one row per layer (layer, stage, its layer in the stage, heads, units, dims, and
 // "over: heads" etc. where a budget is exceeded), then the ALU bus's liveness figures; with --live
 // (a pipeline's plan), per layer the live dims by field group (a field's name up to its first '.':
-// "alu", "mem", "rf", …), largest first — where the residual goes. Exit codes (common/outcome.h): 0
-// the plan fits the shape; 4 (OverLimit, inconclusive: the circuit does not fit this shape) with
+// "alu", "mem", "rf", …), largest first — where the residual goes; with --fields LAYER, that
+// layer's live fields, widest first: name, dims, live range [writer, last reader) and kinds (bits
+// of weights.h FieldKind; fields of exclusive kinds may share dims). Exit codes (common/outcome.h):
+// 0 the plan fits the shape; 4 (OverLimit, inconclusive: the circuit does not fit this shape) with
 // the message naming the budget (heads, MLP units or residual dims), the layer and the stage; 2 for
 // an unknown shape, plan or a bad override. --json: {"of": ..., "shape": {...}, "layers": [...]
-// (each with "liveByGroup" for a pipeline), "aluBus": {...}, "fits": bool, "error"?: {...}}.
+// (each with "liveByGroup" for a pipeline), "aluBus": {...}, "fits": bool, "fields"?: {"layer",
+// "live": [{"name", "dims", "write", "lastRead", "kinds"}]}, "error"?: {...}}.
 #include <iostream>
 #include <tuple>
 
@@ -56,6 +59,7 @@ struct CircuitPlanOptions {
   std::string shape = "2b";
   int hidden = 0, heads = 0, units = 0;  // 0: the shape's own
   bool live = false;                     // print the live dims by field group per layer
+  int fields = -1;                       // print this layer's live fields (−1: none)
 };
 
 // The pipeline `--of` names (not stages).
@@ -83,6 +87,12 @@ int runPlan(const CircuitPlanOptions& o) {
     }
   }
   const Status fits = circuit::checkFits(*plan, s);
+  if (o.fields >= 0 && (o.of == "stages" || o.fields >= static_cast<int>(plan->layers.size())))
+    return reportError(makeDiag(
+        ErrorKind::Usage, "--fields " + std::to_string(o.fields) + ": " +
+                              (o.of == "stages" ? std::string("a stages plan has no layout")
+                                                : "the plan has layers 0.." +
+                                                      std::to_string(plan->layers.size() - 1))));
 
   auto overs = [&](const circuit::LayerBudget& l) {
     std::vector<std::string> v;
@@ -122,6 +132,16 @@ int runPlan(const CircuitPlanOptions& o) {
     if (o.of != "stages")
       out["layout"] = {{"span", plan->pipelineLayout.span}, {"peak", plan->pipelineLayout.peak},
                        {"oneFieldPerValue", plan->pipelineLayout.oneFieldPerValue}};
+    if (o.fields >= 0) {
+      nlohmann::json fields = nlohmann::json::array();
+      for (const auto& f : plan->layers[static_cast<size_t>(o.fields)].liveFields)
+        fields.push_back({{"name", f.name},
+                          {"dims", f.dims},
+                          {"write", circuit::pointName(f.range.write)},
+                          {"lastRead", circuit::pointName(f.range.lastRead)},
+                          {"kinds", f.kinds}});
+      out["fields"] = {{"layer", o.fields}, {"live", fields}};
+    }
     if (!fits.ok()) out["error"] = errorJson(fits.error());
     std::cout << dumpJson(out) << "\n";
     return fits.ok() ? kExitOk : exitCode(fits.error());
@@ -158,6 +178,15 @@ int runPlan(const CircuitPlanOptions& o) {
         std::printf(" %s %d", group.c_str(), dims);
       std::printf("\n");
     }
+  }
+  if (o.fields >= 0) {
+    const circuit::LayerBudget& l = plan->layers[static_cast<size_t>(o.fields)];
+    std::printf("layer %d: %d dims live in %zu fields (name, dims, [writer, last reader), kinds)\n",
+                o.fields, l.live, l.liveFields.size());
+    for (const circuit::LayerBudget::LiveField& f : l.liveFields)
+      std::printf("  %-32s %5d  [%s, %s)  %#x\n", f.name.c_str(), f.dims,
+                  circuit::pointName(f.range.write).c_str(),
+                  circuit::pointName(f.range.lastRead).c_str(), f.kinds);
   }
   if (!fits.ok()) return reportError(fits.error());
   std::printf("fits %s\n", s.name.c_str());
@@ -275,6 +304,9 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
   plan->add_option("--heads", o.heads, "Override the shape's heads per layer");
   plan->add_option("--units", o.units, "Override the shape's MLP units per layer");
   plan->add_flag("--live", o.live, "Per layer, the live dims by field group (a pipeline's plan)");
+  plan->add_option("--fields", o.fields,
+                   "One layer's live fields with their ranges and kinds (a pipeline's plan)")
+      ->check(CLI::NonNegativeNumber);
   static CircuitBuildOptions b;
   CLI::App* build = app->add_subcommand(
       "build",

@@ -41,18 +41,20 @@ expect pipeline-compact 0 'shape compact: hidden 1940, 35 heads of 128/128, MLP 
 expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +1940 +1904' -- "$qgpu" circuit plan --of pipeline --shape compact
 expect pipeline-layout 0 'span 1940 \(peak live 1940; one field per value 3444\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 2,089 dims (5,101 one field per value: the op class's 2 more).
-expect memory-pipeline 0 'span 2089 \(peak live 2089; one field per value 5101\)' -- \
+# With memory ops: 18 layers, 1,700 dims (4,712 one field per value: the op class's 2 and the ALU's
+# op groups' 7 more; with those guards the ALU's bus is 690 dims, its groups' fields on shared dims).
+expect memory-pipeline 0 'span 1700 \(peak live 1700; one field per value 4712\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,290 dims (peak live 2,268: the multiplier at 18; the atomics' own fields share dims by kind,
-# the ALU's bus and the memory stage's address path by the op's class, and attention-written
-# fields live from the pad restore before their writer, circuit/layout.h), the memory stage's last
-# layer at 14, the
+# 2,051 dims (peak live 2,046: the memory stage at 12; the atomics' own fields share dims by kind,
+# the ALU's bus, the memory stage's address path and the warp ops' fields by the op's class, the
+# ALU's op groups by their group, the multiplier's stages each on their own fields, and
+# attention-written fields live from the pad restore before their writer, circuit/layout.h), the
+# memory stage's last layer at 14, the
 # multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
 # atomics' regrec at 23..26, the select at 27.
-expect leg-pipeline 0 'span 2290 \(peak live 2268; one field per value 12310\)' -- \
+expect leg-pipeline 0 'span 2051 \(peak live 2046; one field per value 12498\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -62,13 +64,26 @@ expect leg-pipeline-regrec-last 0 '^26 +regrec +11 ' -- "$qgpu" circuit plan --o
 expect leg-pipeline-select 0 '^27 +select +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 # --live: where the residual goes, per layer by field group (the ALU's bus, one field, and its
 # result words lead at 6).
-expect leg-live 0 '^6 +alu 1214 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
+expect leg-live 0 '^6 +alu 818 rf 532 ' -- "$qgpu" circuit plan --of leg --shape compact --live
 expect leg-live-json 0 '"liveByGroup": \{' -- "$qgpu" --json circuit plan --of leg --shape compact
+# --fields L: the fields behind layer L's live dims, with their ranges and kinds (the ALU's bus at
+# 6, every ALU kind's bit; the warp ops' one-hot beside it, on shared dims).
+expect leg-fields 0 'alu\.bus +690  \[L5\.mlp, L8\.mlp\)  0xfe80' -- \
+  "$qgpu" circuit plan --of leg --shape compact --fields 6
+expect leg-fields-warp 0 'warp\.op +7  \[L6\.mlp, L8\.mlp\)  0x100' -- \
+  "$qgpu" circuit plan --of leg --shape compact --fields 6
+expect leg-fields-json 0 '"lastRead": "L8\.mlp"' -- \
+  "$qgpu" --json circuit plan --of leg --shape compact --fields 6
+expect fields-past-the-plan 2 'the plan has layers 0\.\.31' -- \
+  "$qgpu" circuit plan --of leg --shape compact --fields 32
+expect fields-of-stages 2 'a stages plan has no layout' -- \
+  "$qgpu" circuit plan --of stages --shape compact --fields 1
+expect fields-negative 2 'fields' -- "$qgpu" circuit plan --of leg --fields -1
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
 # anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 2290 residual dims, the shape has 2048' -- \
+expect build-2b 4 'error\[OverLimit\].*needs 2051 residual dims, the shape has 2048' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
