@@ -282,23 +282,10 @@ std::optional<AluGroup> aluGroup(Op op) {
 }
 
 uint32_t aluGroupKind(AluGroup g) {
-  switch (g) {
-    case AluGroup::Add:
-      return kKindAluAdd;
-    case AluGroup::Compare:
-      return kKindAluCompare;
-    case AluGroup::Shift:
-      return kKindAluShift;
-    case AluGroup::Popc:
-      return kKindAluPopc;
-    case AluGroup::Clz:
-      return kKindAluClz;
-    case AluGroup::Bfind:
-      return kKindAluBfind;
-    case AluGroup::Prmt:
-      return kKindAluPrmt;
-  }
-  return kKindAluOther;
+  // In AluGroup order.
+  constexpr uint32_t kinds[kAluGroups] = {kKindAluAdd, kKindAluCompare, kKindAluShift, kKindAluPopc,
+                                          kKindAluClz, kKindAluBfind,   kKindAluPrmt};
+  return kinds[static_cast<size_t>(g)];
 }
 
 Expected<LayoutPlan> aluStageBusPlan(int lanes, AluBusLayout layout) {
