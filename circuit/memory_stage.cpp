@@ -27,7 +27,7 @@ enum Kind : int {
   kIsMem, kAcc4, kAcc2, kIsLoad, kIsStore, kIsB8, kIsB16, kIsAtom, kWrites,
   kIsAnd, kIsOr, kIsXor, kIsExch, kIsAdd,
   kIsMinU, kIsMaxU, kIsMinS, kIsMaxS, kIsMinMax, kIsInc, kIsCas, kIsDec, kIsMinMaxDec,
-  kIsSpill, kIsStl, kShared
+  kIsAddMinMaxDec, kIsSpill, kIsStl, kShared
 };
 // clang-format on
 static_assert(kWrites == kMemoryKindWrites && kShared + 1 == kMemoryKinds);
@@ -106,6 +106,8 @@ std::vector<int> kindsOf(machine::Op op) {
   if (op == machine::Op::AtomCas) k.push_back(kIsCas);
   if (op == machine::Op::AtomDec) k.push_back(kIsDec);
   if (minMax || op == machine::Op::AtomDec) k.push_back(kIsMinMaxDec);
+  if (minMax || op == machine::Op::AtomDec || op == machine::Op::AtomAdd)
+    k.push_back(kIsAddMinMaxDec);
   return k;
 }
 
@@ -398,8 +400,10 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   // atom.add's prefix sum: masked operands per pair, the count rows (lanes 1..3: 2, 3, 3 rows),
   // the reduced pair (lanes 2, 3), the adder's bus (its own, so that the address adders' dies
   // after L+1), the sum.
+  // The pairs' masked operands are read by atom.add, min / max and dec alone.
   for (int p = 0; p < kSameWordPairs && s.prefixAtomics; ++p) {
-    QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord));
+    QGPU_TRY(f, take("addMask" + std::to_string(p), kMemoryWord,
+                     kKindAtomAdd | kKindAtomMinMax | kKindAtomDec));
     r.addMask[static_cast<size_t>(p)] = f;
   }
   for (int l = 0; l < kLanes && s.prefixAtomics; ++l) {
@@ -960,6 +964,7 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
     // value and old'_l selected by isAdd (old'_l = the nearest earlier same-word lane's sum, or M).
     {
       UnitWriter& u = late[0];
+      const GuardScope guard({&u}, guardOf(kIsAddMinMaxDec));  // the kinds that read them
       std::vector<Field> masks(r.addMask.begin(), r.addMask.end());
       QGPU_CHECK(fw.start(u, masks));
       for (int l = 1; l < kLanes; ++l)

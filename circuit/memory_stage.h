@@ -189,8 +189,9 @@ inline constexpr int kMemoryDataLayers = 5;  // the data memories' layers L..L+4
 // isMem acc4 acc2 isLoad isStore isB8 isB16 isAtom writes, then the built atomics' kinds:
 // isAnd isOr isXor isExch isAdd isMinU isMaxU isMinS isMaxS isMinMax isInc isCas isDec (the
 // built atomics), isMinMaxDec (min / max or dec: the guard of the compare bus both read),
-// isSpill isStl (the spill ops), shared (the space the op reads and writes)
-inline constexpr int kMemoryKinds = 26;
+// isAddMinMaxDec (add, min / max or dec: the guard of the pairs' masked operands addMask, which
+// those alone read), isSpill isStl (the spill ops), shared (the space the op reads and writes)
+inline constexpr int kMemoryKinds = 27;
 inline constexpr int kMemoryKindWrites = 8;  // MemoryStage::kind's dim of `writes`
 inline constexpr int kSameWordPairs = 6;  // lane pairs k < l: (0,1) (0,2) (1,2) (0,3) (1,3) (2,3)
 
@@ -279,7 +280,8 @@ struct MemoryStage {
   // value an atomic returns to its dst register. atomOld[0] is load[0] (the same dims: lane 0
   // has no earlier lane); atomOld[l], l ≥ 1, is written in L+4+l.
   std::array<Field, kRecordLanes> atomOld;
-  // atom.add (the prefix sum): addMask per pair (L+4: b_k where isAdd ∧ s_kl), count rows per lane
+  // atom.add (the prefix sum): addMask per pair (L+4: b_k where s_kl, under isAddMinMaxDec: its
+  // kinds are add, min / max and dec, whose units alone read it), count rows per lane
   // (L+5: 2 rows for lane 1, 3 for lanes 2, 3; none for lane 0), the reduced pair (L+6, lanes 2,
   // 3), the sum M_l + b_l + Σ_k m_kl (addNew: L+6, L+7, L+8, L+8 for lanes 0..3) through an
   // adder whose level 1 writes addBus.

@@ -18,7 +18,7 @@
 namespace qgpu::circuit {
 namespace {
 
-constexpr int kHidden = 5120;  // the stage takes 4,033 dims (atom.add's 704, min / max's 808)
+constexpr int kHidden = 5120;  // the stage takes 4,035 dims (atom.add's 704, min / max's 808)
 
 struct Built {
   Expected<MemoryStage> stage;
@@ -61,9 +61,9 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 // empty AND, 2 units per `start`; the chain's sources per lane S = 2 for lane 0 (M per space),
 // 1 + l for lane l ≥ 1 (none, then each earlier lane); logic.h's adder with Replace: level 1 80
 // bus cancels + 417, level 2 32 out cancels + 96):
-//   L    26 cancels + 2 + 2·(16 + 2 + 16) (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16;
+//   L    27 cancels + 2 + 2·(16 + 2 + 16) (isa.def's Mem rows: ld, st, 12 atomics, st.b8, st.b16;
 //        its Local rows ldl, stl; `shared` on each Mem row with the space bit)
-//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 96 + 1,988
+//        + 4 lanes × (80 bus cancels + 417 adder level 1)                     = 97 + 1,988
 //   L+1  4 × (32 out cancels + 96 level 2)
 //        + the slot's products: 25 cancels + 2 + 2 Local rows × 25 ANDs · 2   = 512 + 127
 //   L+2  16 cancels + 2 + 4 × (hi 2 + mis 3·2 + top 2 + geS 2)
@@ -126,7 +126,7 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //        L+9: per lane old'_l − 1 (32 · 2 step pairs) and 32 wrap ANDs, lanes 1..3 32 old ANDs
 //                                                        = 4 · (128 + 64) + 3 · 64
 constexpr std::array<int, kMemoryStageLayers> kUnits = {
-    96 + 1988,
+    97 + 1988,
     512 + 127,
     144 + 503,
     66 + 4 * 32 + 122 + 18 + 1134,
@@ -156,7 +156,7 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   const MemoryStage& s = b.stage.value();
   EXPECT_EQ(s.units, kUnits);
   EXPECT_EQ(s.maxFanIn, 10);  // lane 3's lowest-fault pattern: isMem, space, e, high + 3 × 2
-  // The stage's own dims: kind 26, the slot's 25 products and 7-bit base,
+  // The stage's own dims: kind 27, the slot's 25 products and 7-bit base,
   // 4 × (bus 80 + addr 32 + checks 4), 8 read addresses × 8,
   // 4 lane faults + 1, 4 loads × 32, the memrec 4 × 32 + 32 + 32, 6 pairs × (compare bus 4 +
   // eq 1 + same 1), atomOld of lanes 1..3 (lane 0's is load_0) 3 × 32; atom.add's 6 masks × 32,
@@ -166,7 +166,7 @@ TEST(MemoryStageSpec, UnitsPerLayerAreTheHandCount) {
   // compares × (bus 16 + 1) and states + swaps 2 + 3 + 4 + 5; atom.dec's 6 saturated words, 3
   // words b_k − r, 3 + 10 + 6 zero tests, 10 compares × (bus 16 + 1) and 10 outputs, 6 words
   // M_l − q, 3 old words, states + wraps 2 + 4 + 7 + 11.
-  EXPECT_EQ(s.dims, 26 + 25 + 7 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 +
+  EXPECT_EQ(s.dims, 27 + 25 + 7 + 4 * 116 + 64 + 5 + 128 + 192 + 6 * 6 + 96 + 192 + 256 + 128 +
                         4 * 80 + 128 + 20 * 17 + 20 + 128 + 10 * 32 + 10 * 17 + 6 + 10 * 17 + 14 +
                         6 * 32 + 3 * 32 + 19 + 10 * 17 + 10 + 6 * 32 + 3 * 32 + 24);
 }
@@ -206,13 +206,13 @@ TEST(MemoryStageSpec, HostedWithoutThePrefixAtomicsIsEightLayers) {
                         });
   ASSERT_TRUE(b.stage.ok()) << b.stage.error().message;
   const MemoryStage& m = b.stage.value();
-  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2084, 639, 647, 334, 2371 + 2 * 4 * 64,
+  EXPECT_EQ(m.units, (std::array<int, kMemoryStageLayers>{2085, 639, 647, 334, 2371 + 2 * 4 * 64,
                                                           1602, 2178, 2754, 0, 0}));
   EXPECT_EQ(m.heads, (std::array<int, kMemoryStageLayers>{3, 5, 8, 1, 16, 0, 0, 0, 0, 0}));
   EXPECT_EQ(m.fault.offset, fault.offset);
   // Its own dims without atom.add's, min / max's, inc's, cas's and dec's (less its kind dim) and
-  // without the fault: 4,033 − 704 − 808 − 496 − 184 − 799 − 1.
-  EXPECT_EQ(m.dims, 4034 - 704 - 808 - 496 - 184 - 799 - 1);
+  // without the fault: 4,035 − 704 − 808 − 496 − 184 − 799 − 1.
+  EXPECT_EQ(m.dims, 4035 - 704 - 808 - 496 - 184 - 799 - 1);
   // 7 layers are too few without the prefix atomics; 8 are too few with them (above).
   EXPECT_FALSE(build(64, ReadHeight::Nominal, kMemoryChainLayers - 1, 32,
                      [](MemoryStageSpec& s, FieldAllocator&) { s.prefixAtomics = false; })
@@ -234,7 +234,8 @@ TEST(MemoryStageSpec, EveryWriterOfAFieldOfKindsIsGuarded) {
   // Every atomic kind's fields and the address path have writers, all of them guarded.
   for (uint32_t kinds :
        {uint32_t{kKindAtomAdd}, uint32_t{kKindAtomMinMax}, uint32_t{kKindAtomMinMax | kKindAtomDec},
-        uint32_t{kKindAtomInc}, uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}, kKindMemoryStage}) {
+        uint32_t{kKindAtomAdd | kKindAtomMinMax | kKindAtomDec}, uint32_t{kKindAtomInc},
+        uint32_t{kKindAtomDec}, uint32_t{kKindAtomCas}, kKindMemoryStage}) {
     ASSERT_EQ(n.count(kinds), 1u) << kinds;
     EXPECT_GT(n.at(kinds).units, 0) << kinds;
     EXPECT_EQ(n.at(kinds).unguarded, 0) << kinds << ": unguarded writers";

@@ -111,16 +111,16 @@ TEST(ExecutePipelineSpec, StagesFollowEachOtherInSeventeenLayers) {
 
 // With memory ops: the 3,795 above, plus the sharedWords latch (8), the flipped offset word (32),
 // the fault (1), the executing lanes (4), the memory stage's own dims without the prefix atomics
-// (memory_stage_spec_test's list: kind 26, the spill slots' products and base 25 + 7, 4 × 116,
+// (memory_stage_spec_test's list: kind 27, the spill slots' products and base 25 + 7, 4 × 116,
 // read addresses 64, lane faults 4 (the fault is the pipeline's), loads 128, the memrec 192, the
-// pairs 36, atomOld 96: 1,042), the data
+// pairs 36, atomOld 96: 1,043), the data
 // memories' (the assembler's 6 records × 8 + value 32, tag 1, tag latch 8, quiet 3, heavy 1,
 // thresholds 8, addrEnable 1, writes 2, address latch 8, 8 reads × (32 + fault 1): 376) and the
 // outcome select (4 × 32 + 32 + 32 = 192), the op's class (2: the ALU's and the memory stage's
 // guards) and the ALU's op groups (7: with those guards the groups' bus fields share dims,
 // alu_stage.h AluBusLayout::ByGroup, so the bus is 690 dims, not 1,086).
 constexpr int kMemoryHidden =
-    kHidden + 8 + 32 + 1 + 4 + 1042 + 376 + 192 + 2 + kAluGroups + 690 - 1086;
+    kHidden + 8 + 32 + 1 + 4 + 1043 + 376 + 192 + 2 + kAluGroups + 690 - 1086;
 // With atomics: the memory stage's prefix-atomic fields on top — memory_stage_spec_test's 4,033
 // dims with them (atom.add with its adders' buses, min / max, inc, dec, cas) against 1,041
 // without, less the op fault, which is the pipeline's in both (memFault): 2,991 —, one field per
@@ -142,9 +142,10 @@ constexpr int kMemoryHidden =
 // live 2,145, E+6) with the ALU's bus and the memory stage's address path on shared dims too (the
 // op's class at E+4 guarding both), as against 2,089 for the memory pipeline; 1,827 (peak live
 // 1,815, the memory stage's E+9) with the ALU's op groups on shared dims (alu_stage.h ByGroup: the
-// bus from 1,086 to 690), the memory pipeline 1,700.
-constexpr int kAtomicsHidden = kMemoryHidden + 3714 + 4 * 80 - 1042 - 1;
-constexpr int kAtomicsPlanned = 1827;
+// bus from 1,086 to 690), the memory pipeline 1,700; 1,828 and 1,701 with the kind dim
+// isAddMinMaxDec (the guard of the pairs' masks, memory_stage.h).
+constexpr int kAtomicsHidden = kMemoryHidden + 3715 + 4 * 80 - 1043 - 1;
+constexpr int kAtomicsPlanned = 1828;
 // With the atomics' regrec: execRecord (1), the held head word (32), guard bits (8, the latch's
 // V = 8), atomOld and oldDst per lane (4 × 64), the second result stage's own fields
 // (result_stage_spec_test: 391) and the outcome at p (192: selected at E+15, then again with the
@@ -163,8 +164,9 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // atom.add's adders on buses of their own, 2,470 (peak live 2,467, the memory stage's E+12); with
 // the atomics' own fields on shared dims, 2,409 (peak live 2,409, the ALU's E+5); with the ALU's
 // bus and the address path on shared dims, 2,155 (peak live 2,147, E+6); with the ALU's op groups
-// on shared dims, 1,931 (peak live 1,916, the memory stage's E+12).
-constexpr int kRegrecPlanned = 1931;
+// on shared dims, 1,931 (peak live 1,916, the memory stage's E+12); with the pairs' masks on
+// shared dims by kind (add, min / max, dec), 1,850 (peak live 1,826, E+9).
+constexpr int kRegrecPlanned = 1850;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -288,8 +290,10 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // live 2,411, the ALU's E+5); with the ALU's bus and the address path on shared dims, 2,290 (peak
 // live 2,268, the multiplier's E+18); with the multiplier's bus in four fields, one per stage's
 // output, 2,157 (peak live 2,149, the ALU's E+6); with the ALU's op groups on shared dims, 2,121
-// (peak live 2,068, the memory stage's E+13).
-constexpr int kMultiplyPlanned = 2121;
+// (peak live 2,068, the memory stage's E+13); with the head word's and oldDst's latches at E+16,
+// 2,051 (peak live 2,046, E+12); with the memory stage's pairs' masks on shared dims by kind,
+// 2,030 (peak live 1,980, the multiplier's E+15).
+constexpr int kMultiplyPlanned = 2030;
 int busRegionDims() {
   const MultiplyBusDims r = multiplyBusRegions(MulOp::Mad, true);
   return r.products + r.counts + r.rows + r.adder;
@@ -631,7 +635,7 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
     const char* name;
   };
   for (const Case& c :
-       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 1700, kMemoryHidden, "with memory"},
+       {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 1701, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
         Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {

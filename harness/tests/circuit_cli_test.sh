@@ -41,20 +41,20 @@ expect pipeline-compact 0 'shape compact: hidden 1940, 35 heads of 128/128, MLP 
 expect pipeline-s2 0 '^7 +control\+alu +2 +0 +4957 +1940 +1904' -- "$qgpu" circuit plan --of pipeline --shape compact
 expect pipeline-layout 0 'span 1940 \(peak live 1940; one field per value 3444\)' -- \
   "$qgpu" circuit plan --shape compact
-# With memory ops: 18 layers, 1,700 dims (4,712 one field per value: the op class's 2 and the ALU's
+# With memory ops: 18 layers, 1,701 dims (4,713 one field per value: the op class's 2 and the ALU's
 # op groups' 7 more; with those guards the ALU's bus is 690 dims, its groups' fields on shared dims).
-expect memory-pipeline 0 'span 1700 \(peak live 1700; one field per value 4712\)' -- \
+expect memory-pipeline 0 'span 1701 \(peak live 1701; one field per value 4713\)' -- \
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,051 dims (peak live 2,046: the memory stage at 12; the atomics' own fields share dims by kind,
-# the ALU's bus, the memory stage's address path and the warp ops' fields by the op's class, the
-# ALU's op groups by their group, the multiplier's stages each on their own fields, and
-# attention-written fields live from the pad restore before their writer, circuit/layout.h), the
-# memory stage's last layer at 14, the
-# multiplier (two lanes at a time: 15..19, 19..23), one result stage for the multiplies' and the
-# atomics' regrec at 23..26, the select at 27.
-expect leg-pipeline 0 'span 2051 \(peak live 2046; one field per value 12498\)' -- \
+# 2,030 dims (peak live 1,980: the multiplier at 15; the atomics' own fields and their pairs'
+# masks share dims by kind, the ALU's bus, the memory stage's address path and the warp ops' fields
+# by the op's class, the ALU's op groups by their group, the multiplier's stages each on their own
+# fields, and attention-written fields live from the pad restore before their writer,
+# circuit/layout.h), the memory stage's last layer at 14, the multiplier (two lanes at a time:
+# 15..19, 19..23), one result stage for the multiplies' and the atomics' regrec at 23..26, the
+# select at 27.
+expect leg-pipeline 0 'span 2030 \(peak live 1980; one field per value 12499\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -82,8 +82,9 @@ expect fields-negative 2 'fields' -- "$qgpu" circuit plan --of leg --fields -1
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
 # `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
-# anything is written. (The compact checkpoint itself is harness_model_leg_test's: 11 GB.)
-expect build-2b 4 'error\[OverLimit\].*needs 2051 residual dims, the shape has 2048' -- \
+# anything is written: its residual now holds the leg (2,030 of 2,048 dims), its heads do not.
+# (The compact checkpoint itself is harness_model_leg_test's.)
+expect build-2b 4 'error\[OverLimit\].*layer 2 .*needs 29 heads, the shape has 16' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
