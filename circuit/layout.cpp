@@ -21,6 +21,10 @@ bool conflicts(const LiveRange& a, const LiveRange& b) {
   return a.write.key() < b.lastRead.key() && b.write.key() < a.lastRead.key();
 }
 
+bool livesAt(const LiveRange& r, int key) {
+  return r.write.key() <= key && key < r.lastRead.key();
+}
+
 bool exclusiveKinds(uint32_t a, uint32_t b) {
   return a != 0 && b != 0 && (a & b) == 0;
 }
@@ -243,7 +247,7 @@ LayoutReport LayoutPlan::report() const {
     std::vector<bool> live(static_cast<size_t>(rep.span), false);
     int n = 0;
     for (const Placement& p : placed_)
-      if (p.range.write.key() <= k && k < p.range.lastRead.key())
+      if (livesAt(p.range, k))
         for (int d = p.field.offset; d < p.field.offset + p.field.dims; ++d)
           if (!live[static_cast<size_t>(d)]) {
             live[static_cast<size_t>(d)] = true;

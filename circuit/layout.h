@@ -88,6 +88,8 @@ struct LiveRange {
 };
 // True iff the two ranges overlap (the fields may not share a dim).
 bool conflicts(const LiveRange& a, const LiveRange& b);
+// True iff the field holds its value after the block of this Point::key (write ≤ key < lastRead).
+bool livesAt(const LiveRange& r, int key);
 // Whether fields of these Field::kinds may share dims whatever their ranges: both a kind's alone,
 // and no kind in common (at most one of them is written at any token, its writers guarded).
 bool exclusiveKinds(uint32_t a, uint32_t b);

@@ -530,11 +530,9 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }
   if (spec.memory && spec.atomics && spec.atomicRegrec) {
-    h[5 + kMemoryStageLayers] += kRegrecLatchHeads;
-    if (spec.multiply) {
-      h[5 + kMemoryStageLayers] -= kRegrecLateLatchHeads;
-      h[5 + kMemoryStageLayers + 1] += kRegrecLateLatchHeads;
-    }
+    const int late = spec.multiply ? kRegrecLateLatchHeads : 0;  // theirs at E+16
+    h[5 + kMemoryStageLayers] += kRegrecLatchHeads - late;
+    h[5 + kMemoryStageLayers + 1] += late;
     for (int g = 0; spec.multiply && g < kMultiplyLaneGroups; ++g)
       h[static_cast<size_t>(5 + kMemoryStageLayers + g * kMultiplyGroupLayers)] +=
           kMultiplyLatchHeads;

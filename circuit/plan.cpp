@@ -39,40 +39,23 @@ model::Qwen35Config scratchConfig(int layers, int keyHeadDim) {
   return c;
 }
 
-// The block of layer l whose output holds more live dims (0 the attention, 1 the MLP): the
-// plan's `live`.
-int fullerBlock(const LivenessPlan& plan, int l) {
-  std::set<int> total[2];
-  for (size_t i = 0; i < plan.fields.size(); ++i)
-    for (int b = 0; b < 2; ++b) {
-      const int key = 2 * l + b;
-      if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
-      for (int d = 0; d < plan.fields[i].dims; ++d) total[b].insert(plan.fields[i].at(d));
-    }
-  return total[1].size() > total[0].size() ? 1 : 0;
-}
-
-// The fields live after that block, widest first.
-std::vector<LayerBudget::LiveField> liveFields(const LivenessPlan& plan, int l) {
-  const int key = 2 * l + fullerBlock(plan, l);
+// The fields live at a point (its key: layout.h Point::key), widest first.
+std::vector<LayerBudget::LiveField> liveFields(const LivenessPlan& plan, int key) {
   std::vector<LayerBudget::LiveField> v;
-  for (size_t i = 0; i < plan.fields.size(); ++i) {
-    const LiveRange& r = plan.ranges[i];
-    if (r.write.key() > key || key >= r.lastRead.key()) continue;
-    v.push_back({plan.fields[i].name, plan.fields[i].dims, r, plan.fields[i].kinds});
-  }
+  for (size_t i = 0; i < plan.fields.size(); ++i)
+    if (livesAt(plan.ranges[i], key))
+      v.push_back({plan.fields[i].name, plan.fields[i].dims, plan.ranges[i], plan.fields[i].kinds});
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& x, const auto& y) { return x.dims > y.dims; });
   return v;
 }
 
-// The dims live after that block by field group: the name up to its first '.' (dims that fields
-// of exclusive kinds share once).
-std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int l) {
-  const int key = 2 * l + fullerBlock(plan, l);
+// The dims live at a point by field group: the name up to its first '.' (dims that fields of
+// exclusive kinds share once).
+std::vector<std::pair<std::string, int>> liveByGroup(const LivenessPlan& plan, int key) {
   std::map<std::string, std::set<int>> at;
   for (size_t i = 0; i < plan.fields.size(); ++i) {
-    if (plan.ranges[i].write.key() > key || key >= plan.ranges[i].lastRead.key()) continue;
+    if (!livesAt(plan.ranges[i], key)) continue;
     const Field& f = plan.fields[i];
     for (int d = 0; d < f.dims; ++d) at[f.name.substr(0, f.name.find('.'))].insert(f.at(d));
   }
@@ -278,15 +261,20 @@ Expected<CircuitPlan> planExecutePipeline(int keyHeadDim, const ExecuteSpec& spe
       stage = l == emit && !s.memory ? "control+emitter" : "emitter";
       stageLayer = l - emit;
     }
-    const size_t i = static_cast<size_t>(l - layout.report.firstLayer);
-    const int live = i < layout.report.liveAfterMlp.size()
-                         ? std::max(layout.report.liveAfterAttention[i], layout.report.liveAfterMlp[i])
-                         : 0;
+    // `live`: after the layer's attention or its MLP, whichever holds more (that point's fields).
+    const LayoutReport& rep = layout.report;
+    const size_t i = static_cast<size_t>(l - rep.firstLayer);
+    int live = 0;
+    Point at = attentionAt(l);
+    if (i < rep.liveAfterMlp.size()) {
+      live = std::max(rep.liveAfterAttention[i], rep.liveAfterMlp[i]);
+      if (rep.liveAfterMlp[i] > rep.liveAfterAttention[i]) at = mlpAt(l);
+    }
     int pads = 0;
     for (const PadRestore& pad : layout.pads) pads += pad.layer == l ? pad.field.dims : 0;
     plan.layers.push_back({stage, stageLayer, pipe.heads[static_cast<size_t>(l)],
                            pipe.units[static_cast<size_t>(l)], alloc.used(), live, pads,
-                           liveByGroup(layout, l), liveFields(layout, l)});
+                           liveByGroup(layout, at.key()), liveFields(layout, at.key())});
   }
   return plan;
 }
