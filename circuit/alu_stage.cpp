@@ -410,7 +410,7 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
   std::vector<UnitWriter*> writers;
   for (const AluLayer& l : layers) writers.push_back(l.units);
   std::optional<UnitGuard> aluGuard;
-  if (s.guard.dims == 1) aluGuard = UnitGuard{s.guard.at(0), 1, c0.ballast, c0.lambda};
+  if (s.guard.dims == 1) aluGuard = UnitGuard{s.guard.at(0), 1, c0.ballast, c0.lambda, kKindAlu};
   const GuardScope guard(writers, aluGuard);
   auto unguarded = [](UnitWriter& u, auto&& write) -> Status {
     const std::optional<UnitGuard> kept = u.guard();
@@ -422,7 +422,8 @@ Expected<AluStageReport> buildAluStage(std::span<const AluLayer> layers, const A
   // By group, the units that write a group's bus fields carry its own guard instead.
   auto groupGuard = [&](AluGroup group) -> std::optional<UnitGuard> {
     if (!groupGuards) return std::nullopt;
-    return UnitGuard{s.groupGuard.at(static_cast<int>(group)), 1, c0.ballast, c0.lambda};
+    return UnitGuard{s.groupGuard.at(static_cast<int>(group)), 1, c0.ballast, c0.lambda,
+                     aluGroupKind(group)};
   };
 
   // S0: the op one-hot, shared by the lanes.

@@ -162,7 +162,8 @@ class LayoutPlan {
 //     Given `unitsPerLayer` (the build's units by layer), such a field starts up to three layers
 //     earlier, at the latest MLP with room for all its pads under the widest layer, and each pad
 //     goes to the latest MLP back to the last read of d's earlier fields with room for it (else
-//     the one with the fewest units);
+//     the one with the fewest units); without it (empty), the field and its pads start at the MLP
+//     right before its writer;
 //   - otherwise — an embedding value, a read before any write, an attention writer at layer 0
 //     (no MLP before it) — d starts at the embedding, so that it holds the embedding's pad or
 //     value until its writer;

@@ -11,6 +11,7 @@
 
 #include "circuit/alu_stage.h"
 #include "circuit/config.h"
+#include "circuit/pack.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -24,20 +25,30 @@ constexpr const char* kCircuitFile = "circuit.json";
 // answers for this one.
 constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+warp+mul";
 
-// The leg pipeline's config before the plan fixes the hidden size and the MLP width.
-model::Qwen35Config legConfig(int hidden, int units) {
-  constexpr int kKeyHeadDim = 64;
+// The leg pipeline's config before the plan fixes the hidden size and the MLP width: every layer
+// as many heads as the widest holds, a layer without heads a full-attention one (`allLinear`:
+// linear too, as a packing needs).
+model::Qwen35Config legConfig(int hidden, int units, int keyHeadDim, bool allLinear = false) {
   const ExecuteSpec s = legSpec(kLegStepLimit);
   model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, trace::kVocabSize);
-  const std::vector<int> heads = executePipelineHeads(kKeyHeadDim, s);
+  const std::vector<int> heads = executePipelineHeads(keyHeadDim, s);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
-    if (heads[l] == 0) c.layerTypes[l] = model::LayerType::Full;
+    if (heads[l] == 0 && !allLinear) c.layerTypes[l] = model::LayerType::Full;
   }
   c.linearNumKeyHeads = c.linearNumValueHeads = most;
-  c.linearKeyHeadDim = kKeyHeadDim;
+  c.linearKeyHeadDim = keyHeadDim;
   return c;
+}
+
+constexpr int kLegScratchUnits = 16384;
+
+Status checkStepLimit(int stepLimit) {
+  if (stepLimit < 1 || stepLimit > kLegStepLimit)
+    return makeDiag(ErrorKind::Usage, "model leg: step limit " + std::to_string(stepLimit) +
+                                          " outside 1.." + std::to_string(kLegStepLimit) + ")");
+  return Ok{};
 }
 
 }  // namespace
@@ -49,6 +60,7 @@ ExecuteSpec legSpec(int stepLimit) {
   spec.atomicRegrec = true;
   spec.multiply = true;
   spec.warpOps = true;
+  spec.padsUnderWidest = false;
   spec.stepLimit = stepLimit;
   return spec;
 }
@@ -57,43 +69,78 @@ Status pipelineExecutes(const machine::Program& program) {
   return pipelineExecutes(program, legSpec(kLegStepLimit));
 }
 
-Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage) {
-  if (stepLimit < 1 || stepLimit > kLegStepLimit)
-    return makeDiag(ErrorKind::Usage, "model leg: step limit " + std::to_string(stepLimit) +
-                                          " outside 1.." + std::to_string(kLegStepLimit) + ")");
-  constexpr int kScratchUnits = 16384;
+Expected<LayerPacking> packLeg(const LegShape& shape, int stepLimit) {
+  QGPU_CHECK(checkStepLimit(stepLimit));
+  if (!shape.packed())
+    return makeDiag(ErrorKind::Usage,
+                    "packLeg: shape '" + shape.name + "' has no per-layer limits");
   const ExecuteSpec spec = legSpec(stepLimit);
-  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kScratchUnits), spec));
-  // A count-only build on the plan gives the widest layer, the MLP every layer then has.
-  model::Qwen35Config config = legConfig(plan.hidden, kScratchUnits);
-  int units = 0;
-  {
-    CircuitWeights counted(config, WeightStorage::CountOnly);
-    FieldAllocator alloc = plan.allocator();
-    QGPU_TRY(pipe, buildExecuteModel(counted, alloc, spec));
-    for (int u : pipe.units) units = std::max(units, u);
-  }
-  config.intermediateSize = units;
+  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape.keyHeadDim), spec));
+  CircuitWeights counted(
+      legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim, /*allLinear=*/true),
+      WeightStorage::CountOnly);
+  QGPU_CHECK(counted.recordMembers());
+  counted.logUnits();
+  FieldAllocator alloc = plan.allocator();
+  QGPU_CHECK(buildExecuteModel(counted, alloc, spec));
+  std::vector<LayerMembers> members = counted.members();
+  for (const CircuitWeights::UnitRecord& u : counted.unitLog())
+    members[static_cast<size_t>(u.layer)].units[static_cast<size_t>(u.unit)].kinds = u.guardKinds;
+  return packLayers(members, PackLimits{shape.heads, shape.units, shape.layers, shape.name});
+}
+
+Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage, const LegShape& shape) {
+  QGPU_CHECK(checkStepLimit(stepLimit));
+  const ExecuteSpec spec = legSpec(stepLimit);
+  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape.keyHeadDim), spec));
   LegModel m;
   m.stepLimit = stepLimit;
-  m.weights = std::make_unique<CircuitWeights>(config, storage);
+  if (shape.packed()) {
+    QGPU_TRY(packing, packLeg(shape, stepLimit));
+    const model::Qwen35Config wide =
+        legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim, /*allLinear=*/true);
+    model::Qwen35Config physical = wide;
+    physical.layerTypes.assign(static_cast<size_t>(packing.layers), model::LayerType::Linear);
+    physical.linearNumKeyHeads = physical.linearNumValueHeads = shape.heads;
+    physical.intermediateSize = shape.units;
+    m.packing = packing;
+    QGPU_TRY(w, CircuitWeights::packed(wide, physical, std::move(packing), storage));
+    m.weights = std::move(w);
+  } else {
+    // A count-only build on the plan gives the widest layer, the MLP every layer then has.
+    model::Qwen35Config config = legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim);
+    int units = 0;
+    {
+      CircuitWeights counted(config, WeightStorage::CountOnly);
+      FieldAllocator alloc = plan.allocator();
+      QGPU_TRY(pipe, buildExecuteModel(counted, alloc, spec));
+      for (int u : pipe.units) units = std::max(units, u);
+    }
+    config.intermediateSize = units;
+    m.weights = std::make_unique<CircuitWeights>(config, storage);
+  }
   FieldAllocator alloc = plan.allocator();
   QGPU_TRY(pipe, buildExecuteModel(*m.weights, alloc, spec));
   m.pipeline = std::move(pipe);
   return m;
 }
 
-Status writeLegCheckpoint(const std::string& dir, int stepLimit) {
-  QGPU_TRY(m, buildLegModel(stepLimit));
+Status writeLegCheckpoint(const std::string& dir, int stepLimit, const LegShape& shape) {
+  QGPU_TRY(m, buildLegModel(stepLimit, WeightStorage::Dense, shape));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return makeDiag(ErrorKind::Io, dir + ": " + ec.message());
   QGPU_CHECK(m.weights->write(dir));
   nlohmann::json j = {{"pipeline", kLegPipeline},
                       {"stepLimit", stepLimit},
-                      {"hidden", m.weights->config().hiddenSize},
-                      {"layers", m.weights->config().layerTypes.size()},
-                      {"mlpUnits", m.weights->config().intermediateSize}};
+                      {"hidden", m.weights->writtenConfig().hiddenSize},
+                      {"layers", m.weights->writtenConfig().layerTypes.size()},
+                      {"mlpUnits", m.weights->writtenConfig().intermediateSize}};
+  if (shape.packed())
+    j["packing"] = {{"shape", shape.name},
+                    {"headsPerLayer", shape.heads},
+                    {"unitsPerLayer", shape.units},
+                    {"virtualLayers", m.weights->config().layerTypes.size()}};
   std::ofstream out(fs::path(dir) / kCircuitFile);
   out << j.dump(2) << "\n";
   if (!out) return makeDiag(ErrorKind::Io, dir + "/" + kCircuitFile + ": cannot write");

@@ -54,18 +54,38 @@ struct LegModel {
   std::unique_ptr<CircuitWeights> weights;
   ExecutePipeline pipeline;
   int stepLimit = 0;
+  LayerPacking packing;  // packed builds: where each head and unit went (circuit/pack.h)
 };
 
+// The shape a leg is built for: its key head dim and, with `heads` > 0, its per-layer limits —
+// the leg packed (circuit/pack.h) into layers of exactly `heads` heads and `units` MLP units, at
+// most `layers` of them; heads 0: every layer as wide as the widest (the compact checkpoint).
+struct LegShape {
+  std::string name = "compact";  // named in refusals
+  int keyHeadDim = 64;           // 64 or 128 (docs/circuit.md §8)
+  int heads = 0, units = 0, layers = 0;
+  bool packed() const { return heads > 0; }
+};
+
+// Where the leg's heads and units go in `shape` (packed): a count-only build logs each member's
+// reads and writes (CircuitWeights::recordMembers, the units' guards from the unit log), then
+// packLayers. OverLimit when it does not fit.
+Expected<LayerPacking> packLeg(const LegShape& shape, int stepLimit = kLegStepLimit);
+
 // `storage` CountOnly gives the shapes without arrays (what `qgpu circuit build` would write).
+// Packed, the build goes through packLeg's packing (CircuitWeights::packed); a packing that does
+// not fit is OverLimit naming the limit.
 Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
-                                 WeightStorage storage = WeightStorage::Dense);
+                                 WeightStorage storage = WeightStorage::Dense,
+                                 const LegShape& shape = {});
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
 // {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N, …}, which
 // readLegStepLimit reads back (Checkpoint error when it is missing or malformed: a directory that
 // is not a leg checkpoint).
-Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit);
+Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit,
+                          const LegShape& shape = {});
 Expected<int> readLegStepLimit(const std::string& dir);
 
 // The checkpoint's tokenizer.json: a Hugging Face WordLevel tokenizer whose words are the trace

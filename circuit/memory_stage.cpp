@@ -32,6 +32,29 @@ enum Kind : int {
 // clang-format on
 static_assert(kWrites == kMemoryKindWrites && kShared + 1 == kMemoryKinds);
 constexpr int kMinMaxKinds[4] = {kIsMinU, kIsMaxU, kIsMinS, kIsMaxS};
+
+// The op kinds (weights.h FieldKind) at whose positions alone a kind dim that guards units holds
+// (UnitGuard::kinds); 0 for a dim no guard uses.
+constexpr uint32_t guardKindsOf(int kind) {
+  switch (kind) {
+    case kIsAdd:
+      return kKindAtomAdd;
+    case kIsMinMax:
+      return kKindAtomMinMax;
+    case kIsInc:
+      return kKindAtomInc;
+    case kIsCas:
+      return kKindAtomCas;
+    case kIsDec:
+      return kKindAtomDec;
+    case kIsMinMaxDec:
+      return kKindAtomMinMax | kKindAtomDec;
+    case kIsAddMinMaxDec:
+      return kKindAtomAdd | kKindAtomMinMax | kKindAtomDec;
+    default:
+      return 0;
+  }
+}
 // The operand a lane without the pair's same-word literal contributes: add's and max.u's 0, min.u's
 // 0xffffffff, min.s's 0x7fffffff, max.s's 0x80000000 (the identity of each).
 bool identityBit(int kind, int i) {
@@ -568,10 +591,13 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
   auto kind = [&](int k) { return Literal{r.kind.at(k), 1}; };
   // The guard of the units that write a kind's own fields (those taken with Field::kinds): silent
   // unless the kind dim holds, so that other kinds' fields may share the dims.
-  auto guardOf = [&](int k) { return UnitGuard{r.kind.at(k), 1, t.ballast, t.lambda}; };
+  auto guardOf = [&](int k) {
+    return UnitGuard{r.kind.at(k), 1, t.ballast, t.lambda, guardKindsOf(k)};
+  };
   // The address path's guard (s.guard): no writer is guarded without it.
   std::optional<UnitGuard> addressGuard;
-  if (s.guard.dims == 1) addressGuard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda};
+  if (s.guard.dims == 1)
+    addressGuard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda, kKindMemoryStage};
   auto no = [](Literal l) { return Literal{l.dim, -l.sign}; };
   auto bit = [&](int l, int i) { return Literal{r.addr[static_cast<size_t>(l)].at(i), 1}; };
   auto e = [&](int l) { return Literal{s.exec.at(l), 1}; };
@@ -1467,39 +1493,41 @@ Expected<MemoryStage> buildMemoryStage(CircuitWeights& w, FieldAllocator& alloc,
       return Ok{};
     };
     {
+      // Each selected kind replaces the words where it executes — its own cancels and −u, guarded
+      // by its kind dim (UnitGuard) — so that elsewhere the chain's words stay without a unit, and
+      // no two kinds' writers act at one token (circuit/pack.h may place them in different layers).
       UnitWriter& u = late[5];
       std::vector<Field> outs(r.memrec.value.begin(), r.memrec.value.end());
       outs.insert(outs.end(), r.atomOld.begin() + 1, r.atomOld.end());
-      QGPU_CHECK(fw.start(u, outs));
-      // The chain's words stay where no selected kind writes.
-      const std::vector<Literal> keeps = {no(kind(kIsAdd)), no(kind(kIsMinMax)), no(kind(kIsInc)),
-                                          no(kind(kIsCas)), no(kind(kIsDec))};
-      for (int l = 0; l < kLanes; ++l) {
-        const Field& value = r.memrec.value[static_cast<size_t>(l)];
-        const Field& old = r.atomOld[static_cast<size_t>(l)];
-        const std::vector<Source> src = sourcesOf(l, r.addNew);
-        const std::vector<Source> srcMM = sourcesOf(l, r.mmNew);
-        for (int i = 0; i < kMemoryWord; ++i) {
-          QGPU_CHECK(fw.add(u, keeps + std::vector<Literal>{Literal{value.at(i), 1}},
-                            {{value.at(i), two}}));
-          QGPU_CHECK(fw.add(u, {kind(kIsAdd), Literal{r.addNew[static_cast<size_t>(l)].at(i), 1}},
-                            {{value.at(i), two}}));
-          QGPU_CHECK(fw.add(u, {kind(kIsMinMax), Literal{r.mmNew[static_cast<size_t>(l)].at(i), 1}},
-                            {{value.at(i), two}}));
-          if (l == 0) continue;  // atomOld[0] is load[0]
-          QGPU_CHECK(
-              fw.add(u, keeps + std::vector<Literal>{Literal{old.at(i), 1}}, {{old.at(i), two}}));
-          for (const Source& so : src)
-            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsAdd), so.bitOf(i)} + so.pick,
-                              {{old.at(i), two}}));
-          for (const Source& so : srcMM)
-            QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(kIsMinMax), so.bitOf(i)} + so.pick,
-                              {{old.at(i), two}}));
-        }
-        QGPU_CHECK(incLane(u, l));
-        QGPU_CHECK(casLane(u, l));
-        QGPU_CHECK(decLane(u, l));
-      }
+      auto select = [&](int k, const std::function<Status(int)>& writeLane) -> Status {
+        const GuardScope guard({&u}, guardOf(k));
+        QGPU_CHECK(fw.start(u, outs));
+        for (int l = 0; l < kLanes; ++l) QGPU_CHECK(writeLane(l));
+        return Ok{};
+      };
+      // atom.add and min / max: the new word from the sum or the selected operand, the old one
+      // from the nearest earlier lane's on the word (atomOld[0] is load[0]).
+      auto bySources = [&](int k, const std::array<Field, kLanes>& words) {
+        return [&, k](int l) -> Status {
+          const Field& value = r.memrec.value[static_cast<size_t>(l)];
+          const Field& old = r.atomOld[static_cast<size_t>(l)];
+          const std::vector<Source> src = sourcesOf(l, words);
+          for (int i = 0; i < kMemoryWord; ++i) {
+            QGPU_CHECK(fw.add(u, {kind(k), Literal{words[static_cast<size_t>(l)].at(i), 1}},
+                              {{value.at(i), two}}));
+            if (l == 0) continue;
+            for (const Source& so : src)
+              QGPU_CHECK(fw.add(u, std::vector<Literal>{kind(k), so.bitOf(i)} + so.pick,
+                                {{old.at(i), two}}));
+          }
+          return Ok{};
+        };
+      };
+      QGPU_CHECK(select(kIsAdd, bySources(kIsAdd, r.addNew)));
+      QGPU_CHECK(select(kIsMinMax, bySources(kIsMinMax, r.mmNew)));
+      QGPU_CHECK(select(kIsInc, [&](int l) { return incLane(u, l); }));
+      QGPU_CHECK(select(kIsCas, [&](int l) { return casLane(u, l); }));
+      QGPU_CHECK(select(kIsDec, [&](int l) { return decLane(u, l); }));
     }
   }
   r.units[2] = u2.used();

@@ -791,8 +791,11 @@ Expected<LivenessPlan> planExecuteLayout(model::Qwen35Config config, const Execu
   w.recordTouches(s.tokens.unit);  // the pads: +unit
   FieldAllocator alloc(scratchHidden);
   QGPU_TRY(pipe, buildExecuteModel(w, alloc, s, extra));
-  std::vector<int> units(static_cast<size_t>(s.layer0), 0);  // by layer, for the pads
-  units.insert(units.end(), pipe.units.begin(), pipe.units.end());
+  std::vector<int> units;  // by layer, for the pads (none: each at the latest MLP)
+  if (s.padsUnderWidest) {
+    units.assign(static_cast<size_t>(s.layer0), 0);
+    units.insert(units.end(), pipe.units.begin(), pipe.units.end());
+  }
   return planByLiveness(alloc.taken(), w.touches(), pipe.tokens.fieldDims(), units);
 }
 

@@ -219,6 +219,11 @@ struct ExecuteSpec {
   bool multiply = false;
   // With memory (its executing lanes): the warp ops in the ALU's layers (circuit/warp_ops.h).
   bool warpOps = false;
+  // The layout's pad restores (planExecuteLayout, circuit/layout.h planByLiveness): true keeps
+  // them under the widest layer's units (a checkpoint whose layers are all as wide as the widest
+  // gets no wider); false puts each at the MLP right before its field's writer, which holds the
+  // fewest dims live (a packed checkpoint, circuit/pack.h, splits a layer that grows).
+  bool padsUnderWidest = true;
   ExecuteTwin twin = ExecuteTwin::None;
 };
 

@@ -20,7 +20,9 @@
 //
 // checkFits(): OverLimit naming the budget (heads, MLP units or residual dims), the layer, the
 // stage, what it needs and what the shape has — the first layer over any budget, budgets in that
-// order; Ok when every layer fits.
+// order; Ok when every layer fits. A layer of the plan is a *virtual* layer: the leg's checkpoint
+// for a shape of fewer heads or units per layer packs them (circuit/pack.h), and then only the
+// residual dims are the plan's to check.
 #pragma once
 
 #include <string>
@@ -41,6 +43,7 @@ struct ShapeLimits {
   int valueHeadDim = 0;     // dv
   int mlpUnits = 0;         // intermediate size
   std::string source;       // where the numbers come from
+  int layers = 0;           // the most layers a checkpoint may have (0: no limit)
 };
 
 struct LayerBudget {
@@ -95,6 +98,8 @@ Expected<CircuitPlan> planCircuit(int keyHeadDim = 128);
 // layer0 and twin are ignored.
 Expected<CircuitPlan> planExecutePipeline(int keyHeadDim = 128, const ExecuteSpec& spec = {});
 
-Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape);
+// With `packed` (the leg packed into the shape: circuit/pack.h, leg.h packLeg) the heads and units
+// are the packing's business and only the residual dims are checked per layer.
+Status checkFits(const CircuitPlan& plan, const ShapeLimits& shape, bool packed = false);
 
 }  // namespace qgpu::circuit

@@ -87,7 +87,8 @@ Expected<int> UnitWriter::add(const Unit& plain) {
   for (const Term& t : unit.up) QGPU_CHECK(accumulate(up, next_, t.dim, t.weight));
   for (const Term& t : unit.down) QGPU_CHECK(accumulate(down, t.dim, next_, t.weight));
   if (w_.loggingUnits()) {
-    CircuitWeights::UnitRecord r{layer_, guard_ ? guard_->dim : -1, {}};
+    CircuitWeights::UnitRecord r{
+        layer_, guard_ ? guard_->dim : -1, {}, next_, guard_ ? guard_->kinds : 0u};
     for (const Term& t : unit.down) r.writes.push_back(t.dim);
     w_.addUnitRecord(std::move(r));
   }

@@ -56,6 +56,10 @@ struct UnitGuard {
   int sign = 1;
   Field ballast;
   double lambda = 1;  // the MLP input's λ (a ±u dim reads ±λ)
+  // The op kinds (weights.h FieldKind) at whose positions alone the literal holds: two units
+  // whose guards' kinds are disjoint never write at one token (circuit/pack.h relies on it).
+  // 0: not stated (the unit counts as writing at every token).
+  uint32_t kinds = 0;
 };
 
 // Writes units into consecutive rows of one layer's MLP (gate_proj, up_proj rows; down_proj

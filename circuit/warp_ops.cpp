@@ -102,7 +102,7 @@ Expected<WarpOps> buildWarpOps(CircuitWeights& w, FieldAllocator& alloc, const W
 
   const MlpContext ctx{t.ballast, t.lambda, s.mlpGain, t.unit};
   std::optional<UnitGuard> guard;
-  if (s.guard.dims == 1) guard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda};
+  if (s.guard.dims == 1) guard = UnitGuard{s.guard.at(0), 1, t.ballast, t.lambda, kKindWarp};
   const AndGate gate{t.ballast, t.lambda, 2 * s.mlpGain};
   const AndFieldWriter fw{gate, ctx, t.unit, g.maxFanIn};
   const double two = 2.0 * t.unit;

@@ -94,6 +94,97 @@ void CircuitWeights::classifyTouches() {
     for (const Role& r : kRoles) mark(layerTensor(layer, r.suffix), r.touch, 2 * layer + r.block);
   mark(globalTensor("embed_tokens.weight"), Touch::Embedding, -1);
   mark(globalTensor("lm_head.weight"), Touch::LmHead, 2 * config_.numLayers());
+
+  static const std::pair<const char*, Part> kParts[] = {
+      {"linear_attn.in_proj_qkv.weight", Part::Qkv},
+      {"linear_attn.conv1d.weight", Part::Conv},
+      {"linear_attn.in_proj_z.weight", Part::Z},
+      {"linear_attn.in_proj_b.weight", Part::PerHead},
+      {"linear_attn.in_proj_a.weight", Part::PerHead},
+      {"linear_attn.dt_bias", Part::PerHead},
+      {"linear_attn.A_log", Part::PerHead},
+      {"linear_attn.out_proj.weight", Part::Out},
+      {"linear_attn.norm.weight", Part::LayerWide},
+      {"input_layernorm.weight", Part::LayerWide},
+      {"post_attention_layernorm.weight", Part::LayerWide},
+      {"mlp.gate_proj.weight", Part::UnitRow},
+      {"mlp.up_proj.weight", Part::UnitRow},
+      {"mlp.down_proj.weight", Part::UnitCol},
+  };
+  for (int layer = 0; layer < config_.numLayers(); ++layer)
+    for (const auto& [suffix, part] : kParts) {
+      auto it = tensors_.find(layerTensor(layer, suffix));
+      if (it == tensors_.end()) continue;  // the other layer type's
+      it->second.layer = layer;
+      it->second.part = part;
+      it->second.suffix = suffix;
+    }
+}
+
+int CircuitWeights::memberOf(const Tensor& t, int64_t row, int64_t col) const {
+  const int64_t keyDim = config_.linearKeyDim(), dk = config_.linearKeyHeadDim,
+                dv = config_.linearValueHeadDim;
+  switch (t.part) {
+    case Part::Qkv:
+    case Part::Conv:
+      if (row < keyDim) return static_cast<int>(row / dk);
+      if (row < 2 * keyDim) return static_cast<int>((row - keyDim) / dk);
+      return static_cast<int>((row - 2 * keyDim) / dv);
+    case Part::Z:
+      return static_cast<int>(row / dv);
+    case Part::PerHead:
+    case Part::UnitRow:
+      return static_cast<int>(row);
+    case Part::Out:
+      return static_cast<int>(col / dv);
+    case Part::UnitCol:
+      return static_cast<int>(col);
+    case Part::None:
+    case Part::LayerWide:
+      break;
+  }
+  return -1;
+}
+
+Status CircuitWeights::recordMembers() {
+  if (packed_)
+    return makeDiag(ErrorKind::Usage, "recordMembers: a packed build has its members placed");
+  if (config_.linearNumKeyHeads != config_.linearNumValueHeads)
+    return makeDiag(ErrorKind::Usage, "recordMembers: heads are members only with Hk = Hv");
+  recordingMembers_ = true;
+  members_.assign(
+      static_cast<size_t>(config_.numLayers()),
+      LayerMembers{std::vector<MemberDims>(static_cast<size_t>(config_.linearNumValueHeads)),
+                   std::vector<MemberDims>(static_cast<size_t>(config_.intermediateSize))});
+  return Ok{};
+}
+
+void CircuitWeights::noteMember(const Tensor& t, int64_t row, int64_t col) {
+  if (t.part == Part::None || t.part == Part::LayerWide) return;
+  LayerMembers& layer = members_[static_cast<size_t>(t.layer)];
+  const bool unit = t.part == Part::UnitRow || t.part == Part::UnitCol;
+  MemberDims& m = (unit ? layer.units : layer.heads)[static_cast<size_t>(memberOf(t, row, col))];
+  m.used = true;
+  auto note = [](std::vector<int>& dims, int64_t d) {
+    if (dims.empty() || dims.back() != d) dims.push_back(static_cast<int>(d));
+  };
+  if (t.touch == Touch::ReadsColumns) note(m.reads, col);
+  if (t.touch == Touch::WritesRows) note(m.writes, row);
+}
+
+std::vector<LayerMembers> CircuitWeights::members() const {
+  std::vector<LayerMembers> out = members_;
+  auto tidy = [](std::vector<int>& dims) {
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  };
+  for (LayerMembers& layer : out)
+    for (auto* group : {&layer.heads, &layer.units})
+      for (MemberDims& m : *group) {
+        tidy(m.reads);
+        tidy(m.writes);
+      }
+  return out;
 }
 
 void CircuitWeights::recordTouches(float pad) {
@@ -128,6 +219,124 @@ std::string CircuitWeights::globalTensor(const std::string& suffix) const {
   return suffix == "lm_head.weight" ? suffix : config_.prefix() + suffix;
 }
 
+Expected<std::unique_ptr<CircuitWeights>> CircuitWeights::packed(model::Qwen35Config virtualConfig,
+                                                                 model::Qwen35Config physical,
+                                                                 LayerPacking packing,
+                                                                 WeightStorage storage) {
+  const model::Qwen35Config& v = virtualConfig;
+  const bool agree = physical.hiddenSize == v.hiddenSize && physical.vocabSize == v.vocabSize &&
+                     physical.linearKeyHeadDim == v.linearKeyHeadDim &&
+                     physical.linearValueHeadDim == v.linearValueHeadDim &&
+                     physical.linearConvKernelDim == v.linearConvKernelDim &&
+                     physical.tieWordEmbeddings == v.tieWordEmbeddings &&
+                     physical.prefix() == v.prefix();
+  auto allLinear = [](const model::Qwen35Config& c) {
+    return std::all_of(c.layerTypes.begin(), c.layerTypes.end(),
+                       [](model::LayerType t) { return t == model::LayerType::Linear; });
+  };
+  if (!agree || !allLinear(v) || !allLinear(physical) ||
+      v.linearNumKeyHeads != v.linearNumValueHeads ||
+      physical.linearNumKeyHeads != physical.linearNumValueHeads)
+    return makeDiag(ErrorKind::Usage,
+                    "packed weights: the virtual and physical configs must differ only in layers, "
+                    "heads and MLP width, with linear_attention layers and Hk = Hv");
+  if (packing.layers != physical.numLayers() ||
+      packing.heads.size() != static_cast<size_t>(v.numLayers()) ||
+      packing.units.size() != packing.heads.size())
+    return makeDiag(ErrorKind::Usage, "packed weights: the packing is for other configs");
+  auto w = std::make_unique<CircuitWeights>(std::move(virtualConfig), WeightStorage::CountOnly);
+  w->storage_ = storage;
+  w->packed_ = true;
+  w->physical_ = std::move(physical);
+  w->packing_ = std::move(packing);
+  for (const model::TensorSpec& spec : model::languageTensors(w->physical_)) {
+    int64_t numel = 1;
+    for (int64_t d : spec.shape) numel *= d;
+    if (storage == WeightStorage::CountOnly) numel = 0;
+    w->physicalOrder_.push_back(spec.name);
+    w->physicalTensors_[spec.name] =
+        Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
+  }
+  return w;
+}
+
+Expected<float*> CircuitWeights::physicalElement(const std::string& virtualName, const Tensor& t,
+                                                 int64_t row, int64_t col) {
+  auto missing = [&](const std::string& name) {
+    return makeDiag(ErrorKind::Internal, "packed weights: no physical tensor '" + name + "'");
+  };
+  std::string name = virtualName;  // a global tensor: the same name in both configs
+  int64_t r = row, c = col;
+  if (t.layer >= 0) {
+    const int member = memberOf(t, row, col);
+    const bool unit = t.part == Part::UnitRow || t.part == Part::UnitCol;
+    const auto& slots = (unit ? packing_.units : packing_.heads)[static_cast<size_t>(t.layer)];
+    const MemberSlot at = member >= 0 && member < static_cast<int>(slots.size())
+                              ? slots[static_cast<size_t>(member)]
+                              : MemberSlot{};
+    if (at.layer < 0)
+      return makeDiag(
+          ErrorKind::Internal,
+          "packed weights: " + std::string(unit ? "unit " : "head ") + std::to_string(member) +
+              " of layer " + std::to_string(t.layer) +
+              " has no place in the packing (a build other than the one it was made from)");
+    name = physical_.prefix() + "layers." + std::to_string(at.layer) + "." + t.suffix;
+    const int64_t keyDim = config_.linearKeyDim(), dk = config_.linearKeyHeadDim,
+                  dv = config_.linearValueHeadDim, physKeyDim = physical_.linearKeyDim();
+    switch (t.part) {
+      case Part::Qkv:
+      case Part::Conv:
+        if (row < keyDim)
+          r = at.slot * dk + row % dk;
+        else if (row < 2 * keyDim)
+          r = physKeyDim + at.slot * dk + (row - keyDim) % dk;
+        else
+          r = 2 * physKeyDim + at.slot * dv + (row - 2 * keyDim) % dv;
+        break;
+      case Part::Z:
+        r = at.slot * dv + row % dv;
+        break;
+      case Part::PerHead:
+      case Part::UnitRow:
+        r = at.slot;
+        break;
+      case Part::Out:
+        c = at.slot * dv + col % dv;
+        break;
+      case Part::UnitCol:
+        c = at.slot;
+        break;
+      case Part::None:
+      case Part::LayerWide:
+        return makeDiag(ErrorKind::Internal, "packed weights: not a member's");
+    }
+  }
+  auto it = physicalTensors_.find(name);
+  if (it == physicalTensors_.end()) return missing(name);
+  if (storage_ == WeightStorage::CountOnly) {
+    scratch_ = 0;
+    return &scratch_;
+  }
+  const int64_t cols = it->second.shape.size() == 1 ? 1 : it->second.shape.back();
+  return &it->second.data[static_cast<size_t>(r * cols + c)];
+}
+
+Status CircuitWeights::setLayerWide(const Tensor& t, int64_t row, int64_t col, float value) {
+  if (storage_ == WeightStorage::CountOnly) return Ok{};
+  for (int layer = 0; layer < packing_.layers; ++layer) {
+    Tensor& p = physicalTensors_.at(physical_.prefix() + "layers." + std::to_string(layer) + "." +
+                                    t.suffix);
+    float& x = p.data[static_cast<size_t>(row * (p.shape.size() == 1 ? 1 : p.shape.back()) + col)];
+    if (x != 0 && x != value)
+      return makeDiag(ErrorKind::Internal,
+                      "packed weights: layer " + std::to_string(t.layer) + " sets " + t.suffix +
+                          "[" + std::to_string(row) + "] to " + std::to_string(value) +
+                          ", another layer packed with it to " + std::to_string(x));
+    x = value;
+  }
+  return Ok{};
+}
+
 Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, int64_t col) {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
@@ -140,6 +349,7 @@ Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, i
     return makeDiag(ErrorKind::Usage, "index (" + std::to_string(row) + ", " + std::to_string(col) +
                                           ") is outside tensor '" + name + "' [" +
                                           std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (packed_) return physicalElement(name, it->second, row, col);
   if (storage_ == WeightStorage::CountOnly) {
     scratch_ = 0;
     return &scratch_;
@@ -148,9 +358,16 @@ Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, i
 }
 
 Status CircuitWeights::set(const std::string& name, int64_t row, int64_t col, float value) {
-  QGPU_TRY(p, element(name, row, col));
-  *p = value;
-  if (recording_) touch(tensors_.at(name), row, col, value);
+  auto it = tensors_.find(name);
+  if (packed_ && it != tensors_.end() && it->second.part == Part::LayerWide) {
+    QGPU_CHECK(element(name, row, col));  // the bounds
+    QGPU_CHECK(setLayerWide(it->second, row, col, value));
+  } else {
+    QGPU_TRY(p, element(name, row, col));
+    *p = value;
+  }
+  if (recording_) touch(it->second, row, col, value);
+  if (recordingMembers_ && value != 0) noteMember(it->second, row, col);
   return Ok{};
 }
 
@@ -159,11 +376,36 @@ Expected<float> CircuitWeights::get(const std::string& name, int64_t row, int64_
   return *p;
 }
 
+Expected<float> CircuitWeights::written(const std::string& name, int64_t row, int64_t col) const {
+  if (!packed_) return get(name, row, col);
+  auto it = physicalTensors_.find(name);
+  if (it == physicalTensors_.end())
+    return makeDiag(ErrorKind::Usage, "no tensor '" + name + "' in the written config");
+  const int64_t rows = it->second.shape[0];
+  const int64_t cols = it->second.shape.size() == 1 ? 1 : it->second.shape.back();
+  if (row < 0 || row >= rows || col < 0 || col >= cols || it->second.data.empty())
+    return makeDiag(ErrorKind::Usage, "index (" + std::to_string(row) + ", " + std::to_string(col) +
+                                          ") is outside tensor '" + name + "' or it has no data");
+  return it->second.data[static_cast<size_t>(row * cols + col)];
+}
+
 Status CircuitWeights::fill(const std::string& name, float value) {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
     return makeDiag(ErrorKind::Usage, "no tensor '" + name + "' in this config");
+  if (packed_) {
+    if (it->second.part != Part::LayerWide)
+      return makeDiag(ErrorKind::Usage, "fill '" + name + "': a packed build fills only the norms");
+    for (int64_t r = 0; r < it->second.shape[0]; ++r)
+      QGPU_CHECK(setLayerWide(it->second, r, 0, value));
+  }
   for (float& x : it->second.data) x = value;
+  if (recordingMembers_ && value != 0 && it->second.part != Part::LayerWide) {
+    const std::vector<int64_t>& shape = it->second.shape;
+    for (int64_t r = 0; r < shape[0]; ++r)
+      for (int64_t c = 0; c < (shape.size() == 1 ? 1 : shape.back()); ++c)
+        noteMember(it->second, r, c);
+  }
   if (recording_ && it->second.touch != Touch::None) {
     const std::vector<int64_t>& shape = it->second.shape;
     for (int64_t r = 0; r < shape[0]; ++r)
@@ -173,8 +415,8 @@ Status CircuitWeights::fill(const std::string& name, float value) {
 }
 
 Status CircuitWeights::checkBf16Exact() const {
-  for (const std::string& name : order_) {
-    const Tensor& t = tensors_.at(name);
+  for (const std::string& name : packed_ ? physicalOrder_ : order_) {
+    const Tensor& t = (packed_ ? physicalTensors_ : tensors_).at(name);
     for (size_t i = 0; i < t.data.size(); ++i) {
       const float back = model::bf16ToFloat(model::floatToBf16(t.data[i]));
       if (std::memcmp(&back, &t.data[i], sizeof(float)) != 0)
@@ -191,8 +433,8 @@ Status CircuitWeights::write(const std::string& dir) const {
   if (storage_ == WeightStorage::CountOnly)
     return makeDiag(ErrorKind::Usage, "a count-only CircuitWeights has no weights to write");
   std::vector<model::StTensorWrite> out;
-  for (const std::string& name : order_) {
-    const Tensor& t = tensors_.at(name);
+  for (const std::string& name : packed_ ? physicalOrder_ : order_) {
+    const Tensor& t = (packed_ ? physicalTensors_ : tensors_).at(name);
     model::StTensorWrite w;
     w.name = name;
     w.dtype = model::StDtype::F32;
@@ -201,7 +443,7 @@ Status CircuitWeights::write(const std::string& dir) const {
                                       t.data.size() * sizeof(float));  // no second copy
     out.push_back(std::move(w));
   }
-  model::Qwen35Config config = config_;
+  model::Qwen35Config config = writtenConfig();
   config.dtype = "float32";
   QGPU_CHECK(model::writeCheckpointTensors(dir, out, UINT64_MAX, {{"format", "pt"}}));
   return model::writeConfig(dir, config);

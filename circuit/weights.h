@@ -16,9 +16,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "circuit/members.h"
 #include "common/diag.h"
 #include "model/config.h"
 
@@ -149,9 +151,21 @@ class CircuitWeights {
   // All tensors of `config`, zero. F32 throughout; A_log and norm weights zero like the rest.
   explicit CircuitWeights(model::Qwen35Config config,
                           WeightStorage storage = WeightStorage::Dense);
+  // Packed (circuit/members.h, circuit/pack.h): the stages build `virtualConfig` — config()
+  // answers it, set() takes its names and indices — and every weight lands where `packing` puts
+  // its member in `physical`, the config write() writes. A layer-wide weight (the norms) is set
+  // in every physical layer; two virtual layers that want different values there are an Internal
+  // diag. The two configs must agree on everything but the layers, the heads per layer and the
+  // MLP width (Usage otherwise), and their heads on Hk = Hv.
+  static Expected<std::unique_ptr<CircuitWeights>> packed(
+      model::Qwen35Config virtualConfig, model::Qwen35Config physical, LayerPacking packing,
+      WeightStorage storage = WeightStorage::Dense);
   bool countOnly() const { return storage_ == WeightStorage::CountOnly; }
 
+  // The config the stages build (the virtual one when packed).
   const model::Qwen35Config& config() const { return config_; }
+  // The config write() writes (config() unless packed).
+  const model::Qwen35Config& writtenConfig() const { return packed_ ? physical_ : config_; }
 
   // Full name of a layer tensor: "model.layers.<i>.<suffix>".
   std::string layerTensor(int layer, const std::string& suffix) const;
@@ -163,6 +177,8 @@ class CircuitWeights {
   Expected<float> get(const std::string& name, int64_t row, int64_t col) const;
   // Sets every element of a tensor.
   Status fill(const std::string& name, float value);
+  // Element (row, col) of a tensor write() writes, by its name there (writtenConfig()'s).
+  Expected<float> written(const std::string& name, int64_t row, int64_t col) const;
 
   // From now on every set() and fill() of a nonzero weight marks the residual dims it touches
   // (ResidualTouches above; `pad` is the embedding's pad value, not a write).
@@ -176,8 +192,16 @@ class CircuitWeights {
     int layer = 0;
     int guardDim = -1;
     std::vector<int> writes;  // the down terms' dims
+    int unit = 0;             // its index in the layer's MLP
+    uint32_t guardKinds = 0;  // its guard's UnitGuard::kinds
   };
   void logUnits() { logUnits_ = true; }
+
+  // From now on every nonzero weight of a head's or a unit's own (circuit/members.h) marks that
+  // member used and the residual dims it reads or writes; members() gives them per layer
+  // (Usage on a packed CircuitWeights or with Hk != Hv).
+  Status recordMembers();
+  std::vector<LayerMembers> members() const;
   bool loggingUnits() const { return logUnits_; }
   void addUnitRecord(UnitRecord r) { unitLog_.push_back(std::move(r)); }
   const std::vector<UnitRecord>& unitLog() const { return unitLog_; }
@@ -197,16 +221,45 @@ class CircuitWeights {
     Embedding,     // column d writes dim d where the value is not the pad
     LmHead,        // column d reads dim d after the last layer
   };
+  // What a layer tensor's entries belong to (circuit/members.h).
+  enum class Part : uint8_t {
+    None,       // a global tensor, or a full-attention layer's
+    Qkv,        // rows: q, k, v channels of the heads
+    Conv,       // channels as Qkv's rows
+    Z,          // rows: v channels
+    PerHead,    // in_proj_b, in_proj_a, dt_bias, A_log: row = head
+    Out,        // columns: v channels
+    UnitRow,    // gate_proj, up_proj: row = unit
+    UnitCol,    // down_proj: column = unit
+    LayerWide,  // the norms
+  };
   struct Tensor {
     std::vector<int64_t> shape;
     std::vector<float> data;
     Touch touch = Touch::None;
     int key = 0;
+    int layer = -1;
+    Part part = Part::None;
+    std::string suffix;  // a layer tensor's name after "layers.<i>."
   };
+  // The head or unit entry (row, col) of a Part tensor belongs to.
+  int memberOf(const Tensor& t, int64_t row, int64_t col) const;
   Expected<float*> element(const std::string& name, int64_t row, int64_t col);
+  // Packed: where entry (row, col) of virtual tensor `t` lives.
+  Expected<float*> physicalElement(const std::string& virtualName, const Tensor& t, int64_t row,
+                                   int64_t col);
+  Status setLayerWide(const Tensor& t, int64_t row, int64_t col, float value);
   void classifyTouches();
   void touch(const Tensor& t, int64_t row, int64_t col, float value);
+  void noteMember(const Tensor& t, int64_t row, int64_t col);
   model::Qwen35Config config_;
+  bool packed_ = false;
+  model::Qwen35Config physical_;
+  LayerPacking packing_;
+  std::map<std::string, Tensor> physicalTensors_;  // packed: the data (tensors_ has none)
+  std::vector<std::string> physicalOrder_;
+  bool recordingMembers_ = false;
+  std::vector<LayerMembers> members_;
   WeightStorage storage_ = WeightStorage::Dense;
   float scratch_ = 0;  // CountOnly: what element() points at
   std::vector<std::string> order_;  // languageTensors order, kept for writing

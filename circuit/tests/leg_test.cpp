@@ -157,6 +157,37 @@ TEST(Leg, ModelShapesAndStepLimits) {
   }
 }
 
+// The leg packed into `2b` (circuit/pack.h): at its key head dim 128, within 16 heads and 6,144
+// MLP units per layer and the 45 layers the target allows; and compact packed the same way at
+// dk 64, as a CountOnly build writes it (the config's widths are the limits).
+TEST(Leg, PacksIntoTheTwoBShape) {
+  for (int dk : {128, 64}) {
+    const LegShape shape{"2b", dk, 16, 6144, 45};
+    auto p = packLeg(shape);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_LE(p->layers, 45) << dk;
+    EXPECT_GT(p->layers, kExecuteMultiplyLayers) << dk;  // the widest layers split
+    for (int l = 0; l < p->layers; ++l) {
+      EXPECT_LE(p->headsIn[static_cast<size_t>(l)], 16) << l;
+      EXPECT_LE(p->unitsIn[static_cast<size_t>(l)], 6144) << l;
+    }
+  }
+  auto m =
+      buildLegModel(kLegStepLimit, WeightStorage::CountOnly, LegShape{"packed", 64, 16, 6144, 45});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const model::Qwen35Config& c = m->weights->writtenConfig();
+  EXPECT_EQ(c.linearNumValueHeads, 16);
+  EXPECT_EQ(c.intermediateSize, 6144);
+  EXPECT_EQ(c.numLayers(), m->packing.layers);
+  EXPECT_EQ(m->weights->config().numLayers(), kExecuteMultiplyLayers);  // the stages' layers
+  // Too few layers: OverLimit naming them.
+  auto refused = packLeg(LegShape{"short", 64, 16, 6144, 30});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::OverLimit);
+  EXPECT_NE(refused.error().message.find("allows 30"), std::string::npos)
+      << refused.error().message;
+}
+
 TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("qgpu_leg_test_" + std::to_string(::getpid()));

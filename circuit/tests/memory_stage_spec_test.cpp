@@ -100,9 +100,10 @@ Built build(int keyHeadDim, ReadHeight read, int layers = kMemoryStageLayers, in
 //        10 × (1 cancel + 2)
 //        L+7: the states and swaps: 14 cancels + 2, 2 ANDs per path (1 + 3 + 9 + 27 paths)
 //                                                                            = 16 + 2 · 2 · 40
-//   L+9  224 cancels (4 values, 3 atomOld) + 2 + per bit: values 4 lanes × 3 ANDs (copy, add's
-//        sum, min/max's word), atomOld lanes 1..3 × (1 copy + 2 · (1 + l) sources): 12 + 21 = 33 × 32
-//        ANDs                                                                  = 226 + 2 · 1,056
+//   L+9  per selected kind (add, min / max, inc, cas, dec: each its own, guarded by its kind
+//        dim) 224 cancels (4 values, 3 atomOld) + 2; per bit: values 4 lanes × 2 ANDs (add's sum,
+//        min/max's word), atomOld lanes 1..3 × 2 · (1 + l) sources: 8 + 18 = 26 × 32 ANDs
+//                                                                          = 5 · 226 + 2 · 832
 //        + inc's paths: per pattern of the lanes before l on its word, the unwrapped path's
 //        32 old + 32 new ANDs (lane 0: 32 new), per wrapped path 1 new AND + 1 old AND where
 //        the small word is not 0: lane 1 1, lane 2 2 · 1 + 4, lane 3 3 · 1 + 3 · 4 + 10
@@ -138,7 +139,7 @@ constexpr std::array<int, kMemoryStageLayers> kUnits = {
     2754 + 128 + 2 * 497 + 20 + 4 * 2 + 20 * 4 * 2 + 10 * 49 + 16 + 2 * 2 * 40 + 484 + 512 + 26 +
         2 * 2 * 40,
     2 * 128 + 4 * 34 + 4 * 14 * 32 * 2 + 10 * 4 + 98 + 2 * 19 * 32,
-    226 + 2 * 1056 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
+    5 * 226 + 2 * 832 + 2 * (32 + 2 * 64 + 4 * 64 + 8 * 64 + 1 + 6 + 25) +
         2 * (4 * 32 + 10 * 32 + 9 * 32) + 4 * (128 + 64) + 3 * 64};
 // clang-format on
 

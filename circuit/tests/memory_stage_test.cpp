@@ -75,7 +75,7 @@ constexpr int kPerLane = 32 + 1 + 32 + 32 + 32;  // addr, laneFault, load, memre
 constexpr int kProbeLogits = kLanes * kPerLane + 1 + 32 + 32;  // + fault, wordMask, tag
 constexpr int64_t kVocab = std::max<int64_t>({trace::kVocabSize + kAllProbes, kProbeLogits});
 constexpr float kUnit = 16;
-constexpr int kUnits = 6720;  // the widest MLP: L+9's 6,690 (L+4: the data memories' 328 + 5,532)
+constexpr int kUnits = 7168;  // the widest MLP: L+9's 7,146 (L+4: the data memories' 328 + 5,532)
 
 // One probe's memory op.
 struct Case {

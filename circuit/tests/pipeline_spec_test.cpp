@@ -165,8 +165,10 @@ constexpr int kRegrecHidden = kAtomicsHidden + 1 + 32 + 8 + 4 * 64 + 391 + 192;
 // the atomics' own fields on shared dims, 2,409 (peak live 2,409, the ALU's E+5); with the ALU's
 // bus and the address path on shared dims, 2,155 (peak live 2,147, E+6); with the ALU's op groups
 // on shared dims, 1,931 (peak live 1,916, the memory stage's E+12); with the pairs' masks on
-// shared dims by kind (add, min / max, dec), 1,850 (peak live 1,826, E+9).
-constexpr int kRegrecPlanned = 1850;
+// shared dims by kind (add, min / max, dec), 1,850 (peak live 1,826, E+9); with the memory
+// stage's last layer selecting per kind (memory_stage.h L+9: the widest layer, 7,146 units, so
+// the pads find room earlier), 1,888 (peak live 1,826, E+9).
+constexpr int kRegrecPlanned = 1888;
 
 // Where the memory pipelines place their stages (layers from E), and their units per layer printed.
 struct Placement {
@@ -227,9 +229,9 @@ TEST(ExecutePipelineSpec, WithAtomicsTheSelectAndTheEmitterMoveTwoLayers) {
   EXPECT_EQ(p.memory.addNew[3].dims, 32);
   EXPECT_EQ(p.memory.mmNew[3].dims, 32);
   printUnits("with atomics", b.used, p);
-  // The widest layer: E+5 (the ALU's S0 beside the memory stage's L; E+10, lane 1's chain and the
-  // atomics' compares, was until min / max's lt.s came from lt.u: memory_stage.h).
-  EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[5]);
+  // The widest layer: E+14 (the memory stage's L+9, each selected kind's own cancels:
+  // memory_stage.h; E+5, the ALU's S0 beside the memory stage's L, was until then).
+  EXPECT_EQ(*std::max_element(p.units.begin(), p.units.end()), p.units[14]);
   auto refused = buildInOrder(config(kExecuteAtomicsLayers, kAtomicsHidden, 12000),
                               ExecuteSpec{.atomics = true});
   ASSERT_FALSE(refused.pipe.ok());
@@ -292,8 +294,12 @@ const ExecuteSpec kMultiply{.memory = true, .atomics = true, .atomicRegrec = tru
 // output, 2,157 (peak live 2,149, the ALU's E+6); with the ALU's op groups on shared dims, 2,121
 // (peak live 2,068, the memory stage's E+13); with the head word's and oldDst's latches at E+16,
 // 2,051 (peak live 2,046, E+12); with the memory stage's pairs' masks on shared dims by kind,
-// 2,030 (peak live 1,980, the multiplier's E+15).
-constexpr int kMultiplyPlanned = 2030;
+// 2,030 (peak live 1,980, the multiplier's E+15); with the memory stage's last layer selecting
+// per kind (its E+14 the widest layer: the pads under it find room earlier), 2,040 (peak live
+// 1,986, E+13). With every pad at the MLP right before its field's writer (the leg's:
+// ExecuteSpec::padsUnderWidest false), 1,993 (peak live 1,980, the multiplier's E+15).
+constexpr int kMultiplyPlanned = 2040;
+constexpr int kMultiplyPadsLatestPlanned = 1993;
 int busRegionDims() {
   const MultiplyBusDims r = multiplyBusRegions(MulOp::Mad, true);
   return r.products + r.counts + r.rows + r.adder;
@@ -360,8 +366,8 @@ TEST(ExecutePipelineSpec, TheWarpOpsLiveInTheAlusLayers) {
   for (int u : p->units) std::cout << " " << u;
   std::cout << "; the gadget's S1..S3: " << p->warp.units[0] << ", " << p->warp.units[1] << ", "
             << p->warp.units[2] << "; widest AND " << p->warp.maxFanIn << std::endl;
-  // The widest layer stays E+5's: the gadget's units go to E+6..E+8.
-  EXPECT_EQ(*std::max_element(p->units.begin(), p->units.end()), p->units[5]);
+  // The widest layer stays E+14's (the memory stage's last): the gadget's units go to E+6..E+8.
+  EXPECT_EQ(*std::max_element(p->units.begin(), p->units.end()), p->units[14]);
   ExecuteSpec noMemory;
   noMemory.warpOps = true;
   CircuitWeights w2(config(), WeightStorage::CountOnly);
@@ -545,8 +551,11 @@ Audit auditLayout(const model::Qwen35Config& base, const ExecuteSpec& s,
   auto p1 = buildExecuteModel(w1, a1, s);
   EXPECT_TRUE(p1.ok()) << p1.error().message;
   if (!p1.ok()) return a;
-  std::vector<int> units(static_cast<size_t>(s.layer0), 0);  // by layer: where pads have room
-  units.insert(units.end(), p1->units.begin(), p1->units.end());
+  std::vector<int> units;  // by layer: where pads have room (none: at the latest MLP)
+  if (s.padsUnderWidest) {
+    units.assign(static_cast<size_t>(s.layer0), 0);
+    units.insert(units.end(), p1->units.begin(), p1->units.end());
+  }
   auto plan = planByLiveness(a1.taken(), w1.touches(), p1->tokens.fieldDims(), units);
   EXPECT_TRUE(plan.ok()) << plan.error().message;
   if (!plan.ok()) return a;
@@ -638,7 +647,14 @@ TEST(ExecutePipelineSpec, TheLayoutByLivenessMovesEveryWeightWithItsField) {
        {Case{{}, 1940, kHidden, "ALU only"}, Case{kMemory, 1701, kMemoryHidden, "with memory"},
         Case{kAtomics, kAtomicsPlanned, kAtomicsHidden, "with atomics"},
         Case{kRegrec, kRegrecPlanned, kRegrecHidden, "with the regrec"},
-        Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"}}) {
+        Case{kMultiply, kMultiplyPlanned, kMultiplyHidden, "with the multiplies"},
+        Case{[] {
+               ExecuteSpec s = kMultiply;
+               s.padsUnderWidest = false;
+               return s;
+             }(),
+             kMultiplyPadsLatestPlanned, kMultiplyHidden,
+             "with the multiplies, pads at the latest MLP"}}) {
     LivenessPlan plan;
     const Audit a = auditLayout(config(executeLayers(c.spec), kHidden, 12000), c.spec, &plan);
     EXPECT_GT(a.compared, 0);

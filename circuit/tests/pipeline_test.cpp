@@ -87,8 +87,8 @@ constexpr int64_t kVocab = kProbeBase + kProbes;
 // (their attention adds exactly 0), so the config's 51 linear heads cost nothing there.
 // With memory ops, atomics and their regrec (ExecuteSpec::memory, ::atomics, ::atomicRegrec): the
 // widest layer.
-constexpr int kMemoryUnits = 6782;  // E+10: the memory stage's L+5 (lane 1's chain, the
-                                    // atomics' compares) and the result stage's
+constexpr int kMemoryUnits = 7168;  // E+14: the memory stage's L+9 (7,146: each selected
+                                    // kind's own cancels, memory_stage.h)
 
 // The pipeline each bench builds: the ALU stage's ops, or with memory every op the pipeline has
 // (the leg's pipeline, the atomics' regrec and the warp ops).

@@ -4,7 +4,7 @@
 //
 //   qgpu circuit plan [--of pipeline|memory-pipeline|leg|stages] [--shape 2b|compact] [--hidden N]
 //                     [--heads N] [--units N] [--live] [--fields LAYER]
-//   qgpu circuit build --out DIR [--shape compact] [--step-limit N]
+//   qgpu circuit build --out DIR [--shape compact] [--heads N --units N [--layers N]] [--step-limit N]
 //   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
 //
 // margins (LibTorch builds): the model leg runs kernel K's circuit target program, then every
@@ -16,14 +16,17 @@
 //
 // build: the model leg's checkpoint (circuit/leg.h writeLegCheckpoint: config.json,
 // model.safetensors, circuit.json), which `qgpu run K --backend model --checkpoint DIR` loads and
-// model/ and transformers load like any Qwen3.5 checkpoint. A shape other than compact is refused
-// (OverLimit naming the budget: the circuit does not fit 2b yet).
+// model/ and transformers load like any Qwen3.5 checkpoint; with --heads and --units packed into
+// layers of that width (circuit/pack.h, at most --layers of them). A shape other than compact is
+// refused before anything is written (OverLimit: where the circuit does not fit, the budget;
+// where it fits, that its checkpoint is not built yet).
 //
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
 // with memory ops (18 layers); --of leg the leg's (circuit/leg.h legSpec: memory ops, atomics
 // with their regrec, mul and mad, warp ops; 28 layers: the checkpoint `circuit build` writes, and
-// the plan a shape other than compact is checked against); --of stages: the front end and the ALU
+// the plan a shape other than compact is checked against: packed into the shape, circuit/pack.h,
+// its heads and units checked by the packing, which is printed layer by layer); --of stages: the front end and the ALU
 // stage each planned alone (each stage's dims its own fields, the ALU's by liveness). --hidden /
 // --heads / --units override the shape's limit (to try a shape that is not in the table). Prints
 // the shape, then one row per layer (layer, stage, its layer in the stage, heads, units, dims, and
@@ -37,7 +40,9 @@
 // an unknown shape, plan or a bad override. --json: {"of": ..., "shape": {...}, "layers": [...]
 // (each with "liveByGroup" for a pipeline), "aluBus": {...}, "fits": bool, "fields"?: {"layer",
 // "live": [{"name", "dims", "write", "lastRead", "kinds"}]}, "error"?: {...}}.
+#include <climits>
 #include <iostream>
+#include <optional>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -86,7 +91,20 @@ int runPlan(const CircuitPlanOptions& o) {
       s.name = o.shape + " (overridden)";
     }
   }
-  const Status fits = circuit::checkFits(*plan, s);
+  // The leg for a shape of its own limits is packed into it (circuit/pack.h): the packing decides
+  // the heads and units, the plan the residual dims.
+  const bool packs = o.of == "leg" && o.shape != "compact";
+  std::optional<circuit::LayerPacking> packing;
+  Status fits = Ok{};
+  if (packs) {
+    auto p = circuit::packLeg(circuit::LegShape{s.name, s.keyHeadDim, s.heads, s.mlpUnits,
+                                                s.layers > 0 ? s.layers : INT_MAX});
+    if (p.ok())
+      packing = std::move(*p);
+    else
+      fits = p.error();
+  }
+  if (fits.ok()) fits = circuit::checkFits(*plan, s, packs);
   if (o.fields >= 0 && (o.of == "stages" || o.fields >= static_cast<int>(plan->layers.size())))
     return reportError(makeDiag(
         ErrorKind::Usage, "--fields " + std::to_string(o.fields) + ": " +
@@ -96,8 +114,8 @@ int runPlan(const CircuitPlanOptions& o) {
 
   auto overs = [&](const circuit::LayerBudget& l) {
     std::vector<std::string> v;
-    if (l.heads > s.heads) v.push_back("heads");
-    if (l.units > s.mlpUnits) v.push_back("units");
+    if (l.heads > s.heads) v.push_back(packs ? "heads (packed)" : "heads");
+    if (l.units > s.mlpUnits) v.push_back(packs ? "units (packed)" : "units");
     if (l.dims > s.hidden) v.push_back("dims");
     return v;
   };
@@ -132,6 +150,14 @@ int runPlan(const CircuitPlanOptions& o) {
     if (o.of != "stages")
       out["layout"] = {{"span", plan->pipelineLayout.span}, {"peak", plan->pipelineLayout.peak},
                        {"oneFieldPerValue", plan->pipelineLayout.oneFieldPerValue}};
+    if (packing) {
+      nlohmann::json physical = nlohmann::json::array();
+      for (int p = 0; p < packing->layers; ++p)
+        physical.push_back({{"heads", packing->headsIn[static_cast<size_t>(p)]},
+                            {"units", packing->unitsIn[static_cast<size_t>(p)]},
+                            {"from", packing->from[static_cast<size_t>(p)]}});
+      out["packing"] = {{"layers", packing->layers}, {"physical", physical}};
+    }
     if (o.fields >= 0) {
       nlohmann::json fields = nlohmann::json::array();
       for (const auto& f : plan->layers[static_cast<size_t>(o.fields)].liveFields)
@@ -170,6 +196,21 @@ int runPlan(const CircuitPlanOptions& o) {
                 "value %d); live: the dims live at that layer\n",
                 plan->pipelineLayout.span, plan->pipelineLayout.peak,
                 plan->pipelineLayout.oneFieldPerValue);
+  if (packing) {
+    std::printf(
+        "packed into %d layers of %d heads and %d MLP units (circuit/pack.h; the shape "
+        "allows %s):\n%-6s %6s %7s  %s\n",
+        packing->layers, s.heads, s.mlpUnits,
+        s.layers > 0 ? std::to_string(s.layers).c_str() : "any number", "layer", "heads", "units",
+        "from layers");
+    for (int p = 0; p < packing->layers; ++p) {
+      std::string from;
+      for (int v : packing->from[static_cast<size_t>(p)])
+        from += (from.empty() ? "" : ",") + std::to_string(v);
+      std::printf("%-6d %6d %7d  %s\n", p, packing->headsIn[static_cast<size_t>(p)],
+                  packing->unitsIn[static_cast<size_t>(p)], from.c_str());
+    }
+  }
   if (o.live && o.of != "stages") {
     std::printf("live by field group (dims):\n");
     for (size_t i = 0; i < plan->layers.size(); ++i) {
@@ -197,6 +238,7 @@ struct CircuitBuildOptions {
   std::string out;
   std::string shape = "compact";
   int stepLimit = circuit::kLegStepLimit;
+  int heads = 0, units = 0, layers = 45;  // heads > 0: packed (circuit/pack.h)
 };
 
 // `circuit build`: the model leg's checkpoint (circuit/leg.h). Only `compact` holds it today; any
@@ -207,16 +249,37 @@ int runBuild(const CircuitBuildOptions& o) {
     if (!plan.ok()) return reportError(plan.error());
     auto shape = circuit::shapeByName(o.shape, *plan);
     if (!shape.ok()) return reportError(shape.error());
-    if (Status fits = circuit::checkFits(*plan, *shape); !fits.ok()) return reportError(fits.error());
-    return reportError(makeDiag(ErrorKind::OverLimit,
-                                "shape " + o.shape + ": only compact checkpoints are built so far"));
+    auto packing = circuit::packLeg(circuit::LegShape{shape->name, shape->keyHeadDim, shape->heads,
+                                                      shape->mlpUnits, shape->layers});
+    if (!packing.ok()) return reportError(packing.error());
+    if (Status fits = circuit::checkFits(*plan, *shape, /*packed=*/true); !fits.ok())
+      return reportError(fits.error());
+    return reportError(makeDiag(
+        ErrorKind::OverLimit,
+        "shape " + o.shape + ": the circuit fits (packed into " + std::to_string(packing->layers) +
+            " layers: qgpu circuit plan --of leg --shape " + o.shape +
+            "), but its checkpoint is not built yet (the trace's rows at " +
+            std::to_string(trace::kQwenFirstId) +
+            ".. of the shape's vocabulary need the model leg's token offset); build compact, or "
+            "compact packed to the shape's heads and units with --heads and --units"));
   }
-  if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit); !s.ok()) return reportError(s.error());
+  if ((o.heads > 0) != (o.units > 0))
+    return reportError(makeDiag(ErrorKind::Usage, "build: --heads and --units go together"));
+  circuit::LegShape shape;  // compact
+  if (o.heads > 0) {
+    shape.name = "compact packed to " + std::to_string(o.heads) + " heads, " +
+                 std::to_string(o.units) + " units";
+    shape.heads = o.heads;
+    shape.units = o.units;
+    shape.layers = o.layers;
+  }
+  if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit, shape); !s.ok())
+    return reportError(s.error());
   std::printf(
-      "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops, mul and mad; "
-      "step "
-      "limit %d)\n",
-      o.out.c_str(), o.stepLimit);
+      "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops, "
+      "mul and mad; "
+      "step limit %d%s)\n",
+      o.out.c_str(), o.stepLimit, o.heads > 0 ? ("; " + shape.name).c_str() : "");
   return kExitOk;
 }
 
@@ -313,6 +376,15 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
       "Write the model leg's checkpoint (memory ops, atomics, warp ops) for `run --backend model`");
   build->add_option("--out", b.out, "Checkpoint directory to write")->required();
   build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
+      ->capture_default_str();
+  build
+      ->add_option("--heads", b.heads,
+                   "Pack the layers into this many heads per layer (with --units; circuit/pack.h)")
+      ->check(CLI::PositiveNumber);
+  build->add_option("--units", b.units, "Pack the layers into this many MLP units per layer")
+      ->check(CLI::PositiveNumber);
+  build->add_option("--layers", b.layers, "The most layers a packing may use")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   build->add_option("--step-limit", b.stepLimit, "Steps before the model writes LIMIT")
       ->check(CLI::Range(1, circuit::kLegStepLimit))

@@ -47,14 +47,14 @@ expect memory-pipeline 0 'span 1701 \(peak live 1701; one field per value 4713\)
   "$qgpu" circuit plan --of memory-pipeline --shape compact
 expect memory-pipeline-select 0 '^13 +control\+select' -- "$qgpu" circuit plan --of memory-pipeline --shape compact
 # The leg's pipeline (memory ops, atomics with their regrec, warp ops, mul and mad): 32 layers,
-# 2,030 dims (peak live 1,980: the multiplier at 15; the atomics' own fields and their pairs'
+# 1,994 dims (peak live 1,980: the multiplier at 15; the atomics' own fields and their pairs'
 # masks share dims by kind, the ALU's bus, the memory stage's address path and the warp ops' fields
 # by the op's class, the ALU's op groups by their group, the multiplier's stages each on their own
-# fields, and attention-written fields live from the pad restore before their writer,
+# fields, and attention-written fields live from the pad restore right before their writer,
 # circuit/layout.h), the memory stage's last layer at 14, the multiplier (two lanes at a time:
 # 15..19, 19..23), one result stage for the multiplies' and the atomics' regrec at 23..26, the
 # select at 27.
-expect leg-pipeline 0 'span 2030 \(peak live 1980; one field per value 12499\)' -- \
+expect leg-pipeline 0 'span 1994 \(peak live 1980; one field per value 12499\)' -- \
   "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-warp 0 '^5 +control\+alu\+memory\+warp +0 ' -- "$qgpu" circuit plan --of leg --shape compact
 expect leg-pipeline-prefix 0 '^14 +memory +9 ' -- "$qgpu" circuit plan --of leg --shape compact
@@ -81,13 +81,26 @@ expect fields-of-stages 2 'a stages plan has no layout' -- \
 expect fields-negative 2 'fields' -- "$qgpu" circuit plan --of leg --fields -1
 expect pipeline-json 0 '"of": "pipeline"' -- "$qgpu" --json circuit plan --shape compact
 expect unknown-plan 2 'bogus not in' -- "$qgpu" circuit plan --of bogus
-# `circuit build`: only compact is built; 2b is refused by the plan, naming the budget, before
-# anything is written: its residual now holds the leg (2,030 of 2,048 dims), its heads do not.
-# (The compact checkpoint itself is harness_model_leg_test's.)
-expect build-2b 4 'error\[OverLimit\].*layer 2 .*needs 29 heads, the shape has 16' -- \
+# `qgpu circuit plan --of leg --shape 2b`: the leg packed into 16 heads and 6,144 units a layer
+# (circuit/pack.h) at dk 128 fits within 45 layers (38) and 1,994 of 2,048 dims; a shape of 8
+# heads is refused by the packing, naming its layers; 30 layers are too few.
+expect plan-2b 0 '^packed into 38 layers of 16 heads and 6144 MLP units' -- \
+  "$qgpu" circuit plan --of leg --shape 2b
+expect plan-2b-fits 0 '^fits 2b' -- "$qgpu" circuit plan --of leg --shape 2b
+expect plan-2b-json 0 '"packing": \{' -- "$qgpu" --json circuit plan --of leg --shape 2b
+expect plan-2b-heads-8 4 'error\[OverLimit\]: pack: the circuit needs [0-9]+ layers of 8 heads' -- \
+  "$qgpu" circuit plan --of leg --shape 2b --heads 8
+# `circuit build`: compact (below: packed with --heads / --units; the compact checkpoint itself
+# and a packed one are harness_model_leg_test's); 2b fits but is refused before anything is
+# written: its checkpoint needs the trace at the vocabulary's spare rows.
+expect build-2b 4 'error\[OverLimit\].*the circuit fits \(packed into 38 layers.*not built yet' -- \
   "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
+expect build-heads-alone 2 '--heads and --units go together' -- \
+  "$qgpu" circuit build --heads 16 --out "$tmp/x"
+expect build-pack-too-few-layers 4 "pack: the circuit needs 40 layers of 16 heads and 6144 MLP units.*allows 30" -- \
+  "$qgpu" circuit build --heads 16 --units 6144 --layers 30 --out "$tmp/x"
 expect build-step-limit 2 'step-limit' -- "$qgpu" circuit build --out "$tmp/x" --step-limit 1000001
 # `run --backend model` runs the circuit target's program (divisions and mulhi expanded, as
 # `--expand-division --expand-mulhi` do on any backend; mul and mad are the pipeline's own); a

@@ -97,12 +97,28 @@ machine::Launch launch() {
   return l;
 }
 
+// Every case of `report` a match, every model row's run compared token for token with none
+// differing; the run tokens the model rows compared.
+uint64_t expectEveryCaseMatches(const CheckReport& report) {
+  uint64_t compared = 0;
+  for (const CaseResult& c : report.cases) {
+    SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
+    EXPECT_EQ(c.verdict, Verdict::Match);
+    if (!isModel(c.backend)) continue;
+    EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"),
+              std::string::npos);
+    compared += c.traceTokens;
+  }
+  return compared;
+}
+
 struct Leg : ::testing::Test {
   // `qgpu check --model fp32,bf16` with --check on `chosen` (clang; the interpreter row beside):
   // two sessions per dtype on the suite's checkpoint, run by runCheck's two model workers.
-  static Expected<CheckReport> checkModelRows(const std::vector<kernels::KernelSpec>& chosen) {
+  static Expected<CheckReport> checkModelRows(const std::vector<kernels::KernelSpec>& chosen,
+                                              const std::string& checkpoint = dir) {
     ModelLegOptions mo;
-    mo.checkpoint = dir;
+    mo.checkpoint = checkpoint;
     mo.check = true;
     const std::vector<Backend> legs = {Backend::ModelF32, Backend::ModelBf16};
     QGPU_TRY(opened, ModelLegs::open(mo, legs, 2));
@@ -284,17 +300,8 @@ TEST_F(Leg, SpillSlotsRunThroughTheModelTokenForToken) {
   }
   auto checked = checkModelRows(chosen);
   ASSERT_TRUE(checked.ok()) << checked.error().str();
-  CheckReport report = std::move(checked).value();
-  ASSERT_EQ(report.cases.size(), 3 * chosen.size());
-  uint64_t compared = 0;
-  for (const CaseResult& c : report.cases) {
-    SCOPED_TRACE(c.kernel + " " + backendName(c.backend) + ": " + c.detail);
-    EXPECT_EQ(c.verdict, Verdict::Match);
-    if (!isModel(c.backend)) continue;
-    EXPECT_NE(c.detail.find(std::to_string(c.traceTokens) + " run tokens, 0 differ"),
-              std::string::npos);
-    compared += c.traceTokens;
-  }
+  ASSERT_EQ(checked->cases.size(), 3 * chosen.size());
+  const uint64_t compared = expectEveryCaseMatches(*checked);
   EXPECT_GT(compared, 8000u);
   std::cout << "[leg] the spill slots: " << chosen.size()
             << " kernels (clang), fp32 and bf16: " << compared << " run tokens compared, 0 differ"
@@ -471,6 +478,38 @@ TEST_F(Leg, ARunTheTokenBudgetCutsIsInconclusiveAndComparedAsFarAsItGoes) {
       r.detail.find("no END after 60 tokens (token budget); --check: 60 run tokens, 0 differ"),
       std::string::npos)
       << r.detail;
+}
+
+// The leg packed into 16 heads and 6,144 MLP units a layer (circuit/pack.h: `2b`'s widths at
+// compact's key head dim and hidden size), its own checkpoint: the atomics of every kind, the
+// shuffles, shared memory and barriers through `check --model fp32,bf16` with --check, the
+// interpreter's run token for token — the packing moves heads and units between layers and must
+// not change one token.
+TEST_F(Leg, APackedCheckpointRunsTheSameTokens) {
+  if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
+  const std::string packed = dir + "_packed";
+  const circuit::LegShape shape{"compact packed to 16 heads, 6144 units", 64, 16, 6144, 45};
+  Status s = circuit::writeLegCheckpoint(packed, circuit::kLegStepLimit, shape);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
+  ASSERT_TRUE(catalog.ok()) << catalog.error().str();
+  const std::vector<std::string> names = {"dot_atomic",         "atomic_inc_dec",  "atomic_cas_mul",
+                                          "reduce_min_atomic",  "atomic_bitops",   "warp_vote",
+                                          "shfl_xor_allreduce", "transpose_shared"};
+  std::vector<kernels::KernelSpec> chosen;
+  for (const std::string& name : names)
+    for (const kernels::KernelSpec& spec : *catalog)
+      if (spec.name == name) chosen.push_back(spec);
+  ASSERT_EQ(chosen.size(), names.size());
+  auto checked = checkModelRows(chosen, packed);
+  std::error_code ignored;
+  fs::remove_all(packed, ignored);
+  ASSERT_TRUE(checked.ok()) << checked.error().str();
+  ASSERT_EQ(checked->cases.size(), 3 * chosen.size());
+  const uint64_t compared = expectEveryCaseMatches(*checked);
+  std::cout << "[leg] packed (16 heads, 6144 units a layer): check --model fp32,bf16 on "
+            << names.size() << " catalog kernels (clang): " << compared
+            << " run tokens compared, 0 differ" << std::endl;
 }
 
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
