@@ -267,7 +267,10 @@ Expected<float*> CircuitWeights::physicalElement(const std::string& virtualName,
   };
   std::string name = virtualName;  // a global tensor: the same name in both configs
   int64_t r = row, c = col;
-  if (t.layer >= 0) {
+  if (t.part == Part::LayerWide) {
+    // Every physical layer holds the same value (setLayerWide): layer 0's stands for them.
+    name = physical_.prefix() + "layers.0." + t.suffix;
+  } else if (t.layer >= 0) {
     const int member = memberOf(t, row, col);
     const bool unit = t.part == Part::UnitRow || t.part == Part::UnitCol;
     const auto& slots = (unit ? packing_.units : packing_.heads)[static_cast<size_t>(t.layer)];

@@ -285,8 +285,12 @@ TEST(PackWeights, EveryEntryLandsAtItsMembersSlot) {
   ASSERT_TRUE(cw.set(cw.layerTensor(0, "linear_attn.out_proj.weight"), 5, 7, 4.0f).ok());
   // Virtual layer 1, unit 0 → physical layer 2, unit 1.
   ASSERT_TRUE(cw.set(cw.layerTensor(1, "mlp.down_proj.weight"), 6, 0, 5.0f).ok());
-  // A norm: every physical layer.
+  // A norm: every physical layer, by fill or by set; get() reads it back.
   ASSERT_TRUE(cw.fill(cw.layerTensor(1, "linear_attn.norm.weight"), 1.0f).ok());
+  ASSERT_TRUE(cw.set(cw.layerTensor(0, "input_layernorm.weight"), 4, 0, 0.5f).ok());
+  auto norm = cw.get(cw.layerTensor(1, "input_layernorm.weight"), 4, 0);
+  ASSERT_TRUE(norm.ok()) << norm.error().message;
+  EXPECT_EQ(*norm, 0.5f);
   auto at = [&](int layer, const std::string& suffix, int64_t row, int64_t col) {
     auto v = cw.written("model.layers." + std::to_string(layer) + "." + suffix, row, col);
     return v.ok() ? *v : -1.0f;
@@ -296,7 +300,10 @@ TEST(PackWeights, EveryEntryLandsAtItsMembersSlot) {
   EXPECT_EQ(at(2, "linear_attn.out_proj.weight", 5, 3), 4.0f);
   EXPECT_EQ(at(2, "mlp.down_proj.weight", 6, 1), 5.0f);
   EXPECT_EQ(at(2, "mlp.down_proj.weight", 6, 0), 0.0f);
-  for (int l = 0; l < 3; ++l) EXPECT_EQ(at(l, "linear_attn.norm.weight", 2, 0), 1.0f) << l;
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(at(l, "linear_attn.norm.weight", 2, 0), 1.0f) << l;
+    EXPECT_EQ(at(l, "input_layernorm.weight", 4, 0), 0.5f) << l;
+  }
   // get() reads back through the same map.
   auto back = cw.get(cw.layerTensor(0, "linear_attn.in_proj_qkv.weight"), 23, 7);
   ASSERT_TRUE(back.ok());
