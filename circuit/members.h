@@ -16,6 +16,7 @@
 // circuit/pack.h computes it, CircuitWeights(virtual, physical, packing) writes a build through it.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace qgpu::circuit {

@@ -2,8 +2,10 @@
 #include "circuit/pack.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace qgpu::circuit {

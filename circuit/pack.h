@@ -28,6 +28,7 @@
 // (MemberDims::used false) get no slot.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "circuit/members.h"
