@@ -253,24 +253,32 @@ Expected<std::unique_ptr<CircuitWeights>> CircuitWeights::packed(model::Qwen35Co
     int64_t numel = 1;
     for (int64_t d : spec.shape) numel *= d;
     if (storage == WeightStorage::CountOnly) numel = 0;
+    w->physicalIndex_[spec.name] = static_cast<int>(w->physicalOrder_.size());
     w->physicalOrder_.push_back(spec.name);
-    w->physicalTensors_[spec.name] =
-        Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)};
+    w->physicalTensors_.push_back(
+        Tensor{spec.shape, std::vector<float>(static_cast<size_t>(numel), 0.0f)});
+  }
+  auto find = [&](const std::string& name) {
+    auto it = w->physicalIndex_.find(name);
+    return it == w->physicalIndex_.end() ? -1 : it->second;
+  };
+  for (auto& [name, t] : w->tensors_) {
+    if (t.layer < 0) {
+      t.physical = {find(name)};  // a global tensor: the same name in both configs
+      continue;
+    }
+    for (int layer = 0; layer < w->packing_.layers; ++layer)
+      t.physical.push_back(
+          find(w->physical_.prefix() + "layers." + std::to_string(layer) + "." + t.suffix));
   }
   return w;
 }
 
-Expected<float*> CircuitWeights::physicalElement(const std::string& virtualName, const Tensor& t,
-                                                 int64_t row, int64_t col) {
-  auto missing = [&](const std::string& name) {
-    return makeDiag(ErrorKind::Internal, "packed weights: no physical tensor '" + name + "'");
-  };
-  std::string name = virtualName;  // a global tensor: the same name in both configs
+Expected<float*> CircuitWeights::physicalElement(const Tensor& t, int64_t row, int64_t col) {
+  int physicalLayer = 0;  // a global tensor's, and a layer-wide one's: layer 0 stands for every
+                          // layer (setLayerWide writes them all the same)
   int64_t r = row, c = col;
-  if (t.part == Part::LayerWide) {
-    // Every physical layer holds the same value (setLayerWide): layer 0's stands for them.
-    name = physical_.prefix() + "layers.0." + t.suffix;
-  } else if (t.layer >= 0) {
+  if (t.layer >= 0 && t.part != Part::LayerWide) {
     const int member = memberOf(t, row, col);
     const bool unit = t.part == Part::UnitRow || t.part == Part::UnitCol;
     const auto& slots = (unit ? packing_.units : packing_.heads)[static_cast<size_t>(t.layer)];
@@ -283,7 +291,7 @@ Expected<float*> CircuitWeights::physicalElement(const std::string& virtualName,
           "packed weights: " + std::string(unit ? "unit " : "head ") + std::to_string(member) +
               " of layer " + std::to_string(t.layer) +
               " has no place in the packing (a build other than the one it was made from)");
-    name = physical_.prefix() + "layers." + std::to_string(at.layer) + "." + t.suffix;
+    physicalLayer = at.layer;
     const int64_t keyDim = config_.linearKeyDim(), dk = config_.linearKeyHeadDim,
                   dv = config_.linearValueHeadDim, physKeyDim = physical_.linearKeyDim();
     switch (t.part) {
@@ -314,21 +322,28 @@ Expected<float*> CircuitWeights::physicalElement(const std::string& virtualName,
         return makeDiag(ErrorKind::Internal, "packed weights: not a member's");
     }
   }
-  auto it = physicalTensors_.find(name);
-  if (it == physicalTensors_.end()) return missing(name);
+  const int index = static_cast<size_t>(physicalLayer) < t.physical.size()
+                        ? t.physical[static_cast<size_t>(physicalLayer)]
+                        : -1;
+  if (index < 0)
+    return makeDiag(ErrorKind::Internal, "packed weights: no physical tensor for " +
+                                             (t.suffix.empty() ? "a global tensor" : t.suffix) +
+                                             " in layer " + std::to_string(physicalLayer));
   if (storage_ == WeightStorage::CountOnly) {
     scratch_ = 0;
     return &scratch_;
   }
-  const int64_t cols = it->second.shape.size() == 1 ? 1 : it->second.shape.back();
-  return &it->second.data[static_cast<size_t>(r * cols + c)];
+  Tensor& p = physicalTensors_[static_cast<size_t>(index)];
+  const int64_t cols = p.shape.size() == 1 ? 1 : p.shape.back();
+  return &p.data[static_cast<size_t>(r * cols + c)];
 }
 
 Status CircuitWeights::setLayerWide(const Tensor& t, int64_t row, int64_t col, float value) {
   if (storage_ == WeightStorage::CountOnly) return Ok{};
-  for (int layer = 0; layer < packing_.layers; ++layer) {
-    Tensor& p = physicalTensors_.at(physical_.prefix() + "layers." + std::to_string(layer) + "." +
-                                    t.suffix);
+  for (int index : t.physical) {
+    if (index < 0)
+      return makeDiag(ErrorKind::Internal, "packed weights: a physical layer has no " + t.suffix);
+    Tensor& p = physicalTensors_[static_cast<size_t>(index)];
     float& x = p.data[static_cast<size_t>(row * (p.shape.size() == 1 ? 1 : p.shape.back()) + col)];
     if (x != 0 && x != value)
       return makeDiag(ErrorKind::Internal,
@@ -352,7 +367,7 @@ Expected<float*> CircuitWeights::element(const std::string& name, int64_t row, i
     return makeDiag(ErrorKind::Usage, "index (" + std::to_string(row) + ", " + std::to_string(col) +
                                           ") is outside tensor '" + name + "' [" +
                                           std::to_string(rows) + ", " + std::to_string(cols) + "]");
-  if (packed_) return physicalElement(name, it->second, row, col);
+  if (packed_) return physicalElement(it->second, row, col);
   if (storage_ == WeightStorage::CountOnly) {
     scratch_ = 0;
     return &scratch_;
@@ -381,15 +396,20 @@ Expected<float> CircuitWeights::get(const std::string& name, int64_t row, int64_
 
 Expected<float> CircuitWeights::written(const std::string& name, int64_t row, int64_t col) const {
   if (!packed_) return get(name, row, col);
-  auto it = physicalTensors_.find(name);
-  if (it == physicalTensors_.end())
+  if (!physicalIndex_.count(name))
     return makeDiag(ErrorKind::Usage, "no tensor '" + name + "' in the written config");
-  const int64_t rows = it->second.shape[0];
-  const int64_t cols = it->second.shape.size() == 1 ? 1 : it->second.shape.back();
-  if (row < 0 || row >= rows || col < 0 || col >= cols || it->second.data.empty())
+  const Tensor& t = writtenTensor(name);
+  const int64_t rows = t.shape[0];
+  const int64_t cols = t.shape.size() == 1 ? 1 : t.shape.back();
+  if (row < 0 || row >= rows || col < 0 || col >= cols || t.data.empty())
     return makeDiag(ErrorKind::Usage, "index (" + std::to_string(row) + ", " + std::to_string(col) +
                                           ") is outside tensor '" + name + "' or it has no data");
-  return it->second.data[static_cast<size_t>(row * cols + col)];
+  return t.data[static_cast<size_t>(row * cols + col)];
+}
+
+const CircuitWeights::Tensor& CircuitWeights::writtenTensor(const std::string& name) const {
+  if (!packed_) return tensors_.at(name);
+  return physicalTensors_[static_cast<size_t>(physicalIndex_.at(name))];
 }
 
 Status CircuitWeights::fill(const std::string& name, float value) {
@@ -419,7 +439,7 @@ Status CircuitWeights::fill(const std::string& name, float value) {
 
 Status CircuitWeights::checkBf16Exact() const {
   for (const std::string& name : packed_ ? physicalOrder_ : order_) {
-    const Tensor& t = (packed_ ? physicalTensors_ : tensors_).at(name);
+    const Tensor& t = writtenTensor(name);
     for (size_t i = 0; i < t.data.size(); ++i) {
       const float back = model::bf16ToFloat(model::floatToBf16(t.data[i]));
       if (std::memcmp(&back, &t.data[i], sizeof(float)) != 0)
@@ -437,7 +457,7 @@ Status CircuitWeights::write(const std::string& dir) const {
     return makeDiag(ErrorKind::Usage, "a count-only CircuitWeights has no weights to write");
   std::vector<model::StTensorWrite> out;
   for (const std::string& name : packed_ ? physicalOrder_ : order_) {
-    const Tensor& t = (packed_ ? physicalTensors_ : tensors_).at(name);
+    const Tensor& t = writtenTensor(name);
     model::StTensorWrite w;
     w.name = name;
     w.dtype = model::StDtype::F32;

@@ -241,14 +241,19 @@ class CircuitWeights {
     int layer = -1;
     Part part = Part::None;
     std::string suffix;  // a layer tensor's name after "layers.<i>."
+    // Packed: the index in physicalTensors_ of the tensor of the same name in each physical
+    // layer (a global tensor: its one, at 0), −1 where the physical config has none; made once
+    // by packed(), so that set() builds no name.
+    std::vector<int> physical;
   };
   // The head or unit entry (row, col) of a Part tensor belongs to.
   int memberOf(const Tensor& t, int64_t row, int64_t col) const;
   Expected<float*> element(const std::string& name, int64_t row, int64_t col);
   // Packed: where entry (row, col) of virtual tensor `t` lives.
-  Expected<float*> physicalElement(const std::string& virtualName, const Tensor& t, int64_t row,
-                                   int64_t col);
+  Expected<float*> physicalElement(const Tensor& t, int64_t row, int64_t col);
   Status setLayerWide(const Tensor& t, int64_t row, int64_t col, float value);
+  // The tensor write() writes under `name` (a name of physicalOrder_ or order_).
+  const Tensor& writtenTensor(const std::string& name) const;
   void classifyTouches();
   void touch(const Tensor& t, int64_t row, int64_t col, float value);
   void noteMember(const Tensor& t, int64_t row, int64_t col);
@@ -256,8 +261,9 @@ class CircuitWeights {
   bool packed_ = false;
   model::Qwen35Config physical_;
   LayerPacking packing_;
-  std::map<std::string, Tensor> physicalTensors_;  // packed: the data (tensors_ has none)
+  std::vector<Tensor> physicalTensors_;  // packed: the data (tensors_ has none), by physicalOrder_
   std::vector<std::string> physicalOrder_;
+  std::map<std::string, int> physicalIndex_;  // name → index in both
   bool recordingMembers_ = false;
   std::vector<LayerMembers> members_;
   WeightStorage storage_ = WeightStorage::Dense;
