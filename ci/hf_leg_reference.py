@@ -34,6 +34,9 @@ Usage (where PyPI is reachable; see ci/requirements-hf.txt):
     ci/.venv/bin/python ci/hf_leg_reference.py --qgpu build/harness/qgpu
 It needs about 18 GB of memory free (the fp32 model) and runs the dtypes one after the other;
 `--bf16-kernel K` (repeatable) keeps bf16, which transformers runs slowly on a CPU, to those kernels.
+A checkpoint whose circuit.json has a firstTraceRow (`qgpu circuit build --shape 2b`: 248077) is
+fed the trace at those rows and its argmax read back from them; the fixtures keep trace tokens.
+Such fixtures go elsewhere (`--out`): the C++ test's are the compact checkpoint's.
 """
 import argparse
 import json
@@ -75,12 +78,14 @@ def trace(qgpu, kernel):
     return ids[:end], ids[end:]
 
 
-def check_tokenizer(qgpu, ckpt, kernel, prompt, run):
-    """The checkpoint's tokenizer.json, loaded by transformers, names the tokens as `qgpu trace`."""
+def check_tokenizer(qgpu, ckpt, kernel, prompt, run, first):
+    """The checkpoint's tokenizer.json, loaded by transformers, names the tokens as `qgpu trace`
+    (trace token t at row first + t)."""
     tok = transformers.PreTrainedTokenizerFast(tokenizer_file=os.path.join(ckpt, "tokenizer.json"))
     names = subprocess.run([qgpu, "trace", kernel, "--expand-division", "--expand-mulhi", "--names"],
                            check=True, capture_output=True, text=True).stdout.split()
-    if tok.decode(prompt + run).split() != names or tok.encode(" ".join(names)) != prompt + run:
+    rows = [first + t for t in prompt + run]
+    if tok.decode(rows).split() != names or tok.encode(" ".join(names)) != rows:
         raise SystemExit(f"{kernel}: transformers' tokenizer does not name the trace's tokens")
 
 
@@ -93,13 +98,14 @@ def load(ckpt, dtype):
     return model.eval()
 
 
-def teacher_forced(model, prompt, run):
-    """transformers' argmax and top-2 gap at every run position, one forward without a cache."""
-    ids = torch.tensor([prompt + run[:-1]])
+def teacher_forced(model, prompt, run, first):
+    """transformers' argmax (as a trace token: its row − first) and top-2 gap at every run
+    position, one forward without a cache."""
+    ids = torch.tensor([[first + t for t in prompt + run[:-1]]])
     with torch.no_grad():
         logits = model(input_ids=ids, use_cache=False).logits[0, len(prompt) - 1:].float()
     top2 = torch.topk(logits, 2, dim=-1).values
-    return logits.argmax(-1).tolist(), (top2[:, 0] - top2[:, 1]).tolist()
+    return [a - first for a in logits.argmax(-1).tolist()], (top2[:, 0] - top2[:, 1]).tolist()
 
 
 def main():
@@ -126,10 +132,12 @@ def main():
         with open(os.path.join(ckpt, "config.json")) as f:
             config_json = f.read()
         with open(os.path.join(ckpt, "circuit.json")) as f:
-            step_limit = json.load(f)["stepLimit"]
+            circuit = json.load(f)
+        step_limit = circuit["stepLimit"]
+        first = circuit.get("firstTraceRow", 0)  # `2b`: the trace at rows 248077..
         traces = {k: trace(args.qgpu, k) for k in kernels}
         for k in kernels:
-            check_tokenizer(args.qgpu, ckpt, k, *traces[k])
+            check_tokenizer(args.qgpu, ckpt, k, *traces[k], first)
         print(f"tokenizer.json: transformers names every token as `qgpu trace` does", flush=True)
         results = {k: {} for k in kernels}
         for dname in dtypes:
@@ -141,7 +149,7 @@ def main():
                     continue
                 prompt, run = traces[k]
                 t0 = time.time()
-                argmax, gaps = teacher_forced(model, prompt, run)
+                argmax, gaps = teacher_forced(model, prompt, run, first)
                 wrong = sum(1 for a, b in zip(argmax, run) if a != b)
                 results[k][dname] = (argmax, gaps)
                 print(f"  {k} {dname}: prompt {len(prompt)}, run {len(run)} tokens, {wrong} differ from the "
@@ -160,7 +168,7 @@ def main():
             "dtypes": ",".join(d for d in dtypes if runs(k, d)),
             "use_cache": "false", "teacher_forced": "true", "transformers": transformers.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
-            "attn_implementation": "eager",
+            "attn_implementation": "eager", "first_trace_row": str(first),
         }
         path = os.path.join(args.out, f"hf_leg_{k}.safetensors")
         save_file(tensors, path, metadata=meta)

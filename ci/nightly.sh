@@ -88,6 +88,9 @@ if [ "$first_shard" = 1 ] || [ "${QGPU_NIGHTLY_ALL_SHARDS:-0}" = 1 ]; then
   if [ "${QGPU_MODEL_LEG:-1}" != 0 ] && [ -x build/harness/qgpu ]; then
     bash ci/model-leg.sh "$out/model-leg" >"$out/model-leg.log" 2>&1 || extras_failed=1
     echo "model leg: $(tail -n 1 "$out/model-leg.log") ($out/model-leg.log)"
+    # A few kernels through the `2b` checkpoint (ci/model-leg-2b.sh: 13 GB of disk while it runs).
+    bash ci/model-leg-2b.sh "$out/model-leg-2b" >"$out/model-leg-2b.log" 2>&1 || extras_failed=1
+    echo "model leg, 2b: $(tail -n 1 "$out/model-leg-2b.log") ($out/model-leg-2b.log)"
   fi
   if [ "$bench" = ON ] && [ -x build/bench/qgpu_bench ]; then
     build/bench/qgpu_bench --benchmark_repetitions=5 --benchmark_out="$out/bench.json" \

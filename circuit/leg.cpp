@@ -12,6 +12,7 @@
 #include "circuit/alu_stage.h"
 #include "circuit/config.h"
 #include "circuit/pack.h"
+#include "circuit/plan.h"
 
 namespace qgpu::circuit {
 namespace {
@@ -27,18 +28,20 @@ constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+wa
 
 // The leg pipeline's config before the plan fixes the hidden size and the MLP width: every layer
 // as many heads as the widest holds, a layer without heads a full-attention one (`allLinear`:
-// linear too, as a packing needs).
-model::Qwen35Config legConfig(int hidden, int units, int keyHeadDim, bool allLinear = false) {
+// linear too, as a packing needs), the vocabulary the shape's.
+model::Qwen35Config legConfig(int hidden, int units, const LegShape& shape,
+                              bool allLinear = false) {
   const ExecuteSpec s = legSpec(kLegStepLimit);
-  model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, trace::kVocabSize);
-  const std::vector<int> heads = executePipelineHeads(keyHeadDim, s);
+  const int64_t vocab = shape.vocab > 0 ? shape.vocab : trace::kVocabSize;
+  model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, vocab);
+  const std::vector<int> heads = executePipelineHeads(shape.keyHeadDim, s);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
     most = std::max(most, heads[l]);
     if (heads[l] == 0 && !allLinear) c.layerTypes[l] = model::LayerType::Full;
   }
   c.linearNumKeyHeads = c.linearNumValueHeads = most;
-  c.linearKeyHeadDim = keyHeadDim;
+  c.linearKeyHeadDim = shape.keyHeadDim;
   return c;
 }
 
@@ -49,6 +52,44 @@ Status checkStepLimit(int stepLimit) {
     return makeDiag(ErrorKind::Usage, "model leg: step limit " + std::to_string(stepLimit) +
                                           " outside 1.." + std::to_string(kLegStepLimit) + ")");
   return Ok{};
+}
+
+// The leg's spec for `shape`: its trace rows.
+ExecuteSpec legSpecFor(const LegShape& shape, int stepLimit) {
+  ExecuteSpec spec = legSpec(stepLimit);
+  spec.tokens.rowOffset = shape.firstTraceRow;
+  return spec;
+}
+
+Status checkShape(const LegShape& shape) {
+  const int64_t vocab = shape.vocab > 0 ? shape.vocab : trace::kVocabSize;
+  if (shape.firstTraceRow < 0 || shape.firstTraceRow + trace::kVocabSize > vocab)
+    return makeDiag(ErrorKind::Usage, "shape '" + shape.name + "': the trace's " +
+                                          std::to_string(trace::kVocabSize) + " rows from row " +
+                                          std::to_string(shape.firstTraceRow) +
+                                          " do not fit its vocabulary of " + std::to_string(vocab));
+  if (shape.keyHeadDim != 64 && shape.keyHeadDim != 128)
+    return makeDiag(ErrorKind::Usage, "shape '" + shape.name + "': key head dim " +
+                                          std::to_string(shape.keyHeadDim) + " (64 or 128)");
+  return Ok{};
+}
+
+// packLeg on a plan already made (buildLegModel's own).
+Expected<LayerPacking> packOnPlan(const LivenessPlan& plan, const LegShape& shape,
+                                  const ExecuteSpec& spec) {
+  if (!shape.packed())
+    return makeDiag(ErrorKind::Usage,
+                    "packLeg: shape '" + shape.name + "' has no per-layer limits");
+  CircuitWeights counted(legConfig(plan.hidden, kLegScratchUnits, shape, /*allLinear=*/true),
+                         WeightStorage::CountOnly);
+  QGPU_CHECK(counted.recordMembers());
+  counted.logUnits();
+  FieldAllocator alloc = plan.allocator();
+  QGPU_CHECK(buildExecuteModel(counted, alloc, spec));
+  std::vector<LayerMembers> members = counted.members();
+  for (const CircuitWeights::UnitRecord& u : counted.unitLog())
+    members[static_cast<size_t>(u.layer)].units[static_cast<size_t>(u.unit)].kinds = u.guardKinds;
+  return packLayers(members, PackLimits{shape.heads, shape.units, shape.layers, shape.name});
 }
 
 }  // namespace
@@ -69,36 +110,46 @@ Status pipelineExecutes(const machine::Program& program) {
   return pipelineExecutes(program, legSpec(kLegStepLimit));
 }
 
+Expected<LegShape> legShapeByName(const std::string& name) {
+  if (name == "compact") return LegShape{};
+  std::string known = "compact";
+  for (const ShapeLimits& s : shapeTable()) {
+    if (s.name != name) {
+      known += ", " + s.name;
+      continue;
+    }
+    LegShape shape{s.name, s.keyHeadDim, s.heads, s.mlpUnits, s.layers, s.hidden};
+    shape.vocab = static_cast<int64_t>(trace::kQwenFirstId) + trace::kQwenRows;
+    shape.firstTraceRow = trace::kQwenFirstId;
+    return shape;
+  }
+  return makeDiag(ErrorKind::Usage, "unknown shape '" + name + "' (known: " + known + ")");
+}
+
 Expected<LayerPacking> packLeg(const LegShape& shape, int stepLimit) {
   QGPU_CHECK(checkStepLimit(stepLimit));
-  if (!shape.packed())
-    return makeDiag(ErrorKind::Usage,
-                    "packLeg: shape '" + shape.name + "' has no per-layer limits");
-  const ExecuteSpec spec = legSpec(stepLimit);
-  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape.keyHeadDim), spec));
-  CircuitWeights counted(
-      legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim, /*allLinear=*/true),
-      WeightStorage::CountOnly);
-  QGPU_CHECK(counted.recordMembers());
-  counted.logUnits();
-  FieldAllocator alloc = plan.allocator();
-  QGPU_CHECK(buildExecuteModel(counted, alloc, spec));
-  std::vector<LayerMembers> members = counted.members();
-  for (const CircuitWeights::UnitRecord& u : counted.unitLog())
-    members[static_cast<size_t>(u.layer)].units[static_cast<size_t>(u.unit)].kinds = u.guardKinds;
-  return packLayers(members, PackLimits{shape.heads, shape.units, shape.layers, shape.name});
+  QGPU_CHECK(checkShape(shape));
+  const ExecuteSpec spec = legSpecFor(shape, stepLimit);
+  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape), spec));
+  return packOnPlan(plan, shape, spec);
 }
 
 Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage, const LegShape& shape) {
   QGPU_CHECK(checkStepLimit(stepLimit));
-  const ExecuteSpec spec = legSpec(stepLimit);
-  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape.keyHeadDim), spec));
+  QGPU_CHECK(checkShape(shape));
+  const ExecuteSpec spec = legSpecFor(shape, stepLimit);
+  QGPU_TRY(plan, planExecuteLayout(legConfig(0, kLegScratchUnits, shape), spec));
+  if (shape.hidden > 0 && plan.hidden > shape.hidden)
+    return makeDiag(ErrorKind::OverLimit, "shape '" + shape.name + "': the leg's layout spans " +
+                                              std::to_string(plan.hidden) +
+                                              " residual dims, the shape has " +
+                                              std::to_string(shape.hidden));
+  const int hidden = shape.hidden > 0 ? shape.hidden : plan.hidden;
   LegModel m;
   m.stepLimit = stepLimit;
   if (shape.packed()) {
-    QGPU_TRY(packing, packLeg(shape, stepLimit));
-    const model::Qwen35Config wide =
-        legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim, /*allLinear=*/true);
+    QGPU_TRY(packing, packOnPlan(plan, shape, spec));
+    const model::Qwen35Config wide = legConfig(hidden, kLegScratchUnits, shape, /*allLinear=*/true);
     model::Qwen35Config physical = wide;
     physical.layerTypes.assign(static_cast<size_t>(packing.layers), model::LayerType::Linear);
     physical.linearNumKeyHeads = physical.linearNumValueHeads = shape.heads;
@@ -108,7 +159,7 @@ Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage, const Leg
     m.weights = std::move(w);
   } else {
     // A count-only build on the plan gives the widest layer, the MLP every layer then has.
-    model::Qwen35Config config = legConfig(plan.hidden, kLegScratchUnits, shape.keyHeadDim);
+    model::Qwen35Config config = legConfig(hidden, kLegScratchUnits, shape);
     int units = 0;
     {
       CircuitWeights counted(config, WeightStorage::CountOnly);
@@ -135,7 +186,9 @@ Status writeLegCheckpoint(const std::string& dir, int stepLimit, const LegShape&
                       {"stepLimit", stepLimit},
                       {"hidden", m.weights->writtenConfig().hiddenSize},
                       {"layers", m.weights->writtenConfig().layerTypes.size()},
-                      {"mlpUnits", m.weights->writtenConfig().intermediateSize}};
+                      {"mlpUnits", m.weights->writtenConfig().intermediateSize},
+                      {"keyHeadDim", shape.keyHeadDim},
+                      {"firstTraceRow", shape.firstTraceRow}};
   if (shape.packed())
     j["packing"] = {{"shape", shape.name},
                     {"headsPerLayer", shape.heads},
@@ -145,14 +198,15 @@ Status writeLegCheckpoint(const std::string& dir, int stepLimit, const LegShape&
   out << j.dump(2) << "\n";
   if (!out) return makeDiag(ErrorKind::Io, dir + "/" + kCircuitFile + ": cannot write");
   std::ofstream tokenizer(fs::path(dir) / "tokenizer.json");
-  tokenizer << traceTokenizerJson().dump(2) << "\n";
+  tokenizer << traceTokenizerJson(shape.firstTraceRow).dump(2) << "\n";
   if (!tokenizer) return makeDiag(ErrorKind::Io, dir + "/tokenizer.json: cannot write");
   return Ok{};
 }
 
-nlohmann::json traceTokenizerJson() {
+nlohmann::json traceTokenizerJson(int64_t firstTraceRow) {
   nlohmann::json vocab = nlohmann::json::object();
-  for (int id = 0; id < trace::kVocabSize; ++id) vocab[trace::tokenName(static_cast<trace::Token>(id))] = id;
+  for (int id = 0; id < trace::kVocabSize; ++id)
+    vocab[trace::tokenName(static_cast<trace::Token>(id))] = firstTraceRow + id;
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
@@ -166,7 +220,7 @@ nlohmann::json traceTokenizerJson() {
           {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
 }
 
-Expected<int> readLegStepLimit(const std::string& dir) {
+Expected<LegCheckpoint> readLegCheckpoint(const std::string& dir) {
   const fs::path path = fs::path(dir) / kCircuitFile;
   std::ifstream in(path);
   if (!in)
@@ -175,16 +229,27 @@ Expected<int> readLegStepLimit(const std::string& dir) {
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   const bool valid = j.is_object() && j.contains("pipeline") && j["pipeline"].is_string() &&
                      j["pipeline"].get<std::string>() == kLegPipeline && j.contains("stepLimit") &&
-                     j["stepLimit"].is_number_integer();
+                     j["stepLimit"].is_number_integer() &&
+                     (!j.contains("firstTraceRow") || j["firstTraceRow"].is_number_integer());
   if (!valid)
     return makeDiag(ErrorKind::Checkpoint,
                     path.string() + ": expected {\"pipeline\": \"" + kLegPipeline +
-                        "\", \"stepLimit\": N} (rebuild it with qgpu circuit build)");
-  const int limit = j["stepLimit"].get<int>();
-  if (limit < 1 || limit > kLegStepLimit)
-    return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " + std::to_string(limit) +
-                                               " outside 1.." + std::to_string(kLegStepLimit));
-  return limit;
+                        "\", \"stepLimit\": N, \"firstTraceRow\": R} (rebuild it with qgpu "
+                        "circuit build)");
+  LegCheckpoint c;
+  c.stepLimit = j["stepLimit"].get<int>();
+  if (c.stepLimit < 1 || c.stepLimit > kLegStepLimit)
+    return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " +
+                                               std::to_string(c.stepLimit) + " outside 1.." +
+                                               std::to_string(kLegStepLimit));
+  c.firstTraceRow = j.value("firstTraceRow", int64_t{0});
+  for (auto [key, to] : {std::pair{"layers", &c.layers}, std::pair{"hidden", &c.hidden},
+                         std::pair{"mlpUnits", &c.mlpUnits}})
+    if (j.contains(key) && j[key].is_number_integer()) *to = j[key].get<int>();
+  if (c.firstTraceRow < 0)
+    return makeDiag(ErrorKind::Checkpoint, path.string() + ": firstTraceRow " +
+                                               std::to_string(c.firstTraceRow) + " is negative");
+  return c;
 }
 
 std::array<uint32_t, machine::kGlobalWords> finalGlobal(

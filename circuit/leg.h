@@ -15,10 +15,12 @@
 //                     multiplier gives the low half, the host expands mulhi; divisions).
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
-//                     layer's units, linear heads = the most any layer holds (key head dim 64:
-//                     docs/circuit.md §8, fp32 head reads are ulps off at 128), a layer without
+//                     layer's units, linear heads = the most any layer holds (key head dim 64;
+//                     at 128, `2b`'s, every read goes through docs/circuit.md §8's exact
+//                     constructions: measured 0 differ through `2b`), a layer without
 //                     heads a full-attention layer with zero weights (it adds exactly 0), the
-//                     vocabulary = the trace's (no probes). The control stage writes the step
+//                     vocabulary = the trace's (no probes); or, for a LegShape, that shape's
+//                     widths, vocabulary and trace rows (`2b`). The control stage writes the step
 //                     ticks and LIMIT after `stepLimit` steps (1..kLegStepLimit = 10^6), as
 //                     the interpreter's run with maxSteps = stepLimit does.
 //   finalGlobal       the launch's global memory with every global MemWrite of the decoded run
@@ -60,12 +62,26 @@ struct LegModel {
 // The shape a leg is built for: its key head dim and, with `heads` > 0, its per-layer limits —
 // the leg packed (circuit/pack.h) into layers of exactly `heads` heads and `units` MLP units, at
 // most `layers` of them; heads 0: every layer as wide as the widest (the compact checkpoint).
+// `hidden` 0 is the plan's span; a larger one leaves the dims above the span as +u pads that no
+// layer reads or writes (every dim still ±u: λ = 1, docs/circuit.md §3.2). The trace's
+// kVocabSize rows sit at [firstTraceRow, firstTraceRow + kVocabSize) of `vocab` rows (0: the
+// trace's own); the other rows are zero in the embedding and in lm_head, so a trace token's
+// logit, always > 0 (emit.h), beats them.
 struct LegShape {
   std::string name = "compact";  // named in refusals
   int keyHeadDim = 64;           // 64 or 128 (docs/circuit.md §8)
   int heads = 0, units = 0, layers = 0;
+  int hidden = 0;
+  int64_t vocab = 0;
+  int64_t firstTraceRow = 0;
   bool packed() const { return heads > 0; }
 };
+
+// "compact" (LegShape{}) or a shape of circuit/plan.h's table: `2b` is Qwen3.5-2B's widths
+// (hidden 2048, 16 heads of 128/128, MLP 6144, at most 45 layers) with the trace at Qwen3.5's
+// unused rows trace::kQwenFirstId.. of its 248,320-row vocabulary. Usage naming the known ones
+// otherwise.
+Expected<LegShape> legShapeByName(const std::string& name);
 
 // Where the leg's heads and units go in `shape` (packed): a count-only build logs each member's
 // reads and writes (CircuitWeights::recordMembers, the units' guards from the unit log), then
@@ -81,17 +97,24 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 
 // Builds that model and writes it to `dir` (created if missing): config.json and
 // model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N, …}, which
-// readLegStepLimit reads back (Checkpoint error when it is missing or malformed: a directory that
-// is not a leg checkpoint).
+// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N,
+// "firstTraceRow": R, …}, which readLegCheckpoint reads back (Checkpoint error when it is missing
+// or malformed: a directory that is not a leg checkpoint; a missing firstTraceRow is 0, as every
+// checkpoint before it had).
 Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit,
                           const LegShape& shape = {});
-Expected<int> readLegStepLimit(const std::string& dir);
+struct LegCheckpoint {
+  int stepLimit = 0;
+  int64_t firstTraceRow = 0;                 // trace token t is the model's token firstTraceRow + t
+  int layers = 0, hidden = 0, mlpUnits = 0;  // as written (0 where circuit.json lacks them)
+};
+Expected<LegCheckpoint> readLegCheckpoint(const std::string& dir);
 
 // The checkpoint's tokenizer.json: a Hugging Face WordLevel tokenizer whose words are the trace
-// tokens' names (trace::tokenName: "EX(0)", "WM(w0,0111)", "T(-3)"), split on whitespace, so that
-// transformers' and `qgpu model generate`'s decode print a run as its trace.
-nlohmann::json traceTokenizerJson();
+// tokens' names (trace::tokenName: "EX(0)", "WM(w0,0111)", "T(-3)") at ids firstTraceRow + t,
+// split on whitespace, so that transformers' and `qgpu model generate`'s decode print a run as
+// its trace.
+nlohmann::json traceTokenizerJson(int64_t firstTraceRow = 0);
 
 std::array<uint32_t, machine::kGlobalWords> finalGlobal(
     const std::array<uint32_t, machine::kGlobalWords>& initial,

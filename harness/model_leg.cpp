@@ -59,19 +59,47 @@ const char* legStopName(LegStop s) {
   return "?";
 }
 
+std::vector<int64_t> LegRun::modelIds(bool withRun) const {
+  std::vector<int64_t> ids;
+  ids.reserve(prompt.size() + (withRun ? run.size() : 0));
+  for (trace::Token t : prompt) ids.push_back(firstTraceRow + t);
+  if (withRun)
+    for (trace::Token t : run) ids.push_back(firstTraceRow + t);
+  return ids;
+}
+
+namespace {
+
+// The trace token of the model's row `row`, or TraceInvalid naming the run position when the row
+// is outside the trace's rows (a text token: a circuit that wrote it is wrong).
+Expected<trace::Token> traceTokenOfRow(int64_t row, int64_t firstTraceRow, size_t runIndex) {
+  const int64_t t = row - firstTraceRow;
+  if (t < 0 || t >= trace::kVocabSize)
+    return makeDiag(ErrorKind::TraceInvalid,
+                    "model leg: run token " + std::to_string(runIndex) +
+                        ": the model's argmax is row " + std::to_string(row) +
+                        ", outside the trace's rows [" + std::to_string(firstTraceRow) + ", " +
+                        std::to_string(firstTraceRow + trace::kVocabSize) + ")");
+  return static_cast<trace::Token>(t);
+}
+
+}  // namespace
+
 Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
-                        const machine::Launch& launch, size_t tokenBudget) {
+                        const machine::Launch& launch, size_t tokenBudget, int64_t firstTraceRow) {
   QGPU_CHECK(machine::verify(program, launch));
   QGPU_CHECK(circuit::pipelineExecutes(program));
-  if (decoder.config().vocabSize != trace::kVocabSize)
-    return makeDiag(ErrorKind::Checkpoint,
-                    "model leg: the checkpoint's vocabulary has " +
-                        std::to_string(decoder.config().vocabSize) + " rows, the trace " +
-                        std::to_string(trace::kVocabSize));
+  const int64_t vocab = decoder.config().vocabSize;
+  if (firstTraceRow < 0 || firstTraceRow + trace::kVocabSize > vocab)
+    return makeDiag(ErrorKind::Checkpoint, "model leg: the checkpoint's vocabulary has " +
+                                               std::to_string(vocab) + " rows, the trace's " +
+                                               std::to_string(trace::kVocabSize) + " from row " +
+                                               std::to_string(firstTraceRow) + " do not fit");
   LegRun r;
+  r.firstTraceRow = firstTraceRow;
   r.prompt = trace::encodePrompt(program, launch);
   decoder.reset();
-  const std::vector<int64_t> ids(r.prompt.begin(), r.prompt.end());
+  const std::vector<int64_t> ids = r.modelIds(/*withRun=*/false);
   Clock::time_point t0 = Clock::now();
   QGPU_TRY(first, decoder.forward(ids));
   r.prefillSeconds = since(t0);
@@ -79,8 +107,9 @@ Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program
   model::Logits logits = std::move(first);
   while (r.run.size() < tokenBudget) {
     const int64_t next = logits.argmax(0);
-    r.run.push_back(static_cast<trace::Token>(next));
-    const Family f = trace::familyOf(r.run.back());
+    QGPU_TRY(token, traceTokenOfRow(next, firstTraceRow, r.run.size()));
+    r.run.push_back(token);
+    const Family f = trace::familyOf(token);
     if (f == Family::End || f == Family::FaultTok || f == Family::Limit) {
       r.stop = f == Family::End ? LegStop::End : f == Family::FaultTok ? LegStop::Fault : LegStop::Limit;
       break;
@@ -97,8 +126,7 @@ Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program
 }
 
 Expected<std::string> replayOnTheChunkedPath(model::Decoder& decoder, const LegRun& leg) {
-  std::vector<int64_t> ids(leg.prompt.begin(), leg.prompt.end());
-  ids.insert(ids.end(), leg.run.begin(), leg.run.end());
+  std::vector<int64_t> ids = leg.modelIds(/*withRun=*/true);
   if (!ids.empty()) ids.pop_back();  // the last token is predicted, never fed
   decoder.reset();
   constexpr size_t kChunk = 512;
@@ -109,10 +137,13 @@ Expected<std::string> replayOnTheChunkedPath(model::Decoder& decoder, const LegR
       const size_t position = at + r;  // its argmax predicts token position + 1
       if (position + 1 < leg.prompt.size()) continue;
       const size_t i = position + 1 - leg.prompt.size();
-      const auto predicted = static_cast<trace::Token>(logits.argmax(static_cast<int64_t>(r)));
-      if (predicted != leg.run[i])
-        return "run token " + std::to_string(i) + ": the one-token path " + trace::tokenName(leg.run[i]) +
-               ", the chunked path " + trace::tokenName(predicted);
+      const int64_t row = logits.argmax(static_cast<int64_t>(r));
+      if (row != leg.firstTraceRow + leg.run[i]) {
+        auto predicted = traceTokenOfRow(row, leg.firstTraceRow, i);
+        return "run token " + std::to_string(i) + ": the one-token path " +
+               trace::tokenName(leg.run[i]) + ", the chunked path " +
+               (predicted.ok() ? trace::tokenName(*predicted) : "row " + std::to_string(row));
+      }
     }
   }
   return std::string();
@@ -143,8 +174,9 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::open(const ModelLegOptions
   } else {
     s->dir_ = options.checkpoint;
   }
-  QGPU_TRY(limit, circuit::readLegStepLimit(s->dir_));
-  s->stepLimit_ = limit;
+  QGPU_TRY(leg, circuit::readLegCheckpoint(s->dir_));
+  s->stepLimit_ = leg.stepLimit;
+  s->firstTraceRow_ = leg.firstTraceRow;
   model::DecoderOptions decoderOptions{options.dtype, "cpu"};
   decoderOptions.blasThreads = options.blasThreads;
   QGPU_TRY(dec, model::Decoder::load(s->dir_, decoderOptions));
@@ -160,13 +192,12 @@ ModelSession::~ModelSession() {
 
 Expected<LegMargins> ModelSession::margins(const BuiltKernel& kernel) {
   const machine::Launch launch = kernel.image.toMachineLaunch();
-  QGPU_TRY(leg, runLeg(*decoder_, kernel.program, launch, options_.tokenBudget));
+  QGPU_TRY(leg, runLeg(*decoder_, kernel.program, launch, options_.tokenBudget, firstTraceRow_));
   LegMargins m;
   m.promptTokens = leg.prompt.size();
   m.runTokens = leg.run.size();
   m.stop = leg.stop;
-  std::vector<int64_t> ids(leg.prompt.begin(), leg.prompt.end());
-  ids.insert(ids.end(), leg.run.begin(), leg.run.end());
+  const std::vector<int64_t> ids = leg.modelIds(/*withRun=*/true);
   // The chunked path, in forwards of at most 256 tokens (a tapped forward holds every layer's
   // intermediates of every position), over the prompt and the run.
   // No sign fields: the decisions alone (the unit only scales sign fields).
@@ -222,7 +253,7 @@ CaseResult ModelSession::compare(const kernels::KernelSpec& spec, const BuiltKer
   };
   const machine::Launch launch = kernel.image.toMachineLaunch();
   lastTiming_.clear();
-  auto leg = runLeg(*decoder_, kernel.program, launch, options_.tokenBudget);
+  auto leg = runLeg(*decoder_, kernel.program, launch, options_.tokenBudget, firstTraceRow_);
   if (!leg.ok()) {
     const Diag& d = leg.error();
     // A run the model wrote that is no trace is the model's failure, not the input's.

@@ -53,10 +53,16 @@ struct LegRun {
   LegStop stop = LegStop::Budget;
   std::array<uint32_t, machine::kGlobalWords> global{};  // the final global memory
   double prefillSeconds = 0, decodeSeconds = 0;
+  int64_t firstTraceRow = 0;  // trace token t is the model's row firstTraceRow + t
+  // The model's token ids of the prompt (and the run).
+  std::vector<int64_t> modelIds(bool withRun) const;
 };
 
+// `firstTraceRow`: the checkpoint's (circuit::readLegCheckpoint); the vocabulary must hold the
+// trace's rows from there (Checkpoint otherwise), and an argmax outside them is TraceInvalid.
 Expected<LegRun> runLeg(model::Decoder& decoder, const machine::Program& program,
-                        const machine::Launch& launch, size_t tokenBudget);
+                        const machine::Launch& launch, size_t tokenBudget,
+                        int64_t firstTraceRow = 0);
 
 // The leg against itself (STYLE.md 6): the decoder's other path — the chunked prefill over the
 // prompt and the generated run, 512 tokens a forward — must give the run's token as its argmax
@@ -121,6 +127,7 @@ class ModelSession {
   ModelLegOptions options_;
   std::string dir_, tempDir_;
   int stepLimit_ = 0;
+  int64_t firstTraceRow_ = 0;
   std::unique_ptr<model::Decoder> decoder_;
   std::string lastTiming_;
 };

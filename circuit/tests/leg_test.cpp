@@ -188,12 +188,67 @@ TEST(Leg, PacksIntoTheTwoBShape) {
       << refused.error().message;
 }
 
-TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
+// `2b` (legShapeByName): Qwen3.5-2B's widths — hidden 2048, 16 heads of key dim 128, MLP 6,144,
+// at most 45 layers — and its 248,320-row vocabulary with the trace at the 243 spare rows from
+// 248,077 (../shared/reference/qwen35-spec.md §8), as a CountOnly build writes the config; an
+// untied lm_head (the 2B ties it: the readout reads the emit field, not the token fields).
+TEST(Leg, TheTwoBShapeHasQwen35TwoBsWidthsAndTheTraceAtItsSpareRows) {
+  auto shape = legShapeByName("2b");
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(shape->hidden, 2048);
+  EXPECT_EQ(shape->keyHeadDim, 128);
+  EXPECT_EQ(shape->heads, 16);
+  EXPECT_EQ(shape->units, 6144);
+  EXPECT_EQ(shape->layers, 45);
+  EXPECT_EQ(shape->vocab, 248320);
+  EXPECT_EQ(shape->firstTraceRow, 248077);
+  EXPECT_LE(shape->firstTraceRow + trace::kVocabSize, shape->vocab);
+  auto m = buildLegModel(kLegStepLimit, WeightStorage::CountOnly, *shape);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const model::Qwen35Config& c = m->weights->writtenConfig();
+  EXPECT_EQ(c.hiddenSize, 2048);
+  EXPECT_EQ(c.vocabSize, 248320);
+  EXPECT_EQ(c.linearNumKeyHeads, 16);
+  EXPECT_EQ(c.linearNumValueHeads, 16);
+  EXPECT_EQ(c.linearKeyHeadDim, 128);
+  EXPECT_EQ(c.linearValueHeadDim, 128);
+  EXPECT_EQ(c.intermediateSize, 6144);
+  EXPECT_EQ(c.numLayers(), m->packing.layers);
+  EXPECT_LE(c.numLayers(), 45);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  for (model::LayerType t : c.layerTypes) EXPECT_EQ(t, model::LayerType::Linear);
+  EXPECT_EQ(m->pipeline.tokens.rowOffset, 248077);
+
+  auto unknown = legShapeByName("7b");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().kind, ErrorKind::Usage);
+  EXPECT_NE(unknown.error().message.find("known: compact, 2b"), std::string::npos)
+      << unknown.error().message;
+  LegShape narrow = *shape;  // a residual narrower than the layout's span
+  narrow.hidden = 1024;
+  auto over = buildLegModel(kLegStepLimit, WeightStorage::CountOnly, narrow);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().kind, ErrorKind::OverLimit);
+  EXPECT_NE(over.error().message.find("residual dims, the shape has 1024"), std::string::npos)
+      << over.error().message;
+  for (int64_t first : {int64_t{-1}, int64_t{248320 - trace::kVocabSize + 1}}) {
+    LegShape outside = *shape;
+    outside.firstTraceRow = first;
+    auto refused = buildLegModel(kLegStepLimit, WeightStorage::CountOnly, outside);
+    ASSERT_FALSE(refused.ok()) << first;
+    EXPECT_EQ(refused.error().kind, ErrorKind::Usage) << first;
+    EXPECT_NE(refused.error().message.find("do not fit its vocabulary of 248320"),
+              std::string::npos)
+        << refused.error().message;
+  }
+}
+
+TEST(Leg, TheCircuitSidecarIsCheckedOnRead) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("qgpu_leg_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto expectCheckpointError = [&](const std::string& what) {
-    auto r = readLegStepLimit(dir.string());
+    auto r = readLegCheckpoint(dir.string());
     ASSERT_FALSE(r.ok()) << what;
     EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint) << what;
     EXPECT_NE(r.error().message.find("circuit.json"), std::string::npos) << r.error().message;
@@ -216,14 +271,22 @@ TEST(Leg, StepLimitSidecarIsCheckedOnRead) {
         std::string("{\"pipeline\": \"memory+spill+atomics+inc+dec+cas+regrec+warp\", "
                     "\"stepLimit\": 64}"),
         "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
-        "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]")}) {
+        "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]"),
+        "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": -1}",
+        "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": \"248077\"}"}) {
     std::ofstream(dir / "circuit.json") << text;
     expectCheckpointError(text);
   }
   std::ofstream(dir / "circuit.json") << "{" + leg + ", \"stepLimit\": 64}";
-  auto ok = readLegStepLimit(dir.string());
+  auto ok = readLegCheckpoint(dir.string());
   ASSERT_TRUE(ok.ok()) << ok.error().message;
-  EXPECT_EQ(*ok, 64);
+  EXPECT_EQ(ok->stepLimit, 64);
+  EXPECT_EQ(ok->firstTraceRow, 0);  // a checkpoint from before the trace could move
+  std::ofstream(dir / "circuit.json")
+      << "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": 248077}";
+  auto moved = readLegCheckpoint(dir.string());
+  ASSERT_TRUE(moved.ok()) << moved.error().message;
+  EXPECT_EQ(moved->firstTraceRow, 248077);
   fs::remove_all(dir);
 }
 
@@ -248,6 +311,16 @@ TEST(Leg, TheTokenizerNamesEveryTraceToken) {
   auto unknown = tok->encode("EX(0) EX(99)");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("'EX(99)'"), std::string::npos);
+  // At `2b`'s rows: the same names, every id moved by the first row.
+  auto moved =
+      model::WordLevelTokenizer::fromJson(traceTokenizerJson(248077).dump(), "tokenizer.json");
+  ASSERT_TRUE(moved.ok()) << moved.error().str();
+  std::vector<int64_t> shifted;
+  for (int64_t id : all) shifted.push_back(248077 + id);
+  EXPECT_EQ(moved->decode(shifted), names);
+  auto again = moved->encode(names);
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  EXPECT_EQ(*again, shifted);
 }
 
 }  // namespace

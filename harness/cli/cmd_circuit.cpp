@@ -4,7 +4,8 @@
 //
 //   qgpu circuit plan [--of pipeline|memory-pipeline|leg|stages] [--shape 2b|compact] [--hidden N]
 //                     [--heads N] [--units N] [--live] [--fields LAYER]
-//   qgpu circuit build --out DIR [--shape compact] [--heads N --units N [--layers N]] [--step-limit N]
+//   qgpu circuit build --out DIR [--shape compact|2b] [--heads N --units N [--layers N]]
+//                      [--key-head-dim 64|128] [--step-limit N]
 //   qgpu circuit margins K [--compiler clang|nvcc] [--dtype fp32|bf16] [--checkpoint DIR]
 //
 // margins (LibTorch builds): the model leg runs kernel K's circuit target program, then every
@@ -16,18 +17,21 @@
 //
 // build: the model leg's checkpoint (circuit/leg.h writeLegCheckpoint: config.json,
 // model.safetensors, circuit.json), which `qgpu run K --backend model --checkpoint DIR` loads and
-// model/ and transformers load like any Qwen3.5 checkpoint; with --heads and --units packed into
-// layers of that width (circuit/pack.h, at most --layers of them). A shape other than compact is
-// refused before anything is written (OverLimit: where the circuit does not fit, the budget;
-// where it fits, that its checkpoint is not built yet).
+// model/ and transformers load like any Qwen3.5 checkpoint. compact: every layer as wide as the
+// widest, key head dim 64 (or --key-head-dim 128); with --heads and --units packed into layers of
+// that width (circuit/pack.h, at most --layers of them). 2b: packed into Qwen3.5-2B's widths
+// (circuit/leg.h legShapeByName; ~13 GB fp32: hidden 2048, its 248,320-row vocabulary with the
+// trace at rows 248077..). A shape the leg does not fit is refused before anything is written
+// (OverLimit naming the budget).
 //
 // --of pipeline (the default): the execute pipeline as the model runs it (circuit/pipeline.h, 17
 // layers, every stage of a layer together, dims = the one layout's residual); --of memory-pipeline
 // with memory ops (18 layers); --of leg the leg's (circuit/leg.h legSpec: memory ops, atomics
 // with their regrec, mul and mad, warp ops; 28 layers: the checkpoint `circuit build` writes, and
 // the plan a shape other than compact is checked against: packed into the shape, circuit/pack.h,
-// its heads and units checked by the packing, which is printed layer by layer); --of stages: the front end and the ALU
-// stage each planned alone (each stage's dims its own fields, the ALU's by liveness). --hidden /
+// its heads and units checked by the packing, which is printed layer by layer); --of stages: the
+// front end and the ALU stage each planned alone (each stage's dims its own fields, the ALU's by
+// liveness). --hidden /
 // --heads / --units override the shape's limit (to try a shape that is not in the table). Prints
 // the shape, then one row per layer (layer, stage, its layer in the stage, heads, units, dims, and
 // "over: heads" etc. where a budget is exceeded), then the ALU bus's liveness figures; with --live
@@ -238,34 +242,24 @@ struct CircuitBuildOptions {
   std::string out;
   std::string shape = "compact";
   int stepLimit = circuit::kLegStepLimit;
-  int heads = 0, units = 0, layers = 45;  // heads > 0: packed (circuit/pack.h)
+  int heads = 0, units = 0, layers = 45;  // heads > 0: compact packed (circuit/pack.h)
+  int keyHeadDim = 0;                     // 0: the shape's
 };
 
-// `circuit build`: the model leg's checkpoint (circuit/leg.h). Only `compact` holds it today; any
-// other shape is refused by the plan's own check, naming the budget that does not fit.
+// `circuit build`: the model leg's checkpoint (circuit/leg.h) for a named shape; compact can be
+// packed to other widths (--heads, --units, --layers) and built at key head dim 128.
 int runBuild(const CircuitBuildOptions& o) {
-  if (o.shape != "compact") {
-    auto plan = circuit::planExecutePipeline(128, circuit::legSpec());
-    if (!plan.ok()) return reportError(plan.error());
-    auto shape = circuit::shapeByName(o.shape, *plan);
-    if (!shape.ok()) return reportError(shape.error());
-    auto packing = circuit::packLeg(circuit::LegShape{shape->name, shape->keyHeadDim, shape->heads,
-                                                      shape->mlpUnits, shape->layers});
-    if (!packing.ok()) return reportError(packing.error());
-    if (Status fits = circuit::checkFits(*plan, *shape, /*packed=*/true); !fits.ok())
-      return reportError(fits.error());
-    return reportError(makeDiag(
-        ErrorKind::OverLimit,
-        "shape " + o.shape + ": the circuit fits (packed into " + std::to_string(packing->layers) +
-            " layers: qgpu circuit plan --of leg --shape " + o.shape +
-            "), but its checkpoint is not built yet (the trace's rows at " +
-            std::to_string(trace::kQwenFirstId) +
-            ".. of the shape's vocabulary need the model leg's token offset); build compact, or "
-            "compact packed to the shape's heads and units with --heads and --units"));
-  }
+  auto named = circuit::legShapeByName(o.shape);
+  if (!named.ok()) return reportError(named.error());
+  circuit::LegShape shape = *named;
   if ((o.heads > 0) != (o.units > 0))
     return reportError(makeDiag(ErrorKind::Usage, "build: --heads and --units go together"));
-  circuit::LegShape shape;  // compact
+  if ((o.heads > 0 || o.keyHeadDim > 0) && o.shape != "compact")
+    return reportError(makeDiag(ErrorKind::Usage,
+                                "build: --heads, --units and --key-head-dim "
+                                "reshape compact; " +
+                                    o.shape + " has its own widths"));
+  if (o.keyHeadDim > 0) shape.keyHeadDim = o.keyHeadDim;
   if (o.heads > 0) {
     shape.name = "compact packed to " + std::to_string(o.heads) + " heads, " +
                  std::to_string(o.units) + " units";
@@ -275,11 +269,14 @@ int runBuild(const CircuitBuildOptions& o) {
   }
   if (Status s = circuit::writeLegCheckpoint(o.out, o.stepLimit, shape); !s.ok())
     return reportError(s.error());
+  auto written = circuit::readLegCheckpoint(o.out);
+  if (!written.ok()) return reportError(written.error());
   std::printf(
       "wrote %s (the leg's pipeline: memory ops, spill slots, atomics with their regrec, warp ops, "
-      "mul and mad; "
-      "step limit %d%s)\n",
-      o.out.c_str(), o.stepLimit, o.heads > 0 ? ("; " + shape.name).c_str() : "");
+      "mul and mad; step limit %d; %s: %d layers, hidden %d, MLP %d, key head dim %d, trace at "
+      "rows %lld..)\n",
+      o.out.c_str(), o.stepLimit, shape.name.c_str(), written->layers, written->hidden,
+      written->mlpUnits, shape.keyHeadDim, static_cast<long long>(written->firstTraceRow));
   return kExitOk;
 }
 
@@ -375,8 +372,9 @@ Command addCircuitCommand(CLI::App& root, const CommonOptions& common) {
       "build",
       "Write the model leg's checkpoint (memory ops, atomics, warp ops) for `run --backend model`");
   build->add_option("--out", b.out, "Checkpoint directory to write")->required();
-  build->add_option("--shape", b.shape, "compact (2b does not hold the circuit yet)")
-      ->capture_default_str();
+  build->add_option("--shape", b.shape, "compact or 2b")->capture_default_str();
+  build->add_option("--key-head-dim", b.keyHeadDim, "Build compact at this key head dim")
+      ->check(CLI::IsMember({64, 128}));
   build
       ->add_option("--heads", b.heads,
                    "Pack the layers into this many heads per layer (with --units; circuit/pack.h)")

@@ -91,10 +91,16 @@ expect plan-2b-json 0 '"packing": \{' -- "$qgpu" --json circuit plan --of leg --
 expect plan-2b-heads-8 4 'error\[OverLimit\]: pack: the circuit needs [0-9]+ layers of 8 heads' -- \
   "$qgpu" circuit plan --of leg --shape 2b --heads 8
 # `circuit build`: compact (below: packed with --heads / --units; the compact checkpoint itself
-# and a packed one are harness_model_leg_test's); 2b fits but is refused before anything is
-# written: its checkpoint needs the trace at the vocabulary's spare rows.
-expect build-2b 4 'error\[OverLimit\].*the circuit fits \(packed into 38 layers.*not built yet' -- \
-  "$qgpu" circuit build --shape 2b --out "$tmp/leg2b"
+# and one at 2b's widths are harness_model_leg_test's, 2b itself ci/model-leg-2b.sh's: 13 GB).
+# 2b has its own widths: reshaping it is refused before anything is written, as is an unknown
+# shape or key head dim.
+expect build-2b-reshaped 2 "error\[Usage\].*--heads, --units and --key-head-dim reshape compact; 2b has its own widths" -- \
+  "$qgpu" circuit build --shape 2b --heads 8 --units 6144 --out "$tmp/leg2b"
+expect build-2b-dk 2 "reshape compact; 2b has its own widths" -- \
+  "$qgpu" circuit build --shape 2b --key-head-dim 64 --out "$tmp/leg2b"
+expect build-unknown-shape 2 "error\[Usage\]: unknown shape '7b' \(known: compact, 2b\)" -- \
+  "$qgpu" circuit build --shape 7b --out "$tmp/leg2b"
+expect build-dk-96 2 'key-head-dim' -- "$qgpu" circuit build --key-head-dim 96 --out "$tmp/leg2b"
 [ -e "$tmp/leg2b" ] && { failed=$((failed + 1)); echo "FAIL build-2b wrote $tmp/leg2b"; }
 expect build-no-out 2 '--out is required' -- "$qgpu" circuit build
 expect build-heads-alone 2 '--heads and --units go together' -- \

@@ -480,15 +480,22 @@ TEST_F(Leg, ARunTheTokenBudgetCutsIsInconclusiveAndComparedAsFarAsItGoes) {
       << r.detail;
 }
 
-// The leg packed into 16 heads and 6,144 MLP units a layer (circuit/pack.h: `2b`'s widths at
-// compact's key head dim and hidden size), its own checkpoint: the atomics of every kind, the
-// shuffles, shared memory and barriers through `check --model fp32,bf16` with --check, the
-// interpreter's run token for token — the packing moves heads and units between layers and must
-// not change one token.
-TEST_F(Leg, APackedCheckpointRunsTheSameTokens) {
+// The leg at `2b`'s widths (circuit/leg.h legShapeByName): packed into 16 heads of key dim 128
+// and 6,144 MLP units a layer (circuit/pack.h), hidden 2,048 — all of 2b but its 248,320-row
+// vocabulary (4 GB of zero rows in the embedding and lm_head; the nightly runs the real thing,
+// ci/model-leg-2b.sh): here the trace sits at rows 100.. of kVocabSize + 160 rows, so that the
+// leg's row offset (prompt ids, argmax, the chunked replay) is exercised with zero rows on both
+// sides. Its own checkpoint: the atomics of every kind, the shuffles, shared memory and barriers
+// through `check --model fp32,bf16` with --check, the interpreter's run token for token.
+TEST_F(Leg, ACheckpointAtTheTwoBWidthsRunsTheSameTokens) {
   if (!host::toolAvailable(host::Compiler::Clang)) GTEST_SKIP() << "clang-14 is not installed";
-  const std::string packed = dir + "_packed";
-  const circuit::LegShape shape{"compact packed to 16 heads, 6144 units", 64, 16, 6144, 45};
+  const std::string packed = dir + "_2b_widths";
+  auto twoB = circuit::legShapeByName("2b");
+  ASSERT_TRUE(twoB.ok()) << twoB.error().message;
+  circuit::LegShape shape = *twoB;
+  shape.name = "2b's widths, a small vocabulary";
+  shape.vocab = trace::kVocabSize + 160;
+  shape.firstTraceRow = 100;
   Status s = circuit::writeLegCheckpoint(packed, circuit::kLegStepLimit, shape);
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
@@ -507,9 +514,26 @@ TEST_F(Leg, APackedCheckpointRunsTheSameTokens) {
   ASSERT_TRUE(checked.ok()) << checked.error().str();
   ASSERT_EQ(checked->cases.size(), 3 * chosen.size());
   const uint64_t compared = expectEveryCaseMatches(*checked);
-  std::cout << "[leg] packed (16 heads, 6144 units a layer): check --model fp32,bf16 on "
+  std::cout << "[leg] 2b's widths (16 heads of 128, 6144 units a layer, hidden 2048, trace at "
+               "row 100): check --model fp32,bf16 on "
             << names.size() << " catalog kernels (clang): " << compared
             << " run tokens compared, 0 differ" << std::endl;
+}
+
+// The checkpoint's trace rows must lie in its vocabulary (circuit.json's firstTraceRow against
+// config.json's vocab_size): refused before the model sees a token.
+TEST_F(Leg, RefusesTraceRowsTheVocabularyDoesNotHold) {
+  ASSERT_TRUE(fp32 != nullptr);
+  fp32->reset();
+  for (int64_t first : {int64_t{1}, int64_t{-1}}) {
+    auto r = runLeg(*fp32, divergent(), launch(), 100, first);
+    ASSERT_FALSE(r.ok()) << first;
+    EXPECT_EQ(r.error().kind, ErrorKind::Checkpoint) << first;
+    EXPECT_NE(r.error().message.find("from row " + std::to_string(first) + " do not fit"),
+              std::string::npos)
+        << r.error().message;
+  }
+  EXPECT_EQ(fp32->position(), 0);
 }
 
 TEST_F(Leg, RefusesAProgramThePipelineDoesNotExecuteBeforeRunning) {
