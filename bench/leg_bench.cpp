@@ -54,7 +54,7 @@ struct Checkpoint {
     }
     firstTraceRow = shape->firstTraceRow;
     const Clock::time_point t0 = Clock::now();
-    Status s = circuit::writeLegCheckpoint(dir, circuit::kLegStepLimit, *shape);
+    auto s = circuit::writeLegCheckpoint(dir, circuit::kLegStepLimit, *shape);
     writeSeconds = since(t0);
     if (!s.ok()) error = s.error().str();
   }

@@ -7,8 +7,8 @@
 // copy per lane read port (4 ports: every lane reads its own address in the same token, §2: a head
 // answers one query per token). A port is `banks` heads (memory.h "Banks"): the top address bits
 // pick the head. The cells per head are the key head dim over the rows per cell of the read
-// (ReadHeight): key head dim 64 → 64 cells, 2 heads per port; 128 one-row (Nominal) → 1 head; 128
-// exact (4-row cells, 32 per head) → 4 heads. A token that writes nothing has a zero key
+// (ReadHeight): key head dim 64 → 64 cells, 2 heads per port; 128 one-row (NormRail, exact with
+// its rail channel; Nominal, the twin) → 1 head; 128 Exact (4-row cells, 32 per head) → 4 heads. A token that writes nothing has a zero key
 // (NoWrite::ZeroKey: all 128 rows are cells, no scratch row).
 //
 // The writes (docs/trace.md): global memory from the prompt's `GMEM v(address) GW v(word)` pairs
@@ -102,7 +102,8 @@ struct DataMemorySpec {
   // Per space (indexed by machine::Space) per lane: 8 sign dims, the word index (7 bits, low first), then
   // `high` (+1: the address is invalid for another reason). Empty for a space not built.
   std::array<std::vector<Field>, 2> readAddr;
-  ReadHeight read = ReadHeight::Nominal;  // the memory heads' read; Exact: 4-row cells at dk 128
+  ReadHeight read = ReadHeight::NormRail;  // the memory heads' read (memory.h); Exact: 4-row
+                                           // cells at dk 128; Nominal: the one-row twin
   float headGain = 128;
   float mlpGain = 128;          // the ANDs use 2G
   // Where its heads and units start in each layer L..L+4 (a host's own come first there).

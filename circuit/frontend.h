@@ -103,9 +103,10 @@
 // their own), L+3 2·512/dk + 1 (17 at dk = 64, 9 at 128), L+4 20 (16 register heads + 4 predicate
 // heads: over `2b` by 4; a placement that fits moves the predicate heads to a layer after L+4).
 // Units: L 83, L+1 467, L+2 179, L+3 168, L+4 548 (frontend_spec_test's hand counts). Residual dims:
-// see FrontEnd. Key head dim 64 makes every one-row read exact in fp32 (circuit/tap.h "The read
-// height"; the register heads are one-row; the predicate heads use ReadHeight::Exact, 4-row cells
-// at dk 128).
+// see FrontEnd. Every read is exact in fp32 at key head dim 64 and 128: the taps and latches and
+// the predicate heads use ReadHeight::Exact (circuit/tap.h "The read height"; 4-row cells at
+// dk 128), the ROM and the register heads one-row cells with the norm rail at dk 128
+// (ReadHeight::NormRail, circuit/memory.h "Key head dim").
 //
 // Not handled (docs/circuit.md §9 "Built: the front end"): FAULT, LIMIT. The payload banks (i0..i2,
 // offset) only with payloadBanks (their reader: circuit/operands.h). oldDst, predPort and exec are

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <variant>
 
@@ -32,8 +33,7 @@ constexpr const char* kLegPipeline = "memory+spill+atomics+inc+dec+cas+regrec+wa
 model::Qwen35Config legConfig(int hidden, int units, const LegShape& shape,
                               bool allLinear = false) {
   const ExecuteSpec s = legSpec(kLegStepLimit);
-  const int64_t vocab = shape.vocab > 0 ? shape.vocab : trace::kVocabSize;
-  model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, vocab);
+  model::Qwen35Config c = linearConfig(hidden, executeLayers(s), units, shape.vocabRows());
   const std::vector<int> heads = executePipelineHeads(shape.keyHeadDim, s);
   int most = 0;
   for (size_t l = 0; l < heads.size(); ++l) {
@@ -62,7 +62,7 @@ ExecuteSpec legSpecFor(const LegShape& shape, int stepLimit) {
 }
 
 Status checkShape(const LegShape& shape) {
-  const int64_t vocab = shape.vocab > 0 ? shape.vocab : trace::kVocabSize;
+  const int64_t vocab = shape.vocabRows();
   if (shape.firstTraceRow < 0 || shape.firstTraceRow + trace::kVocabSize > vocab)
     return makeDiag(ErrorKind::Usage, "shape '" + shape.name + "': the trace's " +
                                           std::to_string(trace::kVocabSize) + " rows from row " +
@@ -176,19 +176,27 @@ Expected<LegModel> buildLegModel(int stepLimit, WeightStorage storage, const Leg
   return m;
 }
 
-Status writeLegCheckpoint(const std::string& dir, int stepLimit, const LegShape& shape) {
+Expected<LegCheckpoint> writeLegCheckpoint(const std::string& dir, int stepLimit,
+                                           const LegShape& shape) {
   QGPU_TRY(m, buildLegModel(stepLimit, WeightStorage::Dense, shape));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return makeDiag(ErrorKind::Io, dir + ": " + ec.message());
   QGPU_CHECK(m.weights->write(dir));
+  const model::Qwen35Config& written = m.weights->writtenConfig();
+  LegCheckpoint c;
+  c.stepLimit = stepLimit;
+  c.firstTraceRow = shape.firstTraceRow;
+  c.layers = static_cast<int>(written.layerTypes.size());
+  c.hidden = static_cast<int>(written.hiddenSize);
+  c.mlpUnits = static_cast<int>(written.intermediateSize);
   nlohmann::json j = {{"pipeline", kLegPipeline},
-                      {"stepLimit", stepLimit},
-                      {"hidden", m.weights->writtenConfig().hiddenSize},
-                      {"layers", m.weights->writtenConfig().layerTypes.size()},
-                      {"mlpUnits", m.weights->writtenConfig().intermediateSize},
+                      {"stepLimit", c.stepLimit},
+                      {"hidden", c.hidden},
+                      {"layers", c.layers},
+                      {"mlpUnits", c.mlpUnits},
                       {"keyHeadDim", shape.keyHeadDim},
-                      {"firstTraceRow", shape.firstTraceRow}};
+                      {"firstTraceRow", c.firstTraceRow}};
   if (shape.packed())
     j["packing"] = {{"shape", shape.name},
                     {"headsPerLayer", shape.heads},
@@ -200,7 +208,7 @@ Status writeLegCheckpoint(const std::string& dir, int stepLimit, const LegShape&
   std::ofstream tokenizer(fs::path(dir) / "tokenizer.json");
   tokenizer << traceTokenizerJson(shape.firstTraceRow).dump(2) << "\n";
   if (!tokenizer) return makeDiag(ErrorKind::Io, dir + "/tokenizer.json: cannot write");
-  return Ok{};
+  return c;
 }
 
 nlohmann::json traceTokenizerJson(int64_t firstTraceRow) {
@@ -236,19 +244,29 @@ Expected<LegCheckpoint> readLegCheckpoint(const std::string& dir) {
                     path.string() + ": expected {\"pipeline\": \"" + kLegPipeline +
                         "\", \"stepLimit\": N, \"firstTraceRow\": R} (rebuild it with qgpu "
                         "circuit build)");
+  // Every number is read as int64 and range-checked before it is narrowed.
+  auto outside = [&](const std::string& key, int64_t v, int64_t lo, int64_t hi) {
+    return makeDiag(ErrorKind::Checkpoint, path.string() + ": " + key + " " + std::to_string(v) +
+                                               " outside " + std::to_string(lo) + ".." +
+                                               std::to_string(hi));
+  };
   LegCheckpoint c;
-  c.stepLimit = j["stepLimit"].get<int>();
-  if (c.stepLimit < 1 || c.stepLimit > kLegStepLimit)
-    return makeDiag(ErrorKind::Checkpoint, path.string() + ": stepLimit " +
-                                               std::to_string(c.stepLimit) + " outside 1.." +
-                                               std::to_string(kLegStepLimit));
+  const int64_t stepLimit = j["stepLimit"].get<int64_t>();
+  if (stepLimit < 1 || stepLimit > kLegStepLimit)
+    return outside("stepLimit", stepLimit, 1, kLegStepLimit);
+  c.stepLimit = static_cast<int>(stepLimit);
   c.firstTraceRow = j.value("firstTraceRow", int64_t{0});
-  for (auto [key, to] : {std::pair{"layers", &c.layers}, std::pair{"hidden", &c.hidden},
-                         std::pair{"mlpUnits", &c.mlpUnits}})
-    if (j.contains(key) && j[key].is_number_integer()) *to = j[key].get<int>();
   if (c.firstTraceRow < 0)
     return makeDiag(ErrorKind::Checkpoint, path.string() + ": firstTraceRow " +
                                                std::to_string(c.firstTraceRow) + " is negative");
+  for (auto [key, to] : {std::pair{"layers", &c.layers}, std::pair{"hidden", &c.hidden},
+                         std::pair{"mlpUnits", &c.mlpUnits}}) {
+    if (!j.contains(key) || !j[key].is_number_integer()) continue;
+    const int64_t v = j[key].get<int64_t>();
+    if (v < 0 || v > std::numeric_limits<int>::max())
+      return outside(key, v, 0, std::numeric_limits<int>::max());
+    *to = static_cast<int>(v);
+  }
   return c;
 }
 

@@ -16,8 +16,9 @@
 //   buildLegModel     that pipeline on its layout by liveness (planExecuteLayout), with the
 //                     config a checkpoint needs: hidden = the plan's span, the MLP = the widest
 //                     layer's units, linear heads = the most any layer holds (key head dim 64;
-//                     at 128, `2b`'s, every read goes through docs/circuit.md §8's exact
-//                     constructions: measured 0 differ through `2b`), a layer without
+//                     at 128, `2b`'s, every read is exact: 4-row cells for taps, latches, the
+//                     counter and the predicate file, the norm rail for the ROM, the register
+//                     file and the data memories, docs/circuit.md §9), a layer without
 //                     heads a full-attention layer with zero weights (it adds exactly 0), the
 //                     vocabulary = the trace's (no probes); or, for a LegShape, that shape's
 //                     widths, vocabulary and trace rows (`2b`). The control stage writes the step
@@ -75,6 +76,7 @@ struct LegShape {
   int64_t vocab = 0;
   int64_t firstTraceRow = 0;
   bool packed() const { return heads > 0; }
+  int64_t vocabRows() const { return vocab > 0 ? vocab : trace::kVocabSize; }
 };
 
 // "compact" (LegShape{}) or a shape of circuit/plan.h's table: `2b` is Qwen3.5-2B's widths
@@ -101,13 +103,17 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
 // "firstTraceRow": R, …}, which readLegCheckpoint reads back (Checkpoint error when it is missing
 // or malformed: a directory that is not a leg checkpoint; a missing firstTraceRow is 0, as every
 // checkpoint before it had).
-Status writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit,
-                          const LegShape& shape = {});
 struct LegCheckpoint {
   int stepLimit = 0;
   int64_t firstTraceRow = 0;                 // trace token t is the model's token firstTraceRow + t
   int layers = 0, hidden = 0, mlpUnits = 0;  // as written (0 where circuit.json lacks them)
 };
+// Returns what it wrote to circuit.json.
+Expected<LegCheckpoint> writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit,
+                                           const LegShape& shape = {});
+// Checkpoint error for a circuit.json that is missing, malformed, of another pipeline, or whose
+// numbers are out of range (stepLimit outside 1..kLegStepLimit, a negative firstTraceRow, layers /
+// hidden / mlpUnits outside 0..INT_MAX).
 Expected<LegCheckpoint> readLegCheckpoint(const std::string& dir);
 
 // The checkpoint's tokenizer.json: a Hugging Face WordLevel tokenizer whose words are the trace

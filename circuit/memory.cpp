@@ -1,8 +1,12 @@
 // qgpu/circuit/memory.cpp — see memory.h for the maths.
 #include "circuit/memory.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
+#include "circuit/units.h"
 #include "model/tiny.h"
 
 namespace qgpu::circuit {
@@ -12,7 +16,73 @@ Diag memoryUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "memory gadget: " + message);
 }
 
+float bf16(float v) {
+  return model::bf16ToFloat(model::floatToBf16(v));
+}
+
+float ulpAbove(float x) {
+  return std::nextafter(x, std::numeric_limits<float>::infinity()) - x;
+}
+
+// The gated norm's output for a hot channel read as o beside the rail read as oC, before silu(z):
+// fl(o·r) with r = rsqrt(T/dv + eps), T = fl(oC²), when the rail dominates the mean (`hot`
+// channels of fl(o²) below ulp(T)/4) and both rsqrt models give the same r; nothing otherwise.
+std::optional<float> railNormOutput(float o, float oC, int hot, int64_t dv, float eps) {
+  const float T = oC * oC;
+  if (!std::isfinite(T) || static_cast<double>(hot) * (o * o) >= ulpAbove(T) / 4) return {};
+  const float mean = T / static_cast<float>(dv) + eps;
+  const float exact = static_cast<float>(1.0 / std::sqrt(static_cast<double>(mean)));
+  const float viaSqrt = 1.0f / std::sqrt(mean);
+  if (exact != viaSqrt) return {};
+  return o * exact;
+}
+
 }  // namespace
+
+Expected<NormRail> planNormRail(int64_t dk, int64_t dv, double height, int hotChannels,
+                                double eps) {
+  NormRail rail;
+  const float s = static_cast<float>(std::pow(static_cast<double>(dk), -0.5));
+  const float sqrtDk = static_cast<float>(std::sqrt(static_cast<double>(dk)));
+  const float h = static_cast<float>(height);
+  if (dk < 1 || dv < 2 || (dv & (dv - 1)) != 0 || hotChannels < 1 || !powerOfTwo(h))
+    return memoryUsage(
+        "a norm rail needs a positive key head dim, a value head dim that is a "
+        "power of two, hot channels and a power-of-two height");
+  if (powerOfTwo(h * s) && 1.0f / sqrtDk == s) return rail;  // the one-row read is exact
+  if (1.0f / sqrtDk != s || static_cast<float>(1.0 / std::sqrt(static_cast<double>(dk))) != s)
+    return memoryUsage("at key head dim " + std::to_string(dk) +
+                       " the chunked and the recurrent rule scale a one-hot query differently");
+  const float o = h * s, feps = static_cast<float>(eps);
+  // C = (1 + i/128)·2^e (bf16), from an exponent where the rail can dominate; zs an fp32 number
+  // in [17, 1024) (its bf16 pieces on the ballast). The first pair exact in fp32 and bf16 wins.
+  int e0 = 0;
+  std::frexp(std::sqrt(static_cast<double>(hotChannels)) * height * 4096.0, &e0);
+  for (int e = e0; e < e0 + 8; ++e)
+    for (int i = 0; i < 128; ++i) {
+      const float C = std::ldexp(1.0f + static_cast<float>(i) / 128.0f, e);
+      const auto p = railNormOutput(o, C * s, hotChannels, dv, feps);
+      const auto pb = railNormOutput(bf16(o), bf16(C * s), hotChannels, dv, feps);
+      if (!p || !pb) continue;
+      // zs: the fp32 numbers next to 2^j / p in [17, 1024) (bf16 rounds the gate to bf16(zs)).
+      for (int j = -40; j < 40; ++j) {
+        const float target = std::ldexp(1.0f, j), z0 = target / *p;
+        if (!(z0 >= 17.0f && z0 < 1024.0f)) continue;
+        float up = z0, down = z0;
+        for (int k = 0; k < 4;
+             ++k, up = std::nextafter(up, 2 * z0), down = std::nextafter(down, 0.0f))
+          for (float zs : {up, down}) {
+            if (*p * zs != target || bf16(bf16(*pb) * bf16(zs)) != target) continue;
+            rail.value = C;
+            rail.gate = zs;
+            rail.hot = target;
+            return rail;
+          }
+      }
+    }
+  return memoryUsage("no norm rail makes a one-row read exact at key head dim " +
+                     std::to_string(dk) + " (value height " + std::to_string(height) + ")");
+}
 
 namespace {
 
@@ -65,13 +135,18 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
       QGPU_CHECK(w.set(qkv, kBase + m.scratchRow + g, s.writeEnable.at(0), static_cast<float>(-G)));
       QGPU_CHECK(useChannel(kBase + m.scratchRow + g));
     }
-  // Value: dual rail at the read plan's height h (λGv for one-row cells).
+  // Value: dual rail at the read plan's height h (λGv for one-row cells); the norm rail's C.
   const float lead = static_cast<float>(m.read.height / s.lambda);
   for (int j = 0; j < V; ++j) {
     QGPU_CHECK(w.set(qkv, vBase + 2 * j, s.value.at(j), lead));
     QGPU_CHECK(w.set(qkv, vBase + 2 * j + 1, s.value.at(j), -lead));
     QGPU_CHECK(useChannel(vBase + 2 * j));
     QGPU_CHECK(useChannel(vBase + 2 * j + 1));
+  }
+  const NormRail& rail = m.rail;
+  if (rail.channel >= 0) {
+    QGPU_CHECK(w.set(qkv, vBase + rail.channel, bal, static_cast<float>(rail.value / s.lambda)));
+    QGPU_CHECK(useChannel(vBase + rail.channel));
   }
   // Write strength and decay.
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_b.weight"), head, bal,
@@ -85,10 +160,21 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
     QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.in_proj_a.weight"), head, s.reset.at(0),
                      static_cast<float>(G)));
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.dt_bias"), head, 0, 0.0f));
-  // Output gate and norm: silu(z) = λGz on every channel, the shared norm weight 1.
+  // Output gate and norm: silu(z) = λGz on every channel (zs on the data channels with a norm
+  // rail), the shared norm weight 1. zs is an fp32 number: its bf16 pieces on the ballast (R4).
   const std::string z = w.layerTensor(s.layer, "linear_attn.in_proj_z.weight");
-  for (int64_t ch = 0; ch < dv; ++ch)
+  HeightTerms gate;
+  if (rail.channel >= 0) {
+    QGPU_TRY(terms, heightTerms(rail.gate / s.lambda, s.ballast, false));
+    gate = terms;
+  }
+  for (int64_t ch = 0; ch < dv; ++ch) {
+    if (rail.channel >= 0 && ch < 2 * V) {
+      for (const Term& t : gate.rest) QGPU_CHECK(w.set(z, head * dv + ch, t.dim, t.weight));
+      continue;
+    }
     QGPU_CHECK(w.set(z, head * dv + ch, bal, static_cast<float>(Gz)));
+  }
   QGPU_CHECK(w.fill(w.layerTensor(s.layer, "linear_attn.norm.weight"), 1.0f));
   // out_proj: out_j = c·(y_2j − y_2j+1); every bank adds into the same out dims.
   const std::string outProj = w.layerTensor(s.layer, "linear_attn.out_proj.weight");
@@ -142,6 +228,17 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
         " rows per cell (+ a scratch group) within the key head dim " + std::to_string(dk));
   if (V < 1 || 2 * V > dv || s.out.dims != V)
     return memoryUsage("value and out fields need V dims, 2V <= value head dim");
+  NormRail rail;
+  if (s.read == ReadHeight::NormRail) {
+    auto planned = planNormRail(dk, dv, plan.value().height, V, c.rmsNormEps);
+    if (!planned.ok()) return planned.error();
+    rail = planned.value();
+    if (rail.value != 0) {
+      if (2 * V + 1 > dv)
+        return memoryUsage("a norm rail needs 2V + 1 <= value head dim " + std::to_string(dv));
+      rail.channel = 2 * V;
+    }
+  }
   if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
     return memoryUsage("the reset field has 0 or 1 dim and excludes the decay twin");
   if (s.writeEnable.dims != 1 || s.ballast.dims < 1)
@@ -159,7 +256,9 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   m.gateZ = s.lambda * Gz;
   m.scratchRow = s.noWrite == NoWrite::ScratchRow ? R << rowBits : -1;
   m.read = plan.value();
+  m.rail = rail;
   m.valueHot = m.read.height;
+  if (rail.channel >= 0) m.gateZ = std::min(m.gateZ, static_cast<double>(rail.gate));
   if (m.read.keyRows > 1 && s.ballast.dims < 3)
     return memoryUsage("exact reads at key head dim " + std::to_string(dk) +
                        " need 3 ballast dims (the query's second row's pieces)");
@@ -170,8 +269,10 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
                                               " miss the exactness thresholds 89 / 17 (rule R2)");
   // c = outUnit / (√(128/V)·λGz); rule R4 for the one weight that is not a multiple of G:
   // √(128/V) must be a power of two.
+  // With a norm rail a hot channel's output is rail.hot instead.
   const double hot = std::sqrt(static_cast<double>(dv) / V);
-  const float cOut = static_cast<float>(s.outUnit / (hot * m.gateZ));
+  const float cOut = static_cast<float>(rail.channel >= 0 ? s.outUnit / rail.hot
+                                                          : s.outUnit / (hot * s.lambda * Gz));
   if (model::bf16ToFloat(model::floatToBf16(cOut)) != cOut)
     return memoryUsage(
         "out_proj weight " + std::to_string(cOut) + " = outUnit / (√(" + std::to_string(dv) + "/" +

@@ -70,8 +70,28 @@
 // hot on rows 4r and 4r+1 at λG and λG + δ (δ from `planOneRowRead` on the fp32 grid of the
 // decoder's sums, its pieces on ballast dims 1..), value rails at h = 2X/t (a power of two) — so
 // the read is X on both paths, the dk = 64 read bit for bit. The cost: a head holds dk/4 cells
-// (32 at dk = 128; 31 with a scratch group). `Nominal` (the default, so that 128-cell heads and
-// the ROM's banks keep their size) is the one-row construction.
+// (32 at dk = 128; 31 with a scratch group). `Nominal` (the default) is the one-row construction.
+// `read = ReadHeight::NormRail` keeps one row per cell (128 cells per head at dk = 128) and makes
+// the read exact after the gated norm instead (docs/circuit.md §9 "The norm rail"):
+//   - the one-row read is exact *as a number* on both paths: o = h·s with h a power of two (every
+//     product of s with a row value or a row difference is exact, FMA or not) and the one-hot
+//     query entry s = fl(dk^-½) = fl(1/fl(√dk)) on both; only o is no power of two, and the gated
+//     norm's mean of the V hot channels' fl(o²) rounds differently for each pattern of hot rails
+//   - a rail channel 2V holds C on every written cell (value C·ballast, C bf16, C ≫ h): its
+//     fl(fl(C·s)²) = T dominates the mean — V·fl(o²) < ulp(T)/4, so every partial sum that holds T
+//     rounds back to T in any order (fp32 or wider accumulators) — and the mean is T/dv, one fp32
+//     number for every read; C is chosen so that its rsqrt is the same under the correctly
+//     rounded and the 1/sqrtf model
+//   - the data channels' gate z = zs (an fp32 number ≥ 17, so silu(zs) = zs; its bf16 pieces on
+//     the ballast, R4) is chosen so that y = fl(fl(o·r)·zs) is a power of two, and the bf16 path
+//     (o, C·s, the norm output and z rounded to bf16) gives the same y; out_proj's c = outUnit / y
+//     is a power of two. (With C and zs both bf16 there is none: p ≈ √2 times a ratio of 8-bit
+//     numbers is never within 2^-24 of a power of two.) dk = 128, h = 256, V = 32: C = 8,454,144
+//     (≈ 2^23), zs = 22.8042, y = 2^-7 (norm_rail_test).
+//   A rail channel's own output has out_proj weight 0; an empty cell reads 0 on every channel, the
+//   rail too, so it still reads exactly 0. `planNormRail` searches C and zs and refuses a
+//   geometry with no solution. Cost: one value channel (2V + 1 ≤ dv) and no heads. With dk a
+//   power of 4 the one-row read is exact and NormRail builds exactly what Nominal builds.
 //
 // Failing-twin knobs (they break one rule each and must corrupt reads): `write = Half` sets
 // b = 0 (beta = ½: a write leaves half of the old row, R6); `decay = Half` sets A_log = 0
@@ -129,8 +149,25 @@ struct MemorySpec {
   NoWrite noWrite = NoWrite::ScratchRow;
   int banks = 1;       // a power of two; value heads head .. head + banks − 1; > 1 needs ZeroKey
   MemoryReadout readout = MemoryReadout::Signed;
-  ReadHeight read = ReadHeight::Nominal;  // Exact: 4-row cells, exact reads at any dk (header)
+  ReadHeight read = ReadHeight::Nominal;  // Exact: 4-row cells; NormRail: one-row cells and a
+                                          // rail channel; both exact at any dk (header)
 };
+
+// The norm rail of a NormRail read (header "Key head dim"); channel −1: no rail (the one-row read
+// is a power of two: dk a power of 4).
+struct NormRail {
+  int channel = -1;  // the rail's value channel within the head (2V)
+  float value = 0;   // C: the rail's value on every write (bf16)
+  float gate = 0;    // zs = silu(z) of the data channels (fp32, ≥ 17; bf16 pieces on the ballast)
+  float hot = 0;     // y: a hot data channel's gated-norm output times zs, a power of two (fp32
+                     // and bf16, prefill and decode)
+};
+
+// C and zs for hot value channels of height `height` (a power of two), at most `hotChannels` of
+// them per read, in heads of key head dim dk and value head dim dv (a power of two), with the
+// gated norm's eps. Usage diag when the two paths' one-hot query entries differ or no C and zs
+// in the searched range work.
+Expected<NormRail> planNormRail(int64_t dk, int64_t dv, double height, int hotChannels, double eps);
 
 // The margins the construction guarantees (pre-activation units, before SiLU / sigmoid).
 struct MemoryMargins {
@@ -141,6 +178,7 @@ struct MemoryMargins {
   double gateZ = 0;      // z: λGz
   int scratchRow = -1;   // the first key row a non-writing token writes; −1 with ZeroKey
   OneRowRead read;       // rows per cell (read.keyRows), the query heights, h and the read X
+  NormRail rail;         // NormRail reads at a dk whose one-row read is no power of two
 };
 
 // Writes the memory head into `weights`. Usage diag for a spec that does not fit the config or

@@ -228,7 +228,8 @@ struct MemoryStageSpec {
   Field warp;             // 2: the executing warp (a spill slot's thread is 4·warp + lane)
   Field exec;             // 4: executing lanes
   std::array<MemoryLaneIn, kRecordLanes> lanes;
-  ReadHeight read = ReadHeight::Nominal;  // the data memories' read (Exact: 4-row cells at dk 128)
+  ReadHeight read = ReadHeight::NormRail;  // the data memories' read (memory.h; Exact: 4-row
+                                           // cells at dk 128; Nominal: the one-row twin)
   float mlpGain = 128;    // G of the step pairs and the adder (ANDs use 2G)
   MemoryStageTwin twin = MemoryStageTwin::None;
   // Hosting (circuit/pipeline.h): the head word in the ROM's polarity (−u = 1: every head literal's

@@ -525,7 +525,7 @@ std::vector<int> executePipelineHeads(int64_t keyHeadDim, const ExecuteSpec& spe
     h[2] += 1;  // the sharedWords latch (operands.h)
     // The data memories (datamem.h): the assembler's taps, the tag latch and counter, the
     // thresholds, the address latch, the memory heads (2 spaces × 4 lanes × banks).
-    const Expected<int> banks = dataMemoryBanks(keyHeadDim, ReadHeight::Nominal);
+    const Expected<int> banks = dataMemoryBanks(keyHeadDim, ReadHeight::NormRail);
     const std::array<int, kMemoryDataLayers> dm = dataMemoryHeads(banks ? *banks : 0, 2);
     for (int i = 0; i < kMemoryDataLayers; ++i) h[static_cast<size_t>(5 + i)] += dm[static_cast<size_t>(i)];
   }

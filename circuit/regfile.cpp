@@ -256,6 +256,8 @@ Expected<RegisterFile> buildRegisterFile(CircuitWeights& w, FieldAllocator& allo
     m.outUnit = t.unit;
     m.noWrite = NoWrite::ZeroKey;
     m.readout = MemoryReadout::PadInverted;
+    // One-row cells, exact at any dk with the norm rail (memory.h "Key head dim").
+    m.read = s.twin == RegisterFileTwin::NominalRead ? ReadHeight::Nominal : ReadHeight::NormRail;
     UnitWriter units(w, R);
     for (int p = 0; p < s.ports; ++p)
       for (int l = 0; l < sh.lanes; ++l) {

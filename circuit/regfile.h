@@ -47,8 +47,9 @@
 // Ports: up to 4 — the 3 source operands and, in the front end (frontend.h), the destination's old
 // value (keyed by (dst, w), the result stage's old_l).
 // Config: linear_attention layers L..L+3, at least max(6, ports·4) heads per layer with their own
-// key heads (Hv = Hk), key head dim ≥ 64 (64 makes every head-written bit exact in fp32, §9 "Built:
-// the token I/O"), value head dim 128.
+// key heads (Hv = Hk), key head dim ≥ 64, value head dim 128. The register heads read one-row
+// cells with the norm rail (memory.h "Key head dim"): every read bit exactly ±u in fp32 and bf16
+// at key head dim 64 and at 128, where the rail takes value channel 64.
 #pragma once
 
 #include <array>
@@ -86,6 +87,8 @@ enum class RegisterFileTwin : uint8_t {
   RankOffByOne,  // lane l takes the value of rank popcount(m & ((2 << l) − 1)) (its own bit
                  // counted): every WR lane gets its successor's value, the last one none
   NoReset,       // the heads' decay is not connected to CTA: values survive a CTA start
+  NominalRead,   // the register heads read one-row cells without the norm rail (memory.h): at key
+                 // head dim 128 the read bits come back ulps off ±u (signs right)
 };
 
 struct RegisterFileSpec {

@@ -70,6 +70,7 @@ Expected<RomMargins> buildRom(CircuitWeights& weights, const RomSpec& spec) {
   m.decay = spec.decay;
   m.noWrite = NoWrite::ZeroKey;
   m.readout = spec.readout;
+  m.read = spec.read;
   result.headsUsed = heads;
   int head = spec.firstHead;  // the banks built so far take the heads before it
   for (int s = 0; s <= r.opSlots; ++s) {

@@ -69,6 +69,9 @@ struct RomSpec {
   // How a read lands in out (circuit/memory.h): Signed (±outUnit, empty 0) or PadInverted (out
   // holds a +outUnit pad: −outUnit for a set bit, +outUnit for a clear bit or an empty row).
   MemoryReadout readout = MemoryReadout::Signed;
+  // The banks' read (circuit/memory.h "Key head dim"): one row per cell and, at a key head dim
+  // whose one-row read is no power of two (`2b`'s 128), the norm rail; Nominal: the twin.
+  ReadHeight read = ReadHeight::NormRail;
   // Failing-twin knobs, passed to every bank (circuit/memory.h): beta ½, decay ½ per token.
   WriteStrength write = WriteStrength::Full;
   Decay decay = Decay::Off;

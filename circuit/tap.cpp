@@ -208,7 +208,7 @@ Expected<OneRowRead> planOneRowRead(int64_t keyHeadDim, double nominalHeight, Re
   r.read = r.height * chunkScale;
   const bool oneHotExact = powerOfTwo(chunkScale) && 1.0f / sqrtDk == chunkScale;
   r.powerOfTwo = oneHotExact && powerOfTwo(r.read);
-  if (mode == ReadHeight::Nominal || oneHotExact) return r;
+  if (mode == ReadHeight::Nominal || mode == ReadHeight::NormRail || oneHotExact) return r;
   int e = 0;
   if (mode == ReadHeight::OneRowCompensated) {
     // Candidate (b): one row, the fp32 h nearest X/s with fl(h·s) = X on both scales.

@@ -96,6 +96,9 @@ enum class ReadHeight : uint8_t {
   OneRowCompensated,  // candidate (b), measured and rejected: one row, the fp32 h with
                       // fl(h·s) = X; exact on the decode path, not on the chunked one (its
                       // matmul fuses c·U_j into the sum unrounded, docs/circuit.md §9)
+  NormRail,           // memories (circuit/memory.h "Key head dim"): one row per cell and, where
+                      // the one-row read is no power of two, a constant value channel that fixes
+                      // the gated norm's mean, so that a hot channel lands on a power of two
 };
 
 // How a one-row head reads, for a key head dim (header: "The read height").

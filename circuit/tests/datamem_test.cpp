@@ -99,7 +99,7 @@ struct Bench {
 struct Options {
   DataMemoryTwin twin = DataMemoryTwin::None;
   int keyHeadDim = 64;
-  ReadHeight read = ReadHeight::Nominal;
+  ReadHeight read = ReadHeight::NormRail;  // the gadget's default
   bool shared = true;
   int heads = 16;
   int stageLayer = -2;  // ≥ −1: probe every residual dim after that layer (with its MLP)
@@ -452,6 +452,30 @@ TEST(DataMemory, KeyHeadDim128IsExactWithFourRowCells) {
   std::cout << "key head dim 128, one-row cells (twin), fp32 prefill: " << c.summary() << "\n";
   EXPECT_EQ(c.wrongSign, 0);
   EXPECT_GT(c.inexact, 0);
+}
+
+// The read the leg builds (DataMemorySpec's default): one-row cells with the norm rail (memory.h
+// "Key head dim"), one head per port at dk 128, exact in fp32 and bf16 where the twin above is not.
+TEST(DataMemory, KeyHeadDim128IsExactWithOneRowCellsAndTheNormRail) {
+  const std::vector<int64_t> tokens = withProbes(streams::handMade(7, 80, 6), 11, 0.3);
+  Spaces global;
+  global.s[1] = false;
+  Options o;
+  o.keyHeadDim = 128;
+  o.read = ReadHeight::NormRail;
+  o.shared = false;
+  o.heads = 8;
+  const Bench b = build("dk128rail", o);
+  ASSERT_FALSE(b.dir.empty());
+  EXPECT_EQ(b.dm.banks, 1);
+  for (ComputeDtype dtype : harness::kDtypes)
+    for (Path path : {Path::Prefill, Path::Mixed}) {
+      const harness::SignCheck c = runAndCheck(b, tokens, dtype, path, global);
+      std::cout << "key head dim 128, one-row cells with the norm rail, " << dtypeName(dtype) << " "
+                << harness::pathName(path) << ": " << c.summary() << "\n";
+      EXPECT_TRUE(c.ok()) << c.summary();
+      EXPECT_EQ(c.inexact, 0);
+    }
 }
 
 }  // namespace

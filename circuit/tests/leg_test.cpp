@@ -273,7 +273,12 @@ TEST(Leg, TheCircuitSidecarIsCheckedOnRead) {
         "{" + leg + ", \"stepLimit\": 0}", "{" + leg + ", \"stepLimit\": 1000001}",
         "{" + leg + ", \"stepLimit\": \"64\"}", std::string("[1, 2]"),
         "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": -1}",
-        "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": \"248077\"}"}) {
+        "{" + leg + ", \"stepLimit\": 64, \"firstTraceRow\": \"248077\"}",
+        // Numbers that an int would wrap into range: 2^32 + 64, and a layer count of 2^32 + 5.
+        "{" + leg + ", \"stepLimit\": 4294967360}",
+        "{" + leg + ", \"stepLimit\": 18446744073709551615}",
+        "{" + leg + ", \"stepLimit\": 64, \"layers\": 4294967301}",
+        "{" + leg + ", \"stepLimit\": 64, \"hidden\": -2048}"}) {
     std::ofstream(dir / "circuit.json") << text;
     expectCheckpointError(text);
   }

@@ -136,7 +136,7 @@ struct Leg : ::testing::Test {
   static inline std::unique_ptr<model::Decoder> fp32;  // loaded once: 11 GB, ≈ 20 s
   static void SetUpTestSuite() {
     dir = (fs::temp_directory_path() / ("qgpu_model_leg_test_" + std::to_string(::getpid()))).string();
-    Status s = circuit::writeLegCheckpoint(dir);
+    auto s = circuit::writeLegCheckpoint(dir);
     ASSERT_TRUE(s.ok()) << s.error().message;
     auto dec = model::Decoder::load(dir, {model::ComputeDtype::F32, "cpu"});
     ASSERT_TRUE(dec.ok()) << dec.error().message;
@@ -496,7 +496,7 @@ TEST_F(Leg, ACheckpointAtTheTwoBWidthsRunsTheSameTokens) {
   shape.name = "2b's widths, a small vocabulary";
   shape.vocab = trace::kVocabSize + 160;
   shape.firstTraceRow = 100;
-  Status s = circuit::writeLegCheckpoint(packed, circuit::kLegStepLimit, shape);
+  auto s = circuit::writeLegCheckpoint(packed, circuit::kLegStepLimit, shape);
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto catalog = kernels::loadCatalog(kernels::defaultCatalogDir());
   ASSERT_TRUE(catalog.ok()) << catalog.error().str();
