@@ -76,14 +76,9 @@ struct Built {
   MemoryMargins margins;
 };
 
-Built build(ReadHeight read, int keyHeadDim) {
+// The memory on the layout: λ = 1 (the full layout), λG = 128, the readout every leg memory uses.
+MemorySpec memorySpec(ReadHeight read, int banks) {
   const Layout l = layout();
-  model::Qwen35Config c = config(kHidden, 1, 8, kVocab);
-  c.linearKeyHeadDim = keyHeadDim;
-  const int banks = 128 / keyHeadDim;  // dk 64: two heads of 64 cells
-  c.linearNumKeyHeads = banks;
-  c.linearNumValueHeads = banks;
-  CircuitWeights w(c);
   MemorySpec m;
   m.ballast = l.ballast;
   m.writeEnable = l.we;
@@ -98,6 +93,18 @@ Built build(ReadHeight read, int keyHeadDim) {
   m.readout = MemoryReadout::PadInverted;
   m.read = read;
   m.banks = banks;
+  return m;
+}
+
+Built build(ReadHeight read, int keyHeadDim) {
+  const Layout l = layout();
+  model::Qwen35Config c = config(kHidden, 1, 8, kVocab);
+  c.linearKeyHeadDim = keyHeadDim;
+  const int banks = 128 / keyHeadDim;  // dk 64: two heads of 64 cells
+  c.linearNumKeyHeads = banks;
+  c.linearNumValueHeads = banks;
+  CircuitWeights w(c);
+  const MemorySpec m = memorySpec(read, banks);
   Built b;
   auto mm = buildMemory(w, m);
   EXPECT_TRUE(mm.ok()) << mm.error().message;
@@ -217,19 +224,7 @@ TEST(NormRail, AMemoryWithNoRoomForTheRailChannelIsRefused) {
   model::Qwen35Config c = config(kHidden, 1, 8, 16);
   c.linearValueHeadDim = 64;  // 2V = 64 rails fill the head
   CircuitWeights w(c);
-  const Layout l = layout();
-  MemorySpec m;
-  m.ballast = l.ballast;
-  m.writeEnable = l.we;
-  m.writeAddr = l.waddr;
-  m.value = l.value;
-  m.readAddr = l.raddr;
-  m.out = l.out;
-  m.lambda = 1;
-  m.gain = 128;
-  m.noWrite = NoWrite::ZeroKey;
-  m.read = ReadHeight::NormRail;
-  auto r = buildMemory(w, m);
+  auto r = buildMemory(w, memorySpec(ReadHeight::NormRail, 1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::Usage);
   EXPECT_NE(r.error().message.find("norm rail"), std::string::npos) << r.error().message;

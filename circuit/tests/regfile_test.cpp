@@ -494,10 +494,14 @@ TEST(RegisterFileTwin, NoResetLeavesStaleValuesAfterCta) {
 
 // Key head dim 128 (the `2b` shape): the query's 1/√128 is no power of two; the register heads'
 // norm rail (memory.h "Key head dim") makes every operand bit exactly ±u anyway.
-TEST(RegisterFile, WithKeyHeadDim128EveryBitIsExactThroughTheNormRail) {
-  const Bench b = build("dk128", RegisterFileTwin::None, 128);
+harness::SignCheck dk128Run(RegisterFileTwin twin, const std::string& name) {
+  const Bench b = build(name, twin, 128);
   const std::vector<int64_t> tokens = withProbes(handMade(7, 70), 11, 0.3);
-  const harness::SignCheck c = runAndCheck(b, tokens, ComputeDtype::F32, Path::Prefill);
+  return runAndCheck(b, tokens, ComputeDtype::F32, Path::Prefill);
+}
+
+TEST(RegisterFile, WithKeyHeadDim128EveryBitIsExactThroughTheNormRail) {
+  const harness::SignCheck c = dk128Run(RegisterFileTwin::None, "dk128");
   std::cout << "key head dim 128, fp32 prefill: " << c.summary() << "\n";
   EXPECT_EQ(c.wrongSign, 0);
   EXPECT_EQ(c.inexact, 0);
@@ -507,9 +511,7 @@ TEST(RegisterFile, WithKeyHeadDim128EveryBitIsExactThroughTheNormRail) {
 // but come back ulps off ±u (measured: 33,692 of 566,400 bits, 2 magnitudes within 6e-6) — the
 // operand dims that put `2b`'s adder gates into R2's band (docs/circuit.md §9 "The norm rail").
 TEST(RegisterFileTwin, WithoutTheNormRailBitsAreUlpsOffAtKeyHeadDim128) {
-  const Bench b = build("dk128nominal", RegisterFileTwin::NominalRead, 128);
-  const std::vector<int64_t> tokens = withProbes(handMade(7, 70), 11, 0.3);
-  const harness::SignCheck c = runAndCheck(b, tokens, ComputeDtype::F32, Path::Prefill);
+  const harness::SignCheck c = dk128Run(RegisterFileTwin::NominalRead, "dk128nominal");
   std::cout << "key head dim 128 without the rail, fp32 prefill: " << c.summary() << "\n";
   EXPECT_EQ(c.wrongSign, 0);
   EXPECT_GT(c.inexact, 0);
