@@ -6,7 +6,6 @@
 #include <map>
 
 #include "circuit/logic.h"
-#include "model/tiny.h"
 
 namespace qgpu::circuit {
 
@@ -20,13 +19,6 @@ std::vector<Literal> operator+(std::vector<Literal> a, const std::vector<Literal
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
-namespace {
-
-float bf16(double v) {
-  return model::bf16ToFloat(model::floatToBf16(static_cast<float>(v)));
-}
-
-}  // namespace
 
 Expected<bool> addAnd(UnitWriter& units, const AndGate& g, std::vector<Literal> literals,
                       const std::vector<std::pair<int, double>>& outs) {
@@ -51,7 +43,7 @@ Expected<bool> addAnd(UnitWriter& units, const AndGate& g, std::vector<Literal> 
   hi.up.push_back({g.ballast.at(0), 1.0f});
   lo.up.push_back({g.ballast.at(0), 1.0f});
   for (auto [dim, amount] : outs) {
-    const float d = bf16(amount / (g.gain * g.lambda * g.lambda));
+    const float d = bf16Round(amount / (g.gain * g.lambda * g.lambda));
     hi.down.push_back({dim, d});
     lo.down.push_back({dim, -d});
   }

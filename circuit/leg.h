@@ -97,18 +97,19 @@ Expected<LegModel> buildLegModel(int stepLimit = kLegStepLimit,
                                  WeightStorage storage = WeightStorage::Dense,
                                  const LegShape& shape = {});
 
-// Builds that model and writes it to `dir` (created if missing): config.json and
-// model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
-// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N,
-// "firstTraceRow": R, …}, which readLegCheckpoint reads back (Checkpoint error when it is missing
-// or malformed: a directory that is not a leg checkpoint; a missing firstTraceRow is 0, as every
-// checkpoint before it had).
+// What circuit.json says of a leg checkpoint.
 struct LegCheckpoint {
   int stepLimit = 0;
   int64_t firstTraceRow = 0;                 // trace token t is the model's token firstTraceRow + t
   int layers = 0, hidden = 0, mlpUnits = 0;  // as written (0 where circuit.json lacks them)
 };
-// Returns what it wrote to circuit.json.
+
+// Builds that model and writes it to `dir` (created if missing): config.json and
+// model.safetensors (CircuitWeights::write), tokenizer.json (traceTokenizerJson), and circuit.json
+// {"pipeline": "memory+spill+atomics+inc+dec+cas+regrec+warp+mul", "stepLimit": N,
+// "firstTraceRow": R, …}, which readLegCheckpoint reads back (Checkpoint error when it is missing
+// or malformed: a directory that is not a leg checkpoint; a missing firstTraceRow is 0, as every
+// checkpoint before it had). Returns what it wrote to circuit.json.
 Expected<LegCheckpoint> writeLegCheckpoint(const std::string& dir, int stepLimit = kLegStepLimit,
                                            const LegShape& shape = {});
 // Checkpoint error for a circuit.json that is missing, malformed, of another pipeline, or whose

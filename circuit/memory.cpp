@@ -7,17 +7,12 @@
 #include <optional>
 
 #include "circuit/units.h"
-#include "model/tiny.h"
 
 namespace qgpu::circuit {
 namespace {
 
 Diag memoryUsage(const std::string& message) {
   return makeDiag(ErrorKind::Usage, "memory gadget: " + message);
-}
-
-float bf16(float v) {
-  return model::bf16ToFloat(model::floatToBf16(v));
 }
 
 float ulpAbove(float x) {
@@ -62,7 +57,7 @@ Expected<NormRail> planNormRail(int64_t dk, int64_t dv, double height, int hotCh
     for (int i = 0; i < 128; ++i) {
       const float C = std::ldexp(1.0f + static_cast<float>(i) / 128.0f, e);
       const auto p = railNormOutput(o, C * s, hotChannels, dv, feps);
-      const auto pb = railNormOutput(bf16(o), bf16(C * s), hotChannels, dv, feps);
+      const auto pb = railNormOutput(bf16Round(o), bf16Round(C * s), hotChannels, dv, feps);
       if (!p || !pb) continue;
       // zs: the fp32 numbers next to 2^j / p in [17, 1024) (bf16 rounds the gate to bf16(zs)).
       for (int j = -40; j < 40; ++j) {
@@ -72,7 +67,7 @@ Expected<NormRail> planNormRail(int64_t dk, int64_t dv, double height, int hotCh
         for (int k = 0; k < 4;
              ++k, up = std::nextafter(up, 2 * z0), down = std::nextafter(down, 0.0f))
           for (float zs : {up, down}) {
-            if (*p * zs != target || bf16(bf16(*pb) * bf16(zs)) != target) continue;
+            if (*p * zs != target || bf16Round(bf16Round(*pb) * bf16Round(zs)) != target) continue;
             rail.value = C;
             rail.gate = zs;
             rail.hot = target;
@@ -87,8 +82,8 @@ Expected<NormRail> planNormRail(int64_t dk, int64_t dv, double height, int hotCh
 namespace {
 
 // One bank of the memory: value head `head`, rows for addresses whose top bits are `bank`.
-Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m, int head,
-                 int bank, int rowBits, float cOut) {
+Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m, int head, int bank,
+                 int rowBits, float cOut, const HeightTerms& railGate) {
   const model::Qwen35Config& c = w.config();
   const int A = s.writeAddr.dims, V = s.value.dims;
   const int64_t dv = c.linearValueHeadDim, dk = c.linearKeyHeadDim;
@@ -161,16 +156,11 @@ Status buildBank(CircuitWeights& w, const MemorySpec& s, const MemoryMargins& m,
                      static_cast<float>(G)));
   QGPU_CHECK(w.set(w.layerTensor(s.layer, "linear_attn.dt_bias"), head, 0, 0.0f));
   // Output gate and norm: silu(z) = λGz on every channel (zs on the data channels with a norm
-  // rail), the shared norm weight 1. zs is an fp32 number: its bf16 pieces on the ballast (R4).
+  // rail: zs's bf16 pieces on the ballast, R4), the shared norm weight 1.
   const std::string z = w.layerTensor(s.layer, "linear_attn.in_proj_z.weight");
-  HeightTerms gate;
-  if (rail.channel >= 0) {
-    QGPU_TRY(terms, heightTerms(rail.gate / s.lambda, s.ballast, false));
-    gate = terms;
-  }
   for (int64_t ch = 0; ch < dv; ++ch) {
     if (rail.channel >= 0 && ch < 2 * V) {
-      for (const Term& t : gate.rest) QGPU_CHECK(w.set(z, head * dv + ch, t.dim, t.weight));
+      for (const Term& t : railGate.rest) QGPU_CHECK(w.set(z, head * dv + ch, t.dim, t.weight));
       continue;
     }
     QGPU_CHECK(w.set(z, head * dv + ch, bal, static_cast<float>(Gz)));
@@ -229,6 +219,7 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   if (V < 1 || 2 * V > dv || s.out.dims != V)
     return memoryUsage("value and out fields need V dims, 2V <= value head dim");
   NormRail rail;
+  HeightTerms railGate;  // zs / λ as bf16 pieces on the ballast (the data channels' z weights)
   if (s.read == ReadHeight::NormRail) {
     auto planned = planNormRail(dk, dv, plan.value().height, V, c.rmsNormEps);
     if (!planned.ok()) return planned.error();
@@ -237,6 +228,8 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
       if (2 * V + 1 > dv)
         return memoryUsage("a norm rail needs 2V + 1 <= value head dim " + std::to_string(dv));
       rail.channel = 2 * V;
+      QGPU_TRY(terms, heightTerms(rail.gate / s.lambda, s.ballast, false));
+      railGate = terms;
     }
   }
   if (s.reset.dims > 1 || (s.reset.dims == 1 && s.decay != Decay::Off))
@@ -273,13 +266,13 @@ Expected<MemoryMargins> buildMemory(CircuitWeights& w, const MemorySpec& s) {
   const double hot = std::sqrt(static_cast<double>(dv) / V);
   const float cOut = static_cast<float>(rail.channel >= 0 ? s.outUnit / rail.hot
                                                           : s.outUnit / (hot * s.lambda * Gz));
-  if (model::bf16ToFloat(model::floatToBf16(cOut)) != cOut)
+  if (!bf16Exact(cOut))
     return memoryUsage(
         "out_proj weight " + std::to_string(cOut) + " = outUnit / (√(" + std::to_string(dv) + "/" +
         std::to_string(V) +
         ")·λG/2) is not bf16-representable (rule R4): choose V with dv/V a power of 4");
   for (int bank = 0; bank < s.banks; ++bank)
-    QGPU_CHECK(buildBank(w, s, m, s.head + bank, bank, rowBits, cOut));
+    QGPU_CHECK(buildBank(w, s, m, s.head + bank, bank, rowBits, cOut, railGate));
   return m;
 }
 

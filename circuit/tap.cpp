@@ -5,14 +5,8 @@
 #include <cmath>
 #include <utility>
 
-#include "model/tiny.h"
-
 namespace qgpu::circuit {
 namespace {
-
-float bf16(double v) {
-  return model::bf16ToFloat(model::floatToBf16(static_cast<float>(v)));
-}
 
 // Everything the two gadgets differ in, and what they share.
 struct OneRowHead {
@@ -151,7 +145,7 @@ Expected<HeadMargins> build(CircuitWeights& w, const OneRowHead& s) {
   m.gateZ = s.lambda * s.Gz;
   // Pad: a hot 0 rail (or absence channel) adds −2u; Zero: every rail adds ±u.
   const double nominal = s.prior == HeadPrior::Pad ? 2.0 * s.unit : s.unit;
-  const float cw = bf16(nominal / (hot * m.gateZ));
+  const float cw = bf16Round(nominal / (hot * m.gateZ));
   m.readUnit = cw * hot * m.gateZ;
   m.readUnitError = std::abs(m.readUnit / nominal - 1.0);
   const std::string outProj = w.layerTensor(s.layer, "linear_attn.out_proj.weight");

@@ -8,8 +8,12 @@
 
 namespace qgpu::circuit {
 
+float bf16Round(double v) {
+  return model::bf16ToFloat(model::floatToBf16(static_cast<float>(v)));
+}
+
 bool bf16Exact(float v) {
-  return model::bf16ToFloat(model::floatToBf16(v)) == v;
+  return bf16Round(v) == v;
 }
 
 bool powerOfTwo(double v) {

@@ -25,6 +25,9 @@
 
 namespace qgpu::circuit {
 
+// v rounded to fp32, then to bf16 (round to nearest even), as a float.
+float bf16Round(double v);
+
 // Whether v survives rounding to bf16 unchanged (rule R4: every weight a bf16 row holds).
 bool bf16Exact(float v);
 
